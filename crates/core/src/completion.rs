@@ -1,0 +1,198 @@
+//! Completions: where an operation's outcome lands, and how threads wait for
+//! it without spinning (a condition variable; wait-any uses a shared signal).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::Result;
+use crate::direct::frame::{Envelope, Payload};
+
+/// What a finished operation produced.
+#[derive(Debug)]
+pub enum Outcome {
+    Sent,
+    Received { env: Envelope, payload: Payload },
+}
+
+/// A one-shot flag several completions can raise (for wait-any / wait-some).
+#[derive(Default)]
+pub struct Signal {
+    fired: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Signal {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Signal::default())
+    }
+
+    fn fire(&self) {
+        *self.fired.lock() = true;
+        self.cv.notify_all();
+    }
+
+    /// Wait until fired or until `deadline`; true if fired.
+    pub fn wait_until(&self, deadline: Option<Instant>) -> bool {
+        let mut fired = self.fired.lock();
+        while !*fired {
+            match deadline {
+                None => self.cv.wait(&mut fired),
+                Some(d) => {
+                    if self.cv.wait_until(&mut fired, d).timed_out() {
+                        break;
+                    }
+                }
+            }
+        }
+        *fired
+    }
+}
+
+#[derive(Default)]
+struct State {
+    outcome: Option<Result<Outcome>>,
+    /// Set once the outcome was handed out (the request is then inactive).
+    taken: bool,
+    watchers: Vec<Arc<Signal>>,
+}
+
+#[derive(Default)]
+pub struct Completion {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl Completion {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Completion::default())
+    }
+
+    /// Record the outcome; the first one wins. Returns whether this call did.
+    pub fn complete(&self, outcome: Result<Outcome>) -> bool {
+        let watchers = {
+            let mut s = self.state.lock();
+            if s.outcome.is_some() || s.taken {
+                return false;
+            }
+            s.outcome = Some(outcome);
+            std::mem::take(&mut s.watchers)
+        };
+        self.cv.notify_all();
+        for w in watchers {
+            w.fire();
+        }
+        true
+    }
+
+    pub fn is_done(&self) -> bool {
+        let s = self.state.lock();
+        s.outcome.is_some() || s.taken
+    }
+
+    /// Wait for the outcome up to `timeout` (None: forever); true if done.
+    pub fn wait(&self, timeout: Option<Duration>) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut s = self.state.lock();
+        while s.outcome.is_none() && !s.taken {
+            match deadline {
+                None => self.cv.wait(&mut s),
+                Some(d) => {
+                    if self.cv.wait_until(&mut s, d).timed_out() {
+                        break;
+                    }
+                }
+            }
+        }
+        s.outcome.is_some() || s.taken
+    }
+
+    /// Hand out the outcome once; later calls return None.
+    pub fn take(&self) -> Option<Result<Outcome>> {
+        let mut s = self.state.lock();
+        let o = s.outcome.take();
+        if o.is_some() {
+            s.taken = true;
+        }
+        o
+    }
+
+    /// Raise `signal` when this completes; false (and no watch) if already done.
+    pub fn watch(&self, signal: &Arc<Signal>) -> bool {
+        let mut s = self.state.lock();
+        if s.outcome.is_some() || s.taken {
+            return false;
+        }
+        s.watchers.push(signal.clone());
+        true
+    }
+
+    pub fn unwatch(&self, signal: &Arc<Signal>) {
+        self.state.lock().watchers.retain(|w| !Arc::ptr_eq(w, signal));
+    }
+}
+
+/// Block until at least one of `completions` is done or `timeout` passes.
+pub fn wait_any(completions: &[Arc<Completion>], timeout: Option<Duration>) -> bool {
+    let signal = Signal::new();
+    let mut watching = Vec::with_capacity(completions.len());
+    let mut ready = false;
+    for c in completions {
+        if c.watch(&signal) {
+            watching.push(c);
+        } else {
+            ready = true;
+            break;
+        }
+    }
+    if !ready {
+        ready = signal.wait_until(timeout.map(|t| Instant::now() + t));
+    }
+    for c in watching {
+        c.unwatch(&signal);
+    }
+    ready
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_outcome_wins_and_is_taken_once() {
+        let c = Completion::new();
+        assert!(c.complete(Ok(Outcome::Sent)));
+        assert!(!c.complete(Ok(Outcome::Sent)));
+        assert!(c.take().is_some());
+        assert!(c.take().is_none());
+        assert!(c.is_done());
+    }
+
+    #[test]
+    fn wait_times_out_then_sees_completion_from_another_thread() {
+        let c = Completion::new();
+        assert!(!c.wait(Some(Duration::from_millis(10))));
+        let c2 = c.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            c2.complete(Ok(Outcome::Sent));
+        });
+        assert!(c.wait(None));
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn wait_any_wakes_on_any() {
+        let cs: Vec<_> = (0..3).map(|_| Completion::new()).collect();
+        assert!(!wait_any(&cs, Some(Duration::from_millis(5))));
+        let c1 = cs[1].clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            c1.complete(Ok(Outcome::Sent));
+        });
+        assert!(wait_any(&cs, Some(Duration::from_secs(5))));
+        assert!(cs[1].is_done() && !cs[0].is_done());
+        t.join().unwrap();
+    }
+}

@@ -1,0 +1,220 @@
+//! The seam between bytes on the wire and meaning: a message's envelope as
+//! HTTP headers, and its payload as a list of byte chunks (the raw HTTP body).
+//!
+//! A store request is `POST /domains/{domain}/ranks/{dest}/messages` with the
+//! headers below; nothing about the payload is encoded (no base64, no XML).
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use crate::error::{err, ErrorClass, Result};
+
+pub const H_SOURCE: &str = "mpiws-source";
+pub const H_CONTEXT: &str = "mpiws-context";
+pub const H_TAG: &str = "mpiws-tag";
+pub const H_SEQ: &str = "mpiws-seq";
+pub const H_SYNC: &str = "mpiws-sync";
+pub const H_PARTS: &str = "mpiws-parts";
+
+/// Largest tag a sender may use (MPI requires at least 32767).
+pub const TAG_UB: i32 = i32::MAX;
+
+/// Everything about a message except its payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// Sender's rank in the domain (its world rank).
+    pub source: u32,
+    /// Communicator context: messages only match receives of the same context.
+    pub context: u64,
+    pub tag: i32,
+    /// Per (sender, receiver) sequence number; `None` for messages from plain
+    /// HTTP clients, which are filed in arrival order.
+    pub seq: Option<u64>,
+    /// Synchronous send: the store is acknowledged only once a receive matched it.
+    pub sync: bool,
+    /// Lengths of the logical parts of the body (pickled object + out-of-band
+    /// buffers); empty means one part.
+    pub parts: Vec<u64>,
+}
+
+/// The payload as it came off the wire: chunks are kept, never concatenated.
+#[derive(Debug, Clone, Default)]
+pub struct Payload {
+    pub chunks: Vec<Bytes>,
+}
+
+impl Payload {
+    pub fn from_chunks(chunks: Vec<Bytes>) -> Self {
+        Payload { chunks }
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(|c| c.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copy the payload into `dest`, which must be at least `self.len()` long.
+    pub fn copy_to(&self, dest: &mut [u8]) {
+        let mut at = 0;
+        for c in &self.chunks {
+            dest[at..at + c.len()].copy_from_slice(c);
+            at += c.len();
+        }
+    }
+
+    /// Split the payload into its logical parts, copying each into one buffer.
+    pub fn split_parts(&self, parts: &[u64]) -> Vec<Vec<u8>> {
+        let total = self.len();
+        let lens: Vec<usize> = if parts.is_empty() {
+            vec![total]
+        } else {
+            parts.iter().map(|&p| p as usize).collect()
+        };
+        let mut out: Vec<Vec<u8>> = lens.iter().map(|&l| Vec::with_capacity(l)).collect();
+        let mut part = 0;
+        for c in &self.chunks {
+            let mut c = &c[..];
+            while !c.is_empty() && part < out.len() {
+                let room = lens[part] - out[part].len();
+                let n = room.min(c.len());
+                out[part].extend_from_slice(&c[..n]);
+                c = &c[n..];
+                if out[part].len() == lens[part] {
+                    part += 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn header<'a>(h: &'a HeaderMap, name: &str) -> Result<Option<&'a str>> {
+    match h.get(name) {
+        None => Ok(None),
+        Some(v) => match v.to_str() {
+            Ok(s) => Ok(Some(s.trim())),
+            Err(_) => err(ErrorClass::Arg, format!("header {name} is not ASCII")),
+        },
+    }
+}
+
+fn parse<T: std::str::FromStr>(name: &str, v: &str) -> Result<T> {
+    v.parse::<T>()
+        .or_else(|_| err(ErrorClass::Arg, format!("header {name}: cannot parse {v:?}")))
+}
+
+impl Envelope {
+    /// Read an envelope from a store request's headers. `body_len` checks `mpiws-parts`.
+    pub fn from_headers(h: &HeaderMap, body_len: Option<u64>) -> Result<Envelope> {
+        let source = match header(h, H_SOURCE)? {
+            Some(v) => parse::<u32>(H_SOURCE, v)?,
+            None => return err(ErrorClass::Arg, format!("missing header {H_SOURCE}")),
+        };
+        let context = match header(h, H_CONTEXT)? {
+            Some(v) => parse::<u64>(H_CONTEXT, v)?,
+            None => 0,
+        };
+        let tag = match header(h, H_TAG)? {
+            Some(v) => parse::<i32>(H_TAG, v)?,
+            None => 0,
+        };
+        if tag < 0 {
+            return err(ErrorClass::Tag, format!("invalid tag {tag}: must be 0..={TAG_UB}"));
+        }
+        let seq = match header(h, H_SEQ)? {
+            Some(v) => Some(parse::<u64>(H_SEQ, v)?),
+            None => None,
+        };
+        let sync = match header(h, H_SYNC)? {
+            None | Some("0") | Some("false") => false,
+            Some("1") | Some("true") => true,
+            Some(v) => return err(ErrorClass::Arg, format!("header {H_SYNC}: expected 0 or 1, got {v:?}")),
+        };
+        let parts = match header(h, H_PARTS)? {
+            None | Some("") => Vec::new(),
+            Some(v) => v
+                .split(',')
+                .map(|p| parse::<u64>(H_PARTS, p.trim()))
+                .collect::<Result<Vec<u64>>>()?,
+        };
+        if let (false, Some(len)) = (parts.is_empty(), body_len) {
+            if parts.iter().sum::<u64>() != len {
+                return err(ErrorClass::Arg, format!("header {H_PARTS} does not add up to the body length {len}"));
+            }
+        }
+        Ok(Envelope { source, context, tag, seq, sync, parts })
+    }
+
+    /// The headers that carry this envelope.
+    pub fn to_headers(&self) -> Vec<(&'static str, String)> {
+        let mut v = vec![
+            (H_SOURCE, self.source.to_string()),
+            (H_CONTEXT, self.context.to_string()),
+            (H_TAG, self.tag.to_string()),
+        ];
+        if let Some(s) = self.seq {
+            v.push((H_SEQ, s.to_string()));
+        }
+        if self.sync {
+            v.push((H_SYNC, "1".into()));
+        }
+        if !self.parts.is_empty() {
+            let p: Vec<String> = self.parts.iter().map(|p| p.to_string()).collect();
+            v.push((H_PARTS, p.join(",")));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn envelope_round_trips_through_headers() {
+        let e = Envelope { source: 3, context: 77, tag: 9, seq: Some(12), sync: true, parts: vec![4, 6] };
+        let mut h = HeaderMap::new();
+        for (k, v) in e.to_headers() {
+            h.insert(k, HeaderValue::from_str(&v).unwrap());
+        }
+        assert_eq!(Envelope::from_headers(&h, Some(10)).unwrap(), e);
+    }
+
+    #[test]
+    fn plain_client_needs_only_a_source() {
+        let e = Envelope::from_headers(&headers(&[(H_SOURCE, "1")]), Some(5)).unwrap();
+        assert_eq!((e.source, e.context, e.tag, e.seq, e.sync), (1, 0, 0, None, false));
+    }
+
+    #[test]
+    fn malformed_headers_are_rejected_with_a_class() {
+        assert!(Envelope::from_headers(&headers(&[]), None).is_err());
+        let e = Envelope::from_headers(&headers(&[(H_SOURCE, "x")]), None).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Arg);
+        let e = Envelope::from_headers(&headers(&[(H_SOURCE, "0"), (H_TAG, "-4")]), None).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Tag);
+        let e = Envelope::from_headers(&headers(&[(H_SOURCE, "0"), (H_PARTS, "1,2")]), Some(5)).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Arg);
+    }
+
+    #[test]
+    fn payload_splits_across_chunk_boundaries() {
+        let p = Payload::from_chunks(vec![Bytes::from_static(b"abc"), Bytes::from_static(b"defgh")]);
+        assert_eq!(p.split_parts(&[2, 5, 1]), vec![b"ab".to_vec(), b"cdefg".to_vec(), b"h".to_vec()]);
+        let mut all = vec![0u8; 8];
+        p.copy_to(&mut all);
+        assert_eq!(&all, b"abcdefgh");
+    }
+}

@@ -1,0 +1,270 @@
+//! Matching: an instance's mailbox pairs arriving messages with posted receives.
+//!
+//! MPI's rules, over a transport that may reorder and repeat HTTP requests:
+//! - each (sender, receiver) pair numbers its messages; a message is released
+//!   for matching only when all earlier ones from that sender were, so receives
+//!   see send order (non-overtaking) whatever order the requests arrived in;
+//! - a repeated sequence number is a retry and is dropped (idempotent stores);
+//! - a released message goes to the first posted receive that matches it, else
+//!   joins the unexpected queue; a posted receive takes the first unexpected
+//!   message that matches it, else waits in the posted queue.
+//!
+//! Pure data structure: no locks, no I/O, so it is tested on its own.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use tokio::sync::oneshot;
+
+use crate::direct::frame::{Envelope, Payload};
+
+/// A message filed in a mailbox.
+#[derive(Debug)]
+pub struct Message {
+    pub env: Envelope,
+    pub payload: Payload,
+    /// Fired when a receive takes the message (what synchronous sends wait for).
+    pub on_match: Option<oneshot::Sender<()>>,
+}
+
+impl Message {
+    pub fn new(env: Envelope, payload: Payload) -> Self {
+        Message { env, payload, on_match: None }
+    }
+
+    /// Tell a synchronous sender that its message was matched.
+    pub fn matched(&mut self) {
+        if let Some(tx) = self.on_match.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// What a receive or probe asks for: `None` is a wildcard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pattern {
+    pub context: u64,
+    pub source: Option<u32>,
+    pub tag: Option<i32>,
+}
+
+impl Pattern {
+    pub fn matches(&self, e: &Envelope) -> bool {
+        self.context == e.context
+            && self.source.map_or(true, |s| s == e.source)
+            && self.tag.map_or(true, |t| t == e.tag)
+    }
+}
+
+/// Id of a posted receive, chosen by the caller.
+pub type RecvId = u64;
+
+#[derive(Debug)]
+pub enum Arrival {
+    /// Already seen: a retried store. Nothing changed.
+    Duplicate,
+    /// Filed. The listed posted receives were matched by it (or by the earlier
+    /// out-of-order messages it released) and must now be completed.
+    Filed(Vec<(RecvId, Message)>),
+}
+
+#[derive(Debug, Default)]
+pub struct Mailbox {
+    next_seq: HashMap<u32, u64>,
+    early: HashMap<u32, BTreeMap<u64, Message>>,
+    unexpected: VecDeque<Message>,
+    posted: VecDeque<(RecvId, Pattern)>,
+    unexpected_bytes: usize,
+}
+
+impl Mailbox {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// File an arriving message.
+    pub fn arrive(&mut self, msg: Message) -> Arrival {
+        let mut matched = Vec::new();
+        let Some(seq) = msg.env.seq else {
+            self.release(msg, &mut matched);
+            return Arrival::Filed(matched);
+        };
+        let source = msg.env.source;
+        let next = *self.next_seq.get(&source).unwrap_or(&0);
+        let early = self.early.entry(source).or_default();
+        if seq < next || early.contains_key(&seq) {
+            return Arrival::Duplicate;
+        }
+        if seq > next {
+            early.insert(seq, msg);
+            return Arrival::Filed(matched);
+        }
+        let mut next = next + 1;
+        let mut ready = vec![msg];
+        while let Some(m) = early.remove(&next) {
+            ready.push(m);
+            next += 1;
+        }
+        self.next_seq.insert(source, next);
+        for m in ready {
+            self.release(m, &mut matched);
+        }
+        Arrival::Filed(matched)
+    }
+
+    fn release(&mut self, msg: Message, matched: &mut Vec<(RecvId, Message)>) {
+        if let Some(i) = self.posted.iter().position(|(_, p)| p.matches(&msg.env)) {
+            let (id, _) = self.posted.remove(i).unwrap();
+            matched.push((id, msg));
+        } else {
+            self.unexpected_bytes += msg.payload.len();
+            self.unexpected.push_back(msg);
+        }
+    }
+
+    /// Post a receive: returns the message at once if one already matches.
+    pub fn post(&mut self, id: RecvId, pattern: Pattern) -> Option<Message> {
+        if let Some(m) = self.take(&pattern) {
+            return Some(m);
+        }
+        self.posted.push_back((id, pattern));
+        None
+    }
+
+    /// Remove and return the first unexpected message matching `pattern`.
+    pub fn take(&mut self, pattern: &Pattern) -> Option<Message> {
+        let i = self.unexpected.iter().position(|m| pattern.matches(&m.env))?;
+        let m = self.unexpected.remove(i).unwrap();
+        self.unexpected_bytes -= m.payload.len();
+        Some(m)
+    }
+
+    /// Withdraw a posted receive; false if it was already matched (or unknown).
+    pub fn cancel(&mut self, id: RecvId) -> bool {
+        match self.posted.iter().position(|(i, _)| *i == id) {
+            Some(i) => {
+                self.posted.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The first unexpected message a receive with `pattern` would take.
+    pub fn probe(&self, pattern: &Pattern) -> Option<&Message> {
+        self.unexpected.iter().find(|m| pattern.matches(&m.env))
+    }
+
+    /// Bytes held by messages no receive has asked for yet.
+    pub fn unexpected_bytes(&self) -> usize {
+        self.unexpected_bytes
+    }
+
+    /// Empty the mailbox (the instance ended): the posted receives to fail.
+    pub fn close(&mut self) -> Vec<RecvId> {
+        self.unexpected.clear();
+        self.early.clear();
+        self.unexpected_bytes = 0;
+        self.posted.drain(..).map(|(id, _)| id).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn msg(source: u32, tag: i32, seq: Option<u64>, body: &'static str) -> Message {
+        let env = Envelope { source, context: 0, tag, seq, sync: false, parts: vec![] };
+        Message::new(env, Payload::from_chunks(vec![Bytes::from_static(body.as_bytes())]))
+    }
+
+    fn pat(source: Option<u32>, tag: Option<i32>) -> Pattern {
+        Pattern { context: 0, source, tag }
+    }
+
+    fn body(m: &Message) -> String {
+        let mut v = vec![0u8; m.payload.len()];
+        m.payload.copy_to(&mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    fn filed(a: Arrival) -> Vec<(RecvId, Message)> {
+        match a {
+            Arrival::Filed(v) => v,
+            Arrival::Duplicate => panic!("unexpected duplicate"),
+        }
+    }
+
+    #[test]
+    fn out_of_order_arrivals_are_received_in_send_order() {
+        let mut mb = Mailbox::new();
+        assert!(filed(mb.arrive(msg(1, 0, Some(2), "c"))).is_empty());
+        assert!(filed(mb.arrive(msg(1, 0, Some(1), "b"))).is_empty());
+        assert!(mb.probe(&pat(None, None)).is_none(), "nothing released before seq 0");
+        filed(mb.arrive(msg(1, 0, Some(0), "a")));
+        let got: Vec<String> = (0..3).map(|i| body(&mb.post(i, pat(Some(1), None)).unwrap())).collect();
+        assert_eq!(got, vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn retried_sequence_numbers_are_dropped() {
+        let mut mb = Mailbox::new();
+        filed(mb.arrive(msg(0, 0, Some(0), "a")));
+        assert!(matches!(mb.arrive(msg(0, 0, Some(0), "a")), Arrival::Duplicate));
+        filed(mb.arrive(msg(0, 0, Some(2), "c")));
+        assert!(matches!(mb.arrive(msg(0, 0, Some(2), "c")), Arrival::Duplicate));
+        assert_eq!(mb.unexpected_bytes(), 1);
+    }
+
+    #[test]
+    fn posted_receive_is_matched_by_a_later_arrival() {
+        let mut mb = Mailbox::new();
+        assert!(mb.post(7, pat(Some(2), Some(5))).is_none());
+        assert!(filed(mb.arrive(msg(2, 4, Some(0), "wrong tag"))).is_empty());
+        let m = filed(mb.arrive(msg(2, 5, Some(1), "right")));
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].0, 7);
+        assert_eq!(body(&m[0].1), "right");
+    }
+
+    #[test]
+    fn wildcards_take_the_earliest_matching_message() {
+        let mut mb = Mailbox::new();
+        filed(mb.arrive(msg(3, 1, Some(0), "x")));
+        filed(mb.arrive(msg(1, 2, Some(0), "y")));
+        filed(mb.arrive(msg(3, 2, Some(1), "z")));
+        assert_eq!(body(&mb.post(0, pat(None, Some(2))).unwrap()), "y");
+        assert_eq!(body(&mb.post(1, pat(None, None)).unwrap()), "x");
+        assert_eq!(body(&mb.post(2, pat(Some(3), None)).unwrap()), "z");
+    }
+
+    #[test]
+    fn receives_are_matched_in_post_order() {
+        let mut mb = Mailbox::new();
+        mb.post(10, pat(None, None));
+        mb.post(11, pat(Some(0), None));
+        let m = filed(mb.arrive(msg(0, 0, Some(0), "first")));
+        assert_eq!(m[0].0, 10);
+        let m = filed(mb.arrive(msg(0, 0, Some(1), "second")));
+        assert_eq!(m[0].0, 11);
+    }
+
+    #[test]
+    fn contexts_are_isolated() {
+        let mut mb = Mailbox::new();
+        filed(mb.arrive(msg(0, 0, Some(0), "ctx0")));
+        let other = Pattern { context: 9, source: None, tag: None };
+        assert!(mb.post(1, other).is_none());
+        assert!(mb.probe(&pat(None, None)).is_some());
+    }
+
+    #[test]
+    fn cancel_withdraws_only_unmatched_receives() {
+        let mut mb = Mailbox::new();
+        mb.post(1, pat(None, None));
+        assert!(mb.cancel(1));
+        assert!(!mb.cancel(1));
+        assert!(filed(mb.arrive(msg(0, 0, None, "kept"))).is_empty());
+        assert_eq!(mb.close(), Vec::<RecvId>::new());
+    }
+}

@@ -1,0 +1,163 @@
+//! The client side of direct communication: one HTTP/1.1 connection pool per
+//! process, persistent connections, and a bound on requests in flight to any
+//! one peer (beyond it, sends queue here instead of opening more sockets).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
+
+use crate::body::Chunks;
+use crate::direct::frame::Envelope;
+use crate::error::{Error, ErrorClass, Result};
+
+/// Requests in flight to one peer before further sends wait their turn.
+const PER_PEER_IN_FLIGHT: usize = 32;
+
+pub struct Transport {
+    client: Client<HttpConnector, Chunks>,
+    peers: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Transport {
+    pub fn new() -> Self {
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .http1_max_buf_size(4 << 20)
+            .build(http);
+        Transport { client, peers: Mutex::new(HashMap::new()) }
+    }
+
+    fn limit(&self, base: &str) -> Arc<Semaphore> {
+        self.peers
+            .lock()
+            .entry(base.to_string())
+            .or_insert_with(|| Arc::new(Semaphore::new(PER_PEER_IN_FLIGHT)))
+            .clone()
+    }
+
+    /// Store a message in rank `dest`'s mailbox at endpoint `base`.
+    pub async fn store(
+        &self,
+        base: &str,
+        domain: &str,
+        dest: u32,
+        token: &str,
+        env: &Envelope,
+        chunks: Vec<Bytes>,
+    ) -> Result<()> {
+        let limit = self.limit(base);
+        let _permit = limit.acquire().await.expect("semaphore never closed");
+        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages");
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(&uri)
+            .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(http::header::CONTENT_TYPE, "application/octet-stream");
+        for (k, v) in env.to_headers() {
+            req = req.header(k, v);
+        }
+        let req = req
+            .body(Chunks::new(chunks))
+            .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
+        let (status, body) = self.exchange(req, &format!("rank {dest} at {base}")).await?;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(error_from_response(status, &body, &format!("rank {dest} at {base}")))
+        }
+    }
+
+    /// Send a request with a JSON (or empty) body and decode a JSON answer.
+    pub async fn call_json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<&serde_json::Value>,
+    ) -> Result<T> {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(t) = token {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let body = match body {
+            Some(v) => {
+                req = req.header(http::header::CONTENT_TYPE, "application/json");
+                Chunks::json(v)
+            }
+            None => Chunks::empty(),
+        };
+        let req = req
+            .body(body)
+            .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
+        let (status, bytes) = self.exchange(req, uri).await?;
+        if !status.is_success() {
+            return Err(error_from_response(status, &bytes, uri));
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
+    }
+
+    async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<(StatusCode, Bytes)> {
+        let resp = self
+            .client
+            .request(req)
+            .await
+            .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {}", describe(&e))))?;
+        let status = resp.status();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer}: answer cut off: {e}")))?
+            .to_bytes();
+        Ok((status, body))
+    }
+}
+
+fn describe(e: &hyper_util::client::legacy::Error) -> String {
+    use std::error::Error as _;
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// Turn an error answer (`{"error": {"class": N, "message": "..."}}`) into an Error.
+pub fn error_from_response(status: StatusCode, body: &[u8], peer: &str) -> Error {
+    #[derive(serde::Deserialize)]
+    struct Wire {
+        error: WireError,
+    }
+    #[derive(serde::Deserialize)]
+    struct WireError {
+        class: i64,
+        message: String,
+    }
+    match serde_json::from_slice::<Wire>(body) {
+        Ok(w) => Error::new(ErrorClass::from_code(w.error.class), format!("{peer}: {}", w.error.message)),
+        Err(_) => Error::new(
+            ErrorClass::Other,
+            format!("{peer} answered {status}: {}", String::from_utf8_lossy(&body[..body.len().min(200)])),
+        ),
+    }
+}

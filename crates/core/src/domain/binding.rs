@@ -1,0 +1,59 @@
+//! The binding of an instance to its domain: what a *run* request carries.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{err, ErrorClass, Result};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Binding {
+    /// Domain id: any non-empty string of `[A-Za-z0-9._-]`.
+    pub domain: String,
+    /// This instance's rank.
+    pub rank: u32,
+    /// Endpoint URL of every rank, in rank order (rank i at endpoints[i]).
+    pub endpoints: Vec<String>,
+    /// Shared secret of the domain: every store and status request must carry it.
+    pub token: String,
+    /// The deployed service to run.
+    #[serde(default)]
+    pub service: String,
+    /// Application parameters, handed to the service as they are.
+    #[serde(default)]
+    pub params: serde_json::Value,
+}
+
+pub fn valid_domain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+impl Binding {
+    pub fn size(&self) -> u32 {
+        self.endpoints.len() as u32
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if !valid_domain_id(&self.domain) {
+            return err(ErrorClass::Arg, "domain id must be 1-128 characters of [A-Za-z0-9._-]");
+        }
+        if self.endpoints.is_empty() {
+            return err(ErrorClass::Arg, "endpoints must list at least one URL");
+        }
+        if let Some(bad) = self.endpoints.iter().find(|u| !(u.starts_with("http://") || u.starts_with("https://"))) {
+            return err(ErrorClass::Arg, format!("endpoint {bad:?} is not an http(s) URL"));
+        }
+        if self.rank >= self.size() {
+            return err(ErrorClass::Rank, format!("rank {} out of range for {} endpoints", self.rank, self.size()));
+        }
+        if self.token.is_empty() {
+            return err(ErrorClass::Arg, "token must not be empty");
+        }
+        Ok(())
+    }
+
+    /// Endpoint URL of `rank`, without a trailing slash.
+    pub fn url_of(&self, rank: u32) -> &str {
+        self.endpoints[rank as usize].trim_end_matches('/')
+    }
+}

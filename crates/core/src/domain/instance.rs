@@ -1,0 +1,364 @@
+//! A service instance: one rank of one domain on this endpoint. It owns the
+//! mailbox for that rank, the send sequence numbers towards every peer, and
+//! the state the service interface reports (running, done, failed, ...).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+use tokio::sync::{oneshot, watch};
+
+use crate::completion::{Completion, Outcome};
+use crate::direct::frame::{Envelope, Payload};
+use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
+use crate::direct::transport::Transport;
+use crate::domain::Binding;
+use crate::error::{Error, ErrorClass, Result};
+use crate::runtime::runtime;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceState {
+    /// Created by *run*; the service has not started yet.
+    Starting,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl InstanceState {
+    pub fn is_final(self) -> bool {
+        matches!(self, InstanceState::Done | InstanceState::Failed | InstanceState::Cancelled)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorReport {
+    pub class: i32,
+    pub name: String,
+    pub message: String,
+    pub traceback: String,
+}
+
+/// What the status operation reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub domain: String,
+    pub rank: u32,
+    pub service: String,
+    pub state: InstanceState,
+    pub result: Option<serde_json::Value>,
+    pub error: Option<ErrorReport>,
+}
+
+struct Inbox {
+    mailbox: Mailbox,
+    waiting: HashMap<RecvId, Arc<Completion>>,
+    /// Set when the instance ended: every later operation fails with it.
+    closed: Option<Error>,
+}
+
+/// Counts sends still on the wire, so an instance can finish only after them.
+#[derive(Default)]
+struct InFlight {
+    count: Mutex<usize>,
+    idle: Condvar,
+}
+
+pub struct Instance {
+    pub binding: Binding,
+    inbox: Mutex<Inbox>,
+    arrived: Condvar,
+    next_recv_id: AtomicU64,
+    send_seq: Vec<AtomicU64>,
+    status: watch::Sender<Status>,
+    in_flight: InFlight,
+    transport: Arc<Transport>,
+}
+
+pub enum Delivered {
+    Filed,
+    Duplicate,
+}
+
+impl Instance {
+    pub fn new(binding: Binding, transport: Arc<Transport>) -> Arc<Self> {
+        let status = Status {
+            domain: binding.domain.clone(),
+            rank: binding.rank,
+            service: binding.service.clone(),
+            state: InstanceState::Starting,
+            result: None,
+            error: None,
+        };
+        Arc::new(Instance {
+            send_seq: (0..binding.size()).map(|_| AtomicU64::new(0)).collect(),
+            binding,
+            inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None }),
+            arrived: Condvar::new(),
+            next_recv_id: AtomicU64::new(1),
+            status: watch::channel(status).0,
+            in_flight: InFlight::default(),
+            transport,
+        })
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.binding.rank
+    }
+
+    pub fn size(&self) -> u32 {
+        self.binding.size()
+    }
+
+    // ---- receiving -------------------------------------------------------
+
+    /// File a message that arrived for this instance.
+    pub fn deliver(&self, msg: Message) -> Result<Delivered> {
+        let matched = {
+            let mut inbox = self.inbox.lock();
+            if let Some(e) = &inbox.closed {
+                return Err(e.clone());
+            }
+            match inbox.mailbox.arrive(msg) {
+                Arrival::Duplicate => return Ok(Delivered::Duplicate),
+                Arrival::Filed(matched) => matched
+                    .into_iter()
+                    .filter_map(|(id, m)| inbox.waiting.remove(&id).map(|c| (c, m)))
+                    .collect::<Vec<_>>(),
+            }
+        };
+        self.arrived.notify_all();
+        for (c, m) in matched {
+            Self::hand_over(&c, m);
+        }
+        Ok(Delivered::Filed)
+    }
+
+    fn hand_over(c: &Completion, mut m: Message) {
+        m.matched();
+        c.complete(Ok(Outcome::Received { env: m.env, payload: m.payload }));
+    }
+
+    /// Post a receive. The completion carries the message once one matches.
+    pub fn post_recv(&self, pattern: Pattern) -> (RecvId, Arc<Completion>) {
+        let id = self.next_recv_id.fetch_add(1, Ordering::Relaxed);
+        let c = Completion::new();
+        let found = {
+            let mut inbox = self.inbox.lock();
+            if let Some(e) = &inbox.closed {
+                c.complete(Err(e.clone()));
+                return (id, c);
+            }
+            let found = inbox.mailbox.post(id, pattern);
+            if found.is_none() {
+                inbox.waiting.insert(id, c.clone());
+            }
+            found
+        };
+        if let Some(m) = found {
+            Self::hand_over(&c, m);
+        }
+        (id, c)
+    }
+
+    /// Withdraw a posted receive; true if it had not matched yet.
+    pub fn cancel_recv(&self, id: RecvId) -> bool {
+        let c = {
+            let mut inbox = self.inbox.lock();
+            if !inbox.mailbox.cancel(id) {
+                return false;
+            }
+            inbox.waiting.remove(&id)
+        };
+        if let Some(c) = c {
+            c.complete(Err(Error::new(ErrorClass::Request, "receive cancelled")));
+        }
+        true
+    }
+
+    /// Envelope and size of the message a receive with `pattern` would take,
+    /// waiting up to `timeout` for one (`Some(ZERO)`: do not wait).
+    pub fn probe(&self, pattern: Pattern, timeout: Option<Duration>) -> Result<Option<(Envelope, usize)>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut inbox = self.inbox.lock();
+        loop {
+            if let Some(m) = inbox.mailbox.probe(&pattern) {
+                return Ok(Some((m.env.clone(), m.payload.len())));
+            }
+            if let Some(e) = &inbox.closed {
+                return Err(e.clone());
+            }
+            match deadline {
+                None => self.arrived.wait(&mut inbox),
+                Some(d) => {
+                    if Instant::now() >= d || self.arrived.wait_until(&mut inbox, d).timed_out() {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Take a matching message now if there is one (matched probe + receive).
+    pub fn take(&self, pattern: Pattern) -> Option<(Envelope, Payload)> {
+        let mut m = self.inbox.lock().mailbox.take(&pattern)?;
+        m.matched();
+        Some((m.env, m.payload))
+    }
+
+    pub fn unexpected_bytes(&self) -> usize {
+        self.inbox.lock().mailbox.unexpected_bytes()
+    }
+
+    // ---- sending ---------------------------------------------------------
+
+    /// Send to world rank `dest`. The envelope's sequence number is assigned
+    /// here, in call order, which is what makes per-pair ordering hold.
+    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>) -> Arc<Completion> {
+        let c = Completion::new();
+        env.seq = Some(self.send_seq[dest as usize].fetch_add(1, Ordering::Relaxed));
+        if dest == self.rank() {
+            self.send_to_self(env, chunks, &c);
+            return c;
+        }
+        *self.in_flight.count.lock() += 1;
+        let me = self.clone();
+        let done = c.clone();
+        runtime().spawn(async move {
+            let b = &me.binding;
+            let r = me
+                .transport
+                .store(b.url_of(dest), &b.domain, dest, &b.token, &env, chunks)
+                .await;
+            done.complete(r.map(|_| Outcome::Sent));
+            let mut n = me.in_flight.count.lock();
+            *n -= 1;
+            if *n == 0 {
+                me.in_flight.idle.notify_all();
+            }
+        });
+        c
+    }
+
+    fn send_to_self(&self, env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>) {
+        // Copy: the caller's buffers may be borrowed from Python objects, and
+        // the mailbox must own what it keeps.
+        let owned = chunks.iter().map(|b| Bytes::copy_from_slice(b)).collect();
+        let mut msg = Message::new(env, Payload::from_chunks(owned));
+        let matched = if msg.env.sync {
+            let (tx, rx) = oneshot::channel();
+            msg.on_match = Some(tx);
+            Some(rx)
+        } else {
+            None
+        };
+        if let Err(e) = self.deliver(msg) {
+            c.complete(Err(e));
+            return;
+        }
+        match matched {
+            None => {
+                c.complete(Ok(Outcome::Sent));
+            }
+            Some(rx) => {
+                let c = c.clone();
+                runtime().spawn(async move {
+                    c.complete(match rx.await {
+                        Ok(()) => Ok(Outcome::Sent),
+                        Err(_) => Err(Error::new(ErrorClass::ProcFailed, "instance ended before the message was received")),
+                    });
+                });
+            }
+        }
+    }
+
+    /// Wait until every send has left (acknowledged or failed), up to `timeout`.
+    pub fn flush(&self, timeout: Option<Duration>) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut n = self.in_flight.count.lock();
+        while *n > 0 {
+            match deadline {
+                None => self.in_flight.idle.wait(&mut n),
+                Some(d) => {
+                    if self.in_flight.idle.wait_until(&mut n, d).timed_out() {
+                        return *n == 0;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    // ---- state -----------------------------------------------------------
+
+    pub fn status(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
+    pub fn watch_status(&self) -> watch::Receiver<Status> {
+        self.status.subscribe()
+    }
+
+    pub fn set_running(&self) {
+        self.status.send_modify(|s| {
+            if s.state == InstanceState::Starting {
+                s.state = InstanceState::Running;
+            }
+        });
+    }
+
+    /// The service returned `result`.
+    pub fn finish(&self, result: serde_json::Value) {
+        self.end(InstanceState::Done, Some(result), None);
+    }
+
+    /// The service raised.
+    pub fn fail(&self, report: ErrorReport) {
+        self.end(InstanceState::Failed, None, Some(report));
+    }
+
+    /// Cancelled through the service interface: pending and later operations fail.
+    pub fn cancel(&self) {
+        self.end(InstanceState::Cancelled, None, None);
+    }
+
+    fn end(&self, state: InstanceState, result: Option<serde_json::Value>, error: Option<ErrorReport>) {
+        let mut changed = false;
+        self.status.send_if_modified(|s| {
+            if s.state.is_final() {
+                return false;
+            }
+            s.state = state;
+            s.result = result;
+            s.error = error;
+            changed = true;
+            true
+        });
+        if changed {
+            let why = match state {
+                InstanceState::Cancelled => Error::new(ErrorClass::Cancelled, format!("domain {} rank {} was cancelled", self.binding.domain, self.rank())),
+                _ => Error::new(ErrorClass::ProcFailed, format!("domain {} rank {} has ended", self.binding.domain, self.rank())),
+            };
+            self.close(why);
+        }
+    }
+
+    fn close(&self, why: Error) {
+        let waiting = {
+            let mut inbox = self.inbox.lock();
+            inbox.closed = Some(why.clone());
+            inbox.mailbox.close();
+            std::mem::take(&mut inbox.waiting)
+        };
+        self.arrived.notify_all();
+        for (_, c) in waiting {
+            c.complete(Err(why.clone()));
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! # mpiws core
+//!
+//! MPI-style message passing between web services, without any Python: the
+//! Python package (`crates/python`) is a thin binding over this crate.
+//!
+//! Map of the code, by layer:
+//!
+//! - [`service`] — the **service interface**. An [`service::Endpoint`] is one
+//!   HTTP server hosting deployed services; `run` creates a service instance
+//!   of a domain, `status`/`cancel` manage it, `describe` lists what is there.
+//!   [`service::client`] is the launcher's side of those operations.
+//! - [`domain`] — a communication domain as one endpoint sees it: the
+//!   [`domain::Binding`] (domain id, rank, endpoint list, token) and the
+//!   [`domain::Instance`] it creates, which owns that rank's mailbox.
+//! - [`mpi`] — the **MPI operations**: a [`mpi::Comm`] is a context and a
+//!   group over an instance; point-to-point calls map to it one to one.
+//! - [`direct`] — the **direct-communication layer**: [`direct::frame`] is the
+//!   seam between HTTP and meaning (envelope headers + raw body),
+//!   [`direct::mailbox`] matches messages to receives in per-pair order,
+//!   [`direct::store`] files what peers send, [`direct::transport`] sends.
+//! - [`completion`] — where outcomes land and how threads wait for them.
+//! - [`error`] — errors with MPI error classes; [`runtime`] — the tokio runtime;
+//!   [`body`] — the chunked HTTP body type.
+
+pub mod body;
+pub mod completion;
+pub mod direct;
+pub mod domain;
+pub mod error;
+pub mod mpi;
+pub mod runtime;
+pub mod service;
+
+pub use error::{Error, ErrorClass, Result};

@@ -1,0 +1,221 @@
+//! A communicator: a matching context and a group (local rank -> world rank)
+//! over one instance. Messages carry world ranks and the context; receives
+//! match on the context, so communicators never see each other's traffic.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::completion::{Completion, Outcome};
+use crate::direct::frame::{Envelope, Payload, TAG_UB};
+use crate::direct::mailbox::{Pattern, RecvId};
+use crate::domain::Instance;
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::mpi::{ANY_SOURCE, ANY_TAG, PROC_NULL};
+
+/// Collective traffic of a communicator uses its context with this bit set,
+/// so it never matches the application's point-to-point receives.
+pub const COLLECTIVE_BIT: u64 = 1 << 63;
+pub const WORLD_CONTEXT: u64 = 1;
+pub const SELF_CONTEXT: u64 = 2;
+
+#[derive(Clone)]
+pub struct Comm {
+    pub instance: Arc<Instance>,
+    pub context: u64,
+    /// World rank of each local rank.
+    pub group: Arc<Vec<u32>>,
+    /// This process's local rank.
+    pub rank: u32,
+    /// Communicators derived from this one so far (Dup, Split, ...): every
+    /// member derives in the same order, so they agree on new contexts.
+    derived: Arc<AtomicU64>,
+}
+
+fn mix(mut x: u64) -> u64 {
+    // splitmix64 finaliser: a well-spread, deterministic hash.
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// A received message as the communicator reports it (local source rank).
+pub struct Received {
+    pub source: i64,
+    pub tag: i64,
+    pub parts: Vec<u64>,
+    pub payload: Payload,
+}
+
+impl Comm {
+    pub fn world(instance: Arc<Instance>) -> Comm {
+        let group = (0..instance.size()).collect();
+        let rank = instance.rank();
+        Comm::new(instance, WORLD_CONTEXT, Arc::new(group), rank)
+    }
+
+    pub fn self_comm(instance: Arc<Instance>) -> Comm {
+        let me = instance.rank();
+        Comm::new(instance, SELF_CONTEXT, Arc::new(vec![me]), 0)
+    }
+
+    fn new(instance: Arc<Instance>, context: u64, group: Arc<Vec<u32>>, rank: u32) -> Comm {
+        Comm { instance, context, group, rank, derived: Arc::new(AtomicU64::new(0)) }
+    }
+
+    pub fn size(&self) -> u32 {
+        self.group.len() as u32
+    }
+
+    /// The context for the next communicator derived from this one; `salt`
+    /// separates the communicators one call creates (Split's colours).
+    pub fn next_context(&self, salt: u64) -> u64 {
+        let n = self.derived.fetch_add(1, Ordering::SeqCst);
+        let c = mix(self.context ^ mix(n.wrapping_add(1)) ^ mix(salt.wrapping_mul(31).wrapping_add(7)));
+        (c & !COLLECTIVE_BIT).max(SELF_CONTEXT + 1)
+    }
+
+    /// A communicator over `group` (world ranks) with `context`; None if this
+    /// process is not in the group.
+    pub fn derive(&self, context: u64, group: Vec<u32>) -> Option<Comm> {
+        let me = self.instance.rank();
+        let rank = group.iter().position(|&w| w == me)? as u32;
+        Some(Comm::new(self.instance.clone(), context, Arc::new(group), rank))
+    }
+
+    /// The same group with the collective context (for internal traffic).
+    pub fn collective(&self) -> Comm {
+        Comm { context: self.context | COLLECTIVE_BIT, ..self.clone() }
+    }
+
+    pub fn world_rank(&self, local: i64) -> Result<u32> {
+        if local < 0 || local >= self.size() as i64 {
+            return err(ErrorClass::Rank, format!("invalid rank {local} (communicator size {})", self.size()));
+        }
+        Ok(self.group[local as usize])
+    }
+
+    pub fn local_rank(&self, world: u32) -> Option<u32> {
+        if self.group.len() == self.instance.size() as usize && self.group[world as usize % self.group.len()] == world {
+            return Some(world);
+        }
+        self.group.iter().position(|&w| w == world).map(|r| r as u32)
+    }
+
+    fn check_send_tag(tag: i64) -> Result<i32> {
+        if !(0..=TAG_UB as i64).contains(&tag) {
+            return err(ErrorClass::Tag, format!("invalid tag {tag}: must be 0..={TAG_UB}"));
+        }
+        Ok(tag as i32)
+    }
+
+    /// Start a send to local rank `dest`. `parts` splits the chunks into
+    /// logical parts (pickled object and its out-of-band buffers).
+    pub fn isend(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<Arc<Completion>> {
+        let tag = Self::check_send_tag(tag)?;
+        if dest == PROC_NULL {
+            let c = Completion::new();
+            c.complete(Ok(Outcome::Sent));
+            return Ok(c);
+        }
+        let world = self.world_rank(dest)?;
+        let env = Envelope { source: self.instance.rank(), context: self.context, tag, seq: None, sync, parts };
+        Ok(self.instance.send(world, env, chunks))
+    }
+
+    fn pattern(&self, source: i64, tag: i64) -> Result<Pattern> {
+        let source = match source {
+            ANY_SOURCE => None,
+            s => Some(self.world_rank(s)?),
+        };
+        let tag = match tag {
+            ANY_TAG => None,
+            t if (0..=TAG_UB as i64).contains(&t) => Some(t as i32),
+            t => return err(ErrorClass::Tag, format!("invalid tag {t}")),
+        };
+        Ok(Pattern { context: self.context, source, tag })
+    }
+
+    /// Post a receive. `None` id means it completed at once (PROC_NULL).
+    pub fn irecv(&self, source: i64, tag: i64) -> Result<(Option<RecvId>, Arc<Completion>)> {
+        if source == PROC_NULL {
+            let c = Completion::new();
+            let env = Envelope { source: u32::MAX, context: self.context, tag: -1, seq: None, sync: false, parts: vec![] };
+            c.complete(Ok(Outcome::Received { env, payload: Payload::default() }));
+            return Ok((None, c));
+        }
+        let (id, c) = self.instance.post_recv(self.pattern(source, tag)?);
+        Ok((Some(id), c))
+    }
+
+    pub fn cancel_recv(&self, id: RecvId) -> bool {
+        self.instance.cancel_recv(id)
+    }
+
+    /// Translate a completed receive into local terms.
+    pub fn received(&self, env: Envelope, payload: Payload) -> Received {
+        let source = match env.source {
+            u32::MAX => PROC_NULL,
+            w => self.local_rank(w).map_or(ANY_SOURCE, |r| r as i64),
+        };
+        let tag = if env.tag < 0 { ANY_TAG } else { env.tag as i64 };
+        Received { source, tag, parts: env.parts, payload }
+    }
+
+    /// (source, tag, size) of the next matching message; waits up to `timeout`.
+    pub fn probe(&self, source: i64, tag: i64, timeout: Option<Duration>) -> Result<Option<(i64, i64, usize)>> {
+        if source == PROC_NULL {
+            return Ok(Some((PROC_NULL, ANY_TAG, 0)));
+        }
+        let found = self.instance.probe(self.pattern(source, tag)?, timeout)?;
+        Ok(found.map(|(env, len)| {
+            let r = self.received(env, Payload::default());
+            (r.source, r.tag, len)
+        }))
+    }
+
+    /// Blocking exchange of one small byte string with every member (used to
+    /// build communicators). Runs on the collective context.
+    pub fn allgather_bytes(&self, data: Bytes, timeout: Option<Duration>) -> Result<Vec<Bytes>> {
+        let coll = self.collective();
+        let n = self.size() as i64;
+        let me = self.rank as i64;
+        let mut sends = Vec::new();
+        for peer in 0..n {
+            if peer != me {
+                sends.push(coll.isend(peer, 0, vec![data.clone()], vec![], false)?);
+            }
+        }
+        let mut out = vec![Bytes::new(); n as usize];
+        out[me as usize] = data;
+        for peer in 0..n {
+            if peer == me {
+                continue;
+            }
+            let (_, c) = coll.irecv(peer, 0)?;
+            out[peer as usize] = match wait_outcome(&c, timeout)? {
+                Outcome::Received { payload, .. } => {
+                    let mut v = vec![0u8; payload.len()];
+                    payload.copy_to(&mut v);
+                    Bytes::from(v)
+                }
+                Outcome::Sent => return err(ErrorClass::Intern, "receive completed as a send"),
+            };
+        }
+        for s in sends {
+            wait_outcome(&s, timeout)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Wait for a completion and take its outcome (timeouts become errors).
+pub fn wait_outcome(c: &Completion, timeout: Option<Duration>) -> Result<Outcome> {
+    if !c.wait(timeout) {
+        return Err(Error::new(ErrorClass::Timeout, format!("operation did not complete within {timeout:?}")));
+    }
+    c.take().unwrap_or_else(|| err(ErrorClass::Request, "request already completed"))
+}

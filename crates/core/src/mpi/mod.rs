@@ -1,0 +1,11 @@
+//! MPI operations over an instance: communicators (context + group) and the
+//! point-to-point calls the Python API maps one to one.
+
+pub mod comm;
+
+pub use comm::Comm;
+
+/// Rank wildcards and null process, valued as in MPICH.
+pub const ANY_SOURCE: i64 = -2;
+pub const PROC_NULL: i64 = -1;
+pub const ANY_TAG: i64 = -1;

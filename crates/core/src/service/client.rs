@@ -1,0 +1,64 @@
+//! The client side of the service interface: start a domain by invoking
+//! *run* on every endpoint, watch its instances, cancel them. Used by the
+//! `mpiws run` launcher; any HTTP client can do the same.
+
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use http::Method;
+use serde_json::{json, Value};
+
+use crate::direct::transport::Transport;
+use crate::error::Result;
+
+pub struct DomainClient {
+    pub domain: String,
+    pub token: String,
+    pub endpoints: Vec<String>,
+    transport: Arc<Transport>,
+}
+
+impl DomainClient {
+    pub fn new(domain: String, token: String, endpoints: Vec<String>) -> Self {
+        let endpoints = endpoints.into_iter().map(|e| e.trim_end_matches('/').to_string()).collect();
+        DomainClient { domain, token, endpoints, transport: Arc::new(Transport::new()) }
+    }
+
+    fn rank_uri(&self, rank: usize) -> String {
+        format!("{}/domains/{}/ranks/{rank}", self.endpoints[rank], self.domain)
+    }
+
+    /// Invoke *run* on every endpoint at once. If any refuses, the ranks
+    /// already started are cancelled and the first refusal is returned.
+    pub async fn start(&self, service: &str, params: &Value) -> Result<()> {
+        let runs = (0..self.endpoints.len()).map(|rank| {
+            let binding = json!({
+                "domain": self.domain, "rank": rank, "endpoints": self.endpoints,
+                "token": self.token, "service": service, "params": params,
+            });
+            let uri = format!("{}/run", self.endpoints[rank]);
+            async move { self.transport.call_json::<Value>(Method::POST, &uri, None, Some(&binding)).await }
+        });
+        let results = join_all(runs).await;
+        if let Some(Err(e)) = results.iter().find(|r| r.is_err()) {
+            let e = e.clone();
+            let started: Vec<usize> = (0..results.len()).filter(|&r| results[r].is_ok()).collect();
+            join_all(started.into_iter().map(|r| self.cancel(r))).await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Status of one rank; with `wait`, long-poll up to that many seconds for it to end.
+    pub async fn status(&self, rank: usize, wait: Option<f64>) -> Result<Value> {
+        let mut uri = self.rank_uri(rank);
+        if let Some(w) = wait {
+            uri.push_str(&format!("?wait={w}"));
+        }
+        self.transport.call_json(Method::GET, &uri, Some(&self.token), None).await
+    }
+
+    pub async fn cancel(&self, rank: usize) -> Result<Value> {
+        self.transport.call_json(Method::DELETE, &self.rank_uri(rank), Some(&self.token), None).await
+    }
+}

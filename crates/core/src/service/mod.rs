@@ -1,0 +1,16 @@
+//! The service interface: an endpoint serves deployed services over HTTP.
+//! `endpoint` holds its state, `server` accepts connections and routes each
+//! request to one operation per file (`describe`, `run`, `status`, `cancel`;
+//! the store operation belongs to the direct-communication layer), and
+//! `client` is the other side: starting and watching domains on endpoints.
+
+pub mod cancel;
+pub mod client;
+pub mod describe;
+pub mod endpoint;
+pub mod reply;
+pub mod run;
+pub mod server;
+pub mod status;
+
+pub use endpoint::{Config, Endpoint};

@@ -1,0 +1,65 @@
+//! Accepts connections (HTTP/1.1 with keep-alive, or h2c) and routes each
+//! request to its operation.
+//!
+//! | method | path                                   | operation  |
+//! |--------|----------------------------------------|------------|
+//! | GET    | `/`                                    | describe   |
+//! | POST   | `/run`                                 | run        |
+//! | GET    | `/domains/{domain}/ranks/{rank}`       | status     |
+//! | DELETE | `/domains/{domain}/ranks/{rank}`       | cancel     |
+//! | POST   | `/domains/{domain}/ranks/{rank}/messages` | store   |
+
+use std::sync::Arc;
+
+use http::{Method, Request, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+
+use crate::direct::store;
+use crate::error::ErrorClass;
+use crate::service::reply::{self, Reply};
+use crate::service::{cancel, describe, run, status, Endpoint};
+
+pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(_) => {
+                // Out of file descriptors and the like: back off, keep serving.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let ep = ep.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| {
+                let ep = ep.clone();
+                async move { Ok::<_, std::convert::Infallible>(route(ep, req).await) }
+            });
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
+    let path = req.uri().path().to_string();
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let method = req.method().clone();
+    match (&method, parts.as_slice()) {
+        (&Method::GET, [""]) => describe::describe(&ep),
+        (&Method::POST, ["run"]) => run::run(&ep, req).await,
+        (&Method::GET, ["domains", d, "ranks", r]) => status::status(&ep, d, r, req).await,
+        (&Method::DELETE, ["domains", d, "ranks", r]) => cancel::cancel(&ep, d, r, req),
+        (&Method::POST, ["domains", d, "ranks", r, "messages"]) => store::store(&ep, d, r, req).await,
+        (_, [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages"]) => {
+            reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
+        }
+        _ => reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")),
+    }
+}

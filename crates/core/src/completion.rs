@@ -14,6 +14,8 @@ use crate::direct::frame::{Envelope, Payload};
 pub enum Outcome {
     Sent,
     Received { env: Envelope, payload: Payload },
+    /// A receive withdrawn before anything matched it.
+    Cancelled,
 }
 
 /// A one-shot flag several completions can raise (for wait-any / wait-some).

@@ -1,1 +1,30 @@
+//! `mpiws._core`: the Python face of the Rust core. Every class here wraps
+//! one core type and adds nothing but conversions; every blocking call
+//! releases the GIL while it waits.
 
+use pyo3::prelude::*;
+
+mod buffers;
+mod client;
+mod comm;
+mod endpoint;
+mod errors;
+mod request;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<endpoint::Endpoint>()?;
+    m.add_class::<endpoint::Instance>()?;
+    m.add_class::<comm::Comm>()?;
+    m.add_class::<request::Request>()?;
+    m.add_class::<request::Message>()?;
+    m.add_class::<client::DomainClient>()?;
+    m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;
+    m.add_function(wrap_pyfunction!(request::wait_any, m)?)?;
+    m.add("ANY_SOURCE", mpiws_core::mpi::ANY_SOURCE)?;
+    m.add("ANY_TAG", mpiws_core::mpi::ANY_TAG)?;
+    m.add("PROC_NULL", mpiws_core::mpi::PROC_NULL)?;
+    m.add("TAG_UB", mpiws_core::direct::frame::TAG_UB)?;
+    m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

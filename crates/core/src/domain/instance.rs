@@ -177,7 +177,7 @@ impl Instance {
             inbox.waiting.remove(&id)
         };
         if let Some(c) = c {
-            c.complete(Err(Error::new(ErrorClass::Request, "receive cancelled")));
+            c.complete(Ok(Outcome::Cancelled));
         }
         true
     }

@@ -202,7 +202,7 @@ impl Comm {
                     payload.copy_to(&mut v);
                     Bytes::from(v)
                 }
-                Outcome::Sent => return err(ErrorClass::Intern, "receive completed as a send"),
+                _ => return err(ErrorClass::Intern, "receive completed without a message"),
             };
         }
         for s in sends {

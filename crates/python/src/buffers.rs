@@ -1,0 +1,67 @@
+//! Python buffers in and out of the core without extra copies: large send
+//! buffers are borrowed (the core holds the Python buffer until the bytes are
+//! on the wire), received payloads are copied once into their destination.
+
+use bytes::Bytes;
+use mpiws_core::ErrorClass;
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::prelude::*;
+
+use crate::errors::mpi_err;
+
+/// Below this, copying is cheaper than holding on to the Python object.
+const BORROW_FROM: usize = 64 * 1024;
+
+struct Borrowed(PyUntypedBuffer);
+
+impl AsRef<[u8]> for Borrowed {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: the buffer is C-contiguous (checked in `to_bytes`) and kept
+        // alive, with its exporter, for as long as this value lives.
+        unsafe { std::slice::from_raw_parts(self.0.buf_ptr() as *const u8, self.0.len_bytes()) }
+    }
+}
+
+/// A contiguous Python buffer as `Bytes`.
+pub fn to_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+    let buf = PyUntypedBuffer::get(obj)?;
+    if !buf.is_c_contiguous() {
+        return Err(mpi_err(ErrorClass::Buffer, "send buffers must be C-contiguous"));
+    }
+    if buf.len_bytes() < BORROW_FROM {
+        // SAFETY: as above, for the duration of the copy.
+        let s = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
+        return Ok(Bytes::copy_from_slice(s));
+    }
+    Ok(Bytes::from_owner(Borrowed(buf)))
+}
+
+/// A writable contiguous destination, usable with the GIL released.
+pub struct Dest {
+    _buf: PyUntypedBuffer,
+    ptr: *mut u8,
+    pub len: usize,
+}
+
+// SAFETY: the pointer is only written while the buffer (held here) is alive.
+unsafe impl Send for Dest {}
+
+impl Dest {
+    pub fn get(obj: &Bound<'_, PyAny>) -> PyResult<Dest> {
+        let buf = PyUntypedBuffer::get(obj)?;
+        if buf.readonly() {
+            return Err(mpi_err(ErrorClass::Buffer, "receive buffer is read-only"));
+        }
+        if !buf.is_c_contiguous() {
+            return Err(mpi_err(ErrorClass::Buffer, "receive buffers must be C-contiguous"));
+        }
+        let ptr = buf.buf_ptr() as *mut u8;
+        let len = buf.len_bytes();
+        Ok(Dest { _buf: buf, ptr, len })
+    }
+
+    pub fn slice(&mut self) -> &mut [u8] {
+        // SAFETY: see the Send impl; the exporter guarantees `len` bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}

@@ -1,0 +1,41 @@
+//! `DomainClient`: start, watch and cancel a domain on running endpoints.
+
+use mpiws_core::runtime::runtime;
+use mpiws_core::service::client::DomainClient as Core;
+use pyo3::prelude::*;
+
+use crate::errors::IntoPy;
+
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct DomainClient {
+    inner: Core,
+}
+
+#[pymethods]
+impl DomainClient {
+    #[new]
+    fn new(domain: String, token: String, endpoints: Vec<String>) -> Self {
+        DomainClient { inner: Core::new(domain, token, endpoints) }
+    }
+
+    /// Invoke *run* on every endpoint; `params` is a JSON string.
+    fn start(&self, py: Python<'_>, service: &str, params: &str) -> PyResult<()> {
+        let params: serde_json::Value = serde_json::from_str(params)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("params are not JSON: {e}")))?;
+        py.detach(|| runtime().block_on(self.inner.start(service, &params))).py_err()
+    }
+
+    /// Status of `rank` as a JSON string; `wait` long-polls up to that many seconds.
+    #[pyo3(signature = (rank, wait=None))]
+    fn status(&self, py: Python<'_>, rank: usize, wait: Option<f64>) -> PyResult<String> {
+        py.detach(|| runtime().block_on(self.inner.status(rank, wait)))
+            .py_err()
+            .map(|v| v.to_string())
+    }
+
+    fn cancel(&self, py: Python<'_>, rank: usize) -> PyResult<String> {
+        py.detach(|| runtime().block_on(self.inner.cancel(rank)))
+            .py_err()
+            .map(|v| v.to_string())
+    }
+}

@@ -1,0 +1,111 @@
+//! `Comm`: a communicator's point-to-point calls. Ranks are local to the
+//! communicator; wildcards and PROC_NULL use MPI's values.
+
+use std::time::Duration;
+
+use mpiws_core::mpi::Comm as CoreComm;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::buffers::to_bytes;
+use crate::endpoint::Instance;
+use crate::errors::IntoPy;
+use crate::request::{wait_in_slices, Request};
+
+fn secs(t: Option<f64>) -> Option<Duration> {
+    t.map(|s| Duration::from_secs_f64(s.max(0.0)))
+}
+
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct Comm {
+    pub inner: CoreComm,
+}
+
+impl From<CoreComm> for Comm {
+    fn from(inner: CoreComm) -> Self {
+        Comm { inner }
+    }
+}
+
+#[pymethods]
+impl Comm {
+    #[getter]
+    fn rank(&self) -> u32 {
+        self.inner.rank
+    }
+    #[getter]
+    fn size(&self) -> u32 {
+        self.inner.size()
+    }
+    #[getter]
+    fn context(&self) -> u64 {
+        self.inner.context
+    }
+    /// World rank of each local rank.
+    #[getter]
+    fn group(&self) -> Vec<u32> {
+        self.inner.group.to_vec()
+    }
+    #[getter]
+    fn instance(&self) -> Instance {
+        Instance { inner: self.inner.instance.clone() }
+    }
+
+    /// Start a send of `buffers` (any contiguous buffers, sent back to back).
+    /// `parts` gives their lengths when the receiver must split them again.
+    #[pyo3(signature = (dest, tag, buffers, split=false, sync=false))]
+    fn isend(&self, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<Request> {
+        let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
+        let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
+        let c = self.inner.isend(dest, tag, chunks.clone(), parts, sync).py_err()?;
+        Ok(Request::send(self.inner.clone(), c, chunks))
+    }
+
+    fn irecv(&self, source: i64, tag: i64) -> PyResult<Request> {
+        let (id, c) = self.inner.irecv(source, tag).py_err()?;
+        Ok(Request::recv(self.inner.clone(), c, id))
+    }
+
+    /// (source, tag, nbytes) of the next matching message, or None if none
+    /// arrives within `timeout` (0: just look; None: wait for ever).
+    #[pyo3(signature = (source, tag, timeout=None))]
+    fn probe(&self, py: Python<'_>, source: i64, tag: i64, timeout: Option<f64>) -> PyResult<Option<(i64, i64, usize)>> {
+        if timeout == Some(0.0) {
+            return self.inner.probe(source, tag, Some(Duration::ZERO)).py_err();
+        }
+        let comm = self.inner.clone();
+        let mut found = Ok(None);
+        wait_in_slices(py, timeout, |slice| {
+            found = comm.probe(source, tag, Some(slice));
+            !matches!(found, Ok(None))
+        })?;
+        found.py_err()
+    }
+
+    /// Context for the next communicator derived from this one.
+    #[pyo3(signature = (salt=0))]
+    fn next_context(&self, salt: u64) -> u64 {
+        self.inner.next_context(salt)
+    }
+
+    /// Communicator over `group` (world ranks); None if this rank is not in it.
+    fn derive(&self, context: u64, group: Vec<u32>) -> Option<Comm> {
+        self.inner.derive(context, group).map(Comm::from)
+    }
+
+    fn world_rank(&self, local: i64) -> PyResult<u32> {
+        self.inner.world_rank(local).py_err()
+    }
+
+    fn local_rank(&self, world: u32) -> Option<u32> {
+        self.inner.local_rank(world)
+    }
+
+    /// Exchange a small byte string with every member (collective).
+    #[pyo3(signature = (data, timeout=None))]
+    fn allgather_bytes<'py>(&self, py: Python<'py>, data: Vec<u8>, timeout: Option<f64>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let comm = self.inner.clone();
+        let out = py.detach(move || comm.allgather_bytes(data.into(), secs(timeout))).py_err()?;
+        Ok(out.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+}

@@ -1,0 +1,166 @@
+//! `Endpoint` (an HTTP server hosting services) and `Instance` (one rank of
+//! one domain on it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mpiws_core::domain::instance::ErrorReport;
+use mpiws_core::domain::Binding;
+use mpiws_core::mpi::Comm as CoreComm;
+use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
+use mpiws_core::domain::Instance as CoreInstance;
+use pyo3::prelude::*;
+
+use crate::comm::Comm;
+use crate::errors::IntoPy;
+use crate::request::wait_in_slices;
+
+fn json_arg(s: &str) -> PyResult<serde_json::Value> {
+    serde_json::from_str(s).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid JSON: {e}")))
+}
+
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct Endpoint {
+    inner: Arc<CoreEndpoint>,
+}
+
+#[pymethods]
+impl Endpoint {
+    #[new]
+    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096))]
+    fn new(host: &str, port: u16, max_message: u64, pending_timeout: f64, max_pending: usize) -> PyResult<Self> {
+        let config = Config {
+            host: host.to_string(),
+            port,
+            max_message,
+            pending_timeout: Duration::from_secs_f64(pending_timeout.max(0.0)),
+            max_pending,
+        };
+        Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
+    }
+
+    #[getter]
+    fn url(&self) -> String {
+        self.inner.url()
+    }
+
+    #[getter]
+    fn port(&self) -> u16 {
+        self.inner.addr.port()
+    }
+
+    /// Deploy a service name: *run* requests for it are accepted.
+    fn deploy(&self, name: &str) {
+        self.inner.deploy(name)
+    }
+
+    /// The next instance a *run* request created, waiting up to `timeout` seconds.
+    #[pyo3(signature = (timeout=None))]
+    fn next_run(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Instance>> {
+        let ep = self.inner.clone();
+        let mut found = None;
+        wait_in_slices(py, timeout, |slice| {
+            found = ep.next_run(Some(slice));
+            found.is_some()
+        })?;
+        Ok(found.map(|inner| Instance { inner }))
+    }
+
+    /// Create an instance directly (no *run* request): used for singletons.
+    #[pyo3(signature = (domain, rank, endpoints, token, service="", params="null"))]
+    fn create_instance(
+        &self,
+        domain: String,
+        rank: u32,
+        endpoints: Vec<String>,
+        token: String,
+        service: &str,
+        params: &str,
+    ) -> PyResult<Instance> {
+        let binding = Binding { domain, rank, endpoints, token, service: service.to_string(), params: json_arg(params)? };
+        let inner = self.inner.create_instance(binding, false).py_err()?;
+        Ok(Instance { inner })
+    }
+
+    /// `GET /` as a JSON string.
+    fn describe(&self) -> String {
+        self.inner.describe().to_string()
+    }
+}
+
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct Instance {
+    pub inner: Arc<CoreInstance>,
+}
+
+#[pymethods]
+impl Instance {
+    #[getter]
+    fn domain(&self) -> String {
+        self.inner.binding.domain.clone()
+    }
+    #[getter]
+    fn rank(&self) -> u32 {
+        self.inner.rank()
+    }
+    #[getter]
+    fn size(&self) -> u32 {
+        self.inner.size()
+    }
+    #[getter]
+    fn service(&self) -> String {
+        self.inner.binding.service.clone()
+    }
+    #[getter]
+    fn endpoints(&self) -> Vec<String> {
+        self.inner.binding.endpoints.clone()
+    }
+    /// Application parameters as a JSON string.
+    #[getter]
+    fn params(&self) -> String {
+        self.inner.binding.params.to_string()
+    }
+    #[getter]
+    fn state(&self) -> String {
+        serde_json::to_value(self.inner.status().state).unwrap().as_str().unwrap_or("").to_string()
+    }
+
+    fn world(&self) -> Comm {
+        Comm::from(CoreComm::world(self.inner.clone()))
+    }
+
+    fn self_comm(&self) -> Comm {
+        Comm::from(CoreComm::self_comm(self.inner.clone()))
+    }
+
+    fn set_running(&self) {
+        self.inner.set_running()
+    }
+
+    /// The service returned: `result` is its JSON encoding.
+    fn finish(&self, result: &str) -> PyResult<()> {
+        self.inner.finish(json_arg(result)?);
+        Ok(())
+    }
+
+    /// The service raised.
+    fn fail(&self, error_class: i32, name: String, message: String, traceback: String) {
+        self.inner.fail(ErrorReport { class: error_class, name, message, traceback })
+    }
+
+    fn cancel(&self) {
+        self.inner.cancel()
+    }
+
+    /// Wait until every send has left; false if `timeout` passed first.
+    #[pyo3(signature = (timeout=None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let inner = self.inner.clone();
+        wait_in_slices(py, timeout, |slice| inner.flush(Some(slice)))
+    }
+
+    /// Bytes held in the mailbox for which no receive was posted yet.
+    fn unexpected_bytes(&self) -> usize {
+        self.inner.unexpected_bytes()
+    }
+}

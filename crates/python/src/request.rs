@@ -1,0 +1,166 @@
+//! `Request`: a started operation; `Message`: what a receive produced.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use mpiws_core::completion::{self, Completion, Outcome};
+use mpiws_core::direct::frame::Payload;
+use mpiws_core::direct::mailbox::RecvId;
+use mpiws_core::mpi::Comm as CoreComm;
+use mpiws_core::ErrorClass;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList};
+
+use crate::buffers::Dest;
+use crate::errors::{mpi_err, IntoPy};
+
+/// Wake at least this often while blocked, to let Ctrl-C through.
+const SIGNAL_SLICE: Duration = Duration::from_millis(100);
+
+/// Run `step(slice)` with the GIL released until it returns true or
+/// `timeout` (seconds) passes, checking for signals between slices.
+pub fn wait_in_slices(py: Python<'_>, timeout: Option<f64>, mut step: impl FnMut(Duration) -> bool + Send) -> PyResult<bool> {
+    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+    loop {
+        let slice = match deadline {
+            None => SIGNAL_SLICE,
+            Some(d) => d.saturating_duration_since(Instant::now()).min(SIGNAL_SLICE),
+        };
+        if py.detach(|| step(slice)) {
+            return Ok(true);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(false);
+        }
+        py.check_signals()?;
+    }
+}
+
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct Request {
+    comm: CoreComm,
+    completion: Arc<Completion>,
+    recv_id: Option<RecvId>,
+    /// Send buffers borrowed from Python: released when the request is.
+    _keep: Vec<Bytes>,
+    #[pyo3(get)]
+    is_recv: bool,
+}
+
+impl Request {
+    pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>) -> Self {
+        Request { comm, completion, recv_id: None, _keep: keep, is_recv: false }
+    }
+
+    pub fn recv(comm: CoreComm, completion: Arc<Completion>, recv_id: Option<RecvId>) -> Self {
+        Request { comm, completion, recv_id, _keep: Vec::new(), is_recv: true }
+    }
+}
+
+#[pymethods]
+impl Request {
+    /// Wait up to `timeout` seconds (None: for ever); true once complete.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        if self.completion.is_done() {
+            return Ok(true);
+        }
+        let c = self.completion.clone();
+        wait_in_slices(py, timeout, |slice| c.wait(Some(slice)))
+    }
+
+    fn done(&self) -> bool {
+        self.completion.is_done()
+    }
+
+    /// The outcome, once: None for a send, a Message for a receive. Raises
+    /// the operation's error as MPI.Exception.
+    fn take(&self) -> PyResult<Option<Message>> {
+        match self.completion.take() {
+            None => Err(mpi_err(ErrorClass::Request, "request not complete, or its outcome was already taken")),
+            Some(r) => match r.py_err()? {
+                Outcome::Sent => Ok(None),
+                Outcome::Cancelled => Ok(Some(Message { source: -1, tag: -1, parts: vec![], payload: Payload::default(), cancelled: true })),
+                Outcome::Received { env, payload } => {
+                    let r = self.comm.received(env, payload);
+                    Ok(Some(Message { source: r.source, tag: r.tag, parts: r.parts, payload: r.payload, cancelled: false }))
+                }
+            },
+        }
+    }
+
+    /// Withdraw a receive that nothing matched yet; true if withdrawn.
+    fn cancel(&self) -> bool {
+        self.recv_id.is_some_and(|id| self.comm.cancel_recv(id))
+    }
+}
+
+/// Block until any of `requests` completes or `timeout` passes.
+#[pyfunction]
+#[pyo3(signature = (requests, timeout=None))]
+pub fn wait_any(py: Python<'_>, requests: Vec<PyRef<'_, Request>>, timeout: Option<f64>) -> PyResult<bool> {
+    let cs: Vec<Arc<Completion>> = requests.iter().map(|r| r.completion.clone()).collect();
+    if cs.iter().any(|c| c.is_done()) {
+        return Ok(true);
+    }
+    wait_in_slices(py, timeout, |slice| completion::wait_any(&cs, Some(slice)))
+}
+
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct Message {
+    #[pyo3(get)]
+    source: i64,
+    #[pyo3(get)]
+    tag: i64,
+    #[pyo3(get)]
+    parts: Vec<u64>,
+    #[pyo3(get)]
+    cancelled: bool,
+    payload: Payload,
+}
+
+#[pymethods]
+impl Message {
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.payload.len()
+    }
+
+    /// The whole payload as bytes.
+    fn bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        PyBytes::new_with(py, self.payload.len(), |dst| {
+            self.payload.copy_to(dst);
+            Ok(())
+        })
+    }
+
+    /// The payload split at `parts`: the first as bytes, the rest as
+    /// (writable) bytearrays, ready for `pickle.loads(first, buffers=rest)`.
+    fn split<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let pieces = py.detach(|| self.payload.split_parts(&self.parts));
+        let list = PyList::empty(py);
+        for (i, p) in pieces.iter().enumerate() {
+            if i == 0 {
+                list.append(PyBytes::new(py, p))?;
+            } else {
+                list.append(PyByteArray::new(py, p))?;
+            }
+        }
+        Ok(list)
+    }
+
+    /// Copy the payload into a writable buffer; MPI_ERR_TRUNCATE if it does not fit.
+    fn copy_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut dest = Dest::get(buffer)?;
+        let n = self.payload.len();
+        if n > dest.len {
+            return Err(mpi_err(
+                ErrorClass::Truncate,
+                format!("message of {n} bytes truncated: receive buffer holds {} bytes", dest.len),
+            ));
+        }
+        py.detach(|| self.payload.copy_to(&mut dest.slice()[..n]));
+        Ok(n)
+    }
+}

@@ -1,0 +1,95 @@
+"""``from mpiws import MPI``: mpi4py's API over web service instances.
+
+One file per MPI concept: ``comm`` (Comm, Intracomm), ``request`` (Request),
+``status`` (Status), ``datatype`` (Datatype, buffer specifications),
+``exception`` (Exception, error classes); ``pickled`` is how objects travel.
+"""
+
+import socket as _socket
+import time as _time
+
+from .. import _core
+from .comm import (
+    COMM_NULL,
+    COMM_SELF,
+    COMM_WORLD,
+    CONGRUENT,
+    IDENT,
+    SIMILAR,
+    UNEQUAL,
+    Comm,
+    Intracomm,
+)
+from .datatype import *  # noqa: F401,F403  (BYTE, INT, DOUBLE, ...)
+from .datatype import Datatype
+from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
+from .exception import Exception, Get_error_class, Get_error_string
+from .request import REQUEST_NULL, Request
+from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, Status
+
+PROC_NULL = _core.PROC_NULL
+ROOT = -3
+TAG_UB = _core.TAG_UB
+BOTTOM = 0
+IN_PLACE = -1
+THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
+VERSION, SUBVERSION = 3, 1
+
+_T0 = _time.time() - _time.monotonic()
+_finalized = False
+
+
+def Wtime():
+    """Wall-clock time in seconds (monotonic, so differences are exact)."""
+    return _T0 + _time.monotonic()
+
+
+def Wtick():
+    return _time.get_clock_info("monotonic").resolution
+
+
+def Get_processor_name():
+    return _socket.gethostname()
+
+
+def Get_version():
+    return (VERSION, SUBVERSION)
+
+
+def Get_library_version():
+    return f"mpiws {_core.VERSION} (MPI-style message passing between web services)"
+
+
+def Init():
+    pass
+
+
+def Init_thread(required=THREAD_MULTIPLE):
+    return THREAD_MULTIPLE
+
+
+def Query_thread():
+    return THREAD_MULTIPLE
+
+
+def Is_initialized():
+    return True
+
+
+def Is_finalized():
+    return _finalized
+
+
+def Finalize():
+    """Wait until this rank's sends have left."""
+    global _finalized
+    from .. import binding
+
+    binding.current().instance.flush(None)
+    _finalized = True
+
+
+def Is_thread_main():
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -1,0 +1,300 @@
+"""Communicators: ``Comm`` / ``Intracomm`` with mpi4py's point-to-point API.
+
+Lowercase methods move Python objects (pickled, large buffers out of band);
+uppercase methods move buffers. Both map onto the core's ``isend``/``irecv``.
+"""
+
+import json
+
+from .. import binding
+from . import datatype, pickled
+from .exception import ERR_ARG, ERR_COMM, Exception as MPIException
+from .request import _BUFFER, _OBJECT, Request
+from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
+
+PROC_NULL = -1
+
+IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
+
+
+def _check_rank_arg(value, name):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return value
+
+
+class Comm:
+    """A communication context over a group of ranks."""
+
+    __slots__ = ("_c", "_name")
+
+    def __init__(self, comm=None):
+        if isinstance(comm, Comm):
+            comm = comm._core
+        self._c = comm
+        self._name = None
+
+    @property
+    def _core(self):
+        c = self._c
+        if c is None:
+            raise MPIException(ERR_COMM, "invalid communicator (COMM_NULL or freed)")
+        return c
+
+    def __bool__(self):
+        return self._c is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Comm):
+            return NotImplemented
+        a, b = self._c, other._c
+        if a is None or b is None:
+            return a is b
+        return a.context == b.context and a.group == b.group and a.instance.domain == b.instance.domain
+
+    def __hash__(self):
+        c = self._c
+        return hash(None if c is None else (c.context, c.instance.domain))
+
+    # ---- size, rank, names -----------------------------------------------
+
+    def Get_rank(self):
+        return self._core.rank
+
+    def Get_size(self):
+        return self._core.size
+
+    @property
+    def rank(self):
+        return self._core.rank
+
+    @property
+    def size(self):
+        return self._core.size
+
+    def Get_name(self):
+        return self._name or ""
+
+    def Set_name(self, name):
+        self._name = str(name)
+
+    @property
+    def name(self):
+        return self.Get_name()
+
+    @name.setter
+    def name(self, value):
+        self.Set_name(value)
+
+    def Is_inter(self):
+        return False
+
+    def Is_intra(self):
+        return True
+
+    @property
+    def is_inter(self):
+        return False
+
+    @property
+    def is_intra(self):
+        return True
+
+    @staticmethod
+    def Compare(comm1, comm2):
+        a, b = comm1._core, comm2._core
+        if comm1 == comm2:
+            return IDENT
+        if a.group == b.group:
+            return CONGRUENT
+        if sorted(a.group) == sorted(b.group):
+            return SIMILAR
+        return UNEQUAL
+
+    # ---- communicator management ------------------------------------------
+
+    def Dup(self, info=None):
+        """A new communicator with the same group and a separate context."""
+        c = self._core
+        return Intracomm(c.derive(c.next_context(0), c.group))
+
+    Clone = Dup
+
+    def Free(self):
+        if isinstance(self, _Predefined):
+            raise MPIException(ERR_COMM, f"cannot free {self.Get_name()}")
+        self._core  # raise if already freed
+        self._c = None
+
+    def Split(self, color=0, key=0):
+        """Partition by ``color``, order each part by ``key`` (then rank)."""
+        c = self._core
+        _check_rank_arg(color, "color")
+        _check_rank_arg(key, "key")
+        if color < 0 and color != UNDEFINED:
+            raise MPIException(ERR_ARG, f"invalid color {color}")
+        entries = [json.loads(b) for b in c.allgather_bytes(json.dumps([color, key]).encode())]
+        # Every rank takes one derivation step; the colour keeps parts apart.
+        context = c.next_context(color + 1 if color >= 0 else 0)
+        if color == UNDEFINED:
+            return COMM_NULL
+        members = sorted((k, r) for r, (col, k) in enumerate(entries) if col == color)
+        return Intracomm(c.derive(context, [c.group[r] for _, r in members]))
+
+    def Abort(self, errorcode=0):
+        raise SystemExit(errorcode or 1)
+
+    # ---- point-to-point: objects -----------------------------------------
+
+    def _isend_obj(self, obj, dest, tag, sync):
+        parts = pickled.dumps(obj)
+        return Request(self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync))
+
+    def send(self, obj, dest, tag=0):
+        self._isend_obj(obj, dest, tag, False).Wait()
+
+    def bsend(self, obj, dest, tag=0):
+        self._isend_obj(obj, dest, tag, False).Wait()
+
+    def ssend(self, obj, dest, tag=0):
+        self._isend_obj(obj, dest, tag, True).Wait()
+
+    def isend(self, obj, dest, tag=0):
+        return self._isend_obj(obj, dest, tag, False)
+
+    def ibsend(self, obj, dest, tag=0):
+        return self._isend_obj(obj, dest, tag, False)
+
+    def issend(self, obj, dest, tag=0):
+        return self._isend_obj(obj, dest, tag, True)
+
+    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
+        limit = None if buf is None else _buffer_length(buf)
+        return Request(self._core.irecv(source, tag), _OBJECT, None, limit)
+
+    def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return self.irecv(buf, source, tag).wait(status)
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+        rreq = self.irecv(recvbuf, source, recvtag)
+        sreq = self._isend_obj(sendobj, dest, sendtag, False)
+        value = rreq.wait(status)
+        sreq.Wait()
+        return value
+
+    def probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return self.Probe(source, tag, status)
+
+    def iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return self.Iprobe(source, tag, status)
+
+    # ---- point-to-point: buffers -----------------------------------------
+
+    def _isend_buf(self, buf, dest, tag, sync):
+        view, _, _ = datatype.parse(buf)
+        return Request(self._core.isend(dest, tag, [view], sync=sync))
+
+    def Send(self, buf, dest, tag=0):
+        self._isend_buf(buf, dest, tag, False).Wait()
+
+    def Bsend(self, buf, dest, tag=0):
+        self._isend_buf(buf, dest, tag, False).Wait()
+
+    def Rsend(self, buf, dest, tag=0):
+        self._isend_buf(buf, dest, tag, False).Wait()
+
+    def Ssend(self, buf, dest, tag=0):
+        self._isend_buf(buf, dest, tag, True).Wait()
+
+    def Isend(self, buf, dest, tag=0):
+        return self._isend_buf(buf, dest, tag, False)
+
+    def Ibsend(self, buf, dest, tag=0):
+        return self._isend_buf(buf, dest, tag, False)
+
+    def Irsend(self, buf, dest, tag=0):
+        return self._isend_buf(buf, dest, tag, False)
+
+    def Issend(self, buf, dest, tag=0):
+        return self._isend_buf(buf, dest, tag, True)
+
+    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+        view, _, _ = datatype.parse(buf, writable=True)
+        return Request(self._core.irecv(source, tag), _BUFFER, view)
+
+    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        self.Irecv(buf, source, tag).Wait(status)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+        rreq = self.Irecv(recvbuf, source, recvtag)
+        sreq = self._isend_buf(sendbuf, dest, sendtag, False)
+        rreq.Wait(status)
+        sreq.Wait()
+
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+        view, _, _ = datatype.parse(buf, writable=True)
+        sreq = Request(self._core.isend(dest, sendtag, [bytes(view)]))
+        self.Irecv(view, source, recvtag).Wait(status)
+        sreq.Wait()
+
+    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        source, tag, nbytes = self._core.probe(source, tag, None)
+        fill(status, source, tag, nbytes)
+        return True
+
+    def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        found = self._core.probe(source, tag, 0.0)
+        if found is None:
+            return False
+        fill(status, *found)
+        return True
+
+    def __repr__(self):
+        c = self._c
+        if c is None:
+            return f"<{type(self).__name__} null>"
+        return f"<{type(self).__name__} rank={c.rank} size={c.size}>"
+
+
+def _buffer_length(buf):
+    if isinstance(buf, int):
+        return buf
+    return memoryview(buf).nbytes
+
+
+class Intracomm(Comm):
+    """A communicator within one group (all of mpiws's communicators are)."""
+
+    __slots__ = ()
+
+
+class _Predefined(Intracomm):
+    """COMM_WORLD / COMM_SELF: resolved per call to the caller's domain
+    instance (the process's, or the service thread's)."""
+
+    __slots__ = ("_which",)
+
+    def __init__(self, which, name):
+        super().__init__(None)
+        self._which = which
+        self._name = name
+
+    @property
+    def _core(self):
+        return getattr(binding.current(), self._which)
+
+    def __bool__(self):
+        return True
+
+    def __eq__(self, other):
+        if isinstance(other, _Predefined):
+            return self._which == other._which
+        return Comm.__eq__(Comm(self._core), other)
+
+    def __hash__(self):
+        return hash(self._which)
+
+
+COMM_NULL = Intracomm(None)
+COMM_WORLD = _Predefined("world", "MPI_COMM_WORLD")
+COMM_SELF = _Predefined("self_comm", "MPI_COMM_SELF")

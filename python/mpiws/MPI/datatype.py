@@ -1,0 +1,172 @@
+"""Basic datatypes and buffer specifications.
+
+A buffer argument is any contiguous buffer (numpy array, bytes, bytearray,
+memoryview, array.array, ...) or a list ``[buf, datatype]``,
+``[buf, count, datatype]`` or ``[buf, (count, displ), datatype]``, with the
+datatype given as an ``MPI.Datatype`` or a typecode string (``'d'``, ``'i'``).
+"""
+
+import struct
+
+from .exception import ERR_TYPE, Exception as MPIException
+
+
+class Datatype:
+    __slots__ = ("name", "typecode", "_size")
+
+    def __init__(self, name, typecode, size=None):
+        self.name = name
+        self.typecode = typecode
+        self._size = struct.calcsize(typecode) if size is None else size
+
+    def Get_size(self):
+        return self._size
+
+    def Get_extent(self):
+        return (0, self._size)
+
+    def Get_name(self):
+        return self.name
+
+    @property
+    def size(self):
+        return self._size
+
+    @property
+    def extent(self):
+        return self._size
+
+    @property
+    def lb(self):
+        return 0
+
+    @property
+    def ub(self):
+        return self._size
+
+    def Dup(self):
+        return Datatype(self.name, self.typecode, self._size)
+
+    def Free(self):
+        pass
+
+    def Commit(self):
+        return self
+
+    def __repr__(self):
+        return f"<Datatype {self.name}>"
+
+
+DATATYPE_NULL = Datatype("MPI_DATATYPE_NULL", "B", 0)
+BYTE = Datatype("MPI_BYTE", "B")
+PACKED = Datatype("MPI_PACKED", "B")
+CHAR = Datatype("MPI_CHAR", "c")
+WCHAR = Datatype("MPI_WCHAR", "I")
+SIGNED_CHAR = Datatype("MPI_SIGNED_CHAR", "b")
+UNSIGNED_CHAR = Datatype("MPI_UNSIGNED_CHAR", "B")
+SHORT = Datatype("MPI_SHORT", "h")
+UNSIGNED_SHORT = Datatype("MPI_UNSIGNED_SHORT", "H")
+INT = Datatype("MPI_INT", "i")
+UNSIGNED = UNSIGNED_INT = Datatype("MPI_UNSIGNED", "I")
+LONG = Datatype("MPI_LONG", "l")
+UNSIGNED_LONG = Datatype("MPI_UNSIGNED_LONG", "L")
+LONG_LONG = Datatype("MPI_LONG_LONG", "q")
+UNSIGNED_LONG_LONG = Datatype("MPI_UNSIGNED_LONG_LONG", "Q")
+FLOAT = Datatype("MPI_FLOAT", "f")
+DOUBLE = Datatype("MPI_DOUBLE", "d")
+LONG_DOUBLE = Datatype("MPI_LONG_DOUBLE", "g", 16)
+C_BOOL = BOOL = Datatype("MPI_C_BOOL", "?")
+INT8_T = Datatype("MPI_INT8_T", "b")
+INT16_T = Datatype("MPI_INT16_T", "h")
+INT32_T = Datatype("MPI_INT32_T", "i")
+INT64_T = Datatype("MPI_INT64_T", "q")
+UINT8_T = Datatype("MPI_UINT8_T", "B")
+UINT16_T = Datatype("MPI_UINT16_T", "H")
+UINT32_T = Datatype("MPI_UINT32_T", "I")
+UINT64_T = Datatype("MPI_UINT64_T", "Q")
+C_FLOAT_COMPLEX = C_COMPLEX = COMPLEX = Datatype("MPI_C_FLOAT_COMPLEX", "F", 8)
+C_DOUBLE_COMPLEX = DOUBLE_COMPLEX = Datatype("MPI_C_DOUBLE_COMPLEX", "D", 16)
+FLOAT_INT = Datatype("MPI_FLOAT_INT", "fi", 8)
+DOUBLE_INT = Datatype("MPI_DOUBLE_INT", "di", 16)
+LONG_INT = Datatype("MPI_LONG_INT", "li", 16)
+TWOINT = Datatype("MPI_2INT", "ii", 8)
+AINT = Datatype("MPI_AINT", "l")
+OFFSET = Datatype("MPI_OFFSET", "q")
+COUNT = Datatype("MPI_COUNT", "q")
+
+# Typecode (as in buffer formats and numpy's dtype.char) -> datatype.
+_BY_TYPECODE = {
+    "B": BYTE, "c": CHAR, "b": SIGNED_CHAR, "h": SHORT, "H": UNSIGNED_SHORT,
+    "i": INT, "I": UNSIGNED, "l": LONG, "L": UNSIGNED_LONG, "q": LONG_LONG,
+    "Q": UNSIGNED_LONG_LONG, "n": LONG, "N": UNSIGNED_LONG, "f": FLOAT, "d": DOUBLE,
+    "g": LONG_DOUBLE, "?": C_BOOL, "F": C_FLOAT_COMPLEX, "D": C_DOUBLE_COMPLEX,
+    "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "e": Datatype("MPI_FLOAT16", "e"),
+    "i1": INT8_T, "i2": INT16_T, "i4": INT32_T, "i8": INT64_T,
+    "u1": UINT8_T, "u2": UINT16_T, "u4": UINT32_T, "u8": UINT64_T,
+    "f4": FLOAT, "f8": DOUBLE, "c8": C_FLOAT_COMPLEX, "c16": C_DOUBLE_COMPLEX,
+    "p": Datatype("MPI_AINT", "P"),
+}
+
+
+def from_typecode(code):
+    """The datatype for a typecode string such as ``'d'`` or ``'i4'``."""
+    dt = _BY_TYPECODE.get(code.lstrip("@=<>!"))
+    if dt is None:
+        raise MPIException(ERR_TYPE, f"unknown typecode {code!r}")
+    return dt
+
+
+def _as_datatype(dt):
+    if isinstance(dt, Datatype):
+        return dt
+    if isinstance(dt, str):
+        return from_typecode(dt)
+    raise TypeError(f"expected a Datatype or typecode string, got {type(dt).__name__}")
+
+
+def _view(buf, writable):
+    try:
+        mv = memoryview(buf)
+    except TypeError:
+        raise TypeError(f"expected a buffer object, got {type(buf).__name__}") from None
+    if writable and mv.readonly:
+        raise TypeError("receive buffer is read-only")
+    if not mv.c_contiguous:
+        raise ValueError("buffer must be C-contiguous")
+    return mv
+
+
+def parse(spec, writable=False):
+    """(bytes view, datatype, count) for a buffer specification."""
+    count = displ = None
+    dt = None
+    if isinstance(spec, (list, tuple)):
+        if not 1 <= len(spec) <= 3:
+            raise ValueError(f"buffer specification must be [buf], [buf, datatype] or [buf, count, datatype], got {len(spec)} items")
+        buf = spec[0]
+        if len(spec) == 2:
+            if isinstance(spec[1], (Datatype, str)):
+                dt = _as_datatype(spec[1])
+            else:
+                count = spec[1]
+        elif len(spec) == 3:
+            count, dt = spec[1], _as_datatype(spec[2])
+        if isinstance(count, (list, tuple)):
+            count, displ = count
+    else:
+        buf = spec
+    mv = _view(buf, writable)
+    if dt is None:
+        fmt = mv.format
+        dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
+    raw = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
+    size = dt.Get_size()
+    if count is None:
+        count = raw.nbytes // size if size else 0
+    if count < 0:
+        raise ValueError(f"negative count {count}")
+    start = (displ or 0) * size
+    stop = start + count * size
+    if stop > raw.nbytes:
+        raise ValueError(f"buffer of {raw.nbytes} bytes too small for {count} x {dt.name} at displacement {displ or 0}")
+    return raw[start:stop], dt, count

@@ -1,0 +1,122 @@
+"""``MPI.Exception`` and MPI's error classes (valued as in MPICH)."""
+
+from .. import _core
+
+SUCCESS = 0
+ERR_BUFFER = 1
+ERR_COUNT = 2
+ERR_TYPE = 3
+ERR_TAG = 4
+ERR_COMM = 5
+ERR_RANK = 6
+ERR_ROOT = 7
+ERR_GROUP = 8
+ERR_OP = 9
+ERR_TOPOLOGY = 10
+ERR_DIMS = 11
+ERR_ARG = 12
+ERR_UNKNOWN = 13
+ERR_TRUNCATE = 14
+ERR_OTHER = 15
+ERR_INTERN = 16
+ERR_IN_STATUS = 17
+ERR_PENDING = 18
+ERR_REQUEST = 19
+ERR_PROC_FAILED = 101
+#: mpiws: an operation did not complete within its time limit.
+ERR_TIMEOUT = 200
+#: mpiws: the instance was cancelled through the service interface.
+ERR_CANCELLED = 201
+ERR_LASTCODE = 0x3FFFFFFF
+
+_NAMES = {v: k for k, v in globals().items() if k.startswith("ERR_") or k == "SUCCESS"}
+_PREFIXED = {"ERR_PROC_FAILED": "MPIX_ERR_PROC_FAILED", "ERR_TIMEOUT": "MPIWS_ERR_TIMEOUT", "ERR_CANCELLED": "MPIWS_ERR_CANCELLED"}
+
+
+def _name(code):
+    n = _NAMES.get(code)
+    return str(code) if n is None else _PREFIXED.get(n, "MPI_" + n)
+
+
+_TEXT = {
+    SUCCESS: "no error",
+    ERR_BUFFER: "invalid buffer pointer",
+    ERR_COUNT: "invalid count argument",
+    ERR_TYPE: "invalid datatype",
+    ERR_TAG: "invalid tag",
+    ERR_COMM: "invalid communicator",
+    ERR_RANK: "invalid rank",
+    ERR_ROOT: "invalid root",
+    ERR_GROUP: "invalid group",
+    ERR_OP: "invalid reduce operation",
+    ERR_ARG: "invalid argument",
+    ERR_TRUNCATE: "message truncated",
+    ERR_OTHER: "other error",
+    ERR_INTERN: "internal error",
+    ERR_REQUEST: "invalid request",
+    ERR_PROC_FAILED: "process failed",
+    ERR_TIMEOUT: "operation timed out",
+    ERR_CANCELLED: "instance cancelled",
+}
+
+
+class Exception(RuntimeError):  # noqa: A001 - mirrors mpi4py's MPI.Exception
+    """An MPI error: ``Get_error_class()`` tells which."""
+
+    def __init__(self, ierr=SUCCESS, message=None):
+        self.ierr = int(ierr)
+        self.message = message
+        super().__init__(self.ierr, message)
+
+    @property
+    def error_class(self):
+        return self.ierr
+
+    @property
+    def error_code(self):
+        return self.ierr
+
+    @property
+    def error_string(self):
+        return self.Get_error_string()
+
+    def Get_error_class(self):
+        return self.ierr
+
+    def Get_error_code(self):
+        return self.ierr
+
+    def Get_error_string(self):
+        text = _TEXT.get(self.ierr, "unknown error")
+        name = _name(self.ierr)
+        return f"{name}: {self.message}" if self.message else f"{name}: {text}"
+
+    def __int__(self):
+        return self.ierr
+
+    def __eq__(self, other):
+        if isinstance(other, Exception):
+            return self.ierr == other.ierr
+        if isinstance(other, int):
+            return self.ierr == other
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self.ierr)
+
+    def __str__(self):
+        return self.Get_error_string()
+
+    def __repr__(self):
+        return f"MPI.Exception({self.ierr}, {self.message!r})"
+
+
+def Get_error_class(errorcode):
+    return int(errorcode)
+
+
+def Get_error_string(errorcode):
+    return Exception(errorcode).Get_error_string()
+
+
+_core.set_error_type(Exception)

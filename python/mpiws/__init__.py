@@ -1,0 +1,15 @@
+"""mpiws: MPI-style message passing between web services.
+
+Every rank is a web service instance; instances talk to each other directly
+over HTTP. Write programs against ``from mpiws import MPI`` exactly as with
+mpi4py; run them with ``mpiws run -n N prog.py`` or deploy services with
+``mpiws serve`` and start domains on them with ``mpiws run --endpoints``.
+"""
+
+from . import _core
+
+__version__ = _core.VERSION
+
+from . import MPI  # noqa: E402  (needs _core loaded first)
+
+__all__ = ["MPI", "__version__"]

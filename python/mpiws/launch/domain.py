@@ -1,0 +1,83 @@
+"""Start a domain on endpoints and watch it until every rank ended; when one
+fails, cancel the others and report the first failure."""
+
+import json
+import queue
+import secrets
+import threading
+
+from .. import _core
+
+FINAL = ("done", "failed", "cancelled")
+
+
+class Domain:
+    def __init__(self, endpoints, domain=None, token=None):
+        self.endpoints = list(endpoints)
+        self.domain = domain or secrets.token_hex(8)
+        self.token = token or secrets.token_urlsafe(24)
+        self.client = _core.DomainClient(self.domain, self.token, self.endpoints)
+
+    @property
+    def size(self):
+        return len(self.endpoints)
+
+    def start(self, service, params=None):
+        self.client.start(service, json.dumps(params))
+
+    def status(self, rank, wait=None):
+        return json.loads(self.client.status(rank, wait))
+
+    def cancel_all(self, except_rank=None):
+        for r in range(self.size):
+            if r != except_rank:
+                try:
+                    self.client.cancel(r)
+                except Exception:  # noqa: BLE001 - an endpoint already gone is cancelled enough
+                    pass
+
+    def watch(self, events):
+        """Long-poll every rank; put (rank, status or exception) on ``events``."""
+
+        def poll(rank):
+            while True:
+                try:
+                    s = self.status(rank, wait=5.0)
+                except Exception as e:  # noqa: BLE001
+                    events.put((rank, e))
+                    return
+                if s["state"] in FINAL:
+                    events.put((rank, s))
+                    return
+
+        for r in range(self.size):
+            threading.Thread(target=poll, args=(r,), daemon=True).start()
+
+    def wait(self, extra_events=None, on_result=None, grace=5.0):
+        """Wait for every rank. Returns (statuses, first failure or None).
+
+        ``extra_events`` is a queue other watchers (process exits) also feed.
+        After a failure, ranks still running ``grace`` seconds after their
+        cancellation are given up on (left as None).
+        """
+        events = extra_events or queue.Queue()
+        self.watch(events)
+        statuses = [None] * self.size
+        failure = None
+        while any(s is None for s in statuses):
+            try:
+                rank, s = events.get(timeout=None if failure is None else grace)
+            except queue.Empty:
+                break
+            if statuses[rank] is not None:
+                continue
+            if isinstance(s, BaseException):
+                s = {"rank": rank, "state": "failed", "error": {"name": "unreachable", "message": str(s), "traceback": ""}}
+            statuses[rank] = s
+            if on_result:
+                on_result(rank, s)
+            if s["state"] != "done" and failure is None:
+                failure = s
+                if s["state"] == "failed":
+                    self.cancel_all(except_rank=rank)
+        return statuses, failure

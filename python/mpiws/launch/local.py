@@ -1,0 +1,99 @@
+"""``mpiws run -n N prog.py args``: N rank processes on this machine, each
+serving its own endpoint, started as one domain, like ``mpiexec``."""
+
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+import time
+
+from .domain import Domain
+from .worker import SERVICE
+
+#: How long a rank process may take to report its endpoint URL.
+STARTUP_SECONDS = 60.0
+
+
+def _forward(stream, out, prefix):
+    for line in iter(stream.readline, b""):
+        out.write(prefix + line)
+        out.flush()
+    stream.close()
+
+
+def _read_url(fd, proc, deadline):
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or proc.poll() is not None:
+            raise RuntimeError(f"rank process {proc.pid} did not start (exit status {proc.poll()})")
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if ready:
+            chunk = os.read(fd, 1024)
+            if not chunk:
+                raise RuntimeError(f"rank process {proc.pid} exited during start-up")
+            data += chunk
+    os.close(fd)
+    return data.decode().strip()
+
+
+def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None):
+    """Run ``program`` on ``n`` local ranks; returns the exit status."""
+    log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
+    procs, url_fds, holds, forwarders = [], [], [], []
+    try:
+        for rank in range(n):
+            url_r, url_w = os.pipe()
+            hold_r, hold_w = os.pipe()
+            env = dict(os.environ, MPIWS_URL_FD=str(url_w), MPIWS_HOLD_FD=str(hold_r), MPIWS_HOST=host, PYTHONUNBUFFERED="1")
+            p = subprocess.Popen(
+                [sys.executable, "-m", "mpiws.launch.worker", program, *args],
+                env=env, pass_fds=(url_w, hold_r), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )
+            os.close(url_w)
+            os.close(hold_r)
+            procs.append(p)
+            url_fds.append(url_r)
+            holds.append(hold_w)
+            tag = f"[{rank}] ".encode() if prefix else b""
+            for stream, out in ((p.stdout, sys.stdout.buffer), (p.stderr, sys.stderr.buffer)):
+                t = threading.Thread(target=_forward, args=(stream, out, tag), daemon=True)
+                t.start()
+                forwarders.append(t)
+        deadline = time.monotonic() + STARTUP_SECONDS
+        urls = [_read_url(fd, p, deadline) for fd, p in zip(url_fds, procs)]
+
+        domain = Domain(urls)
+        domain.start(SERVICE, {"program": program, "args": list(args)})
+        events = queue.Queue()
+
+        def watch_process(rank, p):
+            code = p.wait()
+            events.put((rank, RuntimeError(f"rank {rank} process exited with status {code} before reporting")))
+
+        for rank, p in enumerate(procs):
+            threading.Thread(target=watch_process, args=(rank, p), daemon=True).start()
+        statuses, failure = domain.wait(events, grace=grace)
+        if failure is not None:
+            err = failure.get("error") or {}
+            log(f"rank {failure['rank']} {failure['state']} first: {err.get('name', '')}: {err.get('message', '')}")
+            if err.get("traceback"):
+                sys.stderr.write(err["traceback"])
+            stuck = [r for r, s in enumerate(statuses) if s is None]
+            if stuck:
+                log(f"ranks {stuck} did not stop within {grace} s of the failure: killed")
+            return 1
+        return 0
+    finally:
+        for h in holds:
+            os.close(h)
+        for p in procs:
+            try:
+                p.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for t in forwarders:
+            t.join(timeout=2.0)

@@ -1,0 +1,30 @@
+"""``mpiws run --endpoints URL,... --service NAME``: start a domain of a
+deployed service on running endpoints (one rank per URL) and print each
+rank's result."""
+
+import json
+import sys
+
+from .domain import Domain
+
+
+def run_remote(endpoints, service, params=None, out=None):
+    out = out or sys.stdout
+    domain = Domain(endpoints)
+    domain.start(service, params)
+    print(f"domain {domain.domain}: {service} on {domain.size} ranks", file=sys.stderr, flush=True)
+
+    def show(rank, s):
+        if s["state"] == "done":
+            print(f"rank {rank}: {json.dumps(s['result'])}", file=out, flush=True)
+        else:
+            err = s.get("error") or {}
+            print(f"rank {rank}: {s['state']}: {err.get('name', '')}: {err.get('message', '')}", file=out, flush=True)
+
+    statuses, failure = domain.wait(on_result=show)
+    if failure is not None:
+        tb = (failure.get("error") or {}).get("traceback")
+        if tb:
+            sys.stderr.write(tb)
+        return 1
+    return 0

@@ -1,0 +1,54 @@
+"""A rank process of ``mpiws run -n N``: serves its own endpoint with one
+service, ``script``, which runs the program as ``__main__`` with COMM_WORLD
+bound to the domain instance the launcher's *run* request created.
+
+The launcher passes two pipes: the worker writes its URL to the first, and
+exits when the second closes (the launcher is done, or gone: no orphans).
+"""
+
+import os
+import runpy
+import sys
+import threading
+
+from .. import _core, binding
+from ..service.runner import run_instance
+
+SERVICE = "script"
+
+
+def _exit_when_closed(fd, outcome):
+    while os.read(fd, 4096):
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(outcome.get("code", 1))
+
+
+def main():
+    program, args = sys.argv[1], sys.argv[2:]
+    url_fd = int(os.environ.pop("MPIWS_URL_FD"))
+    hold_fd = int(os.environ.pop("MPIWS_HOLD_FD"))
+    outcome = {}
+    threading.Thread(target=_exit_when_closed, args=(hold_fd, outcome), daemon=True).start()
+
+    endpoint = _core.Endpoint(os.environ.get("MPIWS_HOST", "127.0.0.1"))
+    endpoint.deploy(SERVICE)
+    os.write(url_fd, endpoint.url.encode() + b"\n")
+    os.close(url_fd)
+
+    instance = endpoint.next_run(120.0)
+    if instance is None:
+        print("mpiws worker: no run request within 120 s", file=sys.stderr)
+        outcome["code"] = 3
+        return
+    binding.set_process(instance)
+    sys.argv = [program, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
+    ok = run_instance(instance, lambda comm, params: runpy.run_path(program, run_name="__main__") and None)
+    outcome["code"] = 0 if ok else 1
+
+
+if __name__ == "__main__":
+    main()
+    threading.Event().wait()  # the launcher decides when this process ends

@@ -1,0 +1,40 @@
+"""Run one service instance: bind the thread to it, call the service, and
+report the result (or the exception and its traceback) to the endpoint."""
+
+import json
+import traceback
+
+from .. import binding
+from ..MPI import Intracomm
+from ..MPI.exception import ERR_OTHER, Exception as MPIException, _name
+
+#: How long a finished instance waits for its last sends to leave.
+FLUSH_SECONDS = 60.0
+
+
+def run_instance(instance, function):
+    """Call ``function(comm, params)`` as ``instance``; returns True on success."""
+    with binding.bound_to(instance) as b:
+        instance.set_running()
+        try:
+            result = function(Intracomm(b.world), json.loads(instance.params))
+            instance.flush(FLUSH_SECONDS)
+            try:
+                encoded = json.dumps(result)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"service result is not JSON-serialisable: {e}") from None
+        except BaseException as e:  # noqa: BLE001 - report everything, even SystemExit
+            if isinstance(e, SystemExit) and e.code in (None, 0):
+                instance.finish("null")
+                return True
+            report(instance, e)
+            return False
+        instance.finish(encoded)
+        return True
+
+
+def report(instance, e):
+    cls = e.Get_error_class() if isinstance(e, MPIException) else ERR_OTHER
+    name = _name(cls) if isinstance(e, MPIException) else type(e).__name__
+    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    instance.fail(cls, name, str(e), tb)

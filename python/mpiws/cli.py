@@ -62,7 +62,13 @@ def main(argv=None):
     r.set_defaults(func=_run)
 
     a = p.parse_args(argv)
-    return a.func(a)
+    from .MPI import Exception as MPIException
+
+    try:
+        return a.func(a)
+    except (MPIException, ValueError, ImportError, AttributeError, TypeError) as e:
+        print(f"mpiws {a.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

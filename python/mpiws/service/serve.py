@@ -6,6 +6,8 @@ result must be JSON-serialisable.
 """
 
 import importlib
+import os
+import sys
 import threading
 
 from .. import _core
@@ -18,6 +20,8 @@ def load(spec):
     module, sep2, attr = target.partition(":")
     if not (sep and sep2 and name and module and attr):
         raise ValueError(f"service must be NAME=module:function, got {spec!r}")
+    if os.getcwd() not in sys.path:  # like `python -m`: modules beside you import
+        sys.path.insert(0, os.getcwd())
     fn = getattr(importlib.import_module(module), attr)
     if not callable(fn):
         raise TypeError(f"{target} is not callable")

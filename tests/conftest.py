@@ -1,0 +1,51 @@
+"""Shared helpers: run a program on N real rank processes (``mpiws run``),
+and host test services on an in-process endpoint."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def mpiws_run(n, code, tmp_path, args=(), timeout=120, env=None):
+    """Run ``code`` (a script body) on ``n`` ranks; returns the CompletedProcess."""
+    script = tmp_path / f"prog_{abs(hash(code))}.py"
+    script.write_text(textwrap.dedent(code))
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "mpiws", "run", "-n", str(n), "-l", str(script), *args],
+        capture_output=True, text=True, timeout=timeout, env=e, cwd=ROOT,
+    )
+
+
+def assert_ok(proc, n=None, marker="OK"):
+    """All ranks succeeded; if ``n``, each printed ``marker``."""
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    if n is not None:
+        got = sorted(int(l.split("]")[0][1:]) for l in proc.stdout.splitlines() if l.split("] ", 1)[-1].startswith(marker))
+        assert got == list(range(n)), f"ranks that reported {marker}: {got}\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.fixture
+def run(tmp_path):
+    def _run(n, code, **kw):
+        return mpiws_run(n, code, tmp_path, **kw)
+
+    return _run
+
+
+@pytest.fixture(scope="module")
+def server():
+    """An endpoint in this process hosting the services in tests/services.py."""
+    import services
+    from mpiws.service.serve import Server
+
+    s = Server(services.ALL, pending_timeout=1.0, max_message=1 << 20)
+    yield s
+    s.stop()

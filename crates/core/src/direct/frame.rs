@@ -16,6 +16,9 @@ pub const H_SEQ: &str = "mpiws-seq";
 pub const H_SYNC: &str = "mpiws-sync";
 pub const H_PARTS: &str = "mpiws-parts";
 
+/// Context of COMM_WORLD: the default when a store names none.
+pub const WORLD_CONTEXT: u64 = 1;
+
 /// Largest tag a sender may use (MPI requires at least 32767).
 pub const TAG_UB: i32 = i32::MAX;
 
@@ -115,7 +118,7 @@ impl Envelope {
         };
         let context = match header(h, H_CONTEXT)? {
             Some(v) => parse::<u64>(H_CONTEXT, v)?,
-            None => 0,
+            None => WORLD_CONTEXT,
         };
         let tag = match header(h, H_TAG)? {
             Some(v) => parse::<i32>(H_TAG, v)?,
@@ -195,7 +198,7 @@ mod tests {
     #[test]
     fn plain_client_needs_only_a_source() {
         let e = Envelope::from_headers(&headers(&[(H_SOURCE, "1")]), Some(5)).unwrap();
-        assert_eq!((e.source, e.context, e.tag, e.seq, e.sync), (1, 0, 0, None, false));
+        assert_eq!((e.source, e.context, e.tag, e.seq, e.sync), (1, WORLD_CONTEXT, 0, None, false));
     }
 
     #[test]

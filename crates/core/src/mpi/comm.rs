@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::completion::{Completion, Outcome};
+pub use crate::direct::frame::WORLD_CONTEXT;
 use crate::direct::frame::{Envelope, Payload, TAG_UB};
 use crate::direct::mailbox::{Pattern, RecvId};
 use crate::domain::Instance;
@@ -18,7 +19,6 @@ use crate::mpi::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 /// Collective traffic of a communicator uses its context with this bit set,
 /// so it never matches the application's point-to-point receives.
 pub const COLLECTIVE_BIT: u64 = 1 << 63;
-pub const WORLD_CONTEXT: u64 = 1;
 pub const SELF_CONTEXT: u64 = 2;
 
 #[derive(Clone)]

@@ -54,10 +54,11 @@ impl Comm {
     /// Start a send of `buffers` (any contiguous buffers, sent back to back).
     /// `parts` gives their lengths when the receiver must split them again.
     #[pyo3(signature = (dest, tag, buffers, split=false, sync=false))]
-    fn isend(&self, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<Request> {
+    fn isend(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<Request> {
         let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
-        let c = self.inner.isend(dest, tag, chunks.clone(), parts, sync).py_err()?;
+        // The send may write to a socket from this thread: without the GIL.
+        let c = py.detach(|| self.inner.isend(dest, tag, chunks.clone(), parts, sync)).py_err()?;
         Ok(Request::send(self.inner.clone(), c, chunks))
     }
 

@@ -221,3 +221,124 @@ mod tests {
         assert_eq!(&all, b"abcdefgh");
     }
 }
+
+// ---- the stream channel's binary frames ------------------------------------
+//
+// After `POST .../stream` is upgraded (101), the connection carries message
+// frames one way and acknowledgement frames the other. Little-endian.
+//
+// message: kind=1 u8, flags u8 (1=sync, 2=has seq), 0 u16, tag i32,
+//          context u64, seq u64, length u64, nparts u32, 0 u32,
+//          nparts x u64 part lengths, then `length` payload bytes.
+// ack:     kind u8 (2=stored, 3=matched, 4=error), 0 u8 x3, class i32,
+//          seq u64, text length u32, 0 u32, then the error text (UTF-8).
+
+pub const MSG_HEADER: usize = 40;
+pub const ACK_HEADER: usize = 24;
+pub const KIND_MESSAGE: u8 = 1;
+pub const ACK_STORED: u8 = 2;
+pub const ACK_MATCHED: u8 = 3;
+pub const ACK_ERROR: u8 = 4;
+const FLAG_SYNC: u8 = 1;
+const FLAG_SEQ: u8 = 2;
+/// More parts than this in one message is not a real message.
+pub const MAX_PARTS: u32 = 1 << 16;
+
+/// Header (and part table) of a message frame; the payload follows it.
+pub fn encode_message(env: &Envelope, length: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(MSG_HEADER + 8 * env.parts.len());
+    let flags = if env.sync { FLAG_SYNC } else { 0 } | if env.seq.is_some() { FLAG_SEQ } else { 0 };
+    h.extend_from_slice(&[KIND_MESSAGE, flags, 0, 0]);
+    h.extend_from_slice(&env.tag.to_le_bytes());
+    h.extend_from_slice(&env.context.to_le_bytes());
+    h.extend_from_slice(&env.seq.unwrap_or(0).to_le_bytes());
+    h.extend_from_slice(&length.to_le_bytes());
+    h.extend_from_slice(&(env.parts.len() as u32).to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    for p in &env.parts {
+        h.extend_from_slice(&p.to_le_bytes());
+    }
+    h
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// The fixed part of a message frame: (envelope without parts, payload
+/// length, number of parts to read next).
+pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envelope, u64, u32)> {
+    if h[0] != KIND_MESSAGE {
+        return err(ErrorClass::Arg, format!("stream: expected a message frame, got kind {}", h[0]));
+    }
+    let tag = i32::from_le_bytes(h[4..8].try_into().unwrap());
+    if tag < 0 {
+        return err(ErrorClass::Tag, format!("invalid tag {tag}"));
+    }
+    let nparts = u32_at(h, 32);
+    if nparts > MAX_PARTS {
+        return err(ErrorClass::Arg, format!("stream: {nparts} parts in one message"));
+    }
+    let env = Envelope {
+        source,
+        context: u64_at(h, 8),
+        tag,
+        seq: if h[1] & FLAG_SEQ != 0 { Some(u64_at(h, 16)) } else { None },
+        sync: h[1] & FLAG_SYNC != 0,
+        parts: Vec::new(),
+    };
+    Ok((env, u64_at(h, 24), nparts))
+}
+
+pub fn decode_parts(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+pub fn encode_ack(kind: u8, seq: u64, class: i32, text: &str) -> Vec<u8> {
+    let mut a = Vec::with_capacity(ACK_HEADER + text.len());
+    a.extend_from_slice(&[kind, 0, 0, 0]);
+    a.extend_from_slice(&class.to_le_bytes());
+    a.extend_from_slice(&seq.to_le_bytes());
+    a.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    a.extend_from_slice(&0u32.to_le_bytes());
+    a.extend_from_slice(text.as_bytes());
+    a
+}
+
+/// (kind, seq, error class, text length) of an ack header.
+pub fn decode_ack_header(h: &[u8; ACK_HEADER]) -> (u8, u64, i32, u32) {
+    (h[0], u64_at(h, 8), i32::from_le_bytes(h[4..8].try_into().unwrap()), u32_at(h, 16))
+}
+
+#[cfg(test)]
+mod stream_frame_tests {
+    use super::*;
+
+    #[test]
+    fn message_frames_round_trip() {
+        let env = Envelope { source: 4, context: 99, tag: 7, seq: Some(31), sync: true, parts: vec![3, 5] };
+        let h = encode_message(&env, 8);
+        assert_eq!(h.len(), MSG_HEADER + 16);
+        let fixed: [u8; MSG_HEADER] = h[..MSG_HEADER].try_into().unwrap();
+        let (mut got, len, nparts) = decode_message_header(&fixed, 4).unwrap();
+        got.parts = decode_parts(&h[MSG_HEADER..]);
+        assert_eq!((got, len, nparts), (env, 8, 2));
+    }
+
+    #[test]
+    fn ack_frames_round_trip_and_bad_frames_are_refused() {
+        let a = encode_ack(ACK_ERROR, 12, 6, "bad rank");
+        let fixed: [u8; ACK_HEADER] = a[..ACK_HEADER].try_into().unwrap();
+        assert_eq!(decode_ack_header(&fixed), (ACK_ERROR, 12, 6, 8));
+        assert_eq!(&a[ACK_HEADER..], b"bad rank");
+        let mut h = [0u8; MSG_HEADER];
+        assert!(decode_message_header(&h, 0).is_err());
+        h[0] = KIND_MESSAGE;
+        h[4..8].copy_from_slice(&(-1i32).to_le_bytes());
+        assert_eq!(decode_message_header(&h, 0).unwrap_err().class, ErrorClass::Tag);
+    }
+}

@@ -5,7 +5,9 @@
 //! Checks come before the body is read, so a refused store costs nothing and
 //! changes nothing: rank, headers, size, token, then the body within the limit.
 
-use http::{Request, StatusCode};
+use std::sync::Arc;
+
+use http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::json;
@@ -14,15 +16,12 @@ use tokio::sync::oneshot;
 use crate::direct::frame::{Envelope, Payload};
 use crate::direct::mailbox::Message;
 use crate::domain::instance::Delivered;
+use crate::domain::Instance;
 use crate::error::ErrorClass;
 use crate::service::reply::{self, authorize, error, from_error, parse_rank, Reply};
 use crate::service::Endpoint;
 
 pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
-    let rank = match parse_rank(rank) {
-        Ok(r) => r,
-        Err(reply) => return reply,
-    };
     let length = req
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -36,29 +35,10 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     if length.is_some_and(|l| l > max) {
         return too_large(max);
     }
-    if let Some(size) = ep.domain_size(domain) {
-        if rank >= size {
-            return error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("rank {rank} out of range: domain {domain} has {size} ranks"));
-        }
-    }
-    if reply::bearer(req.headers()).is_none() {
-        return error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'");
-    }
-    let instance = match ep.wait_instance(domain, rank).await {
+    let instance = match admit(ep, domain, rank, req.headers(), env.source).await {
         Ok(i) => i,
-        Err(e) if e.class == ErrorClass::Comm => return error(StatusCode::NOT_FOUND, e.class, e.message),
-        Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e.class, e.message),
+        Err(reply) => return reply,
     };
-    if let Err(reply) = authorize(req.headers(), &instance) {
-        return reply;
-    }
-    if env.source >= instance.size() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            ErrorClass::Rank,
-            format!("source rank {} out of range: domain {domain} has {} ranks", env.source, instance.size()),
-        );
-    }
 
     let mut body = req.into_body();
     let mut chunks = Vec::new();
@@ -99,6 +79,35 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
             },
         },
     }
+}
+
+/// The checks a store and a stream upgrade share, in order: the rank in the
+/// path, a token, the instance (waited for, bounded, if it does not exist
+/// yet), the token's value, the source rank.
+pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
+    let rank = parse_rank(rank)?;
+    if let Some(size) = ep.domain_size(domain) {
+        if rank >= size {
+            return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("rank {rank} out of range: domain {domain} has {size} ranks")));
+        }
+    }
+    if reply::bearer(headers).is_none() {
+        return Err(error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'"));
+    }
+    let instance = match ep.wait_instance(domain, rank).await {
+        Ok(i) => i,
+        Err(e) if e.class == ErrorClass::Comm => return Err(error(StatusCode::NOT_FOUND, e.class, e.message)),
+        Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e.class, e.message)),
+    };
+    authorize(headers, &instance)?;
+    if source >= instance.size() {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            ErrorClass::Rank,
+            format!("source rank {source} out of range: domain {domain} has {} ranks", instance.size()),
+        ));
+    }
+    Ok(instance)
 }
 
 fn too_large(max: u64) -> Reply {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -15,6 +15,7 @@ use tokio::sync::{oneshot, watch};
 use crate::completion::{Completion, Outcome};
 use crate::direct::frame::{Envelope, Payload};
 use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
+use crate::direct::stream::{InFlight, Link};
 use crate::direct::transport::Transport;
 use crate::domain::Binding;
 use crate::error::{Error, ErrorClass, Result};
@@ -63,11 +64,16 @@ struct Inbox {
     closed: Option<Error>,
 }
 
-/// Counts sends still on the wire, so an instance can finish only after them.
-#[derive(Default)]
-struct InFlight {
-    count: Mutex<usize>,
-    idle: Condvar,
+/// How this instance reaches one peer.
+enum Channel {
+    Stream(Arc<Link>),
+    Stores,
+}
+
+/// Whether to negotiate streams (`MPIWS_STREAMS=0` keeps to HTTP stores).
+fn streams_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("MPIWS_STREAMS").map_or(true, |v| v != "0"))
 }
 
 pub struct Instance {
@@ -77,7 +83,8 @@ pub struct Instance {
     next_recv_id: AtomicU64,
     send_seq: Vec<AtomicU64>,
     status: watch::Sender<Status>,
-    in_flight: InFlight,
+    in_flight: Arc<InFlight>,
+    channels: Vec<Mutex<Option<Channel>>>,
     transport: Arc<Transport>,
 }
 
@@ -96,14 +103,16 @@ impl Instance {
             result: None,
             error: None,
         };
+        let size = binding.size();
         Arc::new(Instance {
-            send_seq: (0..binding.size()).map(|_| AtomicU64::new(0)).collect(),
+            send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             binding,
             inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None }),
             arrived: Condvar::new(),
             next_recv_id: AtomicU64::new(1),
             status: watch::channel(status).0,
-            in_flight: InFlight::default(),
+            in_flight: Arc::new(InFlight::default()),
+            channels: (0..size).map(|_| Mutex::new(None)).collect(),
             transport,
         })
     }
@@ -227,7 +236,18 @@ impl Instance {
             self.send_to_self(env, chunks, &c);
             return c;
         }
-        *self.in_flight.count.lock() += 1;
+        match self.stream_to(dest) {
+            Ok(Some(link)) => {
+                link.send(&env, chunks, c.clone());
+                return c;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                c.complete(Err(e));
+                return c;
+            }
+        }
+        self.in_flight.started();
         let me = self.clone();
         let done = c.clone();
         runtime().spawn(async move {
@@ -237,13 +257,29 @@ impl Instance {
                 .store(b.url_of(dest), &b.domain, dest, &b.token, &env, chunks)
                 .await;
             done.complete(r.map(|_| Outcome::Sent));
-            let mut n = me.in_flight.count.lock();
-            *n -= 1;
-            if *n == 0 {
-                me.in_flight.idle.notify_all();
-            }
+            me.in_flight.ended();
         });
         c
+    }
+
+    /// The open stream to `dest`, opening it on first use; None: use stores.
+    fn stream_to(&self, dest: u32) -> Result<Option<Arc<Link>>> {
+        if !streams_enabled() {
+            return Ok(None);
+        }
+        let mut ch = self.channels[dest as usize].lock();
+        match &*ch {
+            Some(Channel::Stream(link)) if !link.is_broken() => return Ok(Some(link.clone())),
+            Some(Channel::Stores) => return Ok(None),
+            _ => {}
+        }
+        let b = &self.binding;
+        let link = Link::connect(b.url_of(dest), &b.domain, dest, self.rank(), &b.token, self.in_flight.clone())?;
+        *ch = Some(match &link {
+            Some(l) => Channel::Stream(l.clone()),
+            None => Channel::Stores,
+        });
+        Ok(link)
     }
 
     fn send_to_self(&self, env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>) {
@@ -280,19 +316,7 @@ impl Instance {
 
     /// Wait until every send has left (acknowledged or failed), up to `timeout`.
     pub fn flush(&self, timeout: Option<Duration>) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let mut n = self.in_flight.count.lock();
-        while *n > 0 {
-            match deadline {
-                None => self.in_flight.idle.wait(&mut n),
-                Some(d) => {
-                    if self.in_flight.idle.wait_until(&mut n, d).timed_out() {
-                        return *n == 0;
-                    }
-                }
-            }
-        }
-        true
+        self.in_flight.wait_idle(timeout)
     }
 
     // ---- state -----------------------------------------------------------

@@ -8,6 +8,7 @@
 //! | GET    | `/domains/{domain}/ranks/{rank}`       | status     |
 //! | DELETE | `/domains/{domain}/ranks/{rank}`       | cancel     |
 //! | POST   | `/domains/{domain}/ranks/{rank}/messages` | store   |
+//! | POST   | `/domains/{domain}/ranks/{rank}/stream` | stream upgrade |
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 
-use crate::direct::store;
+use crate::direct::{store, stream};
 use crate::error::ErrorClass;
 use crate::service::reply::{self, Reply};
 use crate::service::{cancel, describe, run, status, Endpoint};
@@ -41,7 +42,7 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
                 async move { Ok::<_, std::convert::Infallible>(route(ep, req).await) }
             });
             let _ = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), svc)
+                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
                 .await;
         });
     }
@@ -57,7 +58,8 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         (&Method::GET, ["domains", d, "ranks", r]) => status::status(&ep, d, r, req).await,
         (&Method::DELETE, ["domains", d, "ranks", r]) => cancel::cancel(&ep, d, r, req),
         (&Method::POST, ["domains", d, "ranks", r, "messages"]) => store::store(&ep, d, r, req).await,
-        (_, [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages"]) => {
+        (&Method::POST, ["domains", d, "ranks", r, "stream"]) => stream::accept(&ep, d, r, req).await,
+        (_, [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"]) => {
             reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
         }
         _ => reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")),

@@ -1,8 +1,14 @@
 """Point-to-point semantics on real domains of rank processes (mpiws run)."""
 
+import functools
+
 import pytest
 
 from conftest import assert_ok
+
+# Rank-to-rank traffic uses streams (HTTP upgrade) unless MPIWS_STREAMS=0,
+# which keeps every message a plain HTTP store: test both channels.
+CHANNELS = pytest.mark.parametrize("channel", [{}, {"MPIWS_STREAMS": "0"}], ids=["stream", "stores"])
 
 PRELUDE = """
 import time
@@ -27,7 +33,9 @@ print("OK", rank, size)
     assert all(f"OK {r} {n}" in p.stdout for r in range(n))
 
 
-def test_objects_tags_and_status(run):
+@CHANNELS
+def test_objects_tags_and_status(run, channel):
+    run = functools.partial(run, env=channel)
     p = run(3, PRELUDE + """
 if rank == 0:
     comm.send({"x": 1}, dest=1, tag=7)
@@ -47,7 +55,9 @@ print("OK")
     assert_ok(p, 3)
 
 
-def test_thousands_of_isends_keep_order(run):
+@CHANNELS
+def test_thousands_of_isends_keep_order(run, channel):
+    run = functools.partial(run, env=channel)
     p = run(3, PRELUDE + """
 N = 3000
 if rank != 0:
@@ -120,7 +130,9 @@ print("OK")
     assert_ok(p, 2)
 
 
-def test_ssend_completes_only_when_matched(run):
+@CHANNELS
+def test_ssend_completes_only_when_matched(run, channel):
+    run = functools.partial(run, env=channel)
     p = run(2, PRELUDE + """
 if rank == 0:
     t = time.monotonic()
@@ -248,7 +260,9 @@ print("OK")
     assert_ok(p, 2)
 
 
-def test_large_messages_256_mib(run):
+@CHANNELS
+def test_large_messages_256_mib(run, channel):
+    run = functools.partial(run, env=channel)
     p = run(2, PRELUDE + """
 n = 256 << 20
 if rank == 0:

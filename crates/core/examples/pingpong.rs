@@ -27,7 +27,7 @@ fn main() {
         wait_outcome(&c0.isend(1, 2, vec![Bytes::from_static(b"12345678")], vec![], false).unwrap(), None).unwrap();
     }
     println!("store round trip: {:.1} us", t.elapsed().as_secs_f64() / n as f64 * 1e6);
-    for size in [8usize, 1 << 20, 16 << 20] {
+    for size in [8usize, 512, 1024, 4096, 65536, 1 << 20, 16 << 20] {
         let n = if size > 1 << 16 { 20 } else { 5000 };
         let payload = Bytes::from(vec![7u8; size]);
         let p1 = payload.clone();

@@ -1,0 +1,94 @@
+"""Stubs for ``mpiws._core``, the Rust core's Python face: the contract the
+Python layer is written against. Errors are raised as ``MPI.Exception``
+(registered with ``set_error_type``); ranks are communicator-local; timeouts
+are in seconds, ``None`` meaning for ever. Blocking calls release the GIL."""
+
+from typing import Any, Optional, Sequence
+
+ANY_SOURCE: int
+ANY_TAG: int
+PROC_NULL: int
+TAG_UB: int
+VERSION: str
+
+def set_error_type(cls: type) -> None:
+    """Register the exception class core errors are raised as: ``cls(error_class, message)``."""
+
+def wait_any(requests: Sequence[Request], timeout: Optional[float] = None) -> bool:
+    """Block until one of ``requests`` is complete; False if ``timeout`` passed first."""
+
+class Endpoint:
+    """An HTTP server hosting deployed services and the instances of any number of domains."""
+
+    url: str
+    port: int
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, max_message: int = 1 << 30,
+                 pending_timeout: float = 30.0, max_pending: int = 4096) -> None: ...
+    def deploy(self, name: str) -> None: ...
+    def next_run(self, timeout: Optional[float] = None) -> Optional[Instance]:
+        """The next instance a *run* request created (to be started by the caller)."""
+    def create_instance(self, domain: str, rank: int, endpoints: list[str], token: str,
+                        service: str = "", params: str = "null") -> Instance:
+        """An instance created without a *run* request (singleton domains)."""
+    def describe(self) -> str:
+        """``GET /`` as JSON text."""
+
+class Instance:
+    """One rank of one domain on an endpoint."""
+
+    domain: str
+    rank: int
+    size: int
+    service: str
+    endpoints: list[str]
+    params: str
+    state: str
+    def world(self) -> Comm: ...
+    def self_comm(self) -> Comm: ...
+    def set_running(self) -> None: ...
+    def finish(self, result: str) -> None:
+        """The service returned; ``result`` is JSON text."""
+    def fail(self, error_class: int, name: str, message: str, traceback: str) -> None: ...
+    def cancel(self) -> None: ...
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Wait until every send is acknowledged or failed."""
+    def unexpected_bytes(self) -> int: ...
+
+class Comm:
+    """A context and a group over an instance."""
+
+    rank: int
+    size: int
+    context: int
+    group: list[int]
+    instance: Instance
+    def isend(self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False) -> Request:
+        """Send ``buffers`` back to back; ``split`` keeps their boundaries for the receiver."""
+    def irecv(self, source: int, tag: int) -> Request: ...
+    def probe(self, source: int, tag: int, timeout: Optional[float] = None) -> Optional[tuple[int, int, int]]:
+        """(source, tag, nbytes) of the next matching message; ``timeout=0`` only looks."""
+    def next_context(self, salt: int = 0) -> int: ...
+    def derive(self, context: int, group: list[int]) -> Optional[Comm]: ...
+    def world_rank(self, local: int) -> int: ...
+    def local_rank(self, world: int) -> Optional[int]: ...
+    def allgather_bytes(self, data: bytes, timeout: Optional[float] = None) -> list[bytes]: ...
+
+class Request:
+    is_recv: bool
+    def wait(self, timeout: Optional[float] = None) -> bool: ...
+    def done(self) -> bool: ...
+    def take(self) -> Optional[Message]:
+        """The outcome, once: None for a send, a Message for a receive; raises the operation's error."""
+    def cancel(self) -> bool: ...
+
+class Message:
+    source: int
+    tag: int
+    parts: list[int]
+    cancelled: bool
+    nbytes: int
+    def bytes(self) -> bytes: ...
+    def split(self) -> list[Any]:
+        """The parts: the first as bytes, the others as bytearrays."""
+    def copy_into(self, buffer: Any) -> int:
+        """Copy into a writable buffer; MPI_ERR_TRUNCATE if it does not fit."""

@@ -298,6 +298,11 @@ impl Link {
         Ok(Some(link))
     }
 
+    /// Close the stream (the instance ended): the peer's reader sees the end.
+    pub fn close(&self) {
+        let _ = self.writer.lock().shutdown(std::net::Shutdown::Both);
+    }
+
     pub fn is_broken(&self) -> bool {
         self.broken.lock().is_some()
     }

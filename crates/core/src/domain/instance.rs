@@ -384,5 +384,10 @@ impl Instance {
         for (_, c) in waiting {
             c.complete(Err(why.clone()));
         }
+        for ch in &self.channels {
+            if let Some(Channel::Stream(link)) = ch.lock().take() {
+                link.close();
+            }
+        }
     }
 }

@@ -44,6 +44,9 @@ impl Default for Config {
     }
 }
 
+/// Above this many instances, ended ones are forgotten when a new one comes.
+const KEEP_INSTANCES: usize = 1024;
+
 pub struct Endpoint {
     pub config: Config,
     pub addr: SocketAddr,
@@ -114,6 +117,10 @@ impl Endpoint {
             }
             if map.contains_key(&key) {
                 return err(ErrorClass::Comm, format!("domain {} rank {} already exists here", key.0, key.1));
+            }
+            if map.len() >= KEEP_INSTANCES {
+                // Forget ended instances (their status was there to be read).
+                map.retain(|_, i| !i.status().state.is_final());
             }
             let instance = Instance::new(binding, self.transport.clone());
             map.insert(key, instance.clone());

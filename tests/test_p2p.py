@@ -439,3 +439,21 @@ except TypeError:
 print("OK")
 """)
     assert_ok(p, 2)
+
+
+@CHANNELS
+def test_a_message_to_an_ended_rank_is_reported_not_lost(run, channel):
+    run = functools.partial(run, env=channel)
+    p = run(2, PRELUDE + """
+if rank == 1:
+    raise SystemExit(0)          # rank 1 ends at once
+time.sleep(1.0)
+try:
+    comm.send("too late", dest=1, tag=1)   # may return once written (eager) ...
+    MPI.Finalize()                         # ... but then the loss surfaces here
+except MPI.Exception as e:
+    assert e.Get_error_class() == MPI.ERR_PROC_FAILED, e
+    print("REPORTED", e)
+""")
+    assert p.returncode == 0, p.stderr
+    assert "REPORTED" in p.stdout and "rank 1" in p.stdout

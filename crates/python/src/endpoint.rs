@@ -152,11 +152,17 @@ impl Instance {
         self.inner.cancel()
     }
 
-    /// Wait until every send has left; false if `timeout` passed first.
+    /// Wait until every send is acknowledged or failed; false if `timeout`
+    /// passed first. Raises if a completed send was not delivered.
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let inner = self.inner.clone();
-        wait_in_slices(py, timeout, |slice| inner.flush(Some(slice)))
+        let mut outcome = Ok(true);
+        wait_in_slices(py, timeout, |slice| {
+            outcome = inner.flush(Some(slice));
+            !matches!(outcome, Ok(false))
+        })?;
+        outcome.py_err()
     }
 
     /// Bytes held in the mailbox for which no receive was posted yet.

@@ -230,8 +230,10 @@ mod tests {
 // message: kind=1 u8, flags u8 (1=sync, 2=has seq), 0 u16, tag i32,
 //          context u64, seq u64, length u64, nparts u32, 0 u32,
 //          nparts x u64 part lengths, then `length` payload bytes.
+// ack request: kind=5 u8, then 39 zero bytes (answered by a stored ack).
 // ack:     kind u8 (2=stored, 3=matched, 4=error), 0 u8 x3, class i32,
 //          seq u64, text length u32, 0 u32, then the error text (UTF-8).
+//          "stored" is cumulative: every message up to `seq` was filed.
 
 pub const MSG_HEADER: usize = 40;
 pub const ACK_HEADER: usize = 24;
@@ -239,6 +241,7 @@ pub const KIND_MESSAGE: u8 = 1;
 pub const ACK_STORED: u8 = 2;
 pub const ACK_MATCHED: u8 = 3;
 pub const ACK_ERROR: u8 = 4;
+pub const KIND_ACK_REQUEST: u8 = 5;
 const FLAG_SYNC: u8 = 1;
 const FLAG_SEQ: u8 = 2;
 /// More parts than this in one message is not a real message.
@@ -292,6 +295,13 @@ pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envel
         parts: Vec::new(),
     };
     Ok((env, u64_at(h, 24), nparts))
+}
+
+/// A frame asking the receiver to acknowledge what it has stored so far.
+pub fn encode_ack_request() -> [u8; MSG_HEADER] {
+    let mut h = [0u8; MSG_HEADER];
+    h[0] = KIND_ACK_REQUEST;
+    h
 }
 
 pub fn decode_parts(b: &[u8]) -> Vec<u64> {

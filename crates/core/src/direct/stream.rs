@@ -14,7 +14,7 @@
 //! mpiws-stream/1`, `Connection: upgrade`, the bearer token and
 //! `mpiws-source`; the same checks as a store, then `101 Switching Protocols`.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -33,7 +33,6 @@ use crate::direct::frame::{self, Envelope, Payload, ACK_ERROR, ACK_HEADER, ACK_M
 use crate::direct::mailbox::Message;
 use crate::direct::store::admit;
 use crate::direct::transport::error_from_response;
-use crate::domain::instance::Delivered;
 use crate::domain::Instance;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::runtime::runtime;
@@ -47,6 +46,9 @@ const COALESCE_UP_TO: usize = 64 * 1024;
 /// Messages above this size are written by a background thread, so that a
 /// non-blocking send returns at once.
 const BACKGROUND_FROM: usize = 1 << 20;
+/// A receiver acknowledges (cumulatively) after this many messages or bytes.
+const ACK_EVERY: u32 = 64;
+const ACK_BYTES: u64 = 4 << 20;
 
 // ---- receiving side ----------------------------------------------------------
 
@@ -97,15 +99,25 @@ fn write_ack(w: &Mutex<TcpStream>, kind: u8, seq: u64, e: Option<&Error>) -> std
     w.lock().write_all(&frame::encode_ack(kind, seq, class, text))
 }
 
-/// Read message frames until the peer closes; file each, acknowledge each.
+/// Read message frames until the peer closes and file each. Acknowledgements
+/// are cumulative and lazy: every `ACK_EVERY` messages or `ACK_BYTES` bytes,
+/// or when asked; errors and matches (synchronous sends) are told at once.
 fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, max: u64) {
     let Ok(w) = stream.try_clone() else { return };
     let writer = Arc::new(Mutex::new(w));
     let mut r = BufReader::with_capacity(COALESCE_UP_TO, std::io::Cursor::new(pre).chain(stream));
+    let (mut stored, mut unacked, mut unacked_bytes) = (0u64, 0u32, 0u64);
     loop {
         let mut h = [0u8; MSG_HEADER];
         if r.read_exact(&mut h).is_err() {
             return; // closed
+        }
+        if h[0] == frame::KIND_ACK_REQUEST {
+            if write_ack(&writer, ACK_STORED, stored, None).is_err() {
+                return;
+            }
+            (unacked, unacked_bytes) = (0, 0);
+            continue;
         }
         let (mut env, len, nparts) = match frame::decode_message_header(&h, source) {
             Ok(x) => x,
@@ -144,29 +156,30 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
         } else {
             None
         };
-        let sent = match instance.deliver(msg) {
+        let told = match instance.deliver(msg) {
             Err(e) => write_ack(&writer, ACK_ERROR, seq, Some(&e)),
-            Ok(Delivered::Duplicate) => write_ack(&writer, ACK_STORED, seq, None),
-            Ok(Delivered::Filed) => {
-                let r = write_ack(&writer, ACK_STORED, seq, None);
+            Ok(_) => {
+                // Filed, or a duplicate (filed before): stored either way.
+                (stored, unacked, unacked_bytes) = (stored.max(seq), unacked + 1, unacked_bytes + len);
                 if let Some(rx) = matched {
                     let writer = writer.clone();
                     runtime().spawn(async move {
+                        let ended = Error::new(ErrorClass::ProcFailed, "the receiving instance ended before it received the message");
                         let _ = match rx.await {
                             Ok(()) => write_ack(&writer, ACK_MATCHED, seq, None),
-                            Err(_) => write_ack(
-                                &writer,
-                                ACK_ERROR,
-                                seq,
-                                Some(&Error::new(ErrorClass::ProcFailed, "the receiving instance ended before it received the message")),
-                            ),
+                            Err(_) => write_ack(&writer, ACK_ERROR, seq, Some(&ended)),
                         };
                     });
                 }
-                r
+                if unacked >= ACK_EVERY || unacked_bytes >= ACK_BYTES {
+                    (unacked, unacked_bytes) = (0, 0);
+                    write_ack(&writer, ACK_STORED, stored, None)
+                } else {
+                    Ok(())
+                }
             }
         };
-        if sent.is_err() {
+        if told.is_err() {
             return;
         }
     }
@@ -213,18 +226,29 @@ impl InFlight {
     }
 }
 
+/// A message sent and not yet acknowledged.
 struct Pending {
-    completion: Arc<Completion>,
-    sync: bool,
+    /// Synchronous sends complete on the receiver's "matched"; the others
+    /// completed when written (their buffer was free) and are only tracked.
+    completion: Option<Arc<Completion>>,
 }
 
+/// Failures of sends that already completed, per peer, waiting to be
+/// reported by the next send to that peer or by the instance's flush.
+pub type Undelivered = Arc<Mutex<Option<Error>>>;
+
 /// One open stream to a peer instance.
+///
+/// A standard send completes once its bytes are written (MPI's eager mode:
+/// the buffer may be reused); its acknowledgement comes later, batched. A
+/// message that then fails is never lost silently: it lands in `undelivered`.
 pub struct Link {
     dest: u32,
     writer: Mutex<TcpStream>,
-    pending: Mutex<HashMap<u64, Pending>>,
+    pending: Mutex<BTreeMap<u64, Pending>>,
     broken: Mutex<Option<Error>>,
     in_flight: Arc<InFlight>,
+    undelivered: Undelivered,
 }
 
 fn host_port(base: &str) -> Option<&str> {
@@ -242,6 +266,7 @@ impl Link {
         source: u32,
         token: &str,
         in_flight: Arc<InFlight>,
+        undelivered: Undelivered,
     ) -> Result<Option<Arc<Link>>> {
         let Some(addr) = host_port(base) else { return Ok(None) };
         let peer = format!("rank {dest} at {base}");
@@ -286,9 +311,10 @@ impl Link {
         let link = Arc::new(Link {
             dest,
             writer: Mutex::new(s),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(BTreeMap::new()),
             broken: Mutex::new(None),
             in_flight,
+            undelivered,
         });
         let l = link.clone();
         std::thread::Builder::new()
@@ -307,9 +333,11 @@ impl Link {
         self.broken.lock().is_some()
     }
 
-    /// Send one message; its completion is completed by the acknowledgement.
+    /// Send one message. `completion` completes when the bytes are written,
+    /// or for a synchronous send when the receiver matched the message.
     pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>) {
         let seq = env.seq.expect("stream messages are sequenced");
+        let sync = env.sync;
         {
             // Under the pending lock, so `fail` cannot slip in between.
             let mut pending = self.pending.lock();
@@ -319,40 +347,66 @@ impl Link {
                 return;
             }
             self.in_flight.started();
-            pending.insert(seq, Pending { completion, sync: env.sync });
+            pending.insert(seq, Pending { completion: sync.then(|| completion.clone()) });
         }
         let len: usize = chunks.iter().map(|c| c.len()).sum();
         let header = frame::encode_message(env, len as u64);
+        let me = self.clone();
+        let send = move || match me.write(header, chunks, len) {
+            Ok(()) if !sync => {
+                completion.complete(Ok(Outcome::Sent));
+            }
+            Ok(()) => {}
+            Err(e) => {
+                // Reported here, so not also as undelivered.
+                if me.pending.lock().remove(&seq).is_some() {
+                    me.in_flight.ended();
+                }
+                completion.complete(Err(e.clone()));
+                me.fail(e);
+            }
+        };
         if len >= BACKGROUND_FROM {
-            let me = self.clone();
-            runtime().spawn_blocking(move || me.write(header, chunks, len));
+            runtime().spawn_blocking(send);
         } else {
-            self.write(header, chunks, len);
+            send();
         }
     }
 
-    fn write(&self, mut header: Vec<u8>, chunks: Vec<Bytes>, len: usize) {
-        let r = {
-            let mut w = self.writer.lock();
-            if len <= COALESCE_UP_TO {
-                for c in &chunks {
-                    header.extend_from_slice(c);
-                }
-                w.write_all(&header)
-            } else {
-                w.write_all(&header).and_then(|_| chunks.iter().try_for_each(|c| w.write_all(c)))
+    fn write(&self, mut header: Vec<u8>, chunks: Vec<Bytes>, len: usize) -> Result<()> {
+        let mut w = self.writer.lock();
+        let r = if len <= COALESCE_UP_TO {
+            for c in &chunks {
+                header.extend_from_slice(c);
             }
+            w.write_all(&header)
+        } else {
+            w.write_all(&header).and_then(|_| chunks.iter().try_for_each(|c| w.write_all(c)))
         };
-        if let Err(e) = r {
+        r.or_else(|e| err(ErrorClass::ProcFailed, format!("stream to rank {} broke: {e}", self.dest)))
+    }
+
+    /// Ask the receiver to acknowledge everything it stored (before a flush).
+    pub fn request_ack(&self) {
+        if self.pending.lock().is_empty() {
+            return;
+        }
+        if let Err(e) = self.writer.lock().write_all(&frame::encode_ack_request()) {
             self.fail(Error::new(ErrorClass::ProcFailed, format!("stream to rank {} broke: {e}", self.dest)));
         }
     }
 
-    fn complete(&self, seq: u64, outcome: Result<Outcome>) {
-        if let Some(p) = self.pending.lock().remove(&seq) {
-            p.completion.complete(outcome);
-            self.in_flight.ended();
+    fn settle(&self, p: Pending, outcome: Result<Outcome>) {
+        match (p.completion, outcome) {
+            (Some(c), outcome) => {
+                c.complete(outcome);
+            }
+            (None, Err(e)) => {
+                self.undelivered.lock().get_or_insert(e);
+            }
+            (None, Ok(_)) => {}
         }
+        self.in_flight.ended();
     }
 
     fn read_acks(&self, s: TcpStream) {
@@ -367,19 +421,23 @@ impl Link {
             if r.read_exact(&mut text).is_err() {
                 break;
             }
-            match kind {
-                ACK_STORED => {
-                    let sync = self.pending.lock().get(&seq).is_some_and(|p| p.sync);
-                    if !sync {
-                        self.complete(seq, Ok(Outcome::Sent));
+            let settled: Vec<(Pending, Result<Outcome>)> = {
+                let mut pending = self.pending.lock();
+                match kind {
+                    ACK_STORED => {
+                        let done: Vec<u64> = pending.range(..=seq).filter(|(_, p)| p.completion.is_none()).map(|(s, _)| *s).collect();
+                        done.into_iter().filter_map(|s| pending.remove(&s)).map(|p| (p, Ok(Outcome::Sent))).collect()
                     }
+                    ACK_MATCHED => pending.remove(&seq).map(|p| (p, Ok(Outcome::Sent))).into_iter().collect(),
+                    ACK_ERROR => {
+                        let e = Error::new(ErrorClass::from_code(class as i64), String::from_utf8_lossy(&text).to_string());
+                        pending.remove(&seq).map(|p| (p, Err(e))).into_iter().collect()
+                    }
+                    _ => break,
                 }
-                ACK_MATCHED => self.complete(seq, Ok(Outcome::Sent)),
-                ACK_ERROR => {
-                    let e = Error::new(ErrorClass::from_code(class as i64), String::from_utf8_lossy(&text).to_string());
-                    self.complete(seq, Err(e));
-                }
-                _ => break,
+            };
+            for (p, outcome) in settled {
+                self.settle(p, outcome);
             }
         }
         self.fail(Error::new(ErrorClass::ProcFailed, format!("stream to rank {} closed", self.dest)));
@@ -390,14 +448,13 @@ impl Link {
         let pending: Vec<(u64, Pending)> = {
             let mut pending = self.pending.lock();
             *self.broken.lock() = Some(e.clone());
-            pending.drain().collect()
+            std::mem::take(&mut *pending).into_iter().collect()
         };
         if let Some(w) = self.writer.try_lock() {
             let _ = w.shutdown(std::net::Shutdown::Both);
         }
         for (_, p) in pending {
-            p.completion.complete(Err(e.clone()));
-            self.in_flight.ended();
+            self.settle(p, Err(e.clone()));
         }
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::{oneshot, watch};
 use crate::completion::{Completion, Outcome};
 use crate::direct::frame::{Envelope, Payload};
 use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
-use crate::direct::stream::{InFlight, Link};
+use crate::direct::stream::{InFlight, Link, Undelivered};
 use crate::direct::transport::Transport;
 use crate::domain::Binding;
 use crate::error::{Error, ErrorClass, Result};
@@ -85,7 +85,13 @@ pub struct Instance {
     status: watch::Sender<Status>,
     in_flight: Arc<InFlight>,
     channels: Vec<Mutex<Option<Channel>>>,
+    /// Per peer: a failure of a send that had already completed.
+    undelivered: Vec<Undelivered>,
     transport: Arc<Transport>,
+}
+
+fn undelivered(dest: u32, e: Error) -> Error {
+    Error::new(e.class, format!("a message to rank {dest} was not delivered: {}", e.message))
 }
 
 pub enum Delivered {
@@ -113,6 +119,7 @@ impl Instance {
             status: watch::channel(status).0,
             in_flight: Arc::new(InFlight::default()),
             channels: (0..size).map(|_| Mutex::new(None)).collect(),
+            undelivered: (0..size).map(|_| Undelivered::default()).collect(),
             transport,
         })
     }
@@ -231,6 +238,10 @@ impl Instance {
     /// here, in call order, which is what makes per-pair ordering hold.
     pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>) -> Arc<Completion> {
         let c = Completion::new();
+        if let Some(e) = self.undelivered[dest as usize].lock().take() {
+            c.complete(Err(undelivered(dest, e)));
+            return c;
+        }
         env.seq = Some(self.send_seq[dest as usize].fetch_add(1, Ordering::Relaxed));
         if dest == self.rank() {
             self.send_to_self(env, chunks, &c);
@@ -274,7 +285,8 @@ impl Instance {
             _ => {}
         }
         let b = &self.binding;
-        let link = Link::connect(b.url_of(dest), &b.domain, dest, self.rank(), &b.token, self.in_flight.clone())?;
+        let undelivered = self.undelivered[dest as usize].clone();
+        let link = Link::connect(b.url_of(dest), &b.domain, dest, self.rank(), &b.token, self.in_flight.clone(), undelivered)?;
         *ch = Some(match &link {
             Some(l) => Channel::Stream(l.clone()),
             None => Channel::Stores,
@@ -314,9 +326,21 @@ impl Instance {
         }
     }
 
-    /// Wait until every send has left (acknowledged or failed), up to `timeout`.
-    pub fn flush(&self, timeout: Option<Duration>) -> bool {
-        self.in_flight.wait_idle(timeout)
+    /// Wait until every send is acknowledged or failed, up to `timeout`:
+    /// Ok(false) if it passed first; Err if a completed send was not delivered.
+    pub fn flush(&self, timeout: Option<Duration>) -> Result<bool> {
+        for ch in &self.channels {
+            if let Some(Channel::Stream(link)) = &*ch.lock() {
+                link.request_ack();
+            }
+        }
+        let idle = self.in_flight.wait_idle(timeout);
+        for (dest, u) in self.undelivered.iter().enumerate() {
+            if let Some(e) = u.lock().take() {
+                return Err(undelivered(dest as u32, e));
+            }
+        }
+        Ok(idle)
     }
 
     // ---- state -----------------------------------------------------------

@@ -9,13 +9,34 @@ use parking_lot::{Condvar, Mutex};
 use crate::error::Result;
 use crate::direct::frame::{Envelope, Payload};
 
+/// A receive buffer owned by the caller (a Python buffer), which the
+/// payload of a large message can be read into directly from the socket.
+pub trait RecvBuffer: Send {
+    fn len(&self) -> usize;
+    fn as_mut_slice(&mut self) -> &mut [u8];
+}
+
 /// What a finished operation produced.
-#[derive(Debug)]
 pub enum Outcome {
     Sent,
+    /// The payload, to be copied where the receiver wants it.
     Received { env: Envelope, payload: Payload },
+    /// The payload was read straight into the receive's buffer, handed back
+    /// here so that it is released by the thread that takes the outcome.
+    Placed { env: Envelope, len: usize, buffer: Box<dyn RecvBuffer> },
     /// A receive withdrawn before anything matched it.
     Cancelled,
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Sent => write!(f, "Sent"),
+            Outcome::Received { env, payload } => write!(f, "Received({env:?}, {} bytes)", payload.len()),
+            Outcome::Placed { env, len, .. } => write!(f, "Placed({env:?}, {len} bytes)"),
+            Outcome::Cancelled => write!(f, "Cancelled"),
+        }
+    }
 }
 
 /// A one-shot flag several completions can raise (for wait-any / wait-some).

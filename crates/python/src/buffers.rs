@@ -3,6 +3,7 @@
 //! on the wire), received payloads are copied once into their destination.
 
 use bytes::Bytes;
+use mpiws_core::completion::RecvBuffer;
 use mpiws_core::ErrorClass;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
@@ -63,5 +64,15 @@ impl Dest {
     pub fn slice(&mut self) -> &mut [u8] {
         // SAFETY: see the Send impl; the exporter guarantees `len` bytes.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl RecvBuffer for Dest {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.slice()
     }
 }

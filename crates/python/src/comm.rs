@@ -7,7 +7,9 @@ use mpiws_core::mpi::Comm as CoreComm;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::buffers::to_bytes;
+use mpiws_core::completion::RecvBuffer;
+
+use crate::buffers::{to_bytes, Dest};
 use crate::endpoint::Instance;
 use crate::errors::IntoPy;
 use crate::request::{wait_in_slices, Request};
@@ -62,8 +64,14 @@ impl Comm {
         Ok(Request::send(self.inner.clone(), c, chunks))
     }
 
-    fn irecv(&self, source: i64, tag: i64) -> PyResult<Request> {
-        let (id, c) = self.inner.irecv(source, tag).py_err()?;
+    /// Post a receive; a large message may be read straight into `buffer`.
+    #[pyo3(signature = (source, tag, buffer=None))]
+    fn irecv(&self, source: i64, tag: i64, buffer: Option<&Bound<'_, PyAny>>) -> PyResult<Request> {
+        let buffer = match buffer {
+            Some(b) => Some(Box::new(Dest::get(b)?) as Box<dyn RecvBuffer>),
+            None => None,
+        };
+        let (id, c) = self.inner.irecv_into(source, tag, buffer).py_err()?;
         Ok(Request::recv(self.inner.clone(), c, id))
     }
 

@@ -1,10 +1,10 @@
 //! `Request`: a started operation; `Message`: what a receive produced.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpiws_core::completion::{self, Completion, Outcome};
+use mpiws_core::completion::{self, Completion, Outcome, RecvBuffer};
 use mpiws_core::direct::frame::Payload;
 use mpiws_core::direct::mailbox::RecvId;
 use mpiws_core::mpi::Comm as CoreComm;
@@ -81,10 +81,14 @@ impl Request {
             None => Err(mpi_err(ErrorClass::Request, "request not complete, or its outcome was already taken")),
             Some(r) => match r.py_err()? {
                 Outcome::Sent => Ok(None),
-                Outcome::Cancelled => Ok(Some(Message { source: -1, tag: -1, parts: vec![], payload: Payload::default(), cancelled: true })),
+                Outcome::Cancelled => Ok(Some(Message::new(-1, -1, vec![], Payload::default(), true, None))),
                 Outcome::Received { env, payload } => {
                     let r = self.comm.received(env, payload);
-                    Ok(Some(Message { source: r.source, tag: r.tag, parts: r.parts, payload: r.payload, cancelled: false }))
+                    Ok(Some(Message::new(r.source, r.tag, r.parts, r.payload, false, None)))
+                }
+                Outcome::Placed { env, len, buffer } => {
+                    let r = self.comm.received(env, Payload::default());
+                    Ok(Some(Message::new(r.source, r.tag, r.parts, r.payload, false, Some((len, buffer)))))
                 }
             },
         }
@@ -118,13 +122,27 @@ pub struct Message {
     #[pyo3(get)]
     cancelled: bool,
     payload: Payload,
+    /// Already read into the receive's buffer: its length, and the buffer
+    /// (released here, where the GIL is held).
+    placed: Option<usize>,
+    _buffer: Mutex<Option<Box<dyn RecvBuffer>>>,
+}
+
+impl Message {
+    fn new(source: i64, tag: i64, parts: Vec<u64>, payload: Payload, cancelled: bool, placed: Option<(usize, Box<dyn RecvBuffer>)>) -> Self {
+        let (placed, buffer) = match placed {
+            Some((len, b)) => (Some(len), Some(b)),
+            None => (None, None),
+        };
+        Message { source, tag, parts, cancelled, payload, placed, _buffer: Mutex::new(buffer) }
+    }
 }
 
 #[pymethods]
 impl Message {
     #[getter]
     fn nbytes(&self) -> usize {
-        self.payload.len()
+        self.placed.unwrap_or_else(|| self.payload.len())
     }
 
     /// The whole payload as bytes.
@@ -150,8 +168,12 @@ impl Message {
         Ok(list)
     }
 
-    /// Copy the payload into a writable buffer; MPI_ERR_TRUNCATE if it does not fit.
+    /// Copy the payload into a writable buffer (the receive's own buffer if
+    /// it was read there already); MPI_ERR_TRUNCATE if it does not fit.
     fn copy_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+        if let Some(len) = self.placed {
+            return Ok(len);
+        }
         let mut dest = Dest::get(buffer)?;
         let n = self.payload.len();
         if n > dest.len {

@@ -220,7 +220,7 @@ class Comm:
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         view, _, _ = datatype.parse(buf, writable=True)
-        return Request(self._core.irecv(source, tag), _BUFFER, view)
+        return Request(self._core.irecv(source, tag, view), _BUFFER, view)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         self.Irecv(buf, source, tag).Wait(status)

@@ -121,6 +121,37 @@ impl Mailbox {
         }
     }
 
+    /// A message whose payload is still on the wire: if it is next in order
+    /// from its sender and the first posted receive it matches is one
+    /// `accept` approves (it can take the payload in place), take that
+    /// receive now. Returns its id and what the messages this releases matched.
+    pub fn claim(&mut self, env: &Envelope, accept: impl Fn(RecvId) -> bool) -> Option<(RecvId, Vec<(RecvId, Message)>)> {
+        let seq = env.seq?;
+        if seq != *self.next_seq.get(&env.source).unwrap_or(&0) {
+            return None;
+        }
+        let i = self.posted.iter().position(|(_, p)| p.matches(env))?;
+        let id = self.posted[i].0;
+        if !accept(id) {
+            return None;
+        }
+        self.posted.remove(i);
+        let mut next = seq + 1;
+        let mut ready = Vec::new();
+        if let Some(early) = self.early.get_mut(&env.source) {
+            while let Some(m) = early.remove(&next) {
+                ready.push(m);
+                next += 1;
+            }
+        }
+        self.next_seq.insert(env.source, next);
+        let mut matched = Vec::new();
+        for m in ready {
+            self.release(m, &mut matched);
+        }
+        Some((id, matched))
+    }
+
     /// Post a receive: returns the message at once if one already matches.
     pub fn post(&mut self, id: RecvId, pattern: Pattern) -> Option<Message> {
         if let Some(m) = self.take(&pattern) {
@@ -247,6 +278,23 @@ mod tests {
         assert_eq!(m[0].0, 10);
         let m = filed(mb.arrive(msg(0, 0, Some(1), "second")));
         assert_eq!(m[0].0, 11);
+    }
+
+    #[test]
+    fn claim_takes_a_posted_receive_only_in_order() {
+        let mut mb = Mailbox::new();
+        mb.post(1, pat(Some(0), None));
+        mb.post(2, pat(Some(0), None));
+        let env = |seq| Envelope { source: 0, context: 0, tag: 0, seq: Some(seq), sync: false, parts: vec![] };
+        assert!(mb.claim(&env(1), |_| true).is_none(), "seq 0 has not arrived");
+        assert!(mb.claim(&env(0), |_| false).is_none(), "refused by accept");
+        filed(mb.arrive(msg(0, 0, Some(1), "second")));
+        let (id, matched) = mb.claim(&env(0), |_| true).unwrap();
+        assert_eq!(id, 1);
+        // seq 1 was waiting for seq 0: released now, it matches receive 2
+        assert_eq!(matched.len(), 1);
+        assert_eq!((matched[0].0, body(&matched[0].1)), (2, "second".to_string()));
+        assert!(matches!(mb.arrive(msg(0, 0, Some(0), "again")), Arrival::Duplicate));
     }
 
     #[test]

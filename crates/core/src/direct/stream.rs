@@ -49,6 +49,8 @@ const BACKGROUND_FROM: usize = 1 << 20;
 /// A receiver acknowledges (cumulatively) after this many messages or bytes.
 const ACK_EVERY: u32 = 64;
 const ACK_BYTES: u64 = 4 << 20;
+/// Messages from this size are read straight into a waiting receive's buffer.
+const PLACE_FROM: usize = 64 * 1024;
 
 // ---- receiving side ----------------------------------------------------------
 
@@ -126,7 +128,7 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
                 return; // out of step with the peer: only closing is safe
             }
         };
-        let seq = env.seq.unwrap_or(0);
+        let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
         let mut table = vec![0u8; 8 * nparts as usize];
         if r.read_exact(&mut table).is_err() {
             return;
@@ -142,6 +144,29 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
         if let Some(e) = bad {
             let _ = write_ack(&writer, ACK_ERROR, seq, Some(&e));
             return;
+        }
+        if len as usize >= PLACE_FROM {
+            if let Some((completion, mut buffer)) = instance.claim(&env, len as usize) {
+                // A receive is waiting with a big enough buffer: read into it.
+                if r.read_exact(&mut buffer.as_mut_slice()[..len as usize]).is_err() {
+                    completion.complete(Err(Error::new(ErrorClass::ProcFailed, format!("message from rank {source} cut off"))));
+                    return;
+                }
+                completion.complete(Ok(Outcome::Placed { env, len: len as usize, buffer }));
+                (stored, unacked, unacked_bytes) = (stored.max(seq), unacked + 1, unacked_bytes + len);
+                let told = if sync {
+                    write_ack(&writer, ACK_MATCHED, seq, None)
+                } else if unacked >= ACK_EVERY || unacked_bytes >= ACK_BYTES {
+                    (unacked, unacked_bytes) = (0, 0);
+                    write_ack(&writer, ACK_STORED, stored, None)
+                } else {
+                    Ok(())
+                };
+                if told.is_err() {
+                    return;
+                }
+                continue;
+            }
         }
         let mut data = Vec::with_capacity(len as usize);
         match (&mut r).take(len).read_to_end(&mut data) {

@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 use tokio::sync::{oneshot, watch};
 
-use crate::completion::{Completion, Outcome};
+use crate::completion::{Completion, Outcome, RecvBuffer};
 use crate::direct::frame::{Envelope, Payload};
 use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
 use crate::direct::stream::{InFlight, Link, Undelivered};
@@ -57,9 +57,17 @@ pub struct Status {
     pub error: Option<ErrorReport>,
 }
 
+/// A posted receive: where its outcome goes, and the caller's buffer if it
+/// gave one. Buffers are only dropped with no lock held (they may belong to
+/// Python, and releasing one takes the GIL).
+struct Waiting {
+    completion: Arc<Completion>,
+    buffer: Option<Box<dyn RecvBuffer>>,
+}
+
 struct Inbox {
     mailbox: Mailbox,
-    waiting: HashMap<RecvId, Arc<Completion>>,
+    waiting: HashMap<RecvId, Waiting>,
     /// Set when the instance ended: every later operation fails with it.
     closed: Option<Error>,
 }
@@ -143,17 +151,18 @@ impl Instance {
             }
             match inbox.mailbox.arrive(msg) {
                 Arrival::Duplicate => return Ok(Delivered::Duplicate),
-                Arrival::Filed(matched) => matched
-                    .into_iter()
-                    .filter_map(|(id, m)| inbox.waiting.remove(&id).map(|c| (c, m)))
-                    .collect::<Vec<_>>(),
+                Arrival::Filed(matched) => Self::take_waiting(&mut inbox, matched),
             }
         };
         self.arrived.notify_all();
-        for (c, m) in matched {
-            Self::hand_over(&c, m);
+        for (w, m) in matched {
+            Self::hand_over(&w.completion, m);
         }
         Ok(Delivered::Filed)
+    }
+
+    fn take_waiting(inbox: &mut Inbox, matched: Vec<(RecvId, Message)>) -> Vec<(Waiting, Message)> {
+        matched.into_iter().filter_map(|(id, m)| inbox.waiting.remove(&id).map(|w| (w, m))).collect()
     }
 
     fn hand_over(c: &Completion, mut m: Message) {
@@ -162,7 +171,8 @@ impl Instance {
     }
 
     /// Post a receive. The completion carries the message once one matches.
-    pub fn post_recv(&self, pattern: Pattern) -> (RecvId, Arc<Completion>) {
+    /// With a `buffer`, a large message may be read straight into it.
+    pub fn post_recv(&self, pattern: Pattern, buffer: Option<Box<dyn RecvBuffer>>) -> (RecvId, Arc<Completion>) {
         let id = self.next_recv_id.fetch_add(1, Ordering::Relaxed);
         let c = Completion::new();
         let found = {
@@ -173,7 +183,8 @@ impl Instance {
             }
             let found = inbox.mailbox.post(id, pattern);
             if found.is_none() {
-                inbox.waiting.insert(id, c.clone());
+                inbox.waiting.insert(id, Waiting { completion: c.clone(), buffer });
+                return (id, c);
             }
             found
         };
@@ -183,17 +194,38 @@ impl Instance {
         (id, c)
     }
 
+    /// For a message whose payload is still on the wire: the posted receive
+    /// it goes to, if that receive has a buffer big enough to read it into.
+    /// The caller reads the payload and completes the receive (`Placed`).
+    pub fn claim(&self, env: &Envelope, len: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+        let (w, matched) = {
+            let mut inbox = self.inbox.lock();
+            if inbox.closed.is_some() {
+                return None;
+            }
+            let Inbox { mailbox, waiting, .. } = &mut *inbox;
+            let fits = |id: RecvId| waiting.get(&id).and_then(|w| w.buffer.as_ref()).is_some_and(|b| b.len() >= len);
+            let (id, matched) = mailbox.claim(env, fits)?;
+            let w = waiting.remove(&id)?;
+            (w, Self::take_waiting(&mut inbox, matched))
+        };
+        for (w, m) in matched {
+            Self::hand_over(&w.completion, m);
+        }
+        Some((w.completion, w.buffer?))
+    }
+
     /// Withdraw a posted receive; true if it had not matched yet.
     pub fn cancel_recv(&self, id: RecvId) -> bool {
-        let c = {
+        let w = {
             let mut inbox = self.inbox.lock();
             if !inbox.mailbox.cancel(id) {
                 return false;
             }
             inbox.waiting.remove(&id)
         };
-        if let Some(c) = c {
-            c.complete(Ok(Outcome::Cancelled));
+        if let Some(w) = w {
+            w.completion.complete(Ok(Outcome::Cancelled));
         }
         true
     }
@@ -405,8 +437,8 @@ impl Instance {
             std::mem::take(&mut inbox.waiting)
         };
         self.arrived.notify_all();
-        for (_, c) in waiting {
-            c.complete(Err(why.clone()));
+        for (_, w) in waiting {
+            w.completion.complete(Err(why.clone()));
         }
         for ch in &self.channels {
             if let Some(Channel::Stream(link)) = ch.lock().take() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::completion::{Completion, Outcome};
+use crate::completion::{Completion, Outcome, RecvBuffer};
 pub use crate::direct::frame::WORLD_CONTEXT;
 use crate::direct::frame::{Envelope, Payload, TAG_UB};
 use crate::direct::mailbox::{Pattern, RecvId};
@@ -141,13 +141,18 @@ impl Comm {
 
     /// Post a receive. `None` id means it completed at once (PROC_NULL).
     pub fn irecv(&self, source: i64, tag: i64) -> Result<(Option<RecvId>, Arc<Completion>)> {
+        self.irecv_into(source, tag, None)
+    }
+
+    /// Post a receive with the buffer a large message may be read into.
+    pub fn irecv_into(&self, source: i64, tag: i64, buffer: Option<Box<dyn RecvBuffer>>) -> Result<(Option<RecvId>, Arc<Completion>)> {
         if source == PROC_NULL {
             let c = Completion::new();
             let env = Envelope { source: u32::MAX, context: self.context, tag: -1, seq: None, sync: false, parts: vec![] };
             c.complete(Ok(Outcome::Received { env, payload: Payload::default() }));
             return Ok((None, c));
         }
-        let (id, c) = self.instance.post_recv(self.pattern(source, tag)?);
+        let (id, c) = self.instance.post_recv(self.pattern(source, tag)?, buffer);
         Ok((Some(id), c))
     }
 

@@ -64,7 +64,12 @@ class Comm:
     instance: Instance
     def isend(self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False) -> Request:
         """Send ``buffers`` back to back; ``split`` keeps their boundaries for the receiver."""
-    def irecv(self, source: int, tag: int) -> Request: ...
+    def send(self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False) -> None:
+        """``isend`` and its wait in one call."""
+    def irecv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Request:
+        """Post a receive; a large message may be read straight into ``buffer``."""
+    def recv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Message:
+        """``irecv`` and its wait in one call."""
     def probe(self, source: int, tag: int, timeout: Optional[float] = None) -> Optional[tuple[int, int, int]]:
         """(source, tag, nbytes) of the next matching message; ``timeout=0`` only looks."""
     def next_context(self, salt: int = 0) -> int: ...

@@ -1,7 +1,8 @@
 //! Completions: where an operation's outcome lands, and how threads wait for
 //! it without spinning (a condition variable; wait-any uses a shared signal).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -85,6 +86,19 @@ struct State {
 pub struct Completion {
     state: Mutex<State>,
     cv: Condvar,
+    /// Mirrors "outcome set or taken", readable without the lock (spinning).
+    done: AtomicBool,
+}
+
+/// How long a waiter polls before it sleeps (`MPIWS_SPIN_US`, default 50).
+/// A reply that lands within it is seen without a thread wake-up, which
+/// costs more than the spin on most machines; 0 sleeps at once.
+fn spin_budget() -> Duration {
+    static SPIN: OnceLock<Duration> = OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = std::env::var("MPIWS_SPIN_US").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+        Duration::from_micros(us)
+    })
 }
 
 impl Completion {
@@ -100,6 +114,7 @@ impl Completion {
                 return false;
             }
             s.outcome = Some(outcome);
+            self.done.store(true, Ordering::Release);
             std::mem::take(&mut s.watchers)
         };
         self.cv.notify_all();
@@ -110,12 +125,34 @@ impl Completion {
     }
 
     pub fn is_done(&self) -> bool {
-        let s = self.state.lock();
-        s.outcome.is_some() || s.taken
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Poll for up to the spin budget (and `timeout`); true if done.
+    fn spin(&self, timeout: Option<Duration>) -> bool {
+        let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
+        if budget.is_zero() {
+            return self.is_done();
+        }
+        let start = Instant::now();
+        loop {
+            for _ in 0..64 {
+                if self.is_done() {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed() >= budget {
+                return self.is_done();
+            }
+        }
     }
 
     /// Wait for the outcome up to `timeout` (None: forever); true if done.
     pub fn wait(&self, timeout: Option<Duration>) -> bool {
+        if self.spin(timeout) {
+            return true;
+        }
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut s = self.state.lock();
         while s.outcome.is_none() && !s.taken {

@@ -12,7 +12,7 @@ use mpiws_core::completion::RecvBuffer;
 use crate::buffers::{to_bytes, Dest};
 use crate::endpoint::Instance;
 use crate::errors::IntoPy;
-use crate::request::{wait_in_slices, Request};
+use crate::request::{wait_in_slices, Message, Request};
 
 fn secs(t: Option<f64>) -> Option<Duration> {
     t.map(|s| Duration::from_secs_f64(s.max(0.0)))
@@ -62,6 +62,23 @@ impl Comm {
         // The send may write to a socket from this thread: without the GIL.
         let c = py.detach(|| self.inner.isend(dest, tag, chunks.clone(), parts, sync)).py_err()?;
         Ok(Request::send(self.inner.clone(), c, chunks))
+    }
+
+    /// A blocking send: `isend` and its wait in one call (the common case,
+    /// without a Request object in between).
+    #[pyo3(signature = (dest, tag, buffers, split=false, sync=false))]
+    fn send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<()> {
+        let r = self.isend(py, dest, tag, buffers, split, sync)?;
+        r.wait(py, None)?;
+        r.take().map(|_| ())
+    }
+
+    /// A blocking receive: `irecv` and its wait in one call.
+    #[pyo3(signature = (source, tag, buffer=None))]
+    fn recv(&self, py: Python<'_>, source: i64, tag: i64, buffer: Option<&Bound<'_, PyAny>>) -> PyResult<Message> {
+        let r = self.irecv(source, tag, buffer)?;
+        r.wait(py, None)?;
+        Ok(r.take()?.expect("a receive yields a message"))
     }
 
     /// Post a receive; a large message may be read straight into `buffer`.

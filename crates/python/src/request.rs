@@ -62,7 +62,7 @@ impl Request {
 impl Request {
     /// Wait up to `timeout` seconds (None: for ever); true once complete.
     #[pyo3(signature = (timeout=None))]
-    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+    pub fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         if self.completion.is_done() {
             return Ok(true);
         }
@@ -76,7 +76,7 @@ impl Request {
 
     /// The outcome, once: None for a send, a Message for a receive. Raises
     /// the operation's error as MPI.Exception.
-    fn take(&self) -> PyResult<Option<Message>> {
+    pub fn take(&self) -> PyResult<Option<Message>> {
         match self.completion.take() {
             None => Err(mpi_err(ErrorClass::Request, "request not complete, or its outcome was already taken")),
             Some(r) => match r.py_err()? {

@@ -9,7 +9,7 @@ import json
 from .. import binding
 from . import datatype, pickled
 from .exception import ERR_ARG, ERR_COMM, Exception as MPIException
-from .request import _BUFFER, _OBJECT, Request
+from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
 
 PROC_NULL = -1
@@ -150,14 +150,18 @@ class Comm:
         parts = pickled.dumps(obj)
         return Request(self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync))
 
+    def _send_obj(self, obj, dest, tag, sync):
+        parts = pickled.dumps(obj)
+        self._core.send(dest, tag, parts, len(parts) > 1, sync)
+
     def send(self, obj, dest, tag=0):
-        self._isend_obj(obj, dest, tag, False).Wait()
+        self._send_obj(obj, dest, tag, False)
 
     def bsend(self, obj, dest, tag=0):
-        self._isend_obj(obj, dest, tag, False).Wait()
+        self._send_obj(obj, dest, tag, False)
 
     def ssend(self, obj, dest, tag=0):
-        self._isend_obj(obj, dest, tag, True).Wait()
+        self._send_obj(obj, dest, tag, True)
 
     def isend(self, obj, dest, tag=0):
         return self._isend_obj(obj, dest, tag, False)
@@ -173,7 +177,8 @@ class Comm:
         return Request(self._core.irecv(source, tag), _OBJECT, None, limit)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        return self.irecv(buf, source, tag).wait(status)
+        limit = None if buf is None else _buffer_length(buf)
+        return received_object(self._core.recv(source, tag), status, limit)
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         rreq = self.irecv(recvbuf, source, recvtag)
@@ -194,17 +199,21 @@ class Comm:
         view, _, _ = datatype.parse(buf)
         return Request(self._core.isend(dest, tag, [view], sync=sync))
 
+    def _send_buf(self, buf, dest, tag, sync):
+        view, _, _ = datatype.parse(buf)
+        self._core.send(dest, tag, [view], sync=sync)
+
     def Send(self, buf, dest, tag=0):
-        self._isend_buf(buf, dest, tag, False).Wait()
+        self._send_buf(buf, dest, tag, False)
 
     def Bsend(self, buf, dest, tag=0):
-        self._isend_buf(buf, dest, tag, False).Wait()
+        self._send_buf(buf, dest, tag, False)
 
     def Rsend(self, buf, dest, tag=0):
-        self._isend_buf(buf, dest, tag, False).Wait()
+        self._send_buf(buf, dest, tag, False)
 
     def Ssend(self, buf, dest, tag=0):
-        self._isend_buf(buf, dest, tag, True).Wait()
+        self._send_buf(buf, dest, tag, True)
 
     def Isend(self, buf, dest, tag=0):
         return self._isend_buf(buf, dest, tag, False)
@@ -223,7 +232,8 @@ class Comm:
         return Request(self._core.irecv(source, tag, view), _BUFFER, view)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        self.Irecv(buf, source, tag).Wait(status)
+        view, _, _ = datatype.parse(buf, writable=True)
+        received_buffer(self._core.recv(source, tag, view), status, view)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         rreq = self.Irecv(recvbuf, source, recvtag)

@@ -15,6 +15,22 @@ PROC_NULL = -1
 _SEND, _OBJECT, _BUFFER = 0, 1, 2
 
 
+def received_object(msg, status, limit=None):
+    """The object a core Message carries; fills ``status``."""
+    fill(status, msg.source, msg.tag, msg.nbytes)
+    if msg.source == PROC_NULL:
+        return None
+    if limit is not None and msg.nbytes > limit:
+        raise MPIException(ERR_TRUNCATE, f"message of {msg.nbytes} bytes truncated: receive buffer holds {limit}")
+    return pickled.loads(msg)
+
+
+def received_buffer(msg, status, buf):
+    """Copy a core Message into ``buf`` (if not read there already); fills ``status``."""
+    fill(status, msg.source, msg.tag, msg.nbytes)
+    msg.copy_into(buf)
+
+
 class Request:
     __slots__ = ("_r", "_kind", "_buf", "_limit", "__weakref__")
 
@@ -49,15 +65,9 @@ class Request:
         if msg.cancelled:
             fill(status, -2, -1, 0, cancelled=True)
             return None
-        fill(status, msg.source, msg.tag, msg.nbytes)
         if self._kind == _BUFFER:
-            msg.copy_into(self._buf)
-            return None
-        if msg.source == PROC_NULL:
-            return None
-        if self._limit is not None and msg.nbytes > self._limit:
-            raise MPIException(ERR_TRUNCATE, f"message of {msg.nbytes} bytes truncated: receive buffer holds {self._limit}")
-        return pickled.loads(msg)
+            return received_buffer(msg, status, self._buf)
+        return received_object(msg, status, self._limit)
 
     def _complete(self, status, block):
         """(done, value): wait first if ``block``."""

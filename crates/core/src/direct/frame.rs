@@ -68,6 +68,25 @@ impl Payload {
         }
     }
 
+    /// Split the payload into its logical parts as shared slices: no copy
+    /// where a part lies within one chunk (the usual case off a stream).
+    pub fn into_parts(self, parts: &[u64]) -> Vec<Bytes> {
+        if self.chunks.len() == 1 {
+            let whole = self.chunks.into_iter().next().unwrap_or_default();
+            let mut at = 0usize;
+            return parts
+                .iter()
+                .map(|&p| {
+                    let end = (at + p as usize).min(whole.len());
+                    let b = whole.slice(at.min(end)..end);
+                    at = end;
+                    b
+                })
+                .collect();
+        }
+        self.split_parts(parts).into_iter().map(Bytes::from).collect()
+    }
+
     /// Split the payload into its logical parts, copying each into one buffer.
     pub fn split_parts(&self, parts: &[u64]) -> Vec<Vec<u8>> {
         let total = self.len();

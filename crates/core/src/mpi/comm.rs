@@ -32,6 +32,8 @@ pub struct Comm {
     /// Communicators derived from this one so far (Dup, Split, ...): every
     /// member derives in the same order, so they agree on new contexts.
     derived: Arc<AtomicU64>,
+    /// Collective calls started so far: their sequence numbers (tags).
+    collectives: Arc<AtomicU64>,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -63,7 +65,7 @@ impl Comm {
     }
 
     fn new(instance: Arc<Instance>, context: u64, group: Arc<Vec<u32>>, rank: u32) -> Comm {
-        Comm { instance, context, group, rank, derived: Arc::new(AtomicU64::new(0)) }
+        Comm { instance, context, group, rank, derived: Arc::new(AtomicU64::new(0)), collectives: Arc::new(AtomicU64::new(0)) }
     }
 
     pub fn size(&self) -> u32 {
@@ -78,6 +80,11 @@ impl Comm {
         (c & !COLLECTIVE_BIT).max(SELF_CONTEXT + 1)
     }
 
+    /// The sequence number of the next collective call on this communicator.
+    pub fn next_collective(&self) -> u64 {
+        self.collectives.fetch_add(1, Ordering::SeqCst)
+    }
+
     /// A communicator over `group` (world ranks) with `context`; None if this
     /// process is not in the group.
     pub fn derive(&self, context: u64, group: Vec<u32>) -> Option<Comm> {
@@ -87,7 +94,7 @@ impl Comm {
     }
 
     /// The same group with the collective context (for internal traffic).
-    pub fn collective(&self) -> Comm {
+    pub fn internal(&self) -> Comm {
         Comm { context: self.context | COLLECTIVE_BIT, ..self.clone() }
     }
 
@@ -185,7 +192,7 @@ impl Comm {
     /// Blocking exchange of one small byte string with every member (used to
     /// build communicators). Runs on the collective context.
     pub fn allgather_bytes(&self, data: Bytes, timeout: Option<Duration>) -> Result<Vec<Bytes>> {
-        let coll = self.collective();
+        let coll = self.internal();
         let n = self.size() as i64;
         let me = self.rank as i64;
         let mut sends = Vec::new();

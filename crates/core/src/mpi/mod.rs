@@ -1,6 +1,7 @@
 //! MPI operations over an instance: communicators (context + group) and the
 //! point-to-point calls the Python API maps one to one.
 
+pub mod collective;
 pub mod comm;
 
 pub use comm::Comm;

@@ -1,0 +1,231 @@
+//! Collective operations, moved by the core: every algorithm is a sequence
+//! of sends and receives on a [`Schedule`], and reductions with builtin ops
+//! run here on raw typed buffers ([`op`]).
+//!
+//! Data is a list of byte blocks: one per rank for gather / scatter /
+//! allgather / alltoall (sizes may differ: the `v` variants are the same
+//! calls), one buffer for broadcast and reductions. Objects are pickled by
+//! the Python layer, so the same calls move them.
+//!
+//! An algorithm is chosen by name ([`ALGORITHMS`]), forced per call, by the
+//! environment (`MPIWS_ALGO_BCAST=binomial`, ...) or picked here by message
+//! size and number of ranks. Ranks must agree on it, so the choice uses only
+//! what every rank knows: the communicator size and the agreed size hint.
+
+pub mod allgather;
+pub mod barrier;
+pub mod bcast;
+pub mod gather;
+pub mod op;
+pub mod reduce;
+pub mod schedule;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::completion::{Completion, Outcome};
+use crate::direct::frame::{Envelope, Payload};
+use crate::error::{err, ErrorClass, Result};
+use crate::mpi::Comm;
+use crate::runtime::runtime;
+pub use op::Op;
+pub use schedule::Schedule;
+
+/// One collective call and its data.
+pub enum Call {
+    Barrier,
+    /// `data` at the root; `len` if every rank knows the size (buffers).
+    Bcast { root: u32, data: Option<Bytes>, len: Option<usize> },
+    Gather { root: u32, data: Bytes },
+    Scatter { root: u32, blocks: Option<Vec<Bytes>> },
+    Allgather { data: Bytes },
+    Alltoall { blocks: Vec<Bytes> },
+    Reduce { root: u32, data: Bytes, op: Op },
+    Allreduce { data: Bytes, op: Op },
+    /// `counts[i]`: bytes of the result that go to rank i.
+    ReduceScatter { data: Bytes, counts: Vec<usize>, op: Op },
+    Scan { data: Bytes, op: Op },
+    Exscan { data: Bytes, op: Op },
+}
+
+/// Algorithm names per collective; the first is the fallback.
+pub const ALGORITHMS: &[(&str, &[&str])] = &[
+    ("barrier", &["dissemination", "binomial", "serial"]),
+    ("bcast", &["binomial", "serial", "scatter_allgather"]),
+    ("gather", &["binomial", "serial"]),
+    ("scatter", &["binomial", "serial"]),
+    ("allgather", &["recursive_doubling", "ring"]),
+    ("alltoall", &["pairwise"]),
+    ("reduce", &["binomial", "serial"]),
+    ("allreduce", &["recursive_doubling", "reduce_bcast", "ring", "rabenseifner"]),
+    ("reduce_scatter", &["reduce_scatter"]),
+    ("scan", &["recursive_doubling"]),
+    ("exscan", &["recursive_doubling"]),
+];
+
+impl Call {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Call::Barrier => "barrier",
+            Call::Bcast { .. } => "bcast",
+            Call::Gather { .. } => "gather",
+            Call::Scatter { .. } => "scatter",
+            Call::Allgather { .. } => "allgather",
+            Call::Alltoall { .. } => "alltoall",
+            Call::Reduce { .. } => "reduce",
+            Call::Allreduce { .. } => "allreduce",
+            Call::ReduceScatter { .. } => "reduce_scatter",
+            Call::Scan { .. } => "scan",
+            Call::Exscan { .. } => "exscan",
+        }
+    }
+
+    fn root(&self) -> Option<u32> {
+        match self {
+            Call::Bcast { root, .. } | Call::Gather { root, .. } | Call::Scatter { root, .. } | Call::Reduce { root, .. } => {
+                Some(*root)
+            }
+            _ => None,
+        }
+    }
+
+    /// A size every rank agrees on, for choosing the algorithm.
+    fn agreed_size(&self, hint: Option<usize>) -> Option<usize> {
+        match self {
+            Call::Bcast { len, .. } => *len,
+            Call::Allreduce { data, .. } | Call::Reduce { data, .. } => Some(data.len()),
+            _ => hint,
+        }
+    }
+}
+
+/// The algorithm to run: `forced` (a call's or the environment's choice),
+/// else by size and ranks. Unknown names are an MPI_ERR_ARG.
+pub fn choose(name: &str, forced: Option<&str>, size: Option<usize>, ranks: u32) -> Result<&'static str> {
+    let known = ALGORITHMS.iter().find(|(c, _)| *c == name).map(|(_, a)| *a).unwrap_or(&[]);
+    let env = std::env::var(format!("MPIWS_ALGO_{}", name.to_uppercase())).ok();
+    if let Some(f) = forced.or(env.as_deref()).filter(|f| !f.is_empty() && *f != "auto") {
+        return match known.iter().find(|a| **a == f) {
+            Some(a) => Ok(a),
+            None => err(ErrorClass::Arg, format!("unknown {name} algorithm '{f}' (known: {})", known.join(", "))),
+        };
+    }
+    let big = |limit: usize| size.is_some_and(|s| s >= limit);
+    Ok(match name {
+        "bcast" if ranks > 3 && big(512 << 10) => "scatter_allgather",
+        "gather" | "scatter" if big(64 << 10) => "serial",
+        "allgather" if big(64 << 10) => "ring",
+        "allreduce" if ranks > 2 && big(1 << 20) => "ring",
+        "allreduce" if ranks > 2 && big(64 << 10) => "rabenseifner",
+        _ => known.first().copied().unwrap_or("default"),
+    })
+}
+
+impl Comm {
+    /// Run a collective to completion on the calling thread. The result is
+    /// a list of blocks (see [`Call`]); ranks that get nothing get none.
+    pub fn collective(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Vec<Bytes>> {
+        let (mut s, algo) = self.prepare(&call, algorithm, hint, timeout)?;
+        let out = execute(&mut s, call, algo);
+        settle(s, out)
+    }
+
+    /// Start a collective in the background; its completion carries the
+    /// result blocks as a received payload (one part per block).
+    pub fn icollective(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Arc<Completion>> {
+        let (mut s, algo) = self.prepare(&call, algorithm, hint, timeout)?;
+        let c = Completion::new();
+        let done = c.clone();
+        let context = self.context;
+        runtime().spawn_blocking(move || {
+            let out = execute(&mut s, call, algo);
+            let out = settle(s, out);
+            done.complete(out.map(|blocks| {
+                let parts = blocks.iter().map(|b| b.len() as u64).collect();
+                let env = Envelope { source: u32::MAX, context, tag: -1, seq: None, sync: false, parts };
+                Outcome::Received { env, payload: Payload::from_chunks(blocks) }
+            }));
+        });
+        Ok(c)
+    }
+
+    /// Check the arguments every rank can check alike, claim the call's
+    /// sequence number and pick the algorithm.
+    fn prepare(&self, call: &Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<(Schedule, &'static str)> {
+        let n = self.size();
+        if let Some(root) = call.root() {
+            if root >= n {
+                return err(ErrorClass::Root, format!("invalid root {root} (communicator size {n})"));
+            }
+        }
+        let blocks_ok = match call {
+            Call::Scatter { root, blocks: Some(b) } if *root == self.rank => b.len() == n as usize,
+            Call::Alltoall { blocks } => blocks.len() == n as usize,
+            Call::ReduceScatter { counts, .. } => counts.len() == n as usize,
+            _ => true,
+        };
+        if !blocks_ok {
+            return err(ErrorClass::Count, format!("{} needs one block per rank ({n})", call.name()));
+        }
+        let algo = choose(call.name(), algorithm, call.agreed_size(hint), n)?;
+        Ok((Schedule::new(self, timeout), algo))
+    }
+}
+
+/// The call's own error first, else the fault its schedule saw.
+fn settle(s: Schedule, out: Result<Vec<Bytes>>) -> Result<Vec<Bytes>> {
+    let finished = s.finish(());
+    let out = out?;
+    finished.map(|()| out)
+}
+
+fn one(b: Vec<u8>) -> Vec<Bytes> {
+    vec![Bytes::from(b)]
+}
+
+fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Vec<Bytes>> {
+    Ok(match call {
+        Call::Barrier => {
+            match algo {
+                "serial" => barrier::serial(s)?,
+                "binomial" => barrier::binomial(s)?,
+                _ => barrier::dissemination(s)?,
+            }
+            Vec::new()
+        }
+        Call::Bcast { root, data, len } => vec![match (algo, len) {
+            ("serial", _) => bcast::serial(s, root, data)?,
+            ("scatter_allgather", Some(len)) => bcast::scatter_allgather(s, root, data, len)?,
+            _ => bcast::binomial(s, root, data)?,
+        }],
+        Call::Gather { root, data } => match algo {
+            "serial" => gather::gather_serial(s, root, data)?,
+            _ => gather::gather_binomial(s, root, data)?,
+        },
+        Call::Scatter { root, blocks } => vec![match algo {
+            "serial" => gather::scatter_serial(s, root, blocks)?,
+            _ => gather::scatter_binomial(s, root, blocks)?,
+        }],
+        Call::Allgather { data } => match algo {
+            "ring" => allgather::ring(s, data)?,
+            _ => allgather::recursive_doubling(s, data)?,
+        },
+        Call::Alltoall { blocks } => allgather::alltoall_pairwise(s, blocks)?,
+        Call::Reduce { root, data, op } => match algo {
+            "serial" => reduce::reduce_serial(s, root, data, &op)?,
+            _ => reduce::reduce_binomial(s, root, data, &op)?,
+        }
+        .map_or_else(Vec::new, one),
+        Call::Allreduce { data, op } => one(match algo {
+            "reduce_bcast" => reduce::allreduce_reduce_bcast(s, data, &op)?,
+            "ring" => reduce::allreduce_ring(s, data, &op)?,
+            "rabenseifner" => reduce::allreduce_rabenseifner(s, data, &op)?,
+            _ => reduce::allreduce_recursive_doubling(s, data, &op)?,
+        }),
+        Call::ReduceScatter { data, counts, op } => one(reduce::reduce_scatter(s, data, &counts, &op)?),
+        Call::Scan { data, op } => reduce::scan(s, data, &op, false)?.map_or_else(Vec::new, one),
+        Call::Exscan { data, op } => reduce::scan(s, data, &op, true)?.map_or_else(Vec::new, one),
+    })
+}

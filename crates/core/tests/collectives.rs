@@ -1,0 +1,211 @@
+//! Every collective algorithm on 1..=8 ranks (in-process endpoints, real
+//! HTTP and streams), checked against the result computed serially.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use mpiws_core::domain::Binding;
+use mpiws_core::mpi::collective::{Call, Op, ALGORITHMS};
+use mpiws_core::mpi::Comm;
+use mpiws_core::service::{Config, Endpoint};
+use mpiws_core::ErrorClass;
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+
+/// Run `f(comm)` on `n` ranks, one thread each; results in rank order.
+fn on_ranks<R: Send + 'static>(n: u32, f: impl Fn(Comm) -> R + Send + Sync + 'static) -> Vec<R> {
+    let eps: Vec<Arc<Endpoint>> = (0..n).map(|_| Endpoint::start(Config::default()).unwrap()).collect();
+    let urls: Vec<String> = eps.iter().map(|e| e.url()).collect();
+    let domain = format!("d{}", rand_id());
+    let f = Arc::new(f);
+    let threads: Vec<_> = (0..n)
+        .map(|r| {
+            let b = Binding {
+                domain: domain.clone(), rank: r, endpoints: urls.clone(), token: "t".into(),
+                service: String::new(), params: serde_json::Value::Null,
+            };
+            let inst = eps[r as usize].create_instance(b, false).unwrap();
+            let f = f.clone();
+            std::thread::spawn(move || f(Comm::world(inst)))
+        })
+        .collect();
+    let out = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    drop(eps);
+    out
+}
+
+fn rand_id() -> u64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+fn algos(name: &str) -> Vec<&'static str> {
+    ALGORITHMS.iter().find(|(c, _)| *c == name).unwrap().1.to_vec()
+}
+
+fn i64s(v: &[i64]) -> Bytes {
+    Bytes::from(v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>())
+}
+
+fn to_i64s(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()
+}
+
+/// Rank r's vector: distinct per rank and element, so sums catch mix-ups.
+fn vector(r: u32, len: usize) -> Vec<i64> {
+    (0..len as i64).map(|i| (r as i64 + 1) * 1000 + i * 7 + (i % 3) * r as i64).collect()
+}
+
+#[test]
+fn allreduce_every_algorithm_every_size() {
+    for n in 1..=8u32 {
+        for algo in algos("allreduce") {
+            for len in [0usize, 1, 5, 64, 1000] {
+                let out = on_ranks(n, move |c| {
+                    let op = Op::new("sum", "i8").unwrap();
+                    let r = c.collective(Call::Allreduce { data: i64s(&vector(c.rank, len)), op }, Some(algo), None, T);
+                    to_i64s(&r.unwrap()[0])
+                });
+                let expect: Vec<i64> = (0..len).map(|i| (0..n).map(|r| vector(r, len)[i]).sum()).collect();
+                for (r, got) in out.iter().enumerate() {
+                    assert_eq!(got, &expect, "allreduce {algo} n={n} len={len} rank {r}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_scan_and_exscan_every_root() {
+    for n in 1..=8u32 {
+        for algo in algos("reduce") {
+            for root in 0..n {
+                let out = on_ranks(n, move |c| {
+                    let op = Op::new("max", "i8").unwrap();
+                    c.collective(Call::Reduce { root, data: i64s(&vector(c.rank, 9)), op }, Some(algo), None, T).unwrap()
+                });
+                let expect: Vec<i64> = (0..9).map(|i| (0..n).map(|r| vector(r, 9)[i]).max().unwrap()).collect();
+                for (r, got) in out.iter().enumerate() {
+                    if r as u32 == root {
+                        assert_eq!(to_i64s(&got[0]), expect, "reduce {algo} n={n} root={root}");
+                    } else {
+                        assert!(got.is_empty());
+                    }
+                }
+            }
+        }
+        let out = on_ranks(n, |c| {
+            let op = Op::new("sum", "i8").unwrap();
+            let inc = c.collective(Call::Scan { data: i64s(&vector(c.rank, 3)), op }, None, None, T).unwrap();
+            let exc = c.collective(Call::Exscan { data: i64s(&vector(c.rank, 3)), op }, None, None, T).unwrap();
+            (inc, exc)
+        });
+        for (r, (inc, exc)) in out.iter().enumerate() {
+            let prefix = |upto: usize| -> Vec<i64> { (0..3).map(|i| (0..upto as u32).map(|q| vector(q, 3)[i]).sum()).collect() };
+            assert_eq!(to_i64s(&inc[0]), prefix(r + 1), "scan n={n} rank {r}");
+            if r == 0 {
+                assert!(exc.is_empty());
+            } else {
+                assert_eq!(to_i64s(&exc[0]), prefix(r), "exscan n={n} rank {r}");
+            }
+        }
+    }
+}
+
+fn block(r: u32, extra: u32) -> Bytes {
+    Bytes::from(format!("block of rank {r} for {extra}").repeat((r % 3 + 1) as usize))
+}
+
+#[test]
+fn bcast_gather_scatter_every_algorithm_every_root() {
+    for n in 1..=8u32 {
+        for root in 0..n {
+            for algo in algos("bcast") {
+                let out = on_ranks(n, move |c| {
+                    let data = Bytes::from(vec![root as u8; 1001]);
+                    let mine = (c.rank == root).then(|| data.clone());
+                    c.collective(Call::Bcast { root, data: mine, len: Some(1001) }, Some(algo), None, T).unwrap()
+                });
+                assert!(out.iter().all(|b| b[0] == vec![root as u8; 1001]), "bcast {algo} n={n} root={root}");
+            }
+            for algo in algos("gather") {
+                let out = on_ranks(n, move |c| c.collective(Call::Gather { root, data: block(c.rank, 0) }, Some(algo), None, T).unwrap());
+                let expect: Vec<Bytes> = (0..n).map(|r| block(r, 0)).collect();
+                assert_eq!(out[root as usize], expect, "gather {algo} n={n} root={root}");
+            }
+            for algo in algos("scatter") {
+                let out = on_ranks(n, move |c| {
+                    let blocks = (c.rank == root).then(|| (0..c.size()).map(|r| block(r, root)).collect());
+                    c.collective(Call::Scatter { root, blocks }, Some(algo), None, T).unwrap()
+                });
+                for (r, got) in out.iter().enumerate() {
+                    assert_eq!(got[0], block(r as u32, root), "scatter {algo} n={n} root={root}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn allgather_alltoall_barrier_every_algorithm() {
+    for n in 1..=8u32 {
+        for algo in algos("allgather") {
+            let out = on_ranks(n, move |c| c.collective(Call::Allgather { data: block(c.rank, 1) }, Some(algo), None, T).unwrap());
+            let expect: Vec<Bytes> = (0..n).map(|r| block(r, 1)).collect();
+            assert!(out.iter().all(|o| *o == expect), "allgather {algo} n={n}");
+        }
+        let out = on_ranks(n, |c| {
+            let blocks = (0..c.size()).map(|d| block(c.rank, d)).collect();
+            c.collective(Call::Alltoall { blocks }, None, None, T).unwrap()
+        });
+        for (r, got) in out.iter().enumerate() {
+            let expect: Vec<Bytes> = (0..n).map(|s| block(s, r as u32)).collect();
+            assert_eq!(*got, expect, "alltoall n={n}");
+        }
+        for algo in algos("barrier") {
+            let out = on_ranks(n, move |c| c.collective(Call::Barrier, Some(algo), None, T).is_ok());
+            assert!(out.iter().all(|ok| *ok), "barrier {algo} n={n}");
+        }
+    }
+}
+
+#[test]
+fn bad_roots_and_mismatched_sizes_fail_without_hanging() {
+    let out = on_ranks(3, |c| {
+        let bad_root = c.collective(Call::Gather { root: 3, data: Bytes::new() }, None, None, T).unwrap_err().class;
+        let op = Op::new("sum", "i8").unwrap();
+        let len = if c.rank == 1 { 4 } else { 3 };
+        let mismatch = c.collective(Call::Allreduce { data: i64s(&vector(c.rank, len)), op }, None, None, T);
+        let unknown = c.collective(Call::Barrier, Some("telepathy"), None, T).unwrap_err().class;
+        // The communicator still works afterwards.
+        let after = c.collective(Call::Allreduce { data: i64s(&[1]), op }, None, None, T).unwrap();
+        (bad_root, mismatch.is_err(), unknown, to_i64s(&after[0]))
+    });
+    for (bad_root, failed, unknown, after) in out {
+        assert_eq!(bad_root, ErrorClass::Root);
+        assert!(failed, "a size mismatch must fail on every rank of an allreduce");
+        assert_eq!(unknown, ErrorClass::Arg);
+        assert_eq!(after, vec![3]);
+    }
+}
+
+#[test]
+fn concurrent_nonblocking_collectives_do_not_interfere() {
+    let out = on_ranks(4, |c| {
+        let op = Op::new("sum", "i8").unwrap();
+        let a = c.icollective(Call::Allreduce { data: i64s(&[c.rank as i64]), op }, Some("ring"), None, T).unwrap();
+        let b = c.icollective(Call::Allgather { data: block(c.rank, 9) }, None, None, T).unwrap();
+        let d = c.icollective(Call::Allreduce { data: i64s(&[10 * c.rank as i64]), op }, None, None, T).unwrap();
+        let take = |x: &Arc<mpiws_core::completion::Completion>| match mpiws_core::mpi::comm::wait_outcome(x, T).unwrap() {
+            mpiws_core::completion::Outcome::Received { env, payload } => payload.into_parts(&env.parts),
+            other => panic!("{other:?}"),
+        };
+        (to_i64s(&take(&d)[0]), take(&b), to_i64s(&take(&a)[0]))
+    });
+    for (d, b, a) in out {
+        assert_eq!(a, vec![6]);
+        assert_eq!(d, vec![60]);
+        assert_eq!(b, (0..4).map(|r| block(r, 9)).collect::<Vec<_>>());
+    }
+}

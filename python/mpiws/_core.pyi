@@ -10,6 +10,8 @@ ANY_TAG: int
 PROC_NULL: int
 TAG_UB: int
 VERSION: str
+#: Collective name -> its algorithms (the first is the fallback).
+ALGORITHMS: dict[str, list[str]]
 
 def set_error_type(cls: type) -> None:
     """Register the exception class core errors are raised as: ``cls(error_class, message)``."""
@@ -70,6 +72,13 @@ class Comm:
         """Post a receive; a large message may be read straight into ``buffer``."""
     def recv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Message:
         """``irecv`` and its wait in one call."""
+    def collective(
+        self, name: str, root: int = 0, data: Optional[Any] = None, blocks: Optional[Sequence[Any]] = None,
+        op: Optional[tuple[str, str]] = None, counts: Optional[list[int]] = None, length: Optional[int] = None,
+        algorithm: Optional[str] = None, hint: Optional[int] = None, nonblocking: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Request:
+        """Run (or start) a collective; the Request's Message holds the result blocks as parts."""
     def probe(self, source: int, tag: int, timeout: Optional[float] = None) -> Optional[tuple[int, int, int]]:
         """(source, tag, nbytes) of the next matching message; ``timeout=0`` only looks."""
     def next_context(self, salt: int = 0) -> int: ...
@@ -95,5 +104,7 @@ class Message:
     def bytes(self) -> bytes: ...
     def split(self) -> list[Any]:
         """The parts: the first as bytes, the others as bytearrays."""
-    def copy_into(self, buffer: Any) -> int:
-        """Copy into a writable buffer; MPI_ERR_TRUNCATE if it does not fit."""
+    def blocks(self) -> list[bytes]:
+        """Each part as bytes (a collective's result blocks)."""
+    def copy_into(self, buffer: Any, offsets: Optional[list[int]] = None) -> int:
+        """Copy into a writable buffer (part i at byte ``offsets[i]`` if given); MPI_ERR_TRUNCATE if it does not fit."""

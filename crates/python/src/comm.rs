@@ -7,7 +7,8 @@ use mpiws_core::mpi::Comm as CoreComm;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use mpiws_core::completion::RecvBuffer;
+use mpiws_core::completion::{Completion, RecvBuffer};
+use mpiws_core::mpi::collective;
 
 use crate::buffers::{to_bytes, Dest};
 use crate::endpoint::Instance;
@@ -18,7 +19,7 @@ fn secs(t: Option<f64>) -> Option<Duration> {
     t.map(|s| Duration::from_secs_f64(s.max(0.0)))
 }
 
-#[pyclass(module = "mpiws._core", frozen)]
+#[pyclass(module = "mpiws._core", frozen, weakref)]
 pub struct Comm {
     pub inner: CoreComm,
 }
@@ -106,6 +107,39 @@ impl Comm {
             !matches!(found, Ok(None))
         })?;
         found.py_err()
+    }
+
+    /// Run a collective (or, `nonblocking`, start it); the Request's message
+    /// holds the result blocks as parts. See `mpiws_core::mpi::collective`.
+    #[pyo3(signature = (name, root=0, data=None, blocks=None, op=None, counts=None, length=None, algorithm=None, hint=None, nonblocking=false, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn collective(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        root: i64,
+        data: Option<Bound<'_, PyAny>>,
+        blocks: Option<Vec<Bound<'_, PyAny>>>,
+        op: Option<(String, String)>,
+        counts: Option<Vec<usize>>,
+        length: Option<usize>,
+        algorithm: Option<String>,
+        hint: Option<usize>,
+        nonblocking: bool,
+        timeout: Option<f64>,
+    ) -> PyResult<Request> {
+        let call = crate::collective::call(self.inner.size(), name, root, data, blocks, op, counts, length)?;
+        let timeout = secs(timeout);
+        let c = if nonblocking {
+            self.inner.icollective(call, algorithm.as_deref(), hint, timeout).py_err()?
+        } else {
+            let comm = self.inner.clone();
+            let blocks = py.detach(move || comm.collective(call, algorithm.as_deref(), hint, timeout)).py_err()?;
+            let c = Completion::new();
+            c.complete(Ok(collective::outcome(blocks, self.inner.context)));
+            c
+        };
+        Ok(Request::recv(self.inner.clone(), c, None))
     }
 
     /// Context for the next communicator derived from this one.

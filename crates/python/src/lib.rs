@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod buffers;
 mod client;
+mod collective;
 mod comm;
 mod endpoint;
 mod errors;
@@ -25,6 +26,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ANY_TAG", mpiws_core::mpi::ANY_TAG)?;
     m.add("PROC_NULL", mpiws_core::mpi::PROC_NULL)?;
     m.add("TAG_UB", mpiws_core::direct::frame::TAG_UB)?;
+    let algorithms = pyo3::types::PyDict::new(m.py());
+    for (name, algos) in mpiws_core::mpi::collective::ALGORITHMS {
+        algorithms.set_item(name, algos.to_vec())?;
+    }
+    m.add("ALGORITHMS", algorithms)?;
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

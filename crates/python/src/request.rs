@@ -168,13 +168,39 @@ impl Message {
         Ok(list)
     }
 
+    /// Each part as bytes (a collective's result blocks).
+    fn blocks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        if self.parts.is_empty() {
+            return Ok(PyList::empty(py));
+        }
+        let pieces = py.detach(|| self.payload.split_parts(&self.parts));
+        PyList::new(py, pieces.iter().map(|p| PyBytes::new(py, p)))
+    }
+
     /// Copy the payload into a writable buffer (the receive's own buffer if
     /// it was read there already); MPI_ERR_TRUNCATE if it does not fit.
-    fn copy_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+    /// With `offsets`, part i goes to byte offset `offsets[i]`.
+    #[pyo3(signature = (buffer, offsets=None))]
+    fn copy_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, offsets: Option<Vec<usize>>) -> PyResult<usize> {
         if let Some(len) = self.placed {
             return Ok(len);
         }
         let mut dest = Dest::get(buffer)?;
+        if let Some(offsets) = offsets {
+            let pieces = py.detach(|| self.payload.split_parts(&self.parts));
+            let room = dest.len;
+            let slice = dest.slice();
+            for (p, at) in pieces.iter().zip(offsets) {
+                if at + p.len() > room {
+                    return Err(mpi_err(
+                        ErrorClass::Truncate,
+                        format!("a block of {} bytes at offset {at} does not fit a receive buffer of {room} bytes", p.len()),
+                    ));
+                }
+                slice[at..at + p.len()].copy_from_slice(p);
+            }
+            return Ok(pieces.iter().map(|p| p.len()).sum());
+        }
         let n = self.payload.len();
         if n > dest.len {
             return Err(mpi_err(

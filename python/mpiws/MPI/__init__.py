@@ -2,7 +2,8 @@
 
 One file per MPI concept: ``comm`` (Comm, Intracomm), ``request`` (Request),
 ``status`` (Status), ``datatype`` (Datatype, buffer specifications),
-``exception`` (Exception, error classes); ``pickled`` is how objects travel.
+``exception`` (Exception, error classes), ``op`` (Op), ``collectives``
+(the collective calls of Comm); ``pickled`` is how objects travel.
 """
 
 import socket as _socket
@@ -20,10 +21,13 @@ from .comm import (
     Comm,
     Intracomm,
 )
+from .collectives import IN_PLACE
 from .datatype import *  # noqa: F401,F403  (BYTE, INT, DOUBLE, ...)
 from .datatype import Datatype
 from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
 from .exception import Exception, Get_error_class, Get_error_string
+from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
+from .op import Op
 from .request import REQUEST_NULL, Request
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, Status
 
@@ -31,7 +35,6 @@ PROC_NULL = _core.PROC_NULL
 ROOT = -3
 TAG_UB = _core.TAG_UB
 BOTTOM = 0
-IN_PLACE = -1
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 VERSION, SUBVERSION = 3, 1
 

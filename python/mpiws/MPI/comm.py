@@ -9,6 +9,7 @@ import json
 from .. import binding
 from . import datatype, pickled
 from .exception import ERR_ARG, ERR_COMM, Exception as MPIException
+from .collectives import Collectives
 from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
 
@@ -23,7 +24,7 @@ def _check_rank_arg(value, name):
     return value
 
 
-class Comm:
+class Comm(Collectives):
     """A communication context over a group of ranks."""
 
     __slots__ = ("_c", "_name")

@@ -170,3 +170,58 @@ def parse(spec, writable=False):
     if stop > raw.nbytes:
         raise ValueError(f"buffer of {raw.nbytes} bytes too small for {count} x {dt.name} at displacement {displ or 0}")
     return raw[start:stop], dt, count
+
+
+_PAIRS = {"fi": "fi", "di": "di", "li": "li", "ii": "2i", "hi": "si"}
+_KINDS = {**dict.fromkeys("bhilqn", "i"), **dict.fromkeys("BHILQN", "u"), "f": "f", "d": "f", "F": "c", "D": "c", "?": "b"}
+
+
+def reduce_code(dt):
+    """The core's name for ``dt`` in reductions ('i4', 'f8', 'di', ...)."""
+    code = dt.typecode
+    if code in _PAIRS:
+        return _PAIRS[code]
+    if len(code) > 1 and code[0] in "iufcb" and code[1:].isdigit():
+        return code
+    kind = _KINDS.get(code)
+    if kind is None:
+        raise MPIException(ERR_TYPE, f"no reduction on datatype {dt.name}")
+    return f"{kind}{dt.Get_size()}"
+
+
+def parse_v(spec, nranks, writable=False):
+    """(whole buffer as bytes, datatype, counts, displacements) for a vector
+    specification ``[buf, counts, displs, datatype]``, ``[buf, (counts,
+    displs), datatype]`` or ``[buf, counts, datatype]`` (packed), in elements."""
+    if not isinstance(spec, (list, tuple)) or len(spec) not in (2, 3, 4):
+        raise ValueError("vector buffer specification must be [buf, counts, displs, datatype] or [buf, (counts, displs), datatype]")
+    buf, dt, displs = spec[0], None, None
+    if len(spec) == 4:
+        counts, displs, dt = spec[1], spec[2], _as_datatype(spec[3])
+    elif len(spec) == 3:
+        counts, dt = spec[1], _as_datatype(spec[2])
+    else:
+        counts = spec[1]
+    if isinstance(counts, tuple) and len(counts) == 2 and not isinstance(counts[0], int):
+        counts, displs = counts
+    mv = _view(buf, writable)
+    if dt is None:
+        fmt = mv.format
+        dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
+    raw = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
+    if isinstance(counts, int):
+        counts = [counts] * nranks
+    counts = [int(c) for c in counts]
+    if displs is None:
+        displs, at = [], 0
+        for c in counts:
+            displs.append(at)
+            at += c
+    displs = [int(d) for d in displs]
+    if len(counts) != nranks or len(displs) != nranks:
+        raise ValueError(f"counts and displacements need one entry per rank ({nranks})")
+    size = dt.Get_size()
+    for c, d in zip(counts, displs):
+        if c < 0 or d < 0 or (d + c) * size > raw.nbytes:
+            raise ValueError(f"block of {c} x {dt.name} at displacement {d} is outside a buffer of {raw.nbytes} bytes")
+    return raw, dt, counts, displs

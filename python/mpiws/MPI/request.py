@@ -12,7 +12,7 @@ from .status import UNDEFINED, fill
 PROC_NULL = -1
 
 # What a completed request yields.
-_SEND, _OBJECT, _BUFFER = 0, 1, 2
+_SEND, _OBJECT, _BUFFER, _CALL = 0, 1, 2, 3
 
 
 def received_object(msg, status, limit=None):
@@ -65,6 +65,9 @@ class Request:
         if msg.cancelled:
             fill(status, -2, -1, 0, cancelled=True)
             return None
+        if self._kind == _CALL:  # a collective: its own conversion
+            fill(status, -2, -1, 0)
+            return self._buf(msg)
         if self._kind == _BUFFER:
             return received_buffer(msg, status, self._buf)
         return received_object(msg, status, self._limit)

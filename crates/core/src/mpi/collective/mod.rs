@@ -141,12 +141,7 @@ impl Comm {
         let context = self.context;
         runtime().spawn_blocking(move || {
             let out = execute(&mut s, call, algo);
-            let out = settle(s, out);
-            done.complete(out.map(|blocks| {
-                let parts = blocks.iter().map(|b| b.len() as u64).collect();
-                let env = Envelope { source: u32::MAX, context, tag: -1, seq: None, sync: false, parts };
-                Outcome::Received { env, payload: Payload::from_chunks(blocks) }
-            }));
+            done.complete(settle(s, out).map(|blocks| outcome(blocks, context)));
         });
         Ok(c)
     }
@@ -172,6 +167,13 @@ impl Comm {
         let algo = choose(call.name(), algorithm, call.agreed_size(hint), n)?;
         Ok((Schedule::new(self, timeout), algo))
     }
+}
+
+/// A collective's result blocks as a receive's outcome (one part per block).
+pub fn outcome(blocks: Vec<Bytes>, context: u64) -> Outcome {
+    let parts = blocks.iter().map(|b| b.len() as u64).collect();
+    let env = Envelope { source: u32::MAX, context, tag: -1, seq: None, sync: false, parts };
+    Outcome::Received { env, payload: Payload::from_chunks(blocks) }
 }
 
 /// The call's own error first, else the fault its schedule saw.

@@ -1,0 +1,49 @@
+//! Python arguments of a collective call -> the core's `Call`.
+
+use bytes::Bytes;
+use mpiws_core::mpi::collective::{Call, Op};
+use mpiws_core::ErrorClass;
+use pyo3::prelude::*;
+
+use crate::buffers::to_bytes;
+use crate::errors::{mpi_err, IntoPy};
+
+#[allow(clippy::too_many_arguments)]
+pub fn call(
+    size: u32,
+    name: &str,
+    root: i64,
+    data: Option<Bound<'_, PyAny>>,
+    blocks: Option<Vec<Bound<'_, PyAny>>>,
+    op: Option<(String, String)>,
+    counts: Option<Vec<usize>>,
+    length: Option<usize>,
+) -> PyResult<Call> {
+    if root < 0 || root >= size as i64 {
+        return Err(mpi_err(ErrorClass::Root, format!("invalid root {root} (communicator size {size})")));
+    }
+    let root = root as u32;
+    let data = data.as_ref().map(to_bytes).transpose()?;
+    let blocks = blocks.map(|bs| bs.iter().map(to_bytes).collect::<PyResult<Vec<Bytes>>>()).transpose()?;
+    let op = op.map(|(kind, dtype)| Op::new(&kind, &dtype)).transpose().py_err()?;
+    let need = |what: &str| mpi_err(ErrorClass::Arg, format!("{name} needs {what}"));
+    let data_or_empty = || data.clone().unwrap_or_default();
+    Ok(match name {
+        "barrier" => Call::Barrier,
+        "bcast" => Call::Bcast { root, data, len: length },
+        "gather" => Call::Gather { root, data: data_or_empty() },
+        "scatter" => Call::Scatter { root, blocks },
+        "allgather" => Call::Allgather { data: data_or_empty() },
+        "alltoall" => Call::Alltoall { blocks: blocks.ok_or_else(|| need("blocks"))? },
+        "reduce" => Call::Reduce { root, data: data_or_empty(), op: op.ok_or_else(|| need("an op"))? },
+        "allreduce" => Call::Allreduce { data: data_or_empty(), op: op.ok_or_else(|| need("an op"))? },
+        "reduce_scatter" => Call::ReduceScatter {
+            data: data_or_empty(),
+            counts: counts.ok_or_else(|| need("counts"))?,
+            op: op.ok_or_else(|| need("an op"))?,
+        },
+        "scan" => Call::Scan { data: data_or_empty(), op: op.ok_or_else(|| need("an op"))? },
+        "exscan" => Call::Exscan { data: data_or_empty(), op: op.ok_or_else(|| need("an op"))? },
+        _ => return Err(mpi_err(ErrorClass::Arg, format!("unknown collective '{name}'"))),
+    })
+}

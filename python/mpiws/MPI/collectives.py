@@ -1,0 +1,413 @@
+"""Collective operations of a communicator (mixed into ``Comm``).
+
+The core moves the data and applies builtin ops to numeric buffers; this
+file only turns mpi4py's arguments into blocks of bytes and the result
+blocks back into objects or into the receive buffer. Every call has a
+non-blocking form returning a ``Request`` (``Ibcast``, ``ibcast``, ...);
+mpi4py has none for objects, mpiws has them too.
+
+Algorithms are picked by the core from the message size and the number of
+ranks; ``comm.Set_algorithm("bcast", "binomial")`` (or the environment,
+``MPIWS_ALGO_BCAST=binomial``) forces one; ``mpiws_core``'s collective
+module lists the names.
+"""
+
+import functools
+import pickle
+import weakref
+
+from . import datatype
+from .exception import ERR_ARG, ERR_TRUNCATE, Exception as MPIException
+from .op import SUM, as_op, fold
+from .request import _CALL, Request
+
+IN_PLACE = -1
+
+# numpy dtype codes the core reduces.
+_CORE_TYPES = {"i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "c8", "c16", "b1"}
+
+# Per communicator (core object): collective name -> forced algorithm.
+_forced = weakref.WeakKeyDictionary()
+
+
+def _dumps(obj):
+    return pickle.dumps(obj, protocol=5)
+
+
+def _nothing(msg):
+    return None
+
+
+def _first_object(msg):
+    return pickle.loads(msg.blocks()[0])
+
+
+def _objects_or_none(msg):
+    blocks = msg.blocks()
+    return [pickle.loads(b) for b in blocks] if blocks else None
+
+
+def _into(view):
+    """Copy a one-block result into ``view``, which it must fill exactly."""
+
+    def post(msg):
+        if msg.parts and msg.nbytes != view.nbytes:
+            raise MPIException(ERR_TRUNCATE, f"received {msg.nbytes} bytes for a buffer of {view.nbytes} bytes")
+        msg.copy_into(view)
+
+    return post
+
+
+def _placed(view, offsets, sizes):
+    """Copy result block i to byte ``offsets[i]`` of ``view``; each must be ``sizes[i]`` long."""
+
+    def post(msg):
+        got = list(msg.parts)
+        if got != list(sizes):
+            bad = next(i for i, (g, s) in enumerate(zip(got + [None] * len(sizes), sizes)) if g != s)
+            raise MPIException(ERR_TRUNCATE, f"block from rank {bad} has {got[bad] if bad < len(got) else 0} bytes, expected {sizes[bad]}")
+        msg.copy_into(view, offsets)
+
+    return post
+
+
+def _numeric_array(obj):
+    """A numpy array a builtin op can reduce in the core, else None."""
+    if type(obj).__module__ != "numpy" or not hasattr(obj, "dtype") or obj.dtype.kind not in "iufcb":
+        return None
+    import numpy
+
+    return numpy.ascontiguousarray(obj)
+
+
+def _typed(b, dt):
+    mv = memoryview(b)
+    return mv.cast(dt.typecode) if len(dt.typecode) == 1 and dt.typecode not in "gc" else mv
+
+
+def _user_fold(chunks, dt, op):
+    """Fold raw buffers in rank order with a user op ``f(invec, inoutvec, datatype)``."""
+    acc = bytearray(chunks[0])
+    for c in chunks[1:]:
+        out = bytearray(c)
+        op._fn(_typed(acc, dt), _typed(out, dt), dt)
+        acc = out
+    return acc
+
+
+def _both(prepare):
+    """From ``prepare(self, ...) -> (name, post, kwargs)``: the blocking and
+    the non-blocking method."""
+
+    @functools.wraps(prepare)
+    def blocking(self, *args, **kwargs):
+        name, post, kw = prepare(self, *args, **kwargs)
+        return self._collective(name, post, False, kw)
+
+    @functools.wraps(prepare)
+    def nonblocking(self, *args, **kwargs):
+        name, post, kw = prepare(self, *args, **kwargs)
+        return self._collective(name, post, True, kw)
+
+    return blocking, nonblocking
+
+
+def _root(root):
+    if not isinstance(root, int) or isinstance(root, bool):
+        raise TypeError(f"root must be an int, got {type(root).__name__}")
+    return root
+
+
+class Collectives:
+    __slots__ = ()
+
+    def _collective(self, name, post, nonblocking, kw):
+        c = self._core
+        algorithm = _forced.get(c, {}).get(name)
+        if callable(kw):  # a user op on buffers: the fold runs here
+            return kw(nonblocking)
+        r = c.collective(name, algorithm=algorithm, nonblocking=nonblocking, **kw)
+        req = Request(r, _CALL, post)
+        return req if nonblocking else req.wait()
+
+    def Set_algorithm(self, collective, algorithm):
+        """Force the algorithm of one collective on this communicator (mpiws)."""
+        _forced.setdefault(self._core, {})[collective] = algorithm
+
+    def Get_algorithm(self, collective):
+        return _forced.get(self._core, {}).get(collective, "auto")
+
+    # ---- objects -----------------------------------------------------------
+
+    def _barrier(self):
+        return "barrier", _nothing, {}
+
+    def _bcast(self, obj=None, root=0):
+        data = _dumps(obj) if self._core.rank == _root(root) else None
+        return "bcast", _first_object, dict(root=root, data=data)
+
+    def _gather(self, sendobj, root=0):
+        return "gather", _objects_or_none, dict(root=_root(root), data=_dumps(sendobj))
+
+    def _scatter(self, sendobj=None, root=0):
+        blocks = None
+        if self._core.rank == _root(root):
+            if sendobj is None or len(sendobj) != self._core.size:
+                raise ValueError(f"scatter needs a sequence of {self._core.size} objects at the root")
+            blocks = [_dumps(o) for o in sendobj]
+        return "scatter", _first_object, dict(root=root, blocks=blocks)
+
+    def _allgather(self, sendobj):
+        return "allgather", _objects_or_none, dict(data=_dumps(sendobj))
+
+    def _alltoall(self, sendobj):
+        if sendobj is None or len(sendobj) != self._core.size:
+            raise ValueError(f"alltoall needs a sequence of {self._core.size} objects")
+        return "alltoall", _objects_or_none, dict(blocks=[_dumps(o) for o in sendobj])
+
+    def _reduction(self, name, sendobj, op, root=0):
+        """Numpy arrays with a builtin op reduce in the core; anything else is
+        gathered and folded in rank order with the op's Python function."""
+        op = as_op(op)
+        arr = _numeric_array(sendobj) if op._core and op._core not in ("maxloc", "minloc") else None
+        code = arr is not None and arr.dtype.str[1:]
+        if code in _CORE_TYPES:
+
+            def post(msg):
+                if not msg.parts:
+                    return None
+                import numpy
+
+                return numpy.frombuffer(bytearray(msg.bytes()), dtype=arr.dtype).reshape(arr.shape)
+
+            return name, post, dict(root=root, data=arr, op=(op._core, code))
+        rank = self._core.rank
+        if name == "reduce":
+            return "gather", lambda m: (lambda v: None if v is None else fold(v, op))(_objects_or_none(m)), dict(root=root, data=_dumps(sendobj))
+        if name == "allreduce":
+            return "allgather", lambda m: fold(_objects_or_none(m), op), dict(data=_dumps(sendobj))
+        if name == "scan":
+            return "allgather", lambda m: fold(_objects_or_none(m)[: rank + 1], op), dict(data=_dumps(sendobj))
+        return "allgather", lambda m: fold(_objects_or_none(m)[:rank], op) if rank else None, dict(data=_dumps(sendobj))
+
+    def _reduce(self, sendobj, op=SUM, root=0):
+        return self._reduction("reduce", sendobj, op, _root(root))
+
+    def _allreduce(self, sendobj, op=SUM):
+        return self._reduction("allreduce", sendobj, op)
+
+    def _scan(self, sendobj, op=SUM):
+        return self._reduction("scan", sendobj, op)
+
+    def _exscan(self, sendobj, op=SUM):
+        return self._reduction("exscan", sendobj, op)
+
+    barrier, ibarrier = _both(_barrier)
+    bcast, ibcast = _both(_bcast)
+    gather, igather = _both(_gather)
+    scatter, iscatter = _both(_scatter)
+    allgather, iallgather = _both(_allgather)
+    alltoall, ialltoall = _both(_alltoall)
+    reduce, ireduce = _both(_reduce)
+    allreduce, iallreduce = _both(_allreduce)
+    scan, iscan = _both(_scan)
+    exscan, iexscan = _both(_exscan)
+
+    # ---- buffers -----------------------------------------------------------
+
+    def _Bcast(self, buf, root=0):
+        view, _, _ = datatype.parse(buf, writable=True)
+        at_root = self._core.rank == _root(root)
+        post = _nothing if at_root else _into(view)
+        return "bcast", post, dict(root=root, data=view if at_root else None, length=view.nbytes)
+
+    def _blocks_of(self, view):
+        n = self._core.size
+        if view.nbytes % n:
+            raise MPIException(ERR_ARG, f"a buffer of {view.nbytes} bytes does not split into {n} equal blocks")
+        b = view.nbytes // n
+        return [view[i * b:(i + 1) * b] for i in range(n)]
+
+    def _Gather(self, sendbuf, recvbuf=None, root=0):
+        c = self._core
+        n, at_root = c.size, c.rank == _root(root)
+        post, rview = _nothing, None
+        if at_root:
+            rview, _, _ = datatype.parse(recvbuf, writable=True)
+            blocks = self._blocks_of(rview)
+            post = _placed(rview, [i * len(blocks[0]) for i in range(n)], [len(b) for b in blocks])
+        send = bytes(blocks[c.rank]) if sendbuf is IN_PLACE and at_root else datatype.parse(sendbuf)[0]
+        return "gather", post, dict(root=root, data=send, hint=len(send))
+
+    def _Gatherv(self, sendbuf, recvbuf=None, root=0):
+        c = self._core
+        post = _nothing
+        at_root = c.rank == _root(root)
+        if at_root:
+            raw, dt, counts, displs = datatype.parse_v(recvbuf, c.size, writable=True)
+            size = dt.Get_size()
+            post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
+            if sendbuf is IN_PLACE:
+                d, k = displs[c.rank] * size, counts[c.rank] * size
+                sendbuf = bytes(raw[d:d + k])
+        send = datatype.parse(sendbuf)[0]
+        return "gather", post, dict(root=root, data=send)
+
+    def _Scatter(self, sendbuf, recvbuf=None, root=0):
+        c = self._core
+        at_root = c.rank == _root(root)
+        blocks = self._blocks_of(datatype.parse(sendbuf)[0]) if at_root else None
+        if at_root and recvbuf is IN_PLACE:
+            return "scatter", _nothing, dict(root=root, blocks=blocks)
+        rview, _, _ = datatype.parse(recvbuf, writable=True)
+        return "scatter", _into(rview), dict(root=root, blocks=blocks, hint=rview.nbytes)
+
+    def _Scatterv(self, sendbuf, recvbuf=None, root=0):
+        c = self._core
+        at_root = c.rank == _root(root)
+        blocks = None
+        if at_root:
+            raw, dt, counts, displs = datatype.parse_v(sendbuf, c.size)
+            size = dt.Get_size()
+            blocks = [raw[d * size:(d + k) * size] for k, d in zip(counts, displs)]
+            if recvbuf is IN_PLACE:
+                return "scatter", _nothing, dict(root=root, blocks=blocks)
+        rview, _, _ = datatype.parse(recvbuf, writable=True)
+        return "scatter", _into(rview), dict(root=root, blocks=blocks)
+
+    def _Allgather(self, sendbuf, recvbuf):
+        c = self._core
+        rview, _, _ = datatype.parse(recvbuf, writable=True)
+        blocks = self._blocks_of(rview)
+        send = bytes(blocks[c.rank]) if sendbuf is IN_PLACE else datatype.parse(sendbuf)[0]
+        post = _placed(rview, [i * len(blocks[0]) for i in range(c.size)], [len(b) for b in blocks])
+        return "allgather", post, dict(data=send, hint=len(send))
+
+    def _Allgatherv(self, sendbuf, recvbuf):
+        c = self._core
+        raw, dt, counts, displs = datatype.parse_v(recvbuf, c.size, writable=True)
+        size = dt.Get_size()
+        if sendbuf is IN_PLACE:
+            d, k = displs[c.rank] * size, counts[c.rank] * size
+            sendbuf = bytes(raw[d:d + k])
+        post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
+        return "allgather", post, dict(data=datatype.parse(sendbuf)[0])
+
+    def _Alltoall(self, sendbuf, recvbuf):
+        rview, _, _ = datatype.parse(recvbuf, writable=True)
+        send = bytes(rview) if sendbuf is IN_PLACE else datatype.parse(sendbuf)[0]
+        blocks = self._blocks_of(send if isinstance(send, memoryview) else memoryview(send))
+        sizes = [len(b) for b in self._blocks_of(rview)]
+        post = _placed(rview, [i * sizes[0] for i in range(len(sizes))], sizes)
+        return "alltoall", post, dict(blocks=blocks)
+
+    def _Alltoallv(self, sendbuf, recvbuf):
+        n = self._core.size
+        rraw, rdt, rcounts, rdispls = datatype.parse_v(recvbuf, n, writable=True)
+        if sendbuf is IN_PLACE:
+            sendbuf = [bytes(rraw), rcounts, rdispls, rdt]
+        sraw, sdt, scounts, sdispls = datatype.parse_v(sendbuf, n)
+        ss, rs = sdt.Get_size(), rdt.Get_size()
+        blocks = [sraw[d * ss:(d + k) * ss] for k, d in zip(scounts, sdispls)]
+        post = _placed(rraw, [d * rs for d in rdispls], [k * rs for k in rcounts])
+        return "alltoall", post, dict(blocks=blocks)
+
+    def _reduce_buffers(self, name, sendbuf, recvbuf, op, root=0):
+        """(send view, datatype, receive view or None, op) for a buffer reduction."""
+        op = as_op(op)
+        if sendbuf is IN_PLACE:
+            sendbuf = recvbuf
+            if recvbuf is None:
+                raise MPIException(ERR_ARG, f"{name} with IN_PLACE needs a receive buffer")
+        send, dt, _ = datatype.parse(sendbuf)
+        wants = recvbuf is not None and (name != "reduce" or self._core.rank == root)
+        rview = datatype.parse(recvbuf, writable=True)[0] if wants else None
+        if sendbuf is recvbuf:
+            send = bytes(send)  # the result will land where the data is
+        return send, dt, rview, op
+
+    def _user_op(self, name, send, dt, rview, op, root=0):
+        """A user op on buffers: gather the raw buffers and fold them here."""
+        rank = self._core.rank
+
+        def run(nonblocking):
+            if nonblocking:
+                raise MPIException(ERR_ARG, "non-blocking reductions with user ops are not supported yet")
+            raw = bytes(send)
+            result = self.gather(raw, root) if name == "reduce" else self.allgather(raw)
+            if result is None:
+                return None
+            upto = {"scan": rank + 1, "exscan": rank}.get(name, len(result))
+            if upto == 0:
+                return None
+            rview[:] = _user_fold(result[:upto], dt, op)
+            return None
+
+        return name, None, run
+
+    def _Reduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
+        _root(root)
+        send, dt, rview, op = self._reduce_buffers("reduce", sendbuf, recvbuf, op, root)
+        if op._core is None:
+            return self._user_op("reduce", send, dt, rview, op, root)
+        post = _into(rview) if rview is not None else _nothing
+        return "reduce", post, dict(root=root, data=send, op=(op._core, datatype.reduce_code(dt)))
+
+    def _Allreduce(self, sendbuf, recvbuf, op=SUM):
+        send, dt, rview, op = self._reduce_buffers("allreduce", sendbuf, recvbuf, op)
+        if op._core is None:
+            return self._user_op("allreduce", send, dt, rview, op)
+        return "allreduce", _into(rview), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
+
+    def _Scan(self, sendbuf, recvbuf, op=SUM):
+        send, dt, rview, op = self._reduce_buffers("scan", sendbuf, recvbuf, op)
+        if op._core is None:
+            return self._user_op("scan", send, dt, rview, op)
+        return "scan", _into(rview), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
+
+    def _Exscan(self, sendbuf, recvbuf, op=SUM):
+        send, dt, rview, op = self._reduce_buffers("exscan", sendbuf, recvbuf, op)
+        if op._core is None:
+            return self._user_op("exscan", send, dt, rview, op)
+        post = _into(rview)
+        return "exscan", (lambda m: post(m) if m.parts else None), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
+
+    def _Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
+        n = self._core.size
+        send, dt, rview, op = self._reduce_buffers("reduce_scatter", sendbuf, recvbuf, op)
+        if op._core is None:
+            raise MPIException(ERR_ARG, "Reduce_scatter with a user op is not supported yet")
+        size = dt.Get_size()
+        if recvcounts is None:
+            recvcounts = [len(send) // size // n] * n
+        if len(recvcounts) != n:
+            raise ValueError(f"recvcounts needs one entry per rank ({n})")
+        counts = [int(k) * size for k in recvcounts]
+        mine = counts[self._core.rank]
+        target = rview[:mine] if sendbuf is IN_PLACE else rview
+        return "reduce_scatter", _into(target), dict(data=send, counts=counts, op=(op._core, datatype.reduce_code(dt)))
+
+    def _Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
+        n = self._core.size
+        if sendbuf is IN_PLACE:
+            view = datatype.parse(recvbuf, writable=True)[0]
+            return self._Reduce_scatter(IN_PLACE, recvbuf, [view.nbytes // n // datatype.parse(recvbuf)[1].Get_size()] * n, op)
+        rview, dt, count = datatype.parse(recvbuf, writable=True)
+        return self._Reduce_scatter(sendbuf, recvbuf, [count] * n, op)
+
+    Barrier, Ibarrier = _both(_barrier)
+    Bcast, Ibcast = _both(_Bcast)
+    Gather, Igather = _both(_Gather)
+    Gatherv, Igatherv = _both(_Gatherv)
+    Scatter, Iscatter = _both(_Scatter)
+    Scatterv, Iscatterv = _both(_Scatterv)
+    Allgather, Iallgather = _both(_Allgather)
+    Allgatherv, Iallgatherv = _both(_Allgatherv)
+    Alltoall, Ialltoall = _both(_Alltoall)
+    Alltoallv, Ialltoallv = _both(_Alltoallv)
+    Reduce, Ireduce = _both(_Reduce)
+    Allreduce, Iallreduce = _both(_Allreduce)
+    Reduce_scatter, Ireduce_scatter = _both(_Reduce_scatter)
+    Reduce_scatter_block, Ireduce_scatter_block = _both(_Reduce_scatter_block)
+    Scan, Iscan = _both(_Scan)
+    Exscan, Iexscan = _both(_Exscan)

@@ -1,0 +1,384 @@
+"""docs/openapi.yaml against a real endpoint: the document is OpenAPI 3.x,
+and every documented operation, called with plain http.client, answers a
+documented status code with a body that fits the documented schema. Answers
+the document does not list (status codes, paths, methods, fields) fail."""
+
+import http.client
+import json
+import pickle
+import re
+import secrets
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+SPEC_PATH = Path(__file__).resolve().parent.parent / "docs" / "openapi.yaml"
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+#: Documented answers this test does not provoke: an internal error, and
+#: 4096 stores waiting at once for instances that do not exist.
+NOT_PROVOKED = {("store", "503"), ("streamUpgrade", "503")}
+
+
+@pytest.fixture(scope="module")
+def spec():
+    with open(SPEC_PATH) as f:
+        return yaml.safe_load(f)
+
+
+# ---- the document on its own ------------------------------------------------
+
+
+def resolve(spec, node):
+    """Follow local $refs ("#/a/b") until a non-reference node."""
+    seen = set()
+    while isinstance(node, dict) and "$ref" in node:
+        ref = node["$ref"]
+        assert ref.startswith("#/"), f"only local references: {ref}"
+        assert ref not in seen, f"reference loop at {ref}"
+        seen.add(ref)
+        node = spec
+        for part in ref[2:].split("/"):
+            assert isinstance(node, dict) and part in node, f"dangling reference {ref}"
+            node = node[part]
+    return node
+
+
+def operations(spec):
+    for path, item in spec["paths"].items():
+        for method in METHODS:
+            if method in item:
+                yield path, method, item[method]
+
+
+def test_document_is_openapi_3(spec):
+    assert re.fullmatch(r"3\.\d+\.\d+", str(spec["openapi"])), spec.get("openapi")
+    assert spec["info"]["title"] and spec["info"]["version"]
+    assert spec["paths"], "no paths"
+    ids = []
+    for path, method, op in operations(spec):
+        where = f"{method.upper()} {path}"
+        assert path.startswith("/"), where
+        ids.append(op.get("operationId"))
+        responses = op.get("responses")
+        assert responses, f"{where} documents no responses"
+        for code, resp in responses.items():
+            assert re.fullmatch(r"[1-5]\d\d", str(code)), f"{where}: status {code!r}"
+            assert resolve(spec, resp).get("description"), f"{where} {code}: no description"
+        # every {template} in the path is a declared path parameter
+        params = [resolve(spec, p) for p in spec["paths"][path].get("parameters", []) + op.get("parameters", [])]
+        declared = {p["name"] for p in params if p["in"] == "path"}
+        assert declared == set(re.findall(r"{(\w+)}", path)), where
+        for p in params:
+            assert p["in"] in ("path", "query", "header", "cookie") and "schema" in p, (where, p)
+    assert all(ids) and len(ids) == len(set(ids)), f"operationIds must be present and unique: {ids}"
+
+
+def test_every_reference_resolves(spec):
+    def walk(node):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                resolve(spec, node)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+
+
+# ---- a small JSON Schema checker (the subset the document uses) -------------
+
+
+def check(spec, schema, value, at="$"):
+    """Raise AssertionError if ``value`` does not fit ``schema``."""
+    schema = resolve(spec, schema)
+    if "oneOf" in schema:
+        fits = 0
+        for alt in schema["oneOf"]:
+            try:
+                check(spec, alt, value, at)
+                fits += 1
+            except AssertionError:
+                pass
+        assert fits == 1, f"{at}: {value!r} fits {fits} of oneOf"
+    if "const" in schema:
+        assert value == schema["const"] and type(value) is type(schema["const"]), f"{at}: {value!r} != const"
+    if "enum" in schema:
+        assert value in schema["enum"], f"{at}: {value!r} not in {schema['enum']}"
+    t = schema.get("type")
+    if t is not None:
+        types = t if isinstance(t, list) else [t]
+        ok = {
+            "object": lambda v: isinstance(v, dict),
+            "array": lambda v: isinstance(v, list),
+            "string": lambda v: isinstance(v, str),
+            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+            "boolean": lambda v: isinstance(v, bool),
+            "null": lambda v: v is None,
+        }
+        assert any(ok[x](value) for x in types), f"{at}: {value!r} is not {t}"
+    if isinstance(value, dict):
+        for name in schema.get("required", []):
+            assert name in value, f"{at}: required property {name!r} missing in {value!r}"
+        props = schema.get("properties", {})
+        for name, v in value.items():
+            if name in props:
+                check(spec, props[name], v, f"{at}.{name}")
+            else:
+                assert schema.get("additionalProperties", True) is not False, f"{at}: undocumented property {name!r}"
+    if isinstance(value, list):
+        assert len(value) >= schema.get("minItems", 0), f"{at}: too few items"
+        if "items" in schema:
+            for i, v in enumerate(value):
+                check(spec, schema["items"], v, f"{at}[{i}]")
+    if isinstance(value, str):
+        assert len(value) >= schema.get("minLength", 0), f"{at}: too short"
+        if "pattern" in schema:
+            assert re.search(schema["pattern"], value), f"{at}: {value!r} !~ {schema['pattern']}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        assert value >= schema.get("minimum", value) and value <= schema.get("maximum", value), f"{at}: {value} out of range"
+
+
+def test_checker_refuses_what_it_should(spec):
+    """The checker itself can fail: a wrong shape is caught."""
+    err = {"$ref": "#/components/schemas/Error"}
+    check(spec, err, {"error": {"class": 12, "name": "MPI_ERR_ARG", "message": "m"}})
+    for bad in ({"error": {"class": 12, "message": "m"}}, {"error": "x"}, {"error": {"class": "12", "name": "MPI_ERR_ARG", "message": "m"}},
+                {"error": {"class": 12, "name": "MPI_ERR_ARG", "message": "m"}, "extra": 1}):
+        with pytest.raises(AssertionError):
+            check(spec, err, bad)
+
+
+# ---- the document against the server ----------------------------------------
+
+
+class Api:
+    """Makes requests and checks each answer against the document."""
+
+    def __init__(self, spec, url):
+        self.spec = spec
+        u = urlparse(url)
+        self.host, self.port, self.url = u.hostname, u.port, url
+        self.seen = set()  # (operationId, status) answered
+
+    def find(self, method, path):
+        """The documented operation for a concrete request, or None."""
+        route = urlparse(path).path
+        for template, item in self.spec["paths"].items():
+            rx = "^" + re.sub(r"{\w+}", "[^/]+", template) + "$"
+            if re.match(rx, route) and method.lower() in item:
+                return item[method.lower()]
+        return None
+
+    def raw(self, method, path, body=None, headers=None, announce=None, timeout=30):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            if announce is None:
+                try:
+                    c.request(method, path, body=body, headers=headers or {})
+                except OSError:
+                    pass  # the server answered and closed before the whole body was sent
+            else:
+                c.putrequest(method, path)
+                for k, v in {**(headers or {}), "content-length": str(announce)}.items():
+                    c.putheader(k, v)
+                c.endheaders()
+            r = c.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            c.close()
+
+    def call(self, method, path, body=None, headers=None, expect=None, **kw):
+        """Make a documented request; check the answer fits the document."""
+        op = self.find(method, path)
+        assert op is not None, f"{method} {path} is not documented"
+        status, hdrs, data = self.raw(method, path, body, headers, **kw)
+        code = str(status)
+        responses = op["responses"]
+        assert code in responses, f"{method} {path} answered {status}, not documented for {op['operationId']}: {data[:300]!r}"
+        if expect is not None:
+            assert status == expect, (method, path, status, expect, data[:300])
+        resp = resolve(self.spec, responses[code])
+        content = resp.get("content")
+        if content and "application/json" in content:
+            assert "application/json" in hdrs.get("content-type", ""), (method, path, status, hdrs)
+            value = json.loads(data)
+            check(self.spec, content["application/json"]["schema"], value)
+        else:
+            assert data == b"", f"{method} {path} {status}: documented without a body, got {data[:200]!r}"
+            value = None
+        for name, h in (resp.get("headers") or {}).items():
+            got = hdrs.get(name.lower())
+            assert got is not None, f"{method} {path} {status}: documented header {name} missing"
+            check(self.spec, h["schema"], got.lower())
+        self.seen.add((op["operationId"], code))
+        return status, value
+
+    def undocumented(self, method, path, expect):
+        """A request the document does not list: it must be refused with an error."""
+        assert self.find(method, path) is None, f"{method} {path} is documented"
+        status, hdrs, data = self.raw(method, path)
+        assert status == expect, (method, path, status, data)
+        check(self.spec, {"$ref": "#/components/schemas/Error"}, json.loads(data))
+
+
+@pytest.fixture(scope="module")
+def api(spec, server):
+    return Api(spec, server.url)
+
+
+def binding(api, service, rank=0, size=1, domain=None, token=None, params=None):
+    return {"domain": domain or secrets.token_hex(6), "rank": rank, "endpoints": [api.url] * size,
+            "token": token or secrets.token_hex(8), "service": service, "params": params or {}}
+
+
+def start(api, service, size=1, params=None):
+    b = binding(api, service, size=size, params=params)
+    status, s = api.call("POST", "/run", json.dumps(b), {"content-type": "application/json"}, expect=201)
+    assert (s["domain"], s["rank"], s["service"]) == (b["domain"], 0, service) and s["state"] in ("starting", "running")
+    return b["domain"], b["token"]
+
+
+def auth(token):
+    return {"authorization": f"Bearer {token}"}
+
+
+def msg_headers(token, source=0, tag=0, **extra):
+    h = {"mpiws-source": str(source), "mpiws-tag": str(tag), "content-type": "application/octet-stream"}
+    if token is not None:
+        h.update(auth(token))
+    h.update({k.replace("_", "-"): v for k, v in extra.items()})
+    return h
+
+
+def test_describe(api):
+    domain, token = start(api, "block")
+    _, d = api.call("GET", "/", expect=200)
+    assert d["url"] == api.url and "block" in d["services"]
+    assert d["domains"] == sorted(d["domains"], key=lambda x: x["domain"])
+    mine = [x for x in d["domains"] if x["domain"] == domain]
+    assert mine and mine[0]["ranks"] == [{"rank": 0, "service": "block", "state": mine[0]["ranks"][0]["state"]}]
+    api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
+
+
+def test_run(api):
+    json_h = {"content-type": "application/json"}
+    api.call("POST", "/run", b"{not json", json_h, expect=400)
+    api.call("POST", "/run", json.dumps({"domain": "d", "rank": 0}), json_h, expect=400)        # fields missing
+    api.call("POST", "/run", json.dumps(binding(api, "block", rank=2, size=2)), json_h, expect=400)
+    api.call("POST", "/run", json.dumps(binding(api, "block", domain="bad/id")), json_h, expect=400)
+    api.call("POST", "/run", json.dumps(binding(api, "no_such_service")), json_h, expect=404)
+    api.call("POST", "/run", b" " * ((16 << 20) + 1), json_h, expect=413)
+    domain, token = start(api, "block")
+    again = binding(api, "block", domain=domain, token=token)
+    api.call("POST", "/run", json.dumps(again), json_h, expect=409)                                  # rank exists
+    other = binding(api, "block", rank=0, size=1, domain=domain, token="another-token")
+    api.call("POST", "/run", json.dumps(other), json_h, expect=409)                                  # other token
+    api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
+
+
+def test_status_and_cancel(api):
+    domain, token = start(api, "block")
+    path = f"/domains/{domain}/ranks/0"
+    _, s = api.call("GET", path, headers=auth(token), expect=200)
+    assert s["result"] is None and s["error"] is None
+    _, s = api.call("GET", path + "?wait=0.2", headers=auth(token), expect=200)      # times out, still running
+    assert s["state"] in ("starting", "running")
+    api.call("GET", path + "?wait=soon", headers=auth(token), expect=400)
+    api.call("GET", f"/domains/{domain}/ranks/x", headers=auth(token), expect=400)
+    api.call("GET", path, expect=401)
+    api.call("GET", path, headers=auth("wrong"), expect=403)
+    api.call("GET", f"/domains/{domain}/ranks/1", headers=auth(token), expect=404)
+    api.call("DELETE", f"/domains/{domain}/ranks/x", headers=auth(token), expect=400)
+    api.call("DELETE", path, expect=401)
+    api.call("DELETE", path, headers=auth("wrong"), expect=403)
+    api.call("DELETE", "/domains/nowhere/ranks/0", headers=auth(token), expect=404)
+    _, s = api.call("DELETE", path, headers=auth(token), expect=200)
+    assert s["state"] == "cancelled" and s["error"] is None
+    _, s = api.call("DELETE", path, headers=auth(token), expect=200)                  # idempotent
+    assert s["state"] == "cancelled"
+
+
+def test_status_of_ended_instances(api):
+    domain, token = start(api, "fail")
+    _, s = api.call("GET", f"/domains/{domain}/ranks/0?wait=10", headers=auth(token), expect=200)
+    assert s["state"] == "failed" and s["result"] is None
+    assert s["error"]["name"] == "ValueError" and "Traceback" in s["error"]["traceback"]
+    domain, token = start(api, "recv_object")
+    api.call("POST", f"/domains/{domain}/ranks/0/messages", pickle.dumps([1, "two"]), msg_headers(token), expect=204)
+    _, s = api.call("GET", f"/domains/{domain}/ranks/0?wait=10", headers=auth(token), expect=200)
+    assert s["state"] == "done" and s["result"] == [1, "two"] and s["error"] is None
+
+
+def test_store(api):
+    domain, token = start(api, "recv_many", size=2, params={"count": 2})
+    path = f"/domains/{domain}/ranks/0/messages"
+    api.call("POST", path, pickle.dumps("a"), msg_headers(token, source=1, mpiws_seq="0"), expect=204)
+    _, d = api.call("POST", path, pickle.dumps("a"), msg_headers(token, source=1, mpiws_seq="0"), expect=200)
+    assert d == {"duplicate": True}
+    refused = [
+        (msg_headers(None), 401),
+        (msg_headers("wrong"), 403),
+        (msg_headers(token, source=7), 400),
+        (msg_headers(token, tag=-1), 400),
+        (msg_headers(token, mpiws_sync="maybe"), 400),
+        (msg_headers(token, mpiws_parts="1,1"), 400),
+        ({k: v for k, v in msg_headers(token).items() if k != "mpiws-source"}, 400),
+    ]
+    for headers, code in refused:
+        api.call("POST", path, b"x", headers, expect=code)
+    api.call("POST", f"/domains/{domain}/ranks/5/messages", b"x", msg_headers(token), expect=400)
+    api.call("POST", f"/domains/{domain}/ranks/x/messages", b"x", msg_headers(token), expect=400)
+    api.call("POST", path, None, msg_headers(token), announce=(1 << 20) + 1, expect=413)    # the limit is 1 MiB
+    api.call("POST", "/domains/nobody/ranks/0/messages", b"x", msg_headers(token), expect=404)  # after 1 s
+    # a synchronous store is answered once the receive took it
+    api.call("POST", path, pickle.dumps("b"), msg_headers(token, source=1, mpiws_seq="1", mpiws_sync="1"), expect=204)
+    _, s = api.call("GET", f"/domains/{domain}/ranks/0?wait=10", headers=auth(token), expect=200)
+    assert s["result"] == ["a", "b"]
+    _, body = api.call("POST", path, b"late", msg_headers(token), expect=410)
+    assert body["error"]["class"] == 101
+
+
+def test_store_to_cancelled_instance(api):
+    domain, token = start(api, "block")
+    api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
+    _, body = api.call("POST", f"/domains/{domain}/ranks/0/messages", b"x", msg_headers(token), expect=410)
+    assert body["error"]["name"] == "MPIWS_ERR_CANCELLED"
+
+
+def test_stream_upgrade(api):
+    domain, token = start(api, "block", size=2)
+    path = f"/domains/{domain}/ranks/0/stream"
+    up = {"upgrade": "mpiws-stream/1", "connection": "upgrade", "mpiws-source": "1"}
+    api.call("POST", path, b"", {**up, **auth(token)}, expect=101)
+    api.call("POST", path, b"", {"mpiws-source": "1", **auth(token)}, expect=400)           # no Upgrade
+    api.call("POST", path, b"", {**up, "mpiws-source": "x", **auth(token)}, expect=400)
+    api.call("POST", path, b"", {**up, "mpiws-source": "9", **auth(token)}, expect=400)
+    api.call("POST", path, b"", up, expect=401)
+    api.call("POST", path, b"", {**up, **auth("wrong")}, expect=403)
+    api.call("POST", "/domains/nobody/ranks/0/stream", b"", {**up, **auth(token)}, expect=404)  # after 1 s
+    api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
+
+
+def test_undocumented_requests_are_refused(api):
+    api.undocumented("GET", "/nowhere", 404)
+    api.undocumented("GET", "/domains/d/ranks/0/mailbox", 404)
+    api.undocumented("PUT", "/run", 405)
+    api.undocumented("GET", "/run", 405)
+    api.undocumented("POST", "/", 405)
+    api.undocumented("POST", "/domains/d/ranks/0", 405)
+    api.undocumented("GET", "/domains/d/ranks/0/messages", 405)
+    api.undocumented("GET", "/domains/d/ranks/0/stream", 405)
+
+
+def test_every_documented_answer_was_seen(spec, api):
+    """Runs last in this module: each documented (operation, status) was
+    produced by the server in the tests above."""
+    documented = {(op["operationId"], str(code)) for _, _, op in operations(spec) for code in op["responses"]}
+    missing = documented - api.seen - NOT_PROVOKED
+    assert not missing, f"documented but never answered: {sorted(missing)}"

@@ -43,12 +43,13 @@ class Client:
         h.update(extra or {})
         return self.call("POST", f"/domains/{domain}/ranks/{rank}/messages", body, h)
 
-    def oversized(self, domain, rank, token, length):
+    def oversized(self, domain, rank, token, length, source=1, extra=None):
         """Announce a body over the limit; the answer comes before any of it is sent."""
         c = http.client.HTTPConnection(self.host, self.port, timeout=30)
         try:
             c.putrequest("POST", f"/domains/{domain}/ranks/{rank}/messages")
-            for k, v in {"mpiws-source": "0", "authorization": f"Bearer {token}", "content-length": str(length)}.items():
+            headers = {"mpiws-source": str(source), "authorization": f"Bearer {token}", "content-length": str(length), **(extra or {})}
+            for k, v in headers.items():
                 c.putheader(k, v)
             c.endheaders()
             r = c.getresponse()
@@ -158,6 +159,18 @@ def test_bad_stores_are_refused_and_change_nothing(client):
     assert s["state"] == "done" and s["result"] == "the good one"
 
 
+def test_a_refused_message_does_not_hold_back_the_next_from_its_sender(client):
+    # seq 0 is refused as too large (reported to its sender), seq 2 arrives
+    # early; seq 1 then releases both 1 and 2, in order.
+    domain, token = start(client, "recv_many", size=2, params={"count": 2})
+    seq = lambda n: {"mpiws-seq": str(n)}
+    assert client.oversized(domain, 0, token, (1 << 20) + 1, extra=seq(0))[0] == 413
+    assert client.store(domain, 0, token, pickle.dumps("second"), source=1, extra=seq(2))[0] == 204
+    assert client.store(domain, 0, token, pickle.dumps("first"), source=1, extra=seq(1))[0] == 204
+    _, s = client.status(domain, 0, token, wait=10)
+    assert s["state"] == "done" and s["result"] == ["first", "second"], s
+
+
 def test_bad_run_requests(client):
     bad = [
         (client.call("POST", "/run", b"{not json"), 400),
@@ -179,7 +192,7 @@ def test_bad_run_requests(client):
 def test_status_and_cancel(client):
     domain, token = start(client, "block")
     status, s = client.status(domain, 0, token)
-    assert status == 200 and s["state"] == "running"
+    assert status == 200 and s["state"] in ("starting", "running")
     assert client.status(domain, 0, "nope")[0] == 403
     assert client.call("GET", f"/domains/{domain}/ranks/0")[0] == 401
     assert client.status("other", 0, token)[0] == 404

@@ -70,7 +70,8 @@ pub enum Arrival {
 #[derive(Debug, Default)]
 pub struct Mailbox {
     next_seq: HashMap<u32, u64>,
-    early: HashMap<u32, BTreeMap<u64, Message>>,
+    /// Arrived ahead of their turn; `None` marks a refused sequence number.
+    early: HashMap<u32, BTreeMap<u64, Option<Message>>>,
     unexpected: VecDeque<Message>,
     posted: VecDeque<(RecvId, Pattern)>,
     unexpected_bytes: usize,
@@ -95,20 +96,44 @@ impl Mailbox {
             return Arrival::Duplicate;
         }
         if seq > next {
-            early.insert(seq, msg);
+            early.insert(seq, Some(msg));
             return Arrival::Filed(matched);
         }
-        let mut next = next + 1;
-        let mut ready = vec![msg];
-        while let Some(m) = early.remove(&next) {
-            ready.push(m);
-            next += 1;
-        }
-        self.next_seq.insert(source, next);
-        for m in ready {
+        for m in std::iter::once(msg).chain(self.advance(source, seq)) {
             self.release(m, &mut matched);
         }
         Arrival::Filed(matched)
+    }
+
+    /// Sequence number `seq` from `source` was taken (or refused): move past
+    /// it and return the messages that were waiting behind it.
+    fn advance(&mut self, source: u32, seq: u64) -> Vec<Message> {
+        let mut next = seq + 1;
+        let mut ready = Vec::new();
+        if let Some(early) = self.early.get_mut(&source) {
+            while let Some(m) = early.remove(&next) {
+                ready.extend(m);
+                next += 1;
+            }
+        }
+        self.next_seq.insert(source, next);
+        ready
+    }
+
+    /// A message the endpoint refused (too large, malformed): its sequence
+    /// number will never arrive, so later messages must not wait for it.
+    /// Returns the posted receives the released messages matched.
+    pub fn skip(&mut self, source: u32, seq: u64) -> Vec<(RecvId, Message)> {
+        let next = *self.next_seq.get(&source).unwrap_or(&0);
+        let mut matched = Vec::new();
+        if seq > next {
+            self.early.entry(source).or_default().entry(seq).or_insert(None);
+        } else if seq == next {
+            for m in self.advance(source, seq) {
+                self.release(m, &mut matched);
+            }
+        }
+        matched
     }
 
     fn release(&mut self, msg: Message, matched: &mut Vec<(RecvId, Message)>) {
@@ -136,17 +161,8 @@ impl Mailbox {
             return None;
         }
         self.posted.remove(i);
-        let mut next = seq + 1;
-        let mut ready = Vec::new();
-        if let Some(early) = self.early.get_mut(&env.source) {
-            while let Some(m) = early.remove(&next) {
-                ready.push(m);
-                next += 1;
-            }
-        }
-        self.next_seq.insert(env.source, next);
         let mut matched = Vec::new();
-        for m in ready {
+        for m in self.advance(env.source, seq) {
             self.release(m, &mut matched);
         }
         Some((id, matched))
@@ -235,6 +251,23 @@ mod tests {
         filed(mb.arrive(msg(1, 0, Some(0), "a")));
         let got: Vec<String> = (0..3).map(|i| body(&mb.post(i, pat(Some(1), None)).unwrap())).collect();
         assert_eq!(got, vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_refused_sequence_number_does_not_hold_back_later_messages() {
+        let mut mb = Mailbox::new();
+        mb.post(1, pat(Some(0), None));
+        // seq 1 arrives first, waiting for 0, which the endpoint refused.
+        assert!(matches!(mb.arrive(msg(0, 5, Some(1), "b")), Arrival::Filed(m) if m.is_empty()));
+        let matched = mb.skip(0, 0);
+        assert_eq!(matched.len(), 1);
+        assert_eq!(matched[0].1.env.seq, Some(1));
+        // A refusal known before its neighbours arrive works too.
+        mb.skip(0, 3);
+        mb.arrive(msg(0, 5, Some(4), "e"));
+        mb.arrive(msg(0, 5, Some(2), "c"));
+        let got: Vec<_> = mb.unexpected.iter().map(|m| m.env.seq).collect();
+        assert_eq!(got, vec![Some(2), Some(4)]);
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! the raw body in the destination instance's mailbox; answers once filed
 //! (204), or for a synchronous send once a receive matched it.
 //!
-//! Checks come before the body is read, so a refused store costs nothing and
-//! changes nothing: rank, headers, size, token, then the body within the limit.
+//! Checks come before the body is read, so a refused store costs little:
+//! headers, then rank, token and instance (`admit`), then the size, then the
+//! body within the limit. A message refused after `admit` is final: the
+//! mailbox skips its sequence number so later messages are not held back.
 
 use std::sync::Arc;
 
@@ -31,14 +33,20 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         Ok(e) => e,
         Err(e) => return error(StatusCode::BAD_REQUEST, e.class, e.message),
     };
-    let max = ep.config.max_message;
-    if length.is_some_and(|l| l > max) {
-        return too_large(max);
-    }
     let instance = match admit(ep, domain, rank, req.headers(), env.source).await {
         Ok(i) => i,
         Err(reply) => return reply,
     };
+    // From here on a refusal is final: the sender is told, and the
+    // mailbox moves past the message's sequence number.
+    let refuse = |reply: Reply| {
+        instance.skip(env.source, env.seq);
+        reply
+    };
+    let max = ep.config.max_message;
+    if length.is_some_and(|l| l > max) {
+        return refuse(too_large(max));
+    }
 
     let mut body = req.into_body();
     let mut chunks = Vec::new();
@@ -51,13 +59,13 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         if let Ok(data) = frame.into_data() {
             total += data.len() as u64;
             if total > max {
-                return too_large(max);
+                return refuse(too_large(max));
             }
             chunks.push(data);
         }
     }
     if !env.parts.is_empty() && env.parts.iter().sum::<u64>() != total {
-        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "mpiws-parts does not add up to the body length");
+        return refuse(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "mpiws-parts does not add up to the body length"));
     }
 
     let mut msg = Message::new(env, Payload::from_chunks(chunks));

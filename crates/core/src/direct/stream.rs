@@ -33,6 +33,7 @@ use crate::direct::frame::{self, Envelope, Payload, ACK_ERROR, ACK_HEADER, ACK_M
 use crate::direct::mailbox::Message;
 use crate::direct::store::admit;
 use crate::direct::transport::error_from_response;
+use crate::domain::instance::Delivered;
 use crate::domain::Instance;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::runtime::runtime;
@@ -142,6 +143,7 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
             None
         };
         if let Some(e) = bad {
+            instance.skip(source, env.seq);
             let _ = write_ack(&writer, ACK_ERROR, seq, Some(&e));
             return;
         }
@@ -183,10 +185,11 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
         };
         let told = match instance.deliver(msg) {
             Err(e) => write_ack(&writer, ACK_ERROR, seq, Some(&e)),
-            Ok(_) => {
-                // Filed, or a duplicate (filed before): stored either way.
+            Ok(delivered) => {
+                // Filed, or a duplicate (filed before): stored either way; only
+                // the first copy's match is waited for.
                 (stored, unacked, unacked_bytes) = (stored.max(seq), unacked + 1, unacked_bytes + len);
-                if let Some(rx) = matched {
+                if let Some(rx) = matched.filter(|_| matches!(delivered, Delivered::Filed)) {
                     let writer = writer.clone();
                     runtime().spawn(async move {
                         let ended = Error::new(ErrorClass::ProcFailed, "the receiving instance ended before it received the message");

@@ -161,6 +161,21 @@ impl Instance {
         Ok(Delivered::Filed)
     }
 
+    /// A message from `source` with sequence number `seq` was refused by
+    /// this endpoint (and reported to its sender): later ones go on.
+    pub fn skip(&self, source: u32, seq: Option<u64>) {
+        let Some(seq) = seq else { return };
+        let matched = {
+            let mut inbox = self.inbox.lock();
+            let matched = inbox.mailbox.skip(source, seq);
+            Self::take_waiting(&mut inbox, matched)
+        };
+        self.arrived.notify_all();
+        for (w, m) in matched {
+            Self::hand_over(&w.completion, m);
+        }
+    }
+
     fn take_waiting(inbox: &mut Inbox, matched: Vec<(RecvId, Message)>) -> Vec<(Waiting, Message)> {
         matched.into_iter().filter_map(|(id, m)| inbox.waiting.remove(&id).map(|w| (w, m))).collect()
     }

@@ -265,3 +265,47 @@ assert half.gather(rank, root=hn - 1) == (members if hr == hn - 1 else None)
 print("OK")
 """)
     assert_ok(p, n)
+
+
+@pytest.mark.parametrize("n", [1, 4, 5])
+def test_groups_and_communicators_made_from_them(run, n):
+    p = run(n, PRELUDE + """
+world = comm.Get_group()
+assert world.size == n and world.rank == rank
+evens = world.Incl(list(range(0, n, 2)))
+odds = world.Excl(list(range(0, n, 2)))
+assert evens.size + odds.size == n
+assert evens.rank == (rank // 2 if rank % 2 == 0 else MPI.UNDEFINED)
+assert world.Translate_ranks(list(range(n)), evens) == [r // 2 if r % 2 == 0 else MPI.UNDEFINED for r in range(n)]
+rev = world.Incl(list(range(n))[::-1])
+assert rev.Compare(world) == (MPI.IDENT if n == 1 else MPI.SIMILAR) and evens.Compare(world) == (MPI.IDENT if n == 1 else MPI.UNEQUAL)
+assert MPI.Group.Union(evens, odds).Compare(world) in (MPI.IDENT, MPI.SIMILAR)
+try:
+    world.Incl([n])
+    raise AssertionError("Incl accepted a rank out of range")
+except MPI.Exception as e:
+    assert e.Get_error_class() == MPI.ERR_RANK
+
+# Create: collective over comm, COMM_NULL outside the group
+ec = comm.Create(evens)
+if rank % 2 == 0:
+    assert ec != MPI.COMM_NULL and ec.size == evens.size and ec.rank == rank // 2
+    assert ec.allreduce(rank) == sum(range(0, n, 2))
+    assert ec.Get_group().Translate_ranks(None, world) == list(range(0, n, 2))
+else:
+    assert ec == MPI.COMM_NULL
+# Create_group: only the members call it; reversed order ranks them backwards
+if rank % 2 == 1:
+    oc = comm.Create_group(odds.Incl(list(range(odds.size))[::-1]), tag=7)
+    assert oc.size == odds.size and oc.rank == odds.size - 1 - rank // 2
+    got = oc.allgather(rank)
+    assert got == list(range(1, n, 2))[::-1], got
+    oc.Barrier()
+# Split_type: every local rank shares one host here
+shared = comm.Split_type(MPI.COMM_TYPE_SHARED, key=-rank)
+assert shared.size == n and shared.rank == n - 1 - rank
+assert shared.bcast(rank, root=0) == n - 1
+comm.Barrier()
+print("OK")
+""")
+    assert_ok(p, n)

@@ -148,6 +148,11 @@ impl Comm {
         self.inner.next_context(salt)
     }
 
+    /// Context for a communicator only `group`'s members create.
+    fn group_context(&self, group: Vec<u32>, tag: u64) -> u64 {
+        self.inner.group_context(&group, tag)
+    }
+
     /// Communicator over `group` (world ranks); None if this rank is not in it.
     fn derive(&self, context: u64, group: Vec<u32>) -> Option<Comm> {
         self.inner.derive(context, group).map(Comm::from)

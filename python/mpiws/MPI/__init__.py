@@ -2,7 +2,7 @@
 
 One file per MPI concept: ``comm`` (Comm, Intracomm), ``request`` (Request),
 ``status`` (Status), ``datatype`` (Datatype, buffer specifications),
-``exception`` (Exception, error classes), ``op`` (Op), ``collectives``
+``exception`` (Exception, error classes), ``op`` (Op), ``group`` (Group), ``collectives``
 (the collective calls of Comm); ``pickled`` is how objects travel.
 """
 
@@ -13,6 +13,7 @@ from .. import _core
 from .comm import (
     COMM_NULL,
     COMM_SELF,
+    COMM_TYPE_SHARED,
     COMM_WORLD,
     CONGRUENT,
     IDENT,
@@ -26,6 +27,7 @@ from .datatype import *  # noqa: F401,F403  (BYTE, INT, DOUBLE, ...)
 from .datatype import Datatype
 from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
 from .exception import Exception, Get_error_class, Get_error_string
+from .group import GROUP_EMPTY, GROUP_NULL, Group
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
 from .op import Op
 from .request import REQUEST_NULL, Request

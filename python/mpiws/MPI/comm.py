@@ -5,17 +5,18 @@ uppercase methods move buffers. Both map onto the core's ``isend``/``irecv``.
 """
 
 import json
+from urllib.parse import urlsplit
 
 from .. import binding
 from . import datatype, pickled
 from .exception import ERR_ARG, ERR_COMM, Exception as MPIException
 from .collectives import Collectives
+from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
 from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
 
 PROC_NULL = -1
-
-IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
+COMM_TYPE_SHARED = 1
 
 
 def _check_rank_arg(value, name):
@@ -141,6 +142,44 @@ class Comm(Collectives):
             return COMM_NULL
         members = sorted((k, r) for r, (col, k) in enumerate(entries) if col == color)
         return Intracomm(c.derive(context, [c.group[r] for _, r in members]))
+
+    def Split_type(self, split_type, key=0, info=None):
+        """``COMM_TYPE_SHARED``: the ranks whose endpoints are on the same host."""
+        if split_type == UNDEFINED:
+            return self.Split(UNDEFINED, key)
+        if split_type != COMM_TYPE_SHARED:
+            raise MPIException(ERR_ARG, f"unsupported split type {split_type}")
+        c = self._core
+        hosts = [urlsplit(u).hostname for u in c.instance.endpoints]
+        mine = hosts[c.group[c.rank]]
+        return self.Split(min(r for r, w in enumerate(c.group) if hosts[w] == mine), key)
+
+    # ---- groups ------------------------------------------------------------
+
+    def Get_group(self):
+        c = self._core
+        return Group(c.group, c.group[c.rank])
+
+    @property
+    def group(self):
+        return self.Get_group()
+
+    def Create(self, group):
+        """A communicator over ``group`` (collective over this communicator;
+        COMM_NULL on ranks outside the group)."""
+        c = self._core
+        members = members_of(group, c.group)
+        context = c.next_context(len(members))
+        made = c.derive(context, members)
+        return COMM_NULL if made is None else Intracomm(made)
+
+    def Create_group(self, group, tag=0):
+        """A communicator over ``group``, created by its members only."""
+        c = self._core
+        members = members_of(group, c.group)
+        if c.group[c.rank] not in members:
+            raise MPIException(ERR_GROUP, "Create_group is called by the group's members only")
+        return Intracomm(c.derive(c.group_context(members, tag), members))
 
     def Abort(self, errorcode=0):
         raise SystemExit(errorcode or 1)

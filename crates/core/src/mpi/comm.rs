@@ -34,6 +34,8 @@ pub struct Comm {
     derived: Arc<AtomicU64>,
     /// Collective calls started so far: their sequence numbers (tags).
     collectives: Arc<AtomicU64>,
+    /// Communicators made so far by `Create_group` per (group, tag).
+    group_calls: Arc<parking_lot::Mutex<std::collections::HashMap<(Vec<u32>, u64), u64>>>,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -65,7 +67,15 @@ impl Comm {
     }
 
     fn new(instance: Arc<Instance>, context: u64, group: Arc<Vec<u32>>, rank: u32) -> Comm {
-        Comm { instance, context, group, rank, derived: Arc::new(AtomicU64::new(0)), collectives: Arc::new(AtomicU64::new(0)) }
+        Comm {
+            instance,
+            context,
+            group,
+            rank,
+            derived: Arc::new(AtomicU64::new(0)),
+            collectives: Arc::new(AtomicU64::new(0)),
+            group_calls: Arc::default(),
+        }
     }
 
     pub fn size(&self) -> u32 {
@@ -77,6 +87,22 @@ impl Comm {
     pub fn next_context(&self, salt: u64) -> u64 {
         let n = self.derived.fetch_add(1, Ordering::SeqCst);
         let c = mix(self.context ^ mix(n.wrapping_add(1)) ^ mix(salt.wrapping_mul(31).wrapping_add(7)));
+        (c & !COLLECTIVE_BIT).max(SELF_CONTEXT + 1)
+    }
+
+    /// The context for a communicator over `group` (world ranks) that only
+    /// its members create (MPI_Comm_create_group): derived from the group,
+    /// the tag and how many such calls the members made before, so it needs
+    /// no communication and the other ranks need not take part.
+    pub fn group_context(&self, group: &[u32], tag: u64) -> u64 {
+        let n = {
+            let mut calls = self.group_calls.lock();
+            let n = calls.entry((group.to_vec(), tag)).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let g = group.iter().fold(mix(group.len() as u64), |h, &w| mix(h ^ w as u64));
+        let c = mix(self.context ^ mix(g ^ mix(tag.wrapping_add(0x5EED))) ^ mix(n));
         (c & !COLLECTIVE_BIT).max(SELF_CONTEXT + 1)
     }
 
@@ -190,37 +216,9 @@ impl Comm {
     }
 
     /// Blocking exchange of one small byte string with every member (used to
-    /// build communicators). Runs on the collective context.
+    /// build communicators): an allgather, numbered like every collective.
     pub fn allgather_bytes(&self, data: Bytes, timeout: Option<Duration>) -> Result<Vec<Bytes>> {
-        let coll = self.internal();
-        let n = self.size() as i64;
-        let me = self.rank as i64;
-        let mut sends = Vec::new();
-        for peer in 0..n {
-            if peer != me {
-                sends.push(coll.isend(peer, 0, vec![data.clone()], vec![], false)?);
-            }
-        }
-        let mut out = vec![Bytes::new(); n as usize];
-        out[me as usize] = data;
-        for peer in 0..n {
-            if peer == me {
-                continue;
-            }
-            let (_, c) = coll.irecv(peer, 0)?;
-            out[peer as usize] = match wait_outcome(&c, timeout)? {
-                Outcome::Received { payload, .. } => {
-                    let mut v = vec![0u8; payload.len()];
-                    payload.copy_to(&mut v);
-                    Bytes::from(v)
-                }
-                _ => return err(ErrorClass::Intern, "receive completed without a message"),
-            };
-        }
-        for s in sends {
-            wait_outcome(&s, timeout)?;
-        }
-        Ok(out)
+        self.collective(crate::mpi::collective::Call::Allgather { data }, None, None, timeout)
     }
 }
 

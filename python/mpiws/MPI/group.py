@@ -1,0 +1,120 @@
+"""``MPI.Group``: an ordered set of the domain's processes (world ranks)."""
+
+from .exception import ERR_ARG, ERR_GROUP, ERR_RANK, Exception as MPIException
+from .status import UNDEFINED
+
+PROC_NULL = -1
+IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
+
+
+class Group:
+    __slots__ = ("_ranks", "_me")
+
+    def __init__(self, ranks=(), me=None):
+        self._ranks = tuple(ranks)
+        self._me = me  # the calling process's world rank
+
+    def Get_size(self):
+        return len(self._ranks)
+
+    def Get_rank(self):
+        try:
+            return self._ranks.index(self._me)
+        except ValueError:
+            return UNDEFINED
+
+    @property
+    def size(self):
+        return self.Get_size()
+
+    @property
+    def rank(self):
+        return self.Get_rank()
+
+    def _checked(self, ranks):
+        ranks = list(ranks)
+        for r in ranks:
+            if not isinstance(r, int) or not 0 <= r < len(self._ranks):
+                raise MPIException(ERR_RANK, f"rank {r} is not in a group of {len(self._ranks)}")
+        if len(set(ranks)) != len(ranks):
+            raise MPIException(ERR_RANK, f"ranks repeat: {ranks}")
+        return ranks
+
+    def Incl(self, ranks):
+        return Group([self._ranks[r] for r in self._checked(ranks)], self._me)
+
+    def Excl(self, ranks):
+        out = set(self._checked(ranks))
+        return Group([w for r, w in enumerate(self._ranks) if r not in out], self._me)
+
+    def Range_incl(self, ranks):
+        return self.Incl([r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)])
+
+    def Range_excl(self, ranks):
+        return self.Excl([r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)])
+
+    def Translate_ranks(self, ranks=None, group=None):
+        """The rank in ``group`` of each of ``ranks`` (of this group); UNDEFINED
+        where a process is not in ``group``. Without ``group``: world ranks."""
+        ranks = range(len(self._ranks)) if ranks is None else ranks
+        out = []
+        for r in ranks:
+            if r == PROC_NULL:
+                out.append(PROC_NULL)
+                continue
+            w = self._ranks[self._checked([r])[0]]
+            if group is None:
+                out.append(w)
+            else:
+                out.append(group._ranks.index(w) if w in group._ranks else UNDEFINED)
+        return out
+
+    def Compare(self, group):
+        if self._ranks == group._ranks:
+            return IDENT
+        if sorted(self._ranks) == sorted(group._ranks):
+            return SIMILAR
+        return UNEQUAL
+
+    @classmethod
+    def Union(cls, group1, group2):
+        return cls(group1._ranks + tuple(w for w in group2._ranks if w not in group1._ranks), group1._me)
+
+    @classmethod
+    def Intersection(cls, group1, group2):
+        return cls([w for w in group1._ranks if w in group2._ranks], group1._me)
+
+    @classmethod
+    def Difference(cls, group1, group2):
+        return cls([w for w in group1._ranks if w not in group2._ranks], group1._me)
+
+    def Dup(self):
+        return Group(self._ranks, self._me)
+
+    def Free(self):
+        pass
+
+    def __eq__(self, other):
+        return isinstance(other, Group) and self._ranks == other._ranks
+
+    def __hash__(self):
+        return hash(self._ranks)
+
+    def __repr__(self):
+        return f"<Group {list(self._ranks)}>"
+
+
+GROUP_EMPTY = Group(())
+GROUP_NULL = Group(())
+
+
+def members_of(group, parent_ranks):
+    """``group``'s world ranks, which must all belong to the parent communicator."""
+    if not isinstance(group, Group):
+        raise TypeError(f"expected an MPI.Group, got {type(group).__name__}")
+    missing = [w for w in group._ranks if w not in parent_ranks]
+    if missing:
+        raise MPIException(ERR_GROUP, f"processes {missing} are not in the communicator")
+    if not group._ranks:
+        raise MPIException(ERR_ARG, "empty group")
+    return list(group._ranks)

@@ -209,3 +209,31 @@ fn concurrent_nonblocking_collectives_do_not_interfere() {
         assert_eq!(b, (0..4).map(|r| block(r, 9)).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn binomial_broadcast_is_forwarded_by_endpoints_before_their_application_calls_it() {
+    // Root 0 of 4: 0 -> 2 -> 3 and 0 -> 1. Rank 2's application only joins
+    // the broadcast after rank 3 has seen the message arrive: so its
+    // endpoint must have forwarded it on its own.
+    let seen = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let out = on_ranks(4, move |c| {
+        let data = Bytes::from_static(b"forwarded before asked");
+        if c.rank == 3 {
+            let found = c.internal().probe(mpiws_core::mpi::ANY_SOURCE, mpiws_core::mpi::ANY_TAG, Some(Duration::from_secs(10)));
+            let (lock, cv) = &*seen;
+            *lock.lock().unwrap() = true;
+            cv.notify_all();
+            assert!(matches!(found, Ok(Some((2, _, _)))), "rank 3 got nothing from rank 2's endpoint: {:?}", found.map(|f| f.map(|x| x.0)));
+        }
+        if c.rank == 2 {
+            let (lock, cv) = &*seen;
+            let mut s = lock.lock().unwrap();
+            while !*s {
+                s = cv.wait(s).unwrap();
+            }
+        }
+        let mine = (c.rank == 0).then(|| data.clone());
+        c.collective(Call::Bcast { root: 0, data: mine, len: None }, Some("binomial"), None, T).unwrap()
+    });
+    assert!(out.iter().all(|b| b[0] == Bytes::from_static(b"forwarded before asked")));
+}

@@ -15,6 +15,7 @@ pub const H_TAG: &str = "mpiws-tag";
 pub const H_SEQ: &str = "mpiws-seq";
 pub const H_SYNC: &str = "mpiws-sync";
 pub const H_PARTS: &str = "mpiws-parts";
+pub const H_FORWARD: &str = "mpiws-forward";
 
 /// Context of COMM_WORLD: the default when a store names none.
 pub const WORLD_CONTEXT: u64 = 1;
@@ -38,6 +39,10 @@ pub struct Envelope {
     /// Lengths of the logical parts of the body (pickled object + out-of-band
     /// buffers); empty means one part.
     pub parts: Vec<u64>,
+    /// A broadcast tree to pass the message on in: the world ranks of the
+    /// receiver's subtree, the receiver first. Its endpoint forwards the
+    /// message to the subtrees at once, whatever its application is doing.
+    pub forward: Vec<u32>,
 }
 
 /// The payload as it came off the wire: chunks are kept, never concatenated.
@@ -167,7 +172,14 @@ impl Envelope {
                 return err(ErrorClass::Arg, format!("header {H_PARTS} does not add up to the body length {len}"));
             }
         }
-        Ok(Envelope { source, context, tag, seq, sync, parts })
+        let forward = match header(h, H_FORWARD)? {
+            None | Some("") => Vec::new(),
+            Some(v) => v
+                .split(',')
+                .map(|p| parse::<u32>(H_FORWARD, p.trim()))
+                .collect::<Result<Vec<u32>>>()?,
+        };
+        Ok(Envelope { source, context, tag, seq, sync, parts, forward })
     }
 
     /// The headers that carry this envelope.
@@ -186,6 +198,10 @@ impl Envelope {
         if !self.parts.is_empty() {
             let p: Vec<String> = self.parts.iter().map(|p| p.to_string()).collect();
             v.push((H_PARTS, p.join(",")));
+        }
+        if !self.forward.is_empty() {
+            let f: Vec<String> = self.forward.iter().map(|w| w.to_string()).collect();
+            v.push((H_FORWARD, f.join(",")));
         }
         v
     }
@@ -206,7 +222,7 @@ mod tests {
 
     #[test]
     fn envelope_round_trips_through_headers() {
-        let e = Envelope { source: 3, context: 77, tag: 9, seq: Some(12), sync: true, parts: vec![4, 6] };
+        let e = Envelope { source: 3, context: 77, tag: 9, seq: Some(12), sync: true, parts: vec![4, 6], forward: vec![5, 6, 7] };
         let mut h = HeaderMap::new();
         for (k, v) in e.to_headers() {
             h.insert(k, HeaderValue::from_str(&v).unwrap());
@@ -247,8 +263,9 @@ mod tests {
 // frames one way and acknowledgement frames the other. Little-endian.
 //
 // message: kind=1 u8, flags u8 (1=sync, 2=has seq), 0 u16, tag i32,
-//          context u64, seq u64, length u64, nparts u32, 0 u32,
-//          nparts x u64 part lengths, then `length` payload bytes.
+//          context u64, seq u64, length u64, nparts u32, nforward u32,
+//          nparts x u64 part lengths, nforward x u32 world ranks (the
+//          broadcast subtree to forward to), then `length` payload bytes.
 // ack request: kind=5 u8, then 39 zero bytes (answered by a stored ack).
 // ack:     kind u8 (2=stored, 3=matched, 4=error), 0 u8 x3, class i32,
 //          seq u64, text length u32, 0 u32, then the error text (UTF-8).
@@ -268,7 +285,7 @@ pub const MAX_PARTS: u32 = 1 << 16;
 
 /// Header (and part table) of a message frame; the payload follows it.
 pub fn encode_message(env: &Envelope, length: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(MSG_HEADER + 8 * env.parts.len());
+    let mut h = Vec::with_capacity(MSG_HEADER + 8 * env.parts.len() + 4 * env.forward.len());
     let flags = if env.sync { FLAG_SYNC } else { 0 } | if env.seq.is_some() { FLAG_SEQ } else { 0 };
     h.extend_from_slice(&[KIND_MESSAGE, flags, 0, 0]);
     h.extend_from_slice(&env.tag.to_le_bytes());
@@ -276,9 +293,12 @@ pub fn encode_message(env: &Envelope, length: u64) -> Vec<u8> {
     h.extend_from_slice(&env.seq.unwrap_or(0).to_le_bytes());
     h.extend_from_slice(&length.to_le_bytes());
     h.extend_from_slice(&(env.parts.len() as u32).to_le_bytes());
-    h.extend_from_slice(&0u32.to_le_bytes());
+    h.extend_from_slice(&(env.forward.len() as u32).to_le_bytes());
     for p in &env.parts {
         h.extend_from_slice(&p.to_le_bytes());
+    }
+    for w in &env.forward {
+        h.extend_from_slice(&w.to_le_bytes());
     }
     h
 }
@@ -291,9 +311,9 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// The fixed part of a message frame: (envelope without parts, payload
-/// length, number of parts to read next).
-pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envelope, u64, u32)> {
+/// The fixed part of a message frame: (envelope without parts and forward
+/// list, payload length, number of parts, number of forward ranks to read next).
+pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envelope, u64, u32, u32)> {
     if h[0] != KIND_MESSAGE {
         return err(ErrorClass::Arg, format!("stream: expected a message frame, got kind {}", h[0]));
     }
@@ -301,9 +321,9 @@ pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envel
     if tag < 0 {
         return err(ErrorClass::Tag, format!("invalid tag {tag}"));
     }
-    let nparts = u32_at(h, 32);
-    if nparts > MAX_PARTS {
-        return err(ErrorClass::Arg, format!("stream: {nparts} parts in one message"));
+    let (nparts, nforward) = (u32_at(h, 32), u32_at(h, 36));
+    if nparts > MAX_PARTS || nforward > MAX_PARTS {
+        return err(ErrorClass::Arg, format!("stream: {nparts} parts, {nforward} forward ranks in one message"));
     }
     let env = Envelope {
         source,
@@ -312,8 +332,9 @@ pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envel
         seq: if h[1] & FLAG_SEQ != 0 { Some(u64_at(h, 16)) } else { None },
         sync: h[1] & FLAG_SYNC != 0,
         parts: Vec::new(),
+        forward: Vec::new(),
     };
-    Ok((env, u64_at(h, 24), nparts))
+    Ok((env, u64_at(h, 24), nparts, nforward))
 }
 
 /// A frame asking the receiver to acknowledge what it has stored so far.
@@ -321,6 +342,10 @@ pub fn encode_ack_request() -> [u8; MSG_HEADER] {
     let mut h = [0u8; MSG_HEADER];
     h[0] = KIND_ACK_REQUEST;
     h
+}
+
+pub fn decode_ranks(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 pub fn decode_parts(b: &[u8]) -> Vec<u64> {
@@ -349,13 +374,14 @@ mod stream_frame_tests {
 
     #[test]
     fn message_frames_round_trip() {
-        let env = Envelope { source: 4, context: 99, tag: 7, seq: Some(31), sync: true, parts: vec![3, 5] };
+        let env = Envelope { source: 4, context: 99, tag: 7, seq: Some(31), sync: true, parts: vec![3, 5], forward: vec![4, 9, 2] };
         let h = encode_message(&env, 8);
-        assert_eq!(h.len(), MSG_HEADER + 16);
+        assert_eq!(h.len(), MSG_HEADER + 16 + 12);
         let fixed: [u8; MSG_HEADER] = h[..MSG_HEADER].try_into().unwrap();
-        let (mut got, len, nparts) = decode_message_header(&fixed, 4).unwrap();
-        got.parts = decode_parts(&h[MSG_HEADER..]);
-        assert_eq!((got, len, nparts), (env, 8, 2));
+        let (mut got, len, nparts, nforward) = decode_message_header(&fixed, 4).unwrap();
+        got.parts = decode_parts(&h[MSG_HEADER..MSG_HEADER + 16]);
+        got.forward = decode_ranks(&h[MSG_HEADER + 16..]);
+        assert_eq!((got, len, nparts, nforward), (env, 8, 2, 3));
     }
 
     #[test]

@@ -221,7 +221,7 @@ mod tests {
     use bytes::Bytes;
 
     fn msg(source: u32, tag: i32, seq: Option<u64>, body: &'static str) -> Message {
-        let env = Envelope { source, context: 0, tag, seq, sync: false, parts: vec![] };
+        let env = Envelope { source, context: 0, tag, seq, sync: false, parts: vec![], forward: vec![] };
         Message::new(env, Payload::from_chunks(vec![Bytes::from_static(body.as_bytes())]))
     }
 
@@ -318,7 +318,7 @@ mod tests {
         let mut mb = Mailbox::new();
         mb.post(1, pat(Some(0), None));
         mb.post(2, pat(Some(0), None));
-        let env = |seq| Envelope { source: 0, context: 0, tag: 0, seq: Some(seq), sync: false, parts: vec![] };
+        let env = |seq| Envelope { source: 0, context: 0, tag: 0, seq: Some(seq), sync: false, parts: vec![], forward: vec![] };
         assert!(mb.claim(&env(1), |_| true).is_none(), "seq 0 has not arrived");
         assert!(mb.claim(&env(0), |_| false).is_none(), "refused by accept");
         filed(mb.arrive(msg(0, 0, Some(1), "second")));

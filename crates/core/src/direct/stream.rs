@@ -122,7 +122,7 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
             (unacked, unacked_bytes) = (0, 0);
             continue;
         }
-        let (mut env, len, nparts) = match frame::decode_message_header(&h, source) {
+        let (mut env, len, nparts, nforward) = match frame::decode_message_header(&h, source) {
             Ok(x) => x,
             Err(e) => {
                 let _ = write_ack(&writer, ACK_ERROR, 0, Some(&e));
@@ -130,11 +130,13 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
             }
         };
         let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
-        let mut table = vec![0u8; 8 * nparts as usize];
+        let mut table = vec![0u8; 8 * nparts as usize + 4 * nforward as usize];
         if r.read_exact(&mut table).is_err() {
             return;
         }
-        env.parts = frame::decode_parts(&table);
+        let (parts, forward) = table.split_at(8 * nparts as usize);
+        env.parts = frame::decode_parts(parts);
+        env.forward = frame::decode_ranks(forward);
         let bad = if len > max {
             Some(Error::new(ErrorClass::Count, format!("message of {len} bytes larger than this endpoint's limit of {max} bytes")))
         } else if !env.parts.is_empty() && env.parts.iter().sum::<u64>() != len {
@@ -147,7 +149,7 @@ fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, ma
             let _ = write_ack(&writer, ACK_ERROR, seq, Some(&e));
             return;
         }
-        if len as usize >= PLACE_FROM {
+        if len as usize >= PLACE_FROM && env.forward.is_empty() {
             if let Some((completion, mut buffer)) = instance.claim(&env, len as usize) {
                 // A receive is waiting with a big enough buffer: read into it.
                 if r.read_exact(&mut buffer.as_mut_slice()[..len as usize]).is_err() {

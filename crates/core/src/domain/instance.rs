@@ -95,6 +95,8 @@ pub struct Instance {
     channels: Vec<Mutex<Option<Channel>>>,
     /// Per peer: a failure of a send that had already completed.
     undelivered: Vec<Undelivered>,
+    /// Broadcast forwards still being written (checked by `flush`).
+    forwards: Mutex<Vec<(u32, Arc<Completion>)>>,
     transport: Arc<Transport>,
 }
 
@@ -128,6 +130,7 @@ impl Instance {
             in_flight: Arc::new(InFlight::default()),
             channels: (0..size).map(|_| Mutex::new(None)).collect(),
             undelivered: (0..size).map(|_| Undelivered::default()).collect(),
+            forwards: Mutex::new(Vec::new()),
             transport,
         })
     }
@@ -143,7 +146,17 @@ impl Instance {
     // ---- receiving -------------------------------------------------------
 
     /// File a message that arrived for this instance.
-    pub fn deliver(&self, msg: Message) -> Result<Delivered> {
+    pub fn deliver(self: &Arc<Self>, msg: Message) -> Result<Delivered> {
+        let tree = if msg.env.forward.is_empty() {
+            None
+        } else {
+            let list = &msg.env.forward;
+            if list[0] != self.rank() || list.len() > self.size() as usize || list.iter().any(|&w| w >= self.size()) {
+                let e = format!("invalid broadcast forward list {list:?} at rank {}", self.rank());
+                return Err(Error::new(ErrorClass::Arg, e));
+            }
+            Some((msg.env.clone(), msg.payload.clone()))
+        };
         let matched = {
             let mut inbox = self.inbox.lock();
             if let Some(e) = &inbox.closed {
@@ -158,7 +171,41 @@ impl Instance {
         for (w, m) in matched {
             Self::hand_over(&w.completion, m);
         }
+        if let Some((env, payload)) = tree {
+            self.forward(env, payload);
+        }
         Ok(Delivered::Filed)
+    }
+
+    /// Pass a broadcast message on down its tree: `env.forward` lists the
+    /// world ranks of this rank's binomial subtree, this rank first; the
+    /// subtree at offset m (a power of two) is `[m, 2m)`. Largest first.
+    fn forward(self: &Arc<Self>, env: Envelope, payload: Payload) {
+        let list = &env.forward;
+        let n = list.len();
+        let mut m = n.next_power_of_two() >> 1;
+        while m > 0 {
+            if m < n {
+                let sub = list[m..(2 * m).min(n)].to_vec();
+                let dest = sub[0];
+                let fwd = Envelope { source: self.rank(), seq: None, sync: false, forward: sub, ..env.clone() };
+                let c = self.send(dest, fwd, payload.chunks.clone());
+                let mut pending = self.forwards.lock();
+                pending.push((dest, c));
+                // Settle the finished ones: a failure is reported like any
+                // undelivered message, by the next send to that rank or flush.
+                pending.retain(|(dest, c)| {
+                    if !c.is_done() {
+                        return true;
+                    }
+                    if let Some(Err(e)) = c.take() {
+                        self.undelivered[*dest as usize].lock().get_or_insert(e);
+                    }
+                    false
+                });
+            }
+            m >>= 1;
+        }
     }
 
     /// A message from `source` with sequence number `seq` was refused by
@@ -341,7 +388,7 @@ impl Instance {
         Ok(link)
     }
 
-    fn send_to_self(&self, env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>) {
+    fn send_to_self(self: &Arc<Self>, env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>) {
         // Copy: the caller's buffers may be borrowed from Python objects, and
         // the mailbox must own what it keeps.
         let owned = chunks.iter().map(|b| Bytes::copy_from_slice(b)).collect();
@@ -379,6 +426,12 @@ impl Instance {
         for ch in &self.channels {
             if let Some(Channel::Stream(link)) = &*ch.lock() {
                 link.request_ack();
+            }
+        }
+        let forwards = std::mem::take(&mut *self.forwards.lock());
+        for (dest, c) in forwards {
+            if let Err(e) = crate::mpi::comm::wait_outcome(&c, timeout) {
+                return Err(undelivered(dest, e));
             }
         }
         let idle = self.in_flight.wait_idle(timeout);

@@ -148,6 +148,12 @@ impl Comm {
     /// Start a send to local rank `dest`. `parts` splits the chunks into
     /// logical parts (pickled object and its out-of-band buffers).
     pub fn isend(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<Arc<Completion>> {
+        self.isend_tree(dest, tag, chunks, parts, sync, Vec::new())
+    }
+
+    /// `isend`, with a broadcast subtree (world ranks, `dest` first) that the
+    /// receiving endpoint forwards the message down.
+    pub fn isend_tree(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool, forward: Vec<u32>) -> Result<Arc<Completion>> {
         let tag = Self::check_send_tag(tag)?;
         if dest == PROC_NULL {
             let c = Completion::new();
@@ -155,7 +161,7 @@ impl Comm {
             return Ok(c);
         }
         let world = self.world_rank(dest)?;
-        let env = Envelope { source: self.instance.rank(), context: self.context, tag, seq: None, sync, parts };
+        let env = Envelope { source: self.instance.rank(), context: self.context, tag, seq: None, sync, parts, forward };
         Ok(self.instance.send(world, env, chunks))
     }
 
@@ -181,7 +187,7 @@ impl Comm {
     pub fn irecv_into(&self, source: i64, tag: i64, buffer: Option<Box<dyn RecvBuffer>>) -> Result<(Option<RecvId>, Arc<Completion>)> {
         if source == PROC_NULL {
             let c = Completion::new();
-            let env = Envelope { source: u32::MAX, context: self.context, tag: -1, seq: None, sync: false, parts: vec![] };
+            let env = Envelope { source: u32::MAX, context: self.context, tag: -1, seq: None, sync: false, parts: vec![], forward: vec![] };
             c.complete(Ok(Outcome::Received { env, payload: Payload::default() }));
             return Ok((None, c));
         }

@@ -17,29 +17,21 @@ pub fn serial(s: &mut Schedule, root: u32, data: Option<Bytes>) -> Result<Bytes>
     Ok(d)
 }
 
-/// Receive from the parent in the binomial tree rooted at `root`, then send
-/// to the children, largest subtree first.
+/// Binomial tree, forwarded by the endpoints: the root sends to its children
+/// with their subtrees attached, and each rank's endpoint passes the message
+/// on as soon as it arrives, whether or not its application has reached the
+/// broadcast yet. Each rank then only receives from its parent.
 pub fn binomial(s: &mut Schedule, root: u32, data: Option<Bytes>) -> Result<Bytes> {
     let n = s.size;
+    if s.rank == root {
+        let d = data.unwrap_or_default();
+        let order: Vec<u32> = (0..n).map(|i| (root + i) % n).collect();
+        s.send_tree(&order, &[d.clone()])?;
+        return Ok(d);
+    }
     let vr = (s.rank + n - root) % n;
-    let mut data = data;
-    let mut mask = 1;
-    while mask < n {
-        if vr & mask != 0 {
-            data = Some(s.recv_one((vr - mask + root) % n)?);
-            break;
-        }
-        mask <<= 1;
-    }
-    let d = data.unwrap_or_default();
-    mask >>= 1;
-    while mask > 0 {
-        if vr + mask < n {
-            s.send((vr + mask + root) % n, &[d.clone()])?;
-        }
-        mask >>= 1;
-    }
-    Ok(d)
+    let parent = (vr - (vr & vr.wrapping_neg()) + root) % n;
+    s.recv_one(parent)
 }
 
 /// Van de Geijn: scatter the buffer in `n` pieces (binomial), then ring

@@ -172,7 +172,7 @@ impl Comm {
 /// A collective's result blocks as a receive's outcome (one part per block).
 pub fn outcome(blocks: Vec<Bytes>, context: u64) -> Outcome {
     let parts = blocks.iter().map(|b| b.len() as u64).collect();
-    let env = Envelope { source: u32::MAX, context, tag: -1, seq: None, sync: false, parts };
+    let env = Envelope { source: u32::MAX, context, tag: -1, seq: None, sync: false, parts, forward: vec![] };
     Outcome::Received { env, payload: Payload::from_chunks(blocks) }
 }
 

@@ -50,6 +50,27 @@ impl Schedule {
 
     /// Start sending `blocks` to local rank `dest`.
     pub fn send(&mut self, dest: u32, blocks: &[Bytes]) -> Result<()> {
+        self.send_forwarded(dest, blocks, Vec::new())
+    }
+
+    /// Start a broadcast of `blocks` down the binomial tree over `order`
+    /// (local ranks, this one first): each child's endpoint receives its
+    /// subtree's world ranks and forwards the message on arrival.
+    pub fn send_tree(&mut self, order: &[u32], blocks: &[Bytes]) -> Result<()> {
+        let group = self.comm.group.clone();
+        let world: Vec<u32> = order.iter().map(|&r| group[r as usize]).collect();
+        let n = world.len();
+        let mut m = n.next_power_of_two() >> 1;
+        while m > 0 {
+            if m < n {
+                self.send_forwarded(order[m], blocks, world[m..(2 * m).min(n)].to_vec())?;
+            }
+            m >>= 1;
+        }
+        Ok(())
+    }
+
+    fn send_forwarded(&mut self, dest: u32, blocks: &[Bytes], forward: Vec<u32>) -> Result<()> {
         let status = Bytes::from_static(if self.fault.is_some() { FAULTY } else { OK });
         let mut chunks = Vec::with_capacity(blocks.len() + 1);
         let mut parts = Vec::with_capacity(blocks.len() + 1);
@@ -59,7 +80,7 @@ impl Schedule {
             parts.push(b.len() as u64);
             chunks.push(b.clone());
         }
-        let c = self.comm.isend(dest as i64, self.tag, chunks, parts, false)?;
+        let c = self.comm.isend_tree(dest as i64, self.tag, chunks, parts, false, forward)?;
         self.sends.push(c);
         Ok(())
     }

@@ -5,6 +5,7 @@ uppercase methods move buffers. Both map onto the core's ``isend``/``irecv``.
 """
 
 import json
+import operator
 from urllib.parse import urlsplit
 
 from .. import binding
@@ -20,9 +21,11 @@ COMM_TYPE_SHARED = 1
 
 
 def _check_rank_arg(value, name):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    return value
+    """An int argument (bools count, as in mpi4py's C conversion)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
 
 
 class Comm(Collectives):
@@ -131,8 +134,8 @@ class Comm(Collectives):
     def Split(self, color=0, key=0):
         """Partition by ``color``, order each part by ``key`` (then rank)."""
         c = self._core
-        _check_rank_arg(color, "color")
-        _check_rank_arg(key, "key")
+        color = _check_rank_arg(color, "color")
+        key = _check_rank_arg(key, "key")
         if color < 0 and color != UNDEFINED:
             raise MPIException(ERR_ARG, f"invalid color {color}")
         entries = [json.loads(b) for b in c.allgather_bytes(json.dumps([color, key]).encode())]

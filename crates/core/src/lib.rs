@@ -13,7 +13,10 @@
 //!   [`domain::Binding`] (domain id, rank, endpoint list, token) and the
 //!   [`domain::Instance`] it creates, which owns that rank's mailbox.
 //! - [`mpi`] — the **MPI operations**: a [`mpi::Comm`] is a context and a
-//!   group over an instance; point-to-point calls map to it one to one.
+//!   group over an instance; point-to-point calls map to it one to one;
+//!   [`mpi::collective`] runs collectives (one file per family of
+//!   algorithms) on a [`mpi::collective::Schedule`] of sends and receives,
+//!   with builtin reductions on typed buffers in [`mpi::collective::op`].
 //! - [`direct`] — the **direct-communication layer**: [`direct::frame`] is the
 //!   seam between HTTP and meaning (envelope headers + raw body),
 //!   [`direct::mailbox`] matches messages to receives in per-pair order,

@@ -10,7 +10,7 @@ pub struct Binding {
     pub domain: String,
     /// This instance's rank.
     pub rank: u32,
-    /// Endpoint URL of every rank, in rank order (rank i at endpoints[i]).
+    /// Endpoint URL of every rank, in rank order (rank i at `endpoints[i]`).
     pub endpoints: Vec<String>,
     /// Shared secret of the domain: every store and status request must carry it.
     pub token: String,

@@ -1,5 +1,7 @@
 """Services deployed on the tests' in-process endpoint."""
 
+import os
+
 import numpy as np
 
 from mpiws import MPI
@@ -44,6 +46,46 @@ def fail(comm, params):
 def array_sum(comm, params):
     a = np.arange(params["n"], dtype="d")
     return float(a.sum()) + comm.Get_rank()
+
+
+def whereami(comm):
+    """This rank's endpoint URL, network namespace and processor name."""
+    c = comm._core
+    return {
+        "rank": comm.Get_rank(),
+        "url": c.instance.endpoints[c.group[c.rank]],
+        "netns": os.readlink("/proc/self/ns/net"),
+        "host": MPI.Get_processor_name(),
+    }
+
+
+def multihost(comm, params):
+    """Used by test_multihost: report where this rank runs, pass identities and
+    a buffer of params['payload'] int32 values (all rank+1) round a ring, and
+    sendrecv with every other rank; return what arrived."""
+    me, n = comm.Get_rank(), comm.Get_size()
+    ident = whereami(comm)
+    right, left = (me + 1) % n, (me - 1) % n
+    # ring of pickled objects
+    req = comm.isend(ident, dest=right, tag=1)
+    ring_obj = comm.recv(source=left, tag=1)
+    req.wait()
+    # ring of raw buffers
+    out = np.full(params["payload"], me + 1, dtype="i4")
+    got = np.zeros(params["payload"] + 1, dtype="i4")
+    st = MPI.Status()
+    reqs = [comm.Isend(out, dest=right, tag=2)]
+    comm.Recv(got, source=left, tag=2, status=st)
+    MPI.Request.Waitall(reqs)
+    ring_buf = {"count": st.Get_count(MPI.INT), "source": st.source, "values": sorted(set(got[: params["payload"]].tolist())),
+                "sum": int(got.sum())}
+    # sendrecv between all pairs
+    pairs = {}
+    for step in range(1, n):
+        dest, src = (me + step) % n, (me - step) % n
+        pairs[str(src)] = comm.sendrecv({"from": me, "to": dest, "netns": ident["netns"], "url": ident["url"]},
+                                        dest=dest, sendtag=100 + step, source=src, recvtag=100 + step)
+    return {"me": ident, "ring_obj": ring_obj, "ring_buf": ring_buf, "pairs": pairs}
 
 
 ALL = {f.__name__: f for f in (recv_object, recv_raw, recv_many, exchange, block, fail, array_sum)}

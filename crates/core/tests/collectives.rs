@@ -27,7 +27,13 @@ fn on_ranks<R: Send + 'static>(n: u32, f: impl Fn(Comm) -> R + Send + Sync + 'st
             };
             let inst = eps[r as usize].create_instance(b, false).unwrap();
             let f = f.clone();
-            std::thread::spawn(move || f(Comm::world(inst)))
+            std::thread::spawn(move || {
+                let out = f(Comm::world(inst.clone()));
+                // End the instance: its streams close, their readers end.
+                inst.flush(T).unwrap();
+                inst.finish(serde_json::Value::Null);
+                out
+            })
         })
         .collect();
     let out = threads.into_iter().map(|t| t.join().unwrap()).collect();
@@ -65,7 +71,7 @@ fn allreduce_every_algorithm_every_size() {
                 let out = on_ranks(n, move |c| {
                     let op = Op::new("sum", "i8").unwrap();
                     let r = c.collective(Call::Allreduce { data: i64s(&vector(c.rank, len)), op }, Some(algo), None, T);
-                    to_i64s(&r.unwrap()[0])
+                    to_i64s(&r.unwrap_or_else(|e| panic!("allreduce {algo} n={n} len={len} rank {}: {e:?}", c.rank))[0])
                 });
                 let expect: Vec<i64> = (0..len).map(|i| (0..n).map(|r| vector(r, len)[i]).sum()).collect();
                 for (r, got) in out.iter().enumerate() {

@@ -90,7 +90,7 @@ impl Comm {
             None => None,
         };
         let (id, c) = self.inner.irecv_into(source, tag, buffer).py_err()?;
-        Ok(Request::recv(self.inner.clone(), c, id))
+        Ok(Request::recv(self.inner.clone(), c, id, source))
     }
 
     /// (source, tag, nbytes) of the next matching message, or None if none
@@ -139,7 +139,7 @@ impl Comm {
             c.complete(Ok(collective::outcome(blocks, self.inner.context)));
             c
         };
-        Ok(Request::recv(self.inner.clone(), c, None))
+        Ok(Request::recv(self.inner.clone(), c, None, mpiws_core::mpi::ANY_SOURCE))
     }
 
     /// Context for the next communicator derived from this one.

@@ -8,6 +8,7 @@ use mpiws_core::completion::{self, Completion, Outcome, RecvBuffer};
 use mpiws_core::direct::frame::Payload;
 use mpiws_core::direct::mailbox::RecvId;
 use mpiws_core::mpi::Comm as CoreComm;
+use mpiws_core::mpi::ANY_SOURCE;
 use mpiws_core::ErrorClass;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
@@ -42,6 +43,8 @@ pub struct Request {
     comm: CoreComm,
     completion: Arc<Completion>,
     recv_id: Option<RecvId>,
+    /// For a receive, the local rank it expects a message from (ANY_SOURCE: -2).
+    source: i64,
     /// Send buffers borrowed from Python: released when the request is.
     _keep: Vec<Bytes>,
     #[pyo3(get)]
@@ -50,11 +53,11 @@ pub struct Request {
 
 impl Request {
     pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>) -> Self {
-        Request { comm, completion, recv_id: None, _keep: keep, is_recv: false }
+        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false }
     }
 
-    pub fn recv(comm: CoreComm, completion: Arc<Completion>, recv_id: Option<RecvId>) -> Self {
-        Request { comm, completion, recv_id, _keep: Vec::new(), is_recv: true }
+    pub fn recv(comm: CoreComm, completion: Arc<Completion>, recv_id: Option<RecvId>, source: i64) -> Self {
+        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true }
     }
 }
 
@@ -66,8 +69,8 @@ impl Request {
         if self.completion.is_done() {
             return Ok(true);
         }
-        let c = self.completion.clone();
-        wait_in_slices(py, timeout, |slice| c.wait(Some(slice)))
+        let (c, comm, source) = (self.completion.clone(), self.comm.clone(), self.source);
+        wait_in_slices(py, timeout, |slice| comm.wait_recv(&c, source, Some(slice)))
     }
 
     fn done(&self) -> bool {

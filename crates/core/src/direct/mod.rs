@@ -1,9 +1,12 @@
 //! The direct-communication layer: instances talk to each other over HTTP.
 //! `frame` maps envelopes to headers (and stream frames), `mailbox` matches,
 //! `transport` sends stores to peers, `store` files what peers send, and
-//! `stream` is the faster channel an HTTP upgrade opens between two ranks.
+//! `stream` is the faster channel an HTTP upgrade opens between two ranks;
+//! `inbound` reads the streams that reach an instance (a progress thread, or
+//! the very thread waiting for the message).
 
 pub mod frame;
+pub mod inbound;
 pub mod mailbox;
 pub mod store;
 pub mod stream;

@@ -4,9 +4,9 @@
 //!
 //! Why: a store is a whole HTTP exchange handled by several tasks on each
 //! side; on one machine that costs ~4x the wire latency. On a stream the
-//! sender writes from its own thread and a reader thread on the receiver
-//! files each message directly, so a small message costs little more than
-//! the TCP hop. Everything else is unchanged: same envelope, sequence numbers,
+//! sender writes from its own thread and the receiver reads in the thread
+//! waiting for the message, or in its progress thread (`direct::inbound`),
+//! so a small message costs little more than the TCP hop. Everything else is unchanged: same envelope, sequence numbers,
 //! mailbox, acknowledgements (stored, and matched for synchronous sends).
 //! Where the upgrade is refused (a proxy, an old endpoint), stores are used.
 //!
@@ -25,16 +25,12 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use parking_lot::{Condvar, Mutex};
-use tokio::sync::oneshot;
 
 use crate::body::Chunks;
 use crate::completion::{Completion, Outcome};
-use crate::direct::frame::{self, Envelope, Payload, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED, MSG_HEADER};
-use crate::direct::mailbox::Message;
+use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
 use crate::direct::transport::error_from_response;
-use crate::domain::instance::Delivered;
-use crate::domain::Instance;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::runtime::runtime;
 use crate::service::reply::{error, Reply};
@@ -47,15 +43,10 @@ const COALESCE_UP_TO: usize = 64 * 1024;
 /// Messages above this size are written by a background thread, so that a
 /// non-blocking send returns at once.
 const BACKGROUND_FROM: usize = 1 << 20;
-/// A receiver acknowledges (cumulatively) after this many messages or bytes.
-const ACK_EVERY: u32 = 64;
-const ACK_BYTES: u64 = 4 << 20;
-/// Messages from this size are read straight into a waiting receive's buffer.
-const PLACE_FROM: usize = 64 * 1024;
 
 // ---- receiving side ----------------------------------------------------------
 
-/// Answer an upgrade request; the stream is served on its own thread.
+/// Answer an upgrade request; the stream is then read as `direct::inbound` says.
 pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, mut req: Request<Incoming>) -> Reply {
     let wants = req
         .headers()
@@ -81,13 +72,9 @@ pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, mut req: Request<In
             return;
         };
         let Ok(stream) = parts.io.into_inner().into_std() else { return };
-        if stream.set_nonblocking(false).is_err() {
-            return;
+        if let Ok(progress) = instance.progress() {
+            let _ = progress.add(&instance, source, stream, parts.read_buf, max);
         }
-        let pre = parts.read_buf;
-        let _ = std::thread::Builder::new()
-            .name(format!("mpiws-stream-{source}"))
-            .spawn(move || serve(instance, source, stream, pre, max));
     });
     Response::builder()
         .status(StatusCode::SWITCHING_PROTOCOLS)
@@ -95,124 +82,6 @@ pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, mut req: Request<In
         .header(http::header::UPGRADE, PROTOCOL)
         .body(Chunks::empty())
         .expect("valid response")
-}
-
-fn write_ack(w: &Mutex<TcpStream>, kind: u8, seq: u64, e: Option<&Error>) -> std::io::Result<()> {
-    let (class, text) = e.map_or((0, ""), |e| (e.class.code(), e.message.as_str()));
-    w.lock().write_all(&frame::encode_ack(kind, seq, class, text))
-}
-
-/// Read message frames until the peer closes and file each. Acknowledgements
-/// are cumulative and lazy: every `ACK_EVERY` messages or `ACK_BYTES` bytes,
-/// or when asked; errors and matches (synchronous sends) are told at once.
-fn serve(instance: Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, max: u64) {
-    let Ok(w) = stream.try_clone() else { return };
-    let writer = Arc::new(Mutex::new(w));
-    let mut r = BufReader::with_capacity(COALESCE_UP_TO, std::io::Cursor::new(pre).chain(stream));
-    let (mut stored, mut unacked, mut unacked_bytes) = (0u64, 0u32, 0u64);
-    loop {
-        let mut h = [0u8; MSG_HEADER];
-        if r.read_exact(&mut h).is_err() {
-            return; // closed
-        }
-        if h[0] == frame::KIND_ACK_REQUEST {
-            if write_ack(&writer, ACK_STORED, stored, None).is_err() {
-                return;
-            }
-            (unacked, unacked_bytes) = (0, 0);
-            continue;
-        }
-        let (mut env, len, nparts, nforward) = match frame::decode_message_header(&h, source) {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = write_ack(&writer, ACK_ERROR, 0, Some(&e));
-                return; // out of step with the peer: only closing is safe
-            }
-        };
-        let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
-        let mut table = vec![0u8; 8 * nparts as usize + 4 * nforward as usize];
-        if r.read_exact(&mut table).is_err() {
-            return;
-        }
-        let (parts, forward) = table.split_at(8 * nparts as usize);
-        env.parts = frame::decode_parts(parts);
-        env.forward = frame::decode_ranks(forward);
-        let bad = if len > max {
-            Some(Error::new(ErrorClass::Count, format!("message of {len} bytes larger than this endpoint's limit of {max} bytes")))
-        } else if !env.parts.is_empty() && env.parts.iter().sum::<u64>() != len {
-            Some(Error::new(ErrorClass::Arg, "part lengths do not add up to the message length"))
-        } else {
-            None
-        };
-        if let Some(e) = bad {
-            instance.skip(source, env.seq);
-            let _ = write_ack(&writer, ACK_ERROR, seq, Some(&e));
-            return;
-        }
-        if len as usize >= PLACE_FROM && env.forward.is_empty() {
-            if let Some((completion, mut buffer)) = instance.claim(&env, len as usize) {
-                // A receive is waiting with a big enough buffer: read into it.
-                if r.read_exact(&mut buffer.as_mut_slice()[..len as usize]).is_err() {
-                    completion.complete(Err(Error::new(ErrorClass::ProcFailed, format!("message from rank {source} cut off"))));
-                    return;
-                }
-                completion.complete(Ok(Outcome::Placed { env, len: len as usize, buffer }));
-                (stored, unacked, unacked_bytes) = (stored.max(seq), unacked + 1, unacked_bytes + len);
-                let told = if sync {
-                    write_ack(&writer, ACK_MATCHED, seq, None)
-                } else if unacked >= ACK_EVERY || unacked_bytes >= ACK_BYTES {
-                    (unacked, unacked_bytes) = (0, 0);
-                    write_ack(&writer, ACK_STORED, stored, None)
-                } else {
-                    Ok(())
-                };
-                if told.is_err() {
-                    return;
-                }
-                continue;
-            }
-        }
-        let mut data = Vec::with_capacity(len as usize);
-        match (&mut r).take(len).read_to_end(&mut data) {
-            Ok(n) if n as u64 == len => {}
-            _ => return, // cut off: the sender sees the connection drop
-        }
-        let mut msg = Message::new(env, Payload::from_chunks(vec![Bytes::from(data)]));
-        let matched = if msg.env.sync {
-            let (tx, rx) = oneshot::channel();
-            msg.on_match = Some(tx);
-            Some(rx)
-        } else {
-            None
-        };
-        let told = match instance.deliver(msg) {
-            Err(e) => write_ack(&writer, ACK_ERROR, seq, Some(&e)),
-            Ok(delivered) => {
-                // Filed, or a duplicate (filed before): stored either way; only
-                // the first copy's match is waited for.
-                (stored, unacked, unacked_bytes) = (stored.max(seq), unacked + 1, unacked_bytes + len);
-                if let Some(rx) = matched.filter(|_| matches!(delivered, Delivered::Filed)) {
-                    let writer = writer.clone();
-                    runtime().spawn(async move {
-                        let ended = Error::new(ErrorClass::ProcFailed, "the receiving instance ended before it received the message");
-                        let _ = match rx.await {
-                            Ok(()) => write_ack(&writer, ACK_MATCHED, seq, None),
-                            Err(_) => write_ack(&writer, ACK_ERROR, seq, Some(&ended)),
-                        };
-                    });
-                }
-                if unacked >= ACK_EVERY || unacked_bytes >= ACK_BYTES {
-                    (unacked, unacked_bytes) = (0, 0);
-                    write_ack(&writer, ACK_STORED, stored, None)
-                } else {
-                    Ok(())
-                }
-            }
-        };
-        if told.is_err() {
-            return;
-        }
-    }
 }
 
 // ---- sending side ------------------------------------------------------------

@@ -14,6 +14,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::completion::{Completion, Outcome, RecvBuffer};
 use crate::direct::frame::{Envelope, Payload};
+use crate::direct::inbound::Progress;
 use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
 use crate::direct::stream::{InFlight, Link, Undelivered};
 use crate::direct::transport::Transport;
@@ -95,10 +96,15 @@ pub struct Instance {
     channels: Vec<Mutex<Option<Channel>>>,
     /// Per peer: a failure of a send that had already completed.
     undelivered: Vec<Undelivered>,
+    /// Reads the streams peers open to this instance (started on the first).
+    progress: Mutex<Option<Arc<Progress>>>,
     /// Broadcast forwards still being written (checked by `flush`).
     forwards: Mutex<Vec<(u32, Arc<Completion>)>>,
     transport: Arc<Transport>,
 }
+
+/// How often a flush asks its streams again for acknowledgements.
+const REASK: Duration = Duration::from_millis(50);
 
 fn undelivered(dest: u32, e: Error) -> Error {
     Error::new(e.class, format!("a message to rank {dest} was not delivered: {}", e.message))
@@ -131,6 +137,7 @@ impl Instance {
             channels: (0..size).map(|_| Mutex::new(None)).collect(),
             undelivered: (0..size).map(|_| Undelivered::default()).collect(),
             forwards: Mutex::new(Vec::new()),
+            progress: Mutex::new(None),
             transport,
         })
     }
@@ -167,12 +174,14 @@ impl Instance {
                 Arrival::Filed(matched) => Self::take_waiting(&mut inbox, matched),
             }
         };
+        // Forward first: once a receive has the message its application may
+        // run ahead and end, and the forwards must already be on their way.
+        if let Some((env, payload)) = tree {
+            self.forward(env, payload);
+        }
         self.arrived.notify_all();
         for (w, m) in matched {
             Self::hand_over(&w.completion, m);
-        }
-        if let Some((env, payload)) = tree {
-            self.forward(env, payload);
         }
         Ok(Delivered::Filed)
     }
@@ -220,6 +229,28 @@ impl Instance {
         self.arrived.notify_all();
         for (w, m) in matched {
             Self::hand_over(&w.completion, m);
+        }
+    }
+
+    /// The reader of this instance's incoming streams (started on first use).
+    pub fn progress(&self) -> std::io::Result<Arc<Progress>> {
+        let mut p = self.progress.lock();
+        if let Some(p) = &*p {
+            return Ok(p.clone());
+        }
+        let started = Progress::start()?;
+        *p = Some(started.clone());
+        Ok(started)
+    }
+
+    /// Wait up to `timeout` for a receive's completion; with the world rank
+    /// it expects a message from, read that peer's stream in this thread
+    /// while waiting (see `direct::inbound`). True once done.
+    pub fn wait_for(&self, c: &Completion, source: Option<u32>, timeout: Option<Duration>) -> bool {
+        let progress = self.progress.lock().clone();
+        match (source, progress) {
+            (Some(s), Some(p)) if !c.is_done() => p.wait_for(c, s, timeout),
+            _ => c.wait(timeout),
         }
     }
 
@@ -423,18 +454,30 @@ impl Instance {
     /// Wait until every send is acknowledged or failed, up to `timeout`:
     /// Ok(false) if it passed first; Err if a completed send was not delivered.
     pub fn flush(&self, timeout: Option<Duration>) -> Result<bool> {
-        for ch in &self.channels {
-            if let Some(Channel::Stream(link)) = &*ch.lock() {
-                link.request_ack();
-            }
-        }
         let forwards = std::mem::take(&mut *self.forwards.lock());
         for (dest, c) in forwards {
             if let Err(e) = crate::mpi::comm::wait_outcome(&c, timeout) {
                 return Err(undelivered(dest, e));
             }
         }
-        let idle = self.in_flight.wait_idle(timeout);
+        // Ask again now and then: a send may start (a broadcast forward, on a
+        // new stream) after an ask went out.
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let idle = loop {
+            for ch in &self.channels {
+                if let Some(Channel::Stream(link)) = &*ch.lock() {
+                    link.request_ack();
+                }
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let slice = left.map_or(REASK, |l| l.min(REASK));
+            if self.in_flight.wait_idle(Some(slice)) {
+                break true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break false;
+            }
+        };
         for (dest, u) in self.undelivered.iter().enumerate() {
             if let Some(e) = u.lock().take() {
                 return Err(undelivered(dest as u32, e));
@@ -512,6 +555,9 @@ impl Instance {
             if let Some(Channel::Stream(link)) = ch.lock().take() {
                 link.close();
             }
+        }
+        if let Some(p) = self.progress.lock().take() {
+            p.stop();
         }
     }
 }

@@ -195,6 +195,21 @@ impl Comm {
         Ok((Some(id), c))
     }
 
+    /// Wait up to `timeout` for a receive posted for local rank `source`
+    /// (reading that peer's stream in this thread meanwhile); true once done.
+    pub fn wait_recv(&self, c: &Completion, source: i64, timeout: Option<Duration>) -> bool {
+        let world = (source >= 0).then(|| self.world_rank(source).ok()).flatten();
+        self.instance.wait_for(c, world, timeout)
+    }
+
+    /// `wait_recv`, then the outcome (a timeout is an error).
+    pub fn recv_outcome(&self, c: &Completion, source: i64, timeout: Option<Duration>) -> Result<Outcome> {
+        if !self.wait_recv(c, source, timeout) {
+            return Err(Error::new(ErrorClass::Timeout, format!("receive did not complete within {timeout:?}")));
+        }
+        c.take().unwrap_or_else(|| err(ErrorClass::Request, "request already completed"))
+    }
+
     pub fn cancel_recv(&self, id: RecvId) -> bool {
         self.instance.cancel_recv(id)
     }

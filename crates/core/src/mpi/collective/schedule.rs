@@ -88,7 +88,7 @@ impl Schedule {
     /// Receive the blocks local rank `source` sends.
     pub fn recv(&mut self, source: u32) -> Result<Vec<Bytes>> {
         let (_, c) = self.comm.irecv(source as i64, self.tag)?;
-        let Outcome::Received { env, payload } = wait_outcome(&c, self.timeout)? else {
+        let Outcome::Received { env, payload } = self.comm.recv_outcome(&c, source as i64, self.timeout)? else {
             return err(ErrorClass::Intern, "collective receive completed without a message");
         };
         let mut blocks = payload.into_parts(&env.parts);

@@ -1,0 +1,369 @@
+//! Reading the streams peers opened to an instance: who reads, and how.
+//!
+//! Each incoming stream has a [`Reader`] (its framing state) behind a lock:
+//! whoever holds the lock reads. Normally that is the instance's progress
+//! thread, which waits on all of its streams at once (one epoll/kqueue) and
+//! files whatever arrives. But a thread waiting for a message from one peer
+//! takes that peer's reader and reads the stream itself ([`Inbound::wait_for`]),
+//! so the message reaches it without first waking the progress thread and
+//! then being handed over — two thread wake-ups saved per message, which on
+//! a small or shared machine is most of a message's latency.
+//!
+//! The progress thread is kept off a stream while a waiter reads it: its
+//! poller registration is one-shot, and the waiter disarms it on taking the
+//! reader and re-arms it after letting go (whoever held a reader re-arms it
+//! after releasing, so readiness is never lost).
+
+use std::collections::HashMap;
+use std::io::{BufReader, Chain, Cursor, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use polling::{Event, Events, Poller};
+use tokio::sync::oneshot;
+
+use crate::completion::{Completion, Outcome};
+use crate::direct::frame::{self, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED, MSG_HEADER};
+use crate::direct::mailbox::Message;
+use crate::domain::instance::Delivered;
+use crate::domain::Instance;
+use crate::error::{Error, ErrorClass};
+use crate::runtime::runtime;
+
+/// Read buffer size; small messages are read many at a time.
+const BUFFER: usize = 64 * 1024;
+/// A receiver acknowledges (cumulatively) after this many messages or bytes.
+const ACK_EVERY: u32 = 64;
+const ACK_BYTES: u64 = 4 << 20;
+/// Messages from this size are read straight into a waiting receive's buffer.
+const PLACE_FROM: usize = 64 * 1024;
+/// A waiter reading a stream looks up from it at least this often (to see a
+/// completion that came another way, or its deadline).
+const WAITER_SLICE: Duration = Duration::from_millis(10);
+
+fn write_ack(w: &Mutex<TcpStream>, kind: u8, seq: u64, e: Option<&Error>) -> std::io::Result<()> {
+    let (class, text) = e.map_or((0, ""), |e| (e.class.code(), e.message.as_str()));
+    w.lock().write_all(&frame::encode_ack(kind, seq, class, text))
+}
+
+/// The framing state of one incoming stream.
+pub struct Reader {
+    instance: Weak<Instance>,
+    source: u32,
+    max: u64,
+    r: BufReader<Chain<Cursor<Bytes>, TcpStream>>,
+    writer: Arc<Mutex<TcpStream>>,
+    stored: u64,
+    unacked: u32,
+    unacked_bytes: u64,
+}
+
+impl Reader {
+    /// Whether a frame can be read without waiting for the network.
+    fn buffered(&self) -> bool {
+        let (pre, _) = self.r.get_ref().get_ref();
+        !self.r.buffer().is_empty() || (pre.position() as usize) < pre.get_ref().len()
+    }
+
+    fn stored(&mut self, seq: u64, len: u64) {
+        self.stored = self.stored.max(seq);
+        self.unacked += 1;
+        self.unacked_bytes += len;
+    }
+
+    /// The lazy cumulative acknowledgement, when it is due.
+    fn ack_if_due(&mut self) -> std::io::Result<()> {
+        if self.unacked >= ACK_EVERY || self.unacked_bytes >= ACK_BYTES {
+            (self.unacked, self.unacked_bytes) = (0, 0);
+            write_ack(&self.writer, ACK_STORED, self.stored, None)?;
+        }
+        Ok(())
+    }
+
+    /// Read one frame (waiting for it if need be) and file it. False once
+    /// the stream is closed or out of step (then only closing is safe).
+    /// Acknowledgements are cumulative and lazy: every `ACK_EVERY` messages
+    /// or `ACK_BYTES` bytes, or when asked; errors and matches (synchronous
+    /// sends) are told at once.
+    fn step(&mut self) -> bool {
+        let Some(instance) = self.instance.upgrade() else { return false };
+        let mut h = [0u8; MSG_HEADER];
+        if self.r.read_exact(&mut h).is_err() {
+            return false;
+        }
+        if h[0] == frame::KIND_ACK_REQUEST {
+            (self.unacked, self.unacked_bytes) = (0, 0);
+            return write_ack(&self.writer, ACK_STORED, self.stored, None).is_ok();
+        }
+        let (mut env, len, nparts, nforward) = match frame::decode_message_header(&h, self.source) {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = write_ack(&self.writer, ACK_ERROR, 0, Some(&e));
+                return false;
+            }
+        };
+        let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
+        let mut table = vec![0u8; 8 * nparts as usize + 4 * nforward as usize];
+        if self.r.read_exact(&mut table).is_err() {
+            return false;
+        }
+        let (parts, forward) = table.split_at(8 * nparts as usize);
+        env.parts = frame::decode_parts(parts);
+        env.forward = frame::decode_ranks(forward);
+        let bad = if len > self.max {
+            Some(Error::new(ErrorClass::Count, format!("message of {len} bytes larger than this endpoint's limit of {} bytes", self.max)))
+        } else if !env.parts.is_empty() && env.parts.iter().sum::<u64>() != len {
+            Some(Error::new(ErrorClass::Arg, "part lengths do not add up to the message length"))
+        } else {
+            None
+        };
+        if let Some(e) = bad {
+            instance.skip(self.source, env.seq);
+            let _ = write_ack(&self.writer, ACK_ERROR, seq, Some(&e));
+            return false;
+        }
+        if len as usize >= PLACE_FROM && env.forward.is_empty() {
+            if let Some((completion, mut buffer)) = instance.claim(&env, len as usize) {
+                // A receive is waiting with a big enough buffer: read into it.
+                if self.r.read_exact(&mut buffer.as_mut_slice()[..len as usize]).is_err() {
+                    let cut = Error::new(ErrorClass::ProcFailed, format!("message from rank {} cut off", self.source));
+                    completion.complete(Err(cut));
+                    return false;
+                }
+                completion.complete(Ok(Outcome::Placed { env, len: len as usize, buffer }));
+                self.stored(seq, len);
+                let told = if sync { write_ack(&self.writer, ACK_MATCHED, seq, None) } else { self.ack_if_due() };
+                return told.is_ok();
+            }
+        }
+        let mut data = Vec::with_capacity(len as usize);
+        match (&mut self.r).take(len).read_to_end(&mut data) {
+            Ok(n) if n as u64 == len => {}
+            _ => return false, // cut off: the sender sees the connection drop
+        }
+        let mut msg = Message::new(env, Payload::from_chunks(vec![Bytes::from(data)]));
+        let matched = if msg.env.sync {
+            let (tx, rx) = oneshot::channel();
+            msg.on_match = Some(tx);
+            Some(rx)
+        } else {
+            None
+        };
+        let told = match instance.deliver(msg) {
+            Err(e) => write_ack(&self.writer, ACK_ERROR, seq, Some(&e)),
+            Ok(delivered) => {
+                // Filed, or a duplicate (filed before): stored either way; only
+                // the first copy's match is waited for.
+                self.stored(seq, len);
+                if let Some(rx) = matched.filter(|_| matches!(delivered, Delivered::Filed)) {
+                    let writer = self.writer.clone();
+                    runtime().spawn(async move {
+                        let ended = Error::new(ErrorClass::ProcFailed, "the receiving instance ended before it received the message");
+                        let _ = match rx.await {
+                            Ok(()) => write_ack(&writer, ACK_MATCHED, seq, None),
+                            Err(_) => write_ack(&writer, ACK_ERROR, seq, Some(&ended)),
+                        };
+                    });
+                }
+                self.ack_if_due()
+            }
+        };
+        told.is_ok()
+    }
+
+    /// Read frames while they are there without waiting; false once closed.
+    /// (The event that called for this may be stale: a waiter may have read
+    /// the data since, and a blocking read here would stall every stream.)
+    fn drain(&mut self, fd: BorrowedFd<'_>) -> bool {
+        loop {
+            if !self.buffered() && !readable(fd, Duration::ZERO) {
+                return true;
+            }
+            if !self.step() {
+                return false;
+            }
+        }
+    }
+}
+
+/// Whether `fd` has data (or end of file) within `timeout`.
+fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    n > 0 && p.revents != 0
+}
+
+/// One incoming stream: its socket (for polling) and its reader, which owns it.
+pub struct Inbound {
+    key: usize,
+    fd: RawFd,
+    reader: Mutex<Reader>,
+}
+
+impl Inbound {
+    fn socket(&self) -> BorrowedFd<'_> {
+        // SAFETY: the reader owns the socket for as long as this Inbound lives.
+        unsafe { BorrowedFd::borrow_raw(self.fd) }
+    }
+}
+
+/// An instance's incoming streams and the thread that reads them when no
+/// waiter does.
+pub struct Progress {
+    poller: Poller,
+    streams: Mutex<HashMap<usize, Arc<Inbound>>>,
+    /// The latest stream from each source.
+    by_source: Mutex<HashMap<u32, Arc<Inbound>>>,
+    next_key: AtomicUsize,
+    /// Streams whose first bytes came with the upgrade: buffered, so no
+    /// readiness event will announce them.
+    buffered: Mutex<Vec<usize>>,
+    stopped: AtomicBool,
+}
+
+impl Progress {
+    /// Start the progress thread of an instance.
+    pub fn start() -> std::io::Result<Arc<Progress>> {
+        let p = Arc::new(Progress {
+            poller: Poller::new()?,
+            streams: Mutex::default(),
+            by_source: Mutex::default(),
+            next_key: AtomicUsize::new(0),
+            buffered: Mutex::default(),
+            stopped: AtomicBool::new(false),
+        });
+        let me = p.clone();
+        std::thread::Builder::new().name("mpiws-progress".into()).spawn(move || me.run())?;
+        Ok(p)
+    }
+
+    /// Serve a stream from `source` (already upgraded; `pre` holds bytes read
+    /// past the HTTP exchange).
+    pub fn add(&self, instance: &Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, max: u64) -> std::io::Result<()> {
+        stream.set_nonblocking(false)?;
+        let writer = Arc::new(Mutex::new(stream.try_clone()?));
+        let fd = stream.as_raw_fd();
+        let reader = Reader {
+            instance: Arc::downgrade(instance),
+            source,
+            max,
+            r: BufReader::with_capacity(BUFFER, Cursor::new(pre).chain(stream)),
+            writer,
+            stored: 0,
+            unacked: 0,
+            unacked_bytes: 0,
+        };
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let inbound = Arc::new(Inbound { key, fd, reader: Mutex::new(reader) });
+        self.streams.lock().insert(key, inbound.clone());
+        self.by_source.lock().insert(source, inbound.clone());
+        // SAFETY: the socket stays open while registered: it is deleted from
+        // the poller before the Inbound (whose reader owns it) is dropped.
+        let early = inbound.reader.lock().buffered();
+        unsafe { self.poller.add(fd, Event::readable(key))? };
+        if early {
+            self.buffered.lock().push(key);
+            self.poller.notify()?;
+        }
+        Ok(())
+    }
+
+    fn run(self: Arc<Self>) {
+        let mut events = Events::new();
+        // After the instance ends, streams are still read until their peers
+        // close them: what they sent is acknowledged (or refused) properly.
+        while !(self.stopped.load(Ordering::Acquire) && self.streams.lock().is_empty()) {
+            events.clear();
+            if self.poller.wait(&mut events, None).is_err() {
+                break;
+            }
+            let mut keys: Vec<usize> = events.iter().map(|e| e.key).collect();
+            keys.append(&mut self.buffered.lock());
+            for key in keys {
+                let Some(inbound) = self.streams.lock().get(&key).cloned() else { continue };
+                // A waiter holds it: it reads, and re-arms when done.
+                let Some(mut reader) = inbound.reader.try_lock() else { continue };
+                let open = reader.drain(inbound.socket());
+                drop(reader);
+                self.settle(&inbound, open);
+            }
+        }
+    }
+
+    /// After reading: re-arm the stream, or forget it once closed.
+    fn settle(&self, inbound: &Arc<Inbound>, open: bool) {
+        if open {
+            let _ = self.poller.modify(inbound.socket(), Event::readable(inbound.key));
+            return;
+        }
+        let _ = self.poller.delete(inbound.socket());
+        self.streams.lock().remove(&inbound.key);
+        let mut by = self.by_source.lock();
+        if by.values().any(|i| Arc::ptr_eq(i, inbound)) {
+            by.retain(|_, i| !Arc::ptr_eq(i, inbound));
+        }
+    }
+
+    /// Wait for `c` up to `timeout`, reading the stream from `source`
+    /// ourselves while we wait if nobody else is reading it. False if
+    /// `timeout` passed first. Falls back to a plain wait when there is no
+    /// such stream (yet) or another thread is reading it.
+    pub fn wait_for(&self, c: &Completion, source: u32, timeout: Option<Duration>) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        loop {
+            if c.is_done() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            let inbound = self.by_source.lock().get(&source).cloned();
+            let Some(inbound) = inbound else { return c.wait(left()) };
+            let Some(mut reader) = inbound.reader.try_lock() else {
+                // Someone else is reading it and will file what comes.
+                return c.wait(left());
+            };
+            let _ = self.poller.modify(inbound.socket(), Event::none(inbound.key));
+            let mut open = true;
+            while !c.is_done() {
+                let slice = left().map_or(WAITER_SLICE, |l| l.min(WAITER_SLICE));
+                if !reader.buffered() && !readable(inbound.socket(), slice) {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    continue;
+                }
+                if !reader.step() {
+                    open = false;
+                    break;
+                }
+            }
+            // Frames already in our buffer raise no readiness event: file
+            // them now, or nobody would.
+            while open && reader.buffered() {
+                open = reader.step();
+            }
+            drop(reader);
+            self.settle(&inbound, open);
+            if !open {
+                continue; // the stream ended: wait another way
+            }
+            return c.is_done();
+        }
+    }
+
+    /// The instance ended: end the thread once its peers have closed their
+    /// streams (the instance refuses what they send until then).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        let _ = self.poller.notify();
+    }
+}

@@ -1,0 +1,209 @@
+"""Ping-pong driver: alternate mpiws, MPI-TCP and MPI-shm; tables, JSON, plots.
+
+Entry point: benchmarks/pingpong/run [--quick] [--out DIR] [--rounds R] [--impls a,b]
+"""
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import common  # noqa: E402
+
+PROG = HERE / "bench.py"
+NRANKS = 2
+
+# The issue's targets: (title, kind, key, reference, goal, higher_is_better_for_mpiws)
+TARGETS = [
+    ("8 B buffer latency vs MPI-TCP", "buffer", "8", "mpi-tcp", "mpiws/TCP <= 3", lambda r: r <= 3.0, "time"),
+    ("16 MiB bandwidth vs MPI-TCP", "buffer", str(16 << 20), "mpi-tcp", "mpiws/TCP >= 0.8", lambda r: r >= 0.8, "bw"),
+    ("small dict send/recv vs mpi4py TCP", "object", "dict", "mpi-tcp", "mpiws/TCP <= 1.5", lambda r: r <= 1.5, "time"),
+    ("10-float64 array send/recv vs mpi4py TCP", "object", "ndarray-10", "mpi-tcp", "mpiws/TCP <= 1.5",
+     lambda r: r <= 1.5, "time"),
+]
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="benchmarks/pingpong/run", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer sizes (to 16 MiB), repetitions and rounds")
+    ap.add_argument("--out", default=str(common.BENCH_DIR / "results" / "pingpong"), help="output directory")
+    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5, quick 3)")
+    ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(common.IMPLS))
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per launch")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("bench_args", nargs="*", help="extra arguments for bench.py (after --)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse(argv)
+    rounds = a.rounds or (3 if a.quick else 5)
+    have = common.check_setup()
+    keys = a.impls.split(",") if a.impls else list(common.IMPLS)
+    for k in keys:
+        if k not in common.IMPLS:
+            raise SystemExit("unknown implementation %r (have %s)" % (k, ", ".join(common.IMPLS)))
+    keys = [k for k in keys if k in have]
+    impls = [common.IMPLS[k] for k in keys]
+    args = (["--quick"] if a.quick else []) + a.bench_args
+    machine = common.machine()
+    common.log("pingpong: %d ranks on %s cores, %d rounds of %s, %s"
+               % (NRANKS, machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full"))
+    started = time.time()
+    raw, failures = common.alternate(impls, rounds,
+                                     lambda impl: common.launch(impl, PROG, NRANKS, args, timeout=a.timeout))
+    merged = {k: common.merge_rounds([r["measurements"] for r in raw[k]]) for k in keys if raw[k]}
+    machine["load_avg_end"] = os.getloadavg()
+    meta = dict(bench="pingpong", nranks=NRANKS, cores=machine["cores"], rounds=rounds, quick=a.quick,
+                impls=keys, started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+                seconds=round(time.time() - started, 1), machine=machine,
+                command=" ".join(["benchmarks/pingpong/run"] + (argv if argv is not None else sys.argv[1:])))
+    text = report(meta, merged, failures)
+    print(text)
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    common.write_json(out / "results.json", dict(meta, results=merged, raw=raw, failures=failures))
+    (out / "table.md").write_text(text)
+    if not a.no_plots and merged:
+        try:
+            plots(out, meta, merged)
+        except ImportError:
+            common.log("pingpong: matplotlib is missing, no plots; install with: " + common.SETUP_HINT)
+    common.log("pingpong: wrote %s (results.json, table.md%s) in %.0fs"
+               % (out, "" if a.no_plots else ", pingpong-latency.png, pingpong-bandwidth.png",
+                  time.time() - started))
+    return 1 if any(not f.get("kept") for f in failures) and not merged else 0
+
+
+def lookup(merged):
+    return {k: {(m["kind"], str(m["key"])): m for m in ms} for k, ms in merged.items()}
+
+
+def report(meta, merged, failures):
+    by = lookup(merged)
+    keys = [k for k in ("mpiws", "mpi-tcp", "mpi-shm")]
+    refs = ("mpi-tcp", "mpi-shm")
+
+    def t(k, kind, key):
+        m = by.get(k, {}).get((kind, str(key)))
+        return m["t"] if m else None
+
+    head = ["## Ping-pong: mpiws vs mpi4py + MPICH", "",
+            "%d ranks on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s. "
+            "Load average at start %s, at end %s."
+            % (meta["nranks"], meta["cores"], meta["machine"].get("cpu", "?"), "quick" if meta["quick"] else "full",
+               meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"],
+               "/".join("%.2f" % x for x in meta["machine"].get("load_avg", ())),
+               "/".join("%.2f" % x for x in meta["machine"].get("load_avg_end", ()))),
+            "mpiws: git %s%s, core built %s." % (
+                meta["machine"].get("git", "?"),
+                " + uncommitted changes in %d files" % len(meta["machine"]["git_dirty"])
+                if meta["machine"].get("git_dirty") else "",
+                meta["machine"].get("mpiws_core_built", "?")),
+            "Command: `%s`" % meta["command"], ""]
+    lost = [f for f in failures if not f.get("kept")]
+    kept = [f for f in failures if f.get("kept")]
+    if lost:
+        head += ["**Failed launches, no result: %d** (%s)." % (len(lost), ", ".join(
+            "round %d %s" % (f["round"], f["impl"]) for f in lost)), ""]
+    if kept:
+        errs = sorted({f["error"].splitlines()[-1].strip() for f in kept})
+        head += ["**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
+                 "Error: %s" % (len(kept), ", ".join("round %d %s" % (f["round"], f["impl"]) for f in kept),
+                                " / ".join("`%s`" % e for e in errs)), ""]
+    for k in keys:
+        if k in merged:
+            n = min(m["n"] for m in merged[k])
+            if n < meta["rounds"]:
+                head.append("%s: only %d of %d rounds succeeded." % (k, n, meta["rounds"]))
+    parts = ["\n".join(head)]
+
+    # targets first: the figures the issue asks about
+    rows = []
+    for title, kind, key, ref, goal, ok, what in TARGETS:
+        a, b = t("mpiws", kind, key), t(ref, kind, key)
+        r = common.ratio(a, b)
+        if r is not None and what == "bw":
+            r = 1 / r
+        if what == "bw":
+            show = lambda x: common.fmt(x and int(key) / x / 1e6, "%.0f MB/s")
+        else:
+            show = lambda x: common.fmt(x and x * 1e6, "%.1f us")
+        rows.append([title, show(a), show(b), common.fmt(r, "%.2f"), goal,
+                     "-" if r is None else ("yes" if ok(r) else "NO")])
+    parts.append(common.table("Targets", ["target", "mpiws", "reference", "ratio", "goal", "met"], rows,
+                              "Ratios from the medians below; for bandwidth the ratio is mpiws/TCP bandwidth."))
+
+    buffers = [m for m in merged.get("mpiws", []) or next(iter(merged.values()), []) if m["kind"] == "buffer"]
+    sizes = [m["size"] for m in buffers]
+    if not merged.get("mpiws"):
+        sizes = sorted({m["size"] for ms in merged.values() for m in ms if m["kind"] == "buffer"})
+    rows = []
+    for s in sizes:
+        ts = [t(k, "buffer", s) for k in keys]
+        rows.append([common.human_size(s)] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+                    + [common.fmt(common.ratio(ts[0], t(r, "buffer", s)), "%.2f") for r in refs])
+    hdr = ["size", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm"]
+    parts.append(common.table("Buffer latency: Send/Recv half round trip (us)", hdr, rows,
+                              "Ratio = mpiws time / reference time: above 1 means mpiws is slower."))
+
+    rows = []
+    for s in sizes:
+        if s < 1024:
+            continue
+        ts = [t(k, "buffer", s) for k in keys]
+        bw = [x and s / x / 1e6 for x in ts]
+        rows.append([common.human_size(s)] + [common.fmt(x, "%.0f") for x in bw]
+                    + [common.fmt(common.ratio(bw[0], t(r, "buffer", s) and s / t(r, "buffer", s) / 1e6), "%.2f")
+                       for r in refs])
+    parts.append(common.table("Buffer bandwidth: size / half round trip (MB/s, 1 MB = 10^6 B)", hdr, rows,
+                              "Ratio = mpiws bandwidth / reference bandwidth: below 1 means mpiws is slower."))
+
+    rows = []
+    for name in ("dict", "ndarray-10", "ndarray-1MiB"):
+        ts = [t(k, "object", name) for k in keys]
+        size = next((by[k][("object", name)]["size"] for k in keys if ("object", name) in by.get(k, {})), None)
+        rows.append([name, common.fmt(size, "%d")] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+                    + [common.fmt(common.ratio(ts[0], t(r, "object", name)), "%.2f") for r in refs])
+    parts.append(common.table("Objects: send/recv (pickled) half round trip (us)",
+                              ["object", "pickle B", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm"], rows,
+                              "dict = {'a': 1, 'b': [1, 2, 3]}; ndarray-10 = 10 float64; ndarray-1MiB = 131072 float64."))
+
+    ts = [t(k, "pingpong", "10x1KiB") for k in keys]
+    if any(ts):
+        rows = [["10 x 1 KiB + 8 B reply"] + [common.fmt(x and x * 1e6, "%.1f") for x in ts]
+                + [common.fmt(common.ratio(ts[0], t(r, "pingpong", "10x1KiB")), "%.2f") for r in refs]]
+        parts.append(common.table("Ping*Pong: time per cycle (us)", ["cycle"] + hdr[1:], rows,
+                                  "Ten 1 KiB Sends back to back, then one reply: shows whether sends pipeline."))
+
+    # spread: how noisy the rounds were
+    rows = []
+    for k in keys:
+        if k not in merged:
+            continue
+        spread = sorted(m["t_max"] / m["t_min"] for m in merged[k] if m["t_min"])
+        worst = max(merged[k], key=lambda m: m["t_max"] / m["t_min"] if m["t_min"] else 0)
+        rows.append([common.IMPLS[k].label, "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
+                     "%s %s" % (worst["kind"], common.human_size(worst["size"]) if worst["kind"] == "buffer"
+                                else worst["key"])])
+    parts.append(common.table("Spread over rounds (max/min time per measurement)",
+                              ["impl", "median", "worst", "worst at"], rows))
+    return "\n".join(parts)
+
+
+def plots(out, meta, merged):
+    sub = "%d ranks, %s cores; median of %d alternating rounds, band = min..max" % (
+        meta["nranks"], meta["cores"], meta["rounds"])
+    series = {k: [(m["size"], m["t"], m["t_min"], m["t_max"]) for m in ms if m["kind"] == "buffer"]
+              for k, ms in merged.items()}
+    common.plot(out / "pingpong-latency.png", "Ping-pong latency (Send/Recv, half round trip)", series,
+                "half round trip (us)", transform=lambda s, t: t * 1e6, subtitle=sub)
+    common.plot(out / "pingpong-bandwidth.png", "Ping-pong bandwidth (Send/Recv)", series,
+                "bandwidth (MB/s)", transform=lambda s, t: s / t / 1e6, subtitle=sub)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -301,3 +301,31 @@ def plot(path, title, series, ylabel, transform=None, xlabel="message size (byte
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def save(name, out, meta, merged, raw, failures, text, plots=None):
+    """Print the report and write results.json, table.md and (with
+    ``plots(out)``, needing matplotlib) the plots into ``out``."""
+    print(text)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", dict(meta, results=merged, raw=raw, failures=failures))
+    (out / "table.md").write_text(text)
+    if plots is not None:
+        try:
+            plots(out)
+        except ImportError:
+            log("%s: matplotlib is missing, no plots; install with: %s" % (name, SETUP_HINT))
+    return out
+
+
+def select(names):
+    """(keys, Impls) for a comma-separated list of implementation names (all
+    by default), keeping those this machine has (see ``check_setup``)."""
+    have = check_setup()
+    keys = names.split(",") if names else list(IMPLS)
+    for k in keys:
+        if k not in IMPLS:
+            raise SystemExit("unknown implementation %r (have %s)" % (k, ", ".join(IMPLS)))
+    keys = [k for k in keys if k in have]
+    return keys, [IMPLS[k] for k in keys]

@@ -40,13 +40,7 @@ def parse(argv):
 def main(argv=None):
     a = parse(argv)
     rounds = a.rounds or (3 if a.quick else 5)
-    have = common.check_setup()
-    keys = a.impls.split(",") if a.impls else list(common.IMPLS)
-    for k in keys:
-        if k not in common.IMPLS:
-            raise SystemExit("unknown implementation %r (have %s)" % (k, ", ".join(common.IMPLS)))
-    keys = [k for k in keys if k in have]
-    impls = [common.IMPLS[k] for k in keys]
+    keys, impls = common.select(a.impls)
     args = (["--quick"] if a.quick else []) + a.bench_args
     machine = common.machine()
     common.log("pingpong: %d ranks on %s cores, %d rounds of %s, %s"
@@ -60,18 +54,8 @@ def main(argv=None):
                 impls=keys, started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
                 seconds=round(time.time() - started, 1), machine=machine,
                 command=" ".join(["benchmarks/pingpong/run"] + (argv if argv is not None else sys.argv[1:])))
-    text = report(meta, merged, failures)
-    print(text)
-
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    common.write_json(out / "results.json", dict(meta, results=merged, raw=raw, failures=failures))
-    (out / "table.md").write_text(text)
-    if not a.no_plots and merged:
-        try:
-            plots(out, meta, merged)
-        except ImportError:
-            common.log("pingpong: matplotlib is missing, no plots; install with: " + common.SETUP_HINT)
+    out = common.save("pingpong", a.out, meta, merged, raw, failures, report(meta, merged, failures),
+                      None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)))
     common.log("pingpong: wrote %s (results.json, table.md%s) in %.0fs"
                % (out, "" if a.no_plots else ", pingpong-latency.png, pingpong-bandwidth.png",
                   time.time() - started))

@@ -1,0 +1,275 @@
+"""Collectives driver: mpiws (every algorithm + auto) vs MPI-TCP and MPI-shm, alternating; tables, JSON, plots.
+
+Entry point: benchmarks/collectives/run [--quick] [--out DIR] [--ranks 2,4,8] [--rounds R] [--impls a,b]
+"""
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import common  # noqa: E402
+
+PROG = HERE / "bench.py"
+COLLECTIVES = ["bcast", "gather", "scatter", "allgather", "alltoall", "reduce", "allreduce"]
+PLOT_RANKS = 4
+ALGO_COLORS = ["tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="benchmarks/collectives/run", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="4 ranks, 4 sizes, 2 rounds, shorter blocks")
+    ap.add_argument("--out", default=str(common.BENCH_DIR / "results" / "collectives"), help="output directory")
+    ap.add_argument("--ranks", default=None, help="comma-separated rank counts (default 2,4,8; quick 4)")
+    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 3, quick 2)")
+    ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(common.IMPLS))
+    ap.add_argument("--timeout", type=float, default=None, help="seconds per launch (default 300, quick 150)")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("bench_args", nargs="*", help="extra arguments for bench.py (after --)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse(argv)
+    rounds = a.rounds or (2 if a.quick else 3)
+    ranks = [int(x) for x in (a.ranks or ("4" if a.quick else "2,4,8")).split(",")]
+    timeout = a.timeout or (150 if a.quick else 300)
+    keys, impls = common.select(a.impls)
+    args = (["--quick"] if a.quick else []) + a.bench_args
+    machine = common.machine()
+    common.log("collectives: ranks %s on %s cores, %d rounds of %s, %s"
+               % (",".join(map(str, ranks)), machine["cores"], rounds, ", ".join(keys),
+                  "quick" if a.quick else "full"))
+    started = time.time()
+    raw, merged, failures = {}, {}, []
+    for n in ranks:
+        common.log("collectives: --- %d ranks ---" % n)
+        r, f = common.alternate(impls, rounds, lambda impl: common.launch(impl, PROG, n, args, timeout=timeout))
+        raw[str(n)] = r
+        merged[str(n)] = {k: common.merge_rounds([x["measurements"] for x in r[k]]) for k in keys if r[k]}
+        failures += [dict(x, nranks=n) for x in f]
+    machine["load_avg_end"] = os.getloadavg()
+    meta = dict(bench="collectives", ranks=ranks, cores=machine["cores"], rounds=rounds, quick=a.quick,
+                impls=keys, started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+                seconds=round(time.time() - started, 1), machine=machine,
+                command=" ".join(["benchmarks/collectives/run"] + (argv if argv is not None else sys.argv[1:])))
+    out = common.save("collectives", a.out, meta, merged, raw, failures, report(meta, merged, failures),
+                      None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)))
+    common.log("collectives: wrote %s (results.json, table.md%s) in %.0fs"
+               % (out, "" if a.no_plots else ", collectives-*.png", time.time() - started))
+    return 1 if not any(merged.values()) else 0
+
+
+class Lookup:
+    """t(nranks, impl, collective, algo, size) -> median seconds (or the full measurement)."""
+
+    def __init__(self, merged):
+        self.by = {}
+        for n, per in merged.items():
+            for k, ms in per.items():
+                for m in ms:
+                    self.by[(int(n), k, m["kind"], m["algo"], m["size"])] = m
+
+    def m(self, n, k, kind, algo, size):
+        return self.by.get((n, k, kind, algo, size))
+
+    def t(self, n, k, kind, algo, size):
+        m = self.m(n, k, kind, algo, size)
+        return m["t"] if m else None
+
+    def algos(self, n, kind):
+        seen = []
+        for (nn, k, kk, algo, _), _m in self.by.items():
+            if nn == n and k == "mpiws" and kk == kind and algo != "auto" and algo not in seen:
+                seen.append(algo)
+        return seen
+
+    def sizes(self, n, kind):
+        return sorted({s for (nn, _, kk, _, s) in self.by if nn == n and kk == kind})
+
+    def ref(self, n, k, kind, size):
+        return self.t(n, k, kind, "mpi", size)
+
+
+def us(x):
+    if x is None:
+        return "-"
+    x *= 1e6
+    return "%.0f" % x if x >= 1000 else ("%.1f" % x if x >= 10 else "%.2f" % x)
+
+
+def targets(L, ranks):
+    rows = []
+
+    def row(title, a, b, goal, ok, la, lb):
+        r = common.ratio(a, b)
+        rows.append([title, "%s %s us" % (la, us(a)), "%s %s us" % (lb, us(b)), common.fmt(r, "%.2f"), goal,
+                     "-" if r is None else ("yes" if ok(r) else "NO")])
+
+    row("barrier, 4 ranks: mpiws auto / MPI-TCP", L.t(4, "mpiws", "barrier", "auto", 0),
+        L.ref(4, "mpi-tcp", "barrier", 0), "<= 3", lambda r: r <= 3, "auto", "TCP")
+    row("16 MiB allreduce, 4 ranks: mpiws auto / MPI-TCP", L.t(4, "mpiws", "allreduce", "auto", 1 << 24),
+        L.ref(4, "mpi-tcp", "allreduce", 1 << 24), "<= 1.5", lambda r: r <= 1.5, "auto", "TCP")
+    for n in (8, 4):
+        if n == 8 or 8 not in ranks:
+            row("1 MiB bcast, %d ranks: serial / binomial%s" % (n, "" if n == 8 else " (target is at 8 ranks)"),
+                L.t(n, "mpiws", "bcast", "serial", 1 << 20), L.t(n, "mpiws", "bcast", "binomial", 1 << 20),
+                ">= 1.8", lambda r: r >= 1.8, "serial", "binomial")
+    return common.table("Targets", ["target", "mpiws", "reference", "ratio", "goal", "met"], rows,
+                        "Medians over rounds of the max-over-ranks time per call.")
+
+
+def report(meta, merged, failures):
+    L = Lookup(merged)
+    ranks = meta["ranks"]
+    m = meta["machine"]
+    head = ["## Collectives: mpiws (every algorithm) vs mpi4py + MPICH", "",
+            "Ranks %s on %s cores (%s; more ranks than cores = oversubscribed), %s run, median of %d alternating "
+            "rounds (%s), %s, took %.0f s. Load average at start %s, at end %s."
+            % (", ".join(map(str, ranks)), meta["cores"], m.get("cpu", "?"), "quick" if meta["quick"] else "full",
+               meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"],
+               "/".join("%.2f" % x for x in m.get("load_avg", ())),
+               "/".join("%.2f" % x for x in m.get("load_avg_end", ()))),
+            "mpiws: git %s%s, core built %s." % (
+                m.get("git", "?"),
+                " + uncommitted changes in %d files" % len(m["git_dirty"]) if m.get("git_dirty") else "",
+                m.get("mpiws_core_built", "?")),
+            "Command: `%s`" % meta["command"], ""]
+    lost = [f for f in failures if not f.get("kept")]
+    kept = [f for f in failures if f.get("kept")]
+    if lost:
+        head += ["**Failed launches, no result: %d** (%s)." % (len(lost), ", ".join(
+            "%d ranks round %d %s: %s" % (f["nranks"], f["round"], f["impl"],
+                                          (f["error"].strip().splitlines() or ["?"])[0]) for f in lost)), ""]
+    if kept:
+        errs = sorted({f["error"].splitlines()[-1].strip() for f in kept})
+        head += ["**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
+                 "Error: %s" % (len(kept), ", ".join("%d ranks round %d %s" % (f["nranks"], f["round"], f["impl"])
+                                                     for f in kept), " / ".join("`%s`" % e for e in errs)), ""]
+    for n in ranks:
+        for k in meta["impls"]:
+            ms = merged.get(str(n), {}).get(k)
+            if not ms:
+                head.append("%d ranks, %s: no results (all launches failed)." % (n, k))
+            elif min(x["n"] for x in ms) < meta["rounds"]:
+                head.append("%d ranks, %s: only %d of %d rounds succeeded." % (n, k, min(x["n"] for x in ms),
+                                                                               meta["rounds"]))
+    parts = ["\n".join(head), targets(L, ranks)]
+
+    # barrier vs ranks
+    algos = []
+    for n in ranks:
+        algos += [x for x in L.algos(n, "barrier") if x not in algos]
+    rows = []
+    for n in ranks:
+        ts = [L.t(n, "mpiws", "barrier", x, 0) for x in algos]
+        auto = L.t(n, "mpiws", "barrier", "auto", 0)
+        tcp, shm = L.ref(n, "mpi-tcp", "barrier", 0), L.ref(n, "mpi-shm", "barrier", 0)
+        best = min([x for x in ts if x is not None], default=None)
+        rows.append(["%d%s" % (n, " (oversub.)" if n > (meta["cores"] or n) else "")] + [us(x) for x in ts]
+                    + [us(auto), us(tcp), us(shm), common.fmt(common.ratio(best, tcp), "%.2f"),
+                       common.fmt(common.ratio(auto, tcp), "%.2f")])
+    parts.append(common.table("Barrier vs number of ranks (us per call)",
+                              ["ranks"] + algos + ["auto", "MPI-TCP", "MPI-shm", "best/TCP", "auto/TCP"], rows,
+                              "mpiws columns: each algorithm forced, then auto (mpiws's choice). "
+                              "Ratio above 1 = mpiws slower."))
+
+    for kind in COLLECTIVES:
+        for n in ranks:
+            algos = L.algos(n, kind)
+            sizes = L.sizes(n, kind)
+            if not sizes:
+                continue
+            rows = []
+            for s in sizes:
+                ts = [L.t(n, "mpiws", kind, x, s) for x in algos]
+                auto = L.t(n, "mpiws", kind, "auto", s)
+                tcp, shm = L.ref(n, "mpi-tcp", kind, s), L.ref(n, "mpi-shm", kind, s)
+                best = min([x for x in ts if x is not None], default=None)
+                bestname = algos[ts.index(best)] if best is not None else "-"
+                rows.append([common.human_size(s)] + [us(x) for x in ts]
+                            + [us(auto), us(tcp), us(shm), bestname, common.fmt(common.ratio(best, tcp), "%.2f"),
+                               common.fmt(common.ratio(auto, tcp), "%.2f")])
+            parts.append(common.table(
+                "%s, %d ranks%s (us per call)" % (kind.capitalize(), n, ", oversubscribed" if n > (meta["cores"] or n)
+                                                 else ""),
+                ["size"] + algos + ["auto", "MPI-TCP", "MPI-shm", "best", "best/TCP", "auto/TCP"], rows,
+                None if kind in ("bcast", "reduce", "allreduce") else
+                "size = whole buffer per rank; each rank's block is size/%d (at least one float64)." % n))
+
+    # spread
+    rows = []
+    for n in ranks:
+        for k in meta["impls"]:
+            ms = [x for x in merged.get(str(n), {}).get(k, []) if x["t_min"]]
+            if not ms or meta["rounds"] < 2:
+                continue
+            spread = sorted(x["t_max"] / x["t_min"] for x in ms)
+            worst = max(ms, key=lambda x: x["t_max"] / x["t_min"])
+            rows.append([n, common.IMPLS[k].label, "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
+                         "%s %s %s" % (worst["kind"], worst["algo"], common.human_size(worst["size"]))])
+    if rows:
+        parts.append(common.table("Spread over rounds (max/min time per measurement)",
+                                  ["ranks", "impl", "median", "worst", "worst at"], rows))
+    return "\n".join(parts)
+
+
+def plots(out, meta, merged):
+    L = Lookup(merged)
+    ranks = meta["ranks"]
+    n = PLOT_RANKS if PLOT_RANKS in ranks else ranks[0]
+    sub = "%d ranks, %s cores; median of %d alternating rounds, band = min..max" % (n, meta["cores"], meta["rounds"])
+    for kind in COLLECTIVES:
+        series = {}
+        for algo in L.algos(n, kind) + ["auto"]:
+            series["mpiws " + algo] = [(s, x["t"] * 1e6, x["t_min"] * 1e6, x["t_max"] * 1e6)
+                                       for s in L.sizes(n, kind) for x in [L.m(n, "mpiws", kind, algo, s)] if x]
+        for k in ("mpi-tcp", "mpi-shm"):
+            series[k] = [(s, x["t"] * 1e6, x["t_min"] * 1e6, x["t_max"] * 1e6)
+                         for s in L.sizes(n, kind) for x in [L.m(n, k, kind, "mpi", s)] if x]
+        series = {k: v for k, v in series.items() if v}
+        for k in [k for k in common.COLORS if k.startswith("mpiws ")]:
+            del common.COLORS[k]
+        palette = iter(ALGO_COLORS)
+        for k in series:  # distinct colors: mpiws auto red, MPI blue/green, algorithms from the rest
+            if k.startswith("mpiws ") and k not in common.COLORS:
+                common.COLORS[k] = "tab:red" if k == "mpiws auto" else next(palette, None)
+        if series:
+            common.plot(out / ("collectives-%s.png" % kind), "%s: time per call" % kind.capitalize(), series,
+                        "time per call (us)", xlabel="buffer size per rank (bytes)", subtitle=sub)
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    algos = []
+    for nn in ranks:
+        algos += [x for x in L.algos(nn, "barrier") if x not in algos]
+    lines = [("mpiws " + x, "mpiws", x) for x in algos + ["auto"]] + [("MPI-TCP", "mpi-tcp", "mpi"),
+                                                                     ("MPI-shm", "mpi-shm", "mpi")]
+    for label, k, algo in lines:
+        pts = [(nn, L.m(nn, k, "barrier", algo, 0)) for nn in ranks]
+        pts = [(nn, x) for nn, x in pts if x]
+        if not pts:
+            continue
+        style = "s--" if k != "mpiws" else ("o-" if algo == "auto" else "o:")
+        ax.plot([p[0] for p in pts], [p[1]["t"] * 1e6 for p in pts], style, label=label,
+                color=common.COLORS.get(k) if k != "mpiws" or algo == "auto" else None)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(ranks)
+    ax.set_xticklabels([str(x) for x in ranks])
+    ax.set_xlabel("ranks (%s cores)" % meta["cores"])
+    ax.set_ylabel("barrier time (us)")
+    ax.set_title("Barrier vs number of ranks\nmedian of %d alternating rounds" % meta["rounds"], fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "collectives-barrier.png", dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

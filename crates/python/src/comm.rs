@@ -58,18 +58,14 @@ impl Comm {
     /// `parts` gives their lengths when the receiver must split them again.
     #[pyo3(signature = (dest, tag, buffers, split=false, sync=false))]
     fn isend(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<Request> {
-        let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
-        let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
-        // The send may write to a socket from this thread: without the GIL.
-        let c = py.detach(|| self.inner.isend(dest, tag, chunks.clone(), parts, sync)).py_err()?;
-        Ok(Request::send(self.inner.clone(), c, chunks))
+        self.start_send(py, dest, tag, buffers, split, sync, false)
     }
 
     /// A blocking send: `isend` and its wait in one call (the common case,
     /// without a Request object in between).
     #[pyo3(signature = (dest, tag, buffers, split=false, sync=false))]
     fn send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<()> {
-        let r = self.isend(py, dest, tag, buffers, split, sync)?;
+        let r = self.start_send(py, dest, tag, buffers, split, sync, true)?;
         r.wait(py, None)?;
         r.take().map(|_| ())
     }
@@ -172,5 +168,18 @@ impl Comm {
         let comm = self.inner.clone();
         let out = py.detach(move || comm.allgather_bytes(data.into(), secs(timeout))).py_err()?;
         Ok(out.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+}
+
+impl Comm {
+    /// `inline`: a blocking send, which writes a large message itself.
+    #[allow(clippy::too_many_arguments)]
+    fn start_send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, inline: bool) -> PyResult<Request> {
+        let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
+        let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
+        // The send may write to a socket from this thread: without the GIL.
+        let start = |c: &CoreComm| if inline { c.send_start(dest, tag, chunks.clone(), parts, sync) } else { c.isend(dest, tag, chunks.clone(), parts, sync) };
+        let c = py.detach(|| start(&self.inner)).py_err()?;
+        Ok(Request::send(self.inner.clone(), c, chunks))
     }
 }

@@ -27,9 +27,10 @@ use parking_lot::Mutex;
 use polling::{Event, Events, Poller};
 use tokio::sync::oneshot;
 
-use crate::completion::{Completion, Outcome};
+use crate::completion::{spin_budget, Completion, Outcome};
 use crate::direct::frame::{self, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED, MSG_HEADER};
 use crate::direct::mailbox::Message;
+use crate::direct::polled::Polled;
 use crate::domain::instance::Delivered;
 use crate::domain::Instance;
 use crate::error::{Error, ErrorClass};
@@ -56,7 +57,7 @@ pub struct Reader {
     instance: Weak<Instance>,
     source: u32,
     max: u64,
-    r: BufReader<Chain<Cursor<Bytes>, TcpStream>>,
+    r: BufReader<Chain<Cursor<Bytes>, Polled>>,
     writer: Arc<Mutex<TcpStream>>,
     stored: u64,
     unacked: u32,
@@ -254,7 +255,7 @@ impl Progress {
             instance: Arc::downgrade(instance),
             source,
             max,
-            r: BufReader::with_capacity(BUFFER, Cursor::new(pre).chain(stream)),
+            r: BufReader::with_capacity(BUFFER, Cursor::new(pre).chain(Polled(stream))),
             writer,
             stored: 0,
             unacked: 0,
@@ -333,9 +334,16 @@ impl Progress {
             };
             let _ = self.poller.modify(inbound.socket(), Event::none(inbound.key));
             let mut open = true;
+            // Poll first (see `spin_budget`), then sleep in slices.
+            let spin_until = Instant::now() + spin_budget();
             while !c.is_done() {
+                let ready = reader.buffered() || readable(inbound.socket(), Duration::ZERO);
+                if !ready && Instant::now() < spin_until && !deadline.is_some_and(|d| Instant::now() >= d) {
+                    std::hint::spin_loop();
+                    continue;
+                }
                 let slice = left().map_or(WAITER_SLICE, |l| l.min(WAITER_SLICE));
-                if !reader.buffered() && !readable(inbound.socket(), slice) {
+                if !ready && !readable(inbound.socket(), slice) {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         break;
                     }

@@ -3,11 +3,13 @@
 //! `transport` sends stores to peers, `store` files what peers send, and
 //! `stream` is the faster channel an HTTP upgrade opens between two ranks;
 //! `inbound` reads the streams that reach an instance (a progress thread, or
-//! the very thread waiting for the message).
+//! the very thread waiting for the message); `polled` is their socket I/O,
+//! which polls briefly before sleeping where cores are free.
 
 pub mod frame;
 pub mod inbound;
 pub mod mailbox;
+pub mod polled;
 pub mod store;
 pub mod stream;
 pub mod transport;

@@ -28,6 +28,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::body::Chunks;
 use crate::completion::{Completion, Outcome};
+use crate::direct::polled::Polled;
 use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
 use crate::direct::transport::error_from_response;
@@ -143,7 +144,7 @@ pub type Undelivered = Arc<Mutex<Option<Error>>>;
 /// message that then fails is never lost silently: it lands in `undelivered`.
 pub struct Link {
     dest: u32,
-    writer: Mutex<TcpStream>,
+    writer: Mutex<Polled>,
     pending: Mutex<BTreeMap<u64, Pending>>,
     broken: Mutex<Option<Error>>,
     in_flight: Arc<InFlight>,
@@ -209,7 +210,7 @@ impl Link {
         let reader = s.try_clone().map_err(lost)?;
         let link = Arc::new(Link {
             dest,
-            writer: Mutex::new(s),
+            writer: Mutex::new(Polled(s)),
             pending: Mutex::new(BTreeMap::new()),
             broken: Mutex::new(None),
             in_flight,
@@ -225,7 +226,7 @@ impl Link {
 
     /// Close the stream (the instance ended): the peer's reader sees the end.
     pub fn close(&self) {
-        let _ = self.writer.lock().shutdown(std::net::Shutdown::Both);
+        let _ = self.writer.lock().0.shutdown(std::net::Shutdown::Both);
     }
 
     pub fn is_broken(&self) -> bool {
@@ -234,7 +235,8 @@ impl Link {
 
     /// Send one message. `completion` completes when the bytes are written,
     /// or for a synchronous send when the receiver matched the message.
-    pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>) {
+    /// A large message is written by a background thread unless `inline`.
+    pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>, inline: bool) {
         let seq = env.seq.expect("stream messages are sequenced");
         let sync = env.sync;
         {
@@ -265,7 +267,7 @@ impl Link {
                 me.fail(e);
             }
         };
-        if len >= BACKGROUND_FROM {
+        if len >= BACKGROUND_FROM && !inline {
             runtime().spawn_blocking(send);
         } else {
             send();
@@ -350,7 +352,7 @@ impl Link {
             std::mem::take(&mut *pending).into_iter().collect()
         };
         if let Some(w) = self.writer.try_lock() {
-            let _ = w.shutdown(std::net::Shutdown::Both);
+            let _ = w.0.shutdown(std::net::Shutdown::Both);
         }
         for (_, p) in pending {
             self.settle(p, Err(e.clone()));

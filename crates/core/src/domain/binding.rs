@@ -52,6 +52,17 @@ impl Binding {
         Ok(())
     }
 
+    /// How many ranks (this one included) have their endpoint on this rank's host.
+    pub fn local_ranks(&self) -> usize {
+        let host = |u: &str| {
+            let rest = u.split_once("://").map_or(u, |(_, r)| r);
+            let authority = rest.split('/').next().unwrap_or(rest);
+            authority.rsplit_once(':').map_or(authority, |(h, _)| h).to_string()
+        };
+        let mine = host(&self.endpoints[self.rank as usize]);
+        self.endpoints.iter().filter(|u| host(u) == mine).count()
+    }
+
     /// Endpoint URL of `rank`, without a trailing slash.
     pub fn url_of(&self, rank: u32) -> &str {
         self.endpoints[rank as usize].trim_end_matches('/')

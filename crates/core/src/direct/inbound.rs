@@ -339,7 +339,7 @@ impl Progress {
             while !c.is_done() {
                 let ready = reader.buffered() || readable(inbound.socket(), Duration::ZERO);
                 if !ready && Instant::now() < spin_until && !deadline.is_some_and(|d| Instant::now() >= d) {
-                    std::hint::spin_loop();
+                    crate::completion::pause();
                     continue;
                 }
                 let slice = left().map_or(WAITER_SLICE, |l| l.min(WAITER_SLICE));

@@ -38,7 +38,7 @@ fn poll_first(mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
         if start.elapsed() >= budget {
             return None;
         }
-        std::hint::spin_loop();
+        crate::completion::pause();
     }
 }
 

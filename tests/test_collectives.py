@@ -190,6 +190,27 @@ acc = np.array([0.0, 0.0])
 for r in range(1, n):
     acc = np.maximum(acc, [r, -r]) * 2
 assert np.array_equal(out, acc), (out, acc)
+# user ops: non-blocking, at a root, prefix forms and Reduce_scatter
+uop = MPI.Op.Create(concat_max, commute=False)
+prefix = [np.array([0.0, 0.0])]
+for r in range(1, n):
+    prefix.append(np.maximum(prefix[-1], [r, -r]) * 2)
+mine = np.array([rank, -rank], "d")
+a, s, e = np.zeros(2), np.zeros(2), np.full(2, -7.0)
+root_out = np.zeros(2) if rank == n - 1 else None
+reqs = [comm.Iallreduce(mine, a, op=uop), comm.Iscan(mine, s, op=uop), comm.Iexscan(mine, e, op=uop),
+        comm.Ireduce(mine, root_out, op=uop, root=n - 1)]
+MPI.Request.Waitall(reqs)
+assert np.array_equal(a, acc) and np.array_equal(s, prefix[rank]), (a, s)
+assert np.array_equal(e, prefix[rank - 1] if rank else [-7.0, -7.0]), e
+assert root_out is None or np.array_equal(root_out, acc)
+def add(invec, inoutvec, datatype):
+    for i in range(len(inoutvec)):
+        inoutvec[i] += invec[i]
+rs = np.zeros(2)
+blocks = np.concatenate([[r, -r] for r in range(n)]).astype("d") + rank
+comm.Reduce_scatter(blocks, rs, [2] * n, op=MPI.Op.Create(add))
+assert np.array_equal(rs, np.array([rank, -rank]) * n + sum(range(n))), rs
 # non-blocking forms
 a, b = np.zeros(3), np.arange(3.0) if rank == 0 else np.zeros(3)
 reqs = [comm.Iallreduce(np.ones(3), a), comm.Ibcast(b, root=0), comm.Ibarrier()]

@@ -124,8 +124,6 @@ class Collectives:
     def _collective(self, name, post, nonblocking, kw):
         c = self._core
         algorithm = _forced.get(c, {}).get(name)
-        if callable(kw):  # a user op on buffers: the fold runs here
-            return kw(nonblocking)
         r = c.collective(name, algorithm=algorithm, nonblocking=nonblocking, **kw)
         req = Request(r, _CALL, post)
         return req if nonblocking else req.wait()
@@ -326,24 +324,30 @@ class Collectives:
             send = bytes(send)  # the result will land where the data is
         return send, dt, rview, op
 
-    def _user_op(self, name, send, dt, rview, op, root=0):
-        """A user op on buffers: gather the raw buffers and fold them here."""
+    def _user_op(self, name, send, dt, rview, op, root=0, counts=None):
+        """A user op on buffers: the core gathers the raw buffers (to the
+        root, or to all) and the fold runs here once they are in, so the
+        non-blocking forms work as well. ``counts``: Reduce_scatter's
+        per-rank byte counts (each rank keeps its slice of the fold)."""
         rank = self._core.rank
+        upto = {"scan": rank + 1, "exscan": rank}.get(name)
 
-        def run(nonblocking):
-            if nonblocking:
-                raise MPIException(ERR_ARG, "non-blocking reductions with user ops are not supported yet")
-            raw = bytes(send)
-            result = self.gather(raw, root) if name == "reduce" else self.allgather(raw)
-            if result is None:
+        def post(msg):
+            blocks = msg.blocks()
+            if not blocks or upto == 0:
                 return None
-            upto = {"scan": rank + 1, "exscan": rank}.get(name, len(result))
-            if upto == 0:
-                return None
-            rview[:] = _user_fold(result[:upto], dt, op)
+            folded = _user_fold(blocks[:upto], dt, op)
+            if counts is not None:
+                start = sum(counts[:rank])
+                folded = folded[start:start + counts[rank]]
+            if len(folded) != rview.nbytes:
+                raise MPIException(ERR_TRUNCATE, f"result of {len(folded)} bytes for a buffer of {rview.nbytes} bytes")
+            rview[:] = folded
             return None
 
-        return name, None, run
+        if name == "reduce":
+            return "gather", post, dict(root=root, data=bytes(send))
+        return "allgather", post, dict(data=bytes(send))
 
     def _Reduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
         _root(root)
@@ -375,8 +379,6 @@ class Collectives:
     def _Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
         n = self._core.size
         send, dt, rview, op = self._reduce_buffers("reduce_scatter", sendbuf, recvbuf, op)
-        if op._core is None:
-            raise MPIException(ERR_ARG, "Reduce_scatter with a user op is not supported yet")
         size = dt.Get_size()
         if recvcounts is None:
             recvcounts = [len(send) // size // n] * n
@@ -385,6 +387,8 @@ class Collectives:
         counts = [int(k) * size for k in recvcounts]
         mine = counts[self._core.rank]
         target = rview[:mine] if sendbuf is IN_PLACE else rview
+        if op._core is None:
+            return self._user_op("reduce_scatter", send, dt, target, op, counts=counts)
         return "reduce_scatter", _into(target), dict(data=send, counts=counts, op=(op._core, datatype.reduce_code(dt)))
 
     def _Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):

@@ -13,13 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def mpiws_run(n, code, tmp_path, args=(), timeout=120, env=None):
-    """Run ``code`` (a script body) on ``n`` ranks; returns the CompletedProcess."""
+def mpiws_run(n, code, tmp_path, args=(), timeout=120, env=None, keep_going=False):
+    """Run ``code`` (a script body) on ``n`` ranks; returns the CompletedProcess.
+    ``keep_going``: a failed rank does not stop the others (``mpiws run -k``)."""
     script = tmp_path / f"prog_{abs(hash(code))}.py"
     script.write_text(textwrap.dedent(code))
     e = dict(os.environ, **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "mpiws", "run", "-n", str(n), "-l", str(script), *args],
+        [sys.executable, "-m", "mpiws", "run", "-n", str(n), "-l", *(["-k"] if keep_going else []), str(script), *args],
         capture_output=True, text=True, timeout=timeout, env=e, cwd=ROOT,
     )
 

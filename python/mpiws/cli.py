@@ -36,7 +36,7 @@ def _run(a):
         raise SystemExit("mpiws run: give -n N prog.py [args], or --endpoints URL,... --service NAME")
     if a.np < 1:
         raise SystemExit("mpiws run: -n must be at least 1")
-    return run_local(a.np, a.program[0], a.program[1:], prefix=a.prefix, host=a.host)
+    return run_local(a.np, a.program[0], a.program[1:], prefix=a.prefix, host=a.host, keep_going=a.keep_going)
 
 
 def main(argv=None):
@@ -55,6 +55,8 @@ def main(argv=None):
     r.add_argument("-n", "-np", dest="np", type=int, default=1, help="number of local ranks")
     r.add_argument("-l", "--prefix", action="store_true", help="prefix output lines with the rank")
     r.add_argument("--host", default="127.0.0.1", help="address the local ranks bind")
+    r.add_argument("-k", "--keep-going", action="store_true",
+                   help="when a rank fails, let the others run on (they see the failure as errors) instead of stopping them")
     r.add_argument("--endpoints", help="comma-separated endpoint URLs, one per rank")
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")

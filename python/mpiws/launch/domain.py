@@ -53,12 +53,13 @@ class Domain:
         for r in range(self.size):
             threading.Thread(target=poll, args=(r,), daemon=True).start()
 
-    def wait(self, extra_events=None, on_result=None, grace=5.0):
+    def wait(self, extra_events=None, on_result=None, grace=5.0, keep_going=False):
         """Wait for every rank. Returns (statuses, first failure or None).
 
         ``extra_events`` is a queue other watchers (process exits) also feed.
         After a failure, ranks still running ``grace`` seconds after their
-        cancellation are given up on (left as None).
+        cancellation are given up on (left as None). With ``keep_going``
+        nobody is cancelled: every rank runs to its own end.
         """
         events = extra_events or queue.Queue()
         self.watch(events)
@@ -66,7 +67,7 @@ class Domain:
         failure = None
         while any(s is None for s in statuses):
             try:
-                rank, s = events.get(timeout=None if failure is None else grace)
+                rank, s = events.get(timeout=None if failure is None or keep_going else grace)
             except queue.Empty:
                 break
             if statuses[rank] is not None:
@@ -78,6 +79,6 @@ class Domain:
                 on_result(rank, s)
             if s["state"] != "done" and failure is None:
                 failure = s
-                if s["state"] == "failed":
+                if s["state"] == "failed" and not keep_going:
                     self.cancel_all(except_rank=rank)
         return statuses, failure

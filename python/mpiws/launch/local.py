@@ -39,7 +39,7 @@ def _read_url(fd, proc, deadline):
     return data.decode().strip()
 
 
-def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None):
+def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None, keep_going=False):
     """Run ``program`` on ``n`` local ranks; returns the exit status."""
     log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
     procs, url_fds, holds, forwarders = [], [], [], []
@@ -75,7 +75,7 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
 
         for rank, p in enumerate(procs):
             threading.Thread(target=watch_process, args=(rank, p), daemon=True).start()
-        statuses, failure = domain.wait(events, grace=grace)
+        statuses, failure = domain.wait(events, grace=grace, keep_going=keep_going)
         if failure is not None:
             err = failure.get("error") or {}
             log(f"rank {failure['rank']} {failure['state']} first: {err.get('name', '')}: {err.get('message', '')}")

@@ -196,6 +196,22 @@ impl Mailbox {
         }
     }
 
+    /// Withdraw the posted receives whose pattern `doomed` picks (their peer
+    /// is gone); returns their ids.
+    pub fn withdraw(&mut self, doomed: impl Fn(&Pattern) -> bool) -> Vec<RecvId> {
+        let (out, keep): (VecDeque<_>, VecDeque<_>) = self.posted.drain(..).partition(|(_, p)| doomed(p));
+        self.posted = keep;
+        out.into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// The sources posted receives wait for, and whether any waits for any source.
+    pub fn awaited(&self) -> (Vec<u32>, bool) {
+        let mut sources: Vec<u32> = self.posted.iter().filter_map(|(_, p)| p.source).collect();
+        sources.sort_unstable();
+        sources.dedup();
+        (sources, self.posted.iter().any(|(_, p)| p.source.is_none()))
+    }
+
     /// The first unexpected message a receive with `pattern` would take.
     pub fn probe(&self, pattern: &Pattern) -> Option<&Message> {
         self.unexpected.iter().find(|m| pattern.matches(&m.env))

@@ -3,13 +3,13 @@
 //! the state the service interface reports (running, done, failed, ...).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, watch};
 
 use crate::completion::{Completion, Outcome, RecvBuffer};
@@ -18,11 +18,13 @@ use crate::direct::inbound::Progress;
 use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
 use crate::direct::stream::{InFlight, Link, Undelivered};
 use crate::direct::transport::Transport;
-use crate::domain::Binding;
+use crate::domain::{liveness, Binding};
+use crate::mpi::collective::schedule::{fault_of, REVOKE_TAG};
+use crate::mpi::comm::COLLECTIVE_BIT;
 use crate::error::{Error, ErrorClass, Result};
 use crate::runtime::runtime;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InstanceState {
     /// Created by *run*; the service has not started yet.
@@ -39,7 +41,7 @@ impl InstanceState {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ErrorReport {
     pub class: i32,
     pub name: String,
@@ -71,6 +73,43 @@ struct Inbox {
     waiting: HashMap<RecvId, Waiting>,
     /// Set when the instance ended: every later operation fails with it.
     closed: Option<Error>,
+    /// Peers found gone (`domain::liveness`), and why.
+    gone: HashMap<u32, Error>,
+    /// Collective contexts revoked after a failure (`Schedule::revoke`), and why.
+    revoked: HashMap<u64, Error>,
+}
+
+impl Inbox {
+    /// Why a receive with `pattern` can never be satisfied, if it cannot: its
+    /// source is gone, or (any source) every other rank is.
+    fn hopeless(&self, pattern: &Pattern, size: u32) -> Option<Error> {
+        if let Some(e) = self.revoked.get(&pattern.context) {
+            return Some(e.clone());
+        }
+        match pattern.source {
+            Some(s) => self.gone.get(&s).cloned(),
+            None if self.gone.len() + 1 >= size as usize => self.gone.values().next().cloned(),
+            None => None,
+        }
+    }
+
+    /// Revoke a collective context: its posted receives are withdrawn (to be
+    /// failed), and later ones fail at once.
+    fn revoke(&mut self, context: u64, why: Error) -> Vec<(Waiting, Error)> {
+        if self.revoked.contains_key(&context) {
+            return Vec::new();
+        }
+        let why = Error::new(why.class, format!("collectives on this communicator were revoked after a failure: {}", why.message));
+        self.revoked.insert(context, why.clone());
+        let ids = self.mailbox.withdraw(|p| p.context == context);
+        ids.into_iter().filter_map(|id| self.waiting.remove(&id)).map(|w| (w, why.clone())).collect()
+    }
+}
+
+/// Whether `env` is a revocation (`Schedule::revoke`): the reserved tag on a
+/// collective context.
+fn is_revoke(env: &Envelope) -> bool {
+    env.tag == REVOKE_TAG && env.context & COLLECTIVE_BIT != 0
 }
 
 /// How this instance reaches one peer.
@@ -101,6 +140,10 @@ pub struct Instance {
     /// Broadcast forwards still being written (checked by `flush`).
     forwards: Mutex<Vec<(u32, Arc<Completion>)>>,
     transport: Arc<Transport>,
+    /// Whether any peer is gone (spares sends a lock while none is).
+    any_gone: AtomicBool,
+    /// Messages filed whose forwards are not registered in `forwards` yet.
+    forwarding: AtomicUsize,
 }
 
 /// How often a flush asks its streams again for acknowledgements.
@@ -127,10 +170,10 @@ impl Instance {
         };
         let size = binding.size();
         crate::completion::fit_spin(binding.local_ranks());
-        Arc::new(Instance {
+        let instance = Arc::new(Instance {
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             binding,
-            inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None }),
+            inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None, gone: HashMap::new(), revoked: HashMap::new() }),
             arrived: Condvar::new(),
             next_recv_id: AtomicU64::new(1),
             status: watch::channel(status).0,
@@ -140,7 +183,15 @@ impl Instance {
             forwards: Mutex::new(Vec::new()),
             progress: Mutex::new(None),
             transport,
-        })
+            any_gone: AtomicBool::new(false),
+            forwarding: AtomicUsize::new(0),
+        });
+        liveness::watch(&instance);
+        instance
+    }
+
+    pub fn transport(&self) -> &Arc<Transport> {
+        &self.transport
     }
 
     pub fn rank(&self) -> u32 {
@@ -165,20 +216,41 @@ impl Instance {
             }
             Some((msg.env.clone(), msg.payload.clone()))
         };
-        let matched = {
+        let revoke = is_revoke(&msg.env).then(|| Pattern { context: msg.env.context, source: Some(msg.env.source), tag: Some(REVOKE_TAG) });
+        let (matched, revoked) = {
             let mut inbox = self.inbox.lock();
             if let Some(e) = &inbox.closed {
                 return Err(e.clone());
             }
-            match inbox.mailbox.arrive(msg) {
+            let matched = match inbox.mailbox.arrive(msg) {
                 Arrival::Duplicate => return Ok(Delivered::Duplicate),
                 Arrival::Filed(matched) => Self::take_waiting(&mut inbox, matched),
+            };
+            if tree.is_some() {
+                // Counted before the message can be taken: the application
+                // may take it, run ahead and flush before `forward` is done,
+                // and its flush must wait for the forwards.
+                self.forwarding.fetch_add(1, Ordering::AcqRel);
             }
+            // Filed first (it holds a place in its sender's order), then taken back.
+            let revoked = match revoke.and_then(|p| inbox.mailbox.take(&p)) {
+                Some(m) => {
+                    let body: Vec<u8> = m.payload.chunks.iter().flat_map(|c| c.iter().copied()).collect();
+                    let why = fault_of(&body).unwrap_or_else(|| Error::new(ErrorClass::ProcFailed, "a rank failed"));
+                    inbox.revoke(m.env.context, why)
+                }
+                None => Vec::new(),
+            };
+            (matched, revoked)
         };
+        for (w, why) in revoked {
+            w.completion.complete(Err(why));
+        }
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.
         if let Some((env, payload)) = tree {
             self.forward(env, payload);
+            self.forwarding.fetch_sub(1, Ordering::AcqRel);
         }
         self.arrived.notify_all();
         for (w, m) in matched {
@@ -277,6 +349,12 @@ impl Instance {
             }
             let found = inbox.mailbox.post(id, pattern);
             if found.is_none() {
+                if let Some(e) = inbox.hopeless(&pattern, self.size()) {
+                    inbox.mailbox.cancel(id);
+                    drop(inbox);
+                    c.complete(Err(e));
+                    return (id, c);
+                }
                 inbox.waiting.insert(id, Waiting { completion: c.clone(), buffer });
                 return (id, c);
             }
@@ -354,6 +432,51 @@ impl Instance {
         Some((m.env, m.payload))
     }
 
+    // ---- peers that are gone -------------------------------------------
+
+    /// Peer `rank` is gone (`domain::liveness` found its instance ended or
+    /// unreachable): receives that only it could satisfy fail now and from
+    /// now on (what it sent before is still received), and sends to it fail.
+    pub fn peer_gone(&self, rank: u32, why: Error) {
+        let failed: Vec<Waiting> = {
+            let mut inbox = self.inbox.lock();
+            if inbox.closed.is_some() || inbox.gone.contains_key(&rank) {
+                return;
+            }
+            inbox.gone.insert(rank, why.clone());
+            let size = self.size();
+            let Inbox { mailbox, waiting, gone, .. } = &mut *inbox;
+            let all_gone = gone.len() + 1 >= size as usize;
+            let ids = mailbox.withdraw(|p| p.source.map_or(all_gone, |s| s == rank));
+            ids.into_iter().filter_map(|id| waiting.remove(&id)).collect()
+        };
+        self.any_gone.store(true, Ordering::Release);
+        self.arrived.notify_all();
+        for w in failed {
+            w.completion.complete(Err(why.clone()));
+        }
+    }
+
+    /// Why peer `rank` is gone, if it is.
+    pub fn gone(&self, rank: u32) -> Option<Error> {
+        if !self.any_gone.load(Ordering::Acquire) {
+            return None;
+        }
+        self.inbox.lock().gone.get(&rank).cloned()
+    }
+
+    /// The peers posted receives wait for (every other rank for an
+    /// any-source receive), leaving out those already gone.
+    pub fn awaited_peers(&self) -> Vec<u32> {
+        let inbox = self.inbox.lock();
+        let (mut peers, any) = inbox.mailbox.awaited();
+        if any {
+            peers = (0..self.size()).collect();
+        }
+        peers.retain(|p| *p != self.rank() && !inbox.gone.contains_key(p));
+        peers
+    }
+
     pub fn unexpected_bytes(&self) -> usize {
         self.inbox.lock().mailbox.unexpected_bytes()
     }
@@ -365,7 +488,7 @@ impl Instance {
     /// `inline`: write a large message from this thread (a blocking send).
     pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool) -> Arc<Completion> {
         let c = Completion::new();
-        if let Some(e) = self.undelivered[dest as usize].lock().take() {
+        if let Some(e) = self.undelivered[dest as usize].lock().take().or_else(|| self.gone(dest)) {
             c.complete(Err(undelivered(dest, e)));
             return c;
         }
@@ -456,6 +579,9 @@ impl Instance {
     /// Wait until every send is acknowledged or failed, up to `timeout`:
     /// Ok(false) if it passed first; Err if a completed send was not delivered.
     pub fn flush(&self, timeout: Option<Duration>) -> Result<bool> {
+        while self.forwarding.load(Ordering::Acquire) > 0 {
+            std::thread::yield_now();
+        }
         let forwards = std::mem::take(&mut *self.forwards.lock());
         for (dest, c) in forwards {
             if let Err(e) = crate::mpi::comm::wait_outcome(&c, timeout) {

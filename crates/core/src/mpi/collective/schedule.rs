@@ -6,10 +6,13 @@
 //! (non-blocking) collectives on one communicator never match each other's
 //! messages, and the per-pair order keeps the steps of one call apart.
 //!
-//! A message is a list of blocks (its parts) behind one status byte. A rank
-//! that finds a fault (a mismatched size, say) does not stop: it finishes
-//! its part of the algorithm, so nobody waits for it for ever, and marks
-//! everything it sends as faulty, so the fault reaches the ranks downstream.
+//! A message is a list of blocks (its parts) behind a status block: empty
+//! of meaning (one zero byte) when all is well, else the error class and
+//! message of the first fault. A rank that finds a fault (a mismatched
+//! size, a peer that is gone) does not stop: it finishes its part of the
+//! algorithm, so nobody waits for it for ever, and sends the fault along
+//! with everything, so it reaches every rank downstream, each of which then
+//! fails with the same error (naming a failed rank, for instance).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +25,29 @@ use crate::mpi::comm::wait_outcome;
 use crate::mpi::Comm;
 
 const OK: &[u8] = &[0];
-const FAULTY: &[u8] = &[1];
+/// The tag no collective call uses: a message with it on a collective
+/// context revokes that context (see `Instance::deliver`).
+pub const REVOKE_TAG: i32 = i32::MAX;
+/// Longest fault message carried in a status block.
+const FAULT_TEXT: usize = 512;
+
+/// The status block of a message: OK, or a fault's class and message.
+pub fn status_block(fault: Option<&Error>) -> Bytes {
+    let Some(e) = fault else { return Bytes::from_static(OK) };
+    let mut b = vec![e.class.code().clamp(1, 255) as u8];
+    let mut cut = e.message.len().min(FAULT_TEXT);
+    while !e.message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    b.extend_from_slice(&e.message.as_bytes()[..cut]);
+    Bytes::from(b)
+}
+
+/// The fault a status block reports, if any.
+pub fn fault_of(status: &[u8]) -> Option<Error> {
+    let (&class, text) = status.split_first()?;
+    (class != 0).then(|| Error::new(ErrorClass::from_code(class as i64), String::from_utf8_lossy(text).into_owned()))
+}
 
 pub struct Schedule {
     comm: Comm,
@@ -39,13 +64,17 @@ impl Schedule {
     /// in the order the application calls collectives (before any thread
     /// hand-off), as every rank numbers them the same way.
     pub fn new(comm: &Comm, timeout: Option<Duration>) -> Schedule {
-        let tag = (comm.next_collective() % (i32::MAX as u64 + 1)) as i64;
+        let tag = (comm.next_collective() % REVOKE_TAG as u64) as i64;
         Schedule { comm: comm.internal(), tag, timeout, rank: comm.rank, size: comm.size(), fault: None, sends: Vec::new() }
     }
 
     /// Record a local fault: the call fails at the end, after its part is done.
     pub fn fault(&mut self, e: Error) {
         self.fault.get_or_insert(e);
+    }
+
+    fn status(&self) -> Bytes {
+        status_block(self.fault.as_ref())
     }
 
     /// Start sending `blocks` to local rank `dest`.
@@ -71,34 +100,48 @@ impl Schedule {
     }
 
     fn send_forwarded(&mut self, dest: u32, blocks: &[Bytes], forward: Vec<u32>) -> Result<()> {
-        let status = Bytes::from_static(if self.fault.is_some() { FAULTY } else { OK });
+        let status = self.status();
         let mut chunks = Vec::with_capacity(blocks.len() + 1);
         let mut parts = Vec::with_capacity(blocks.len() + 1);
+        parts.push(status.len() as u64);
         chunks.push(status);
-        parts.push(1);
         for b in blocks {
             parts.push(b.len() as u64);
             chunks.push(b.clone());
         }
-        let c = self.comm.isend_tree(dest as i64, self.tag, chunks, parts, false, forward)?;
-        self.sends.push(c);
+        // A send that cannot start (its peer is gone) is a fault like any other.
+        match self.comm.isend_tree(dest as i64, self.tag, chunks, parts, false, forward) {
+            Ok(c) => self.sends.push(c),
+            Err(e) => self.fault(e),
+        }
         Ok(())
     }
 
-    /// Receive the blocks local rank `source` sends.
+    /// Receive the blocks local rank `source` sends. A receive that fails
+    /// (its peer is gone) is a fault, and yields no blocks.
     pub fn recv(&mut self, source: u32) -> Result<Vec<Bytes>> {
-        let (_, c) = self.comm.irecv(source as i64, self.tag)?;
-        let Outcome::Received { env, payload } = self.comm.recv_outcome(&c, source as i64, self.timeout)? else {
-            return err(ErrorClass::Intern, "collective receive completed without a message");
+        let got = self
+            .comm
+            .irecv(source as i64, self.tag)
+            .and_then(|(_, c)| self.comm.recv_outcome(&c, source as i64, self.timeout));
+        let (env, payload) = match got {
+            Ok(Outcome::Received { env, payload }) => (env, payload),
+            Ok(_) => return err(ErrorClass::Intern, "collective receive completed without a message"),
+            Err(e) => {
+                self.fault(e);
+                return Ok(Vec::new());
+            }
         };
         let mut blocks = payload.into_parts(&env.parts);
-        if blocks.is_empty() || blocks[0].len() != 1 {
+        if blocks.is_empty() || blocks[0].is_empty() {
             return err(ErrorClass::Intern, "malformed collective message");
         }
-        if blocks[0][0] != 0 {
-            self.fault(Error::new(ErrorClass::Other, format!("the collective failed on another rank (seen from rank {source})")));
+        if let Some(mut e) = fault_of(&blocks.remove(0)) {
+            if e.message.is_empty() {
+                e.message = format!("the collective failed on another rank (seen from rank {source})");
+            }
+            self.fault(e);
         }
-        blocks.remove(0);
         Ok(blocks)
     }
 
@@ -119,13 +162,25 @@ impl Schedule {
     }
 
     /// Wait for the sends, then report the call's fault if there was one.
+    /// The first fault is the one reported (a failed send is often its echo).
     pub fn finish<T>(self, value: T) -> Result<T> {
-        for s in &self.sends {
-            wait_outcome(s, self.timeout)?;
+        let sent: Result<()> = self.sends.iter().try_for_each(|s| wait_outcome(s, self.timeout).map(|_| ()));
+        let Some(e) = self.fault.clone().or(sent.err()) else { return Ok(value) };
+        if e.class == ErrorClass::ProcFailed {
+            self.revoke(&e);
         }
-        match self.fault {
-            Some(e) => Err(e),
-            None => Ok(value),
+        Err(e)
+    }
+
+    /// A rank failed: the ranks of this communicator may now be in different
+    /// collective calls (some gave up on an earlier one), so a rank can wait
+    /// for one that left. Revoke the communicator's collectives everywhere:
+    /// every rank's pending and later collective receives on it fail (this
+    /// rank's too: the revocation is sent to itself as well).
+    fn revoke(&self, why: &Error) {
+        let status = status_block(Some(why));
+        for r in 0..self.size {
+            let _ = self.comm.isend_tree(r as i64, REVOKE_TAG as i64, vec![status.clone()], vec![], false, vec![]);
         }
     }
 }

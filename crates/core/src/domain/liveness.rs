@@ -1,0 +1,119 @@
+//! Finding out that a peer is gone, so that nobody waits for it for ever.
+//!
+//! While a receive waits for a peer (any peer, for an any-source receive),
+//! the instance long-polls that peer's *status* operation, the same one the
+//! launcher uses. The peer is declared gone when its status says its
+//! instance ended (failed, cancelled, or done: whatever it sent is already
+//! here, since an instance ends only after its sends were acknowledged), or
+//! when it has been unreachable for the failure timeout
+//! (`MPIWS_FAILURE_TIMEOUT`, seconds, default 3): its process died, its
+//! host is cut off, or it hangs. Then `Instance::peer_gone` fails what only
+//! that peer could complete. Nothing is polled while nobody waits.
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use http::Method;
+use parking_lot::Mutex;
+use serde::Deserialize;
+
+use crate::domain::instance::ErrorReport;
+use crate::domain::{Instance, InstanceState};
+use crate::error::{Error, ErrorClass};
+use crate::runtime::runtime;
+
+/// How often the instance looks at what its receives wait for.
+const LOOK_EVERY: Duration = Duration::from_millis(200);
+/// Longest a status long-poll is held (an ended peer answers at once).
+const LONG_POLL: Duration = Duration::from_secs(2);
+
+/// How long a peer may be unreachable before it is declared gone.
+pub fn failure_timeout() -> Duration {
+    static T: OnceLock<Duration> = OnceLock::new();
+    *T.get_or_init(|| {
+        let secs = std::env::var("MPIWS_FAILURE_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(3.0);
+        Duration::from_secs_f64(secs.max(0.05))
+    })
+}
+
+#[derive(Deserialize)]
+struct PeerStatus {
+    state: InstanceState,
+    error: Option<ErrorReport>,
+}
+
+/// Start watching the peers of `instance` (for as long as it lives and runs).
+pub fn watch(instance: &Arc<Instance>) {
+    if instance.size() < 2 {
+        return;
+    }
+    let weak = Arc::downgrade(instance);
+    let watched = Arc::new(Mutex::new(HashSet::new()));
+    runtime().spawn(async move {
+        loop {
+            tokio::time::sleep(LOOK_EVERY).await;
+            let Some(i) = weak.upgrade() else { return };
+            if i.status().state.is_final() {
+                return;
+            }
+            for peer in i.awaited_peers() {
+                if watched.lock().insert(peer) {
+                    let (weak, watched) = (weak.clone(), watched.clone());
+                    runtime().spawn(async move {
+                        watch_peer(&weak, peer).await;
+                        watched.lock().remove(&peer);
+                    });
+                }
+            }
+        }
+    });
+}
+
+/// Long-poll `peer`'s status while receives wait for it; declare it gone
+/// when it ended or stayed unreachable for the failure timeout.
+async fn watch_peer(weak: &Weak<Instance>, peer: u32) {
+    let mut unreachable_since: Option<Instant> = None;
+    loop {
+        let (uri, token, transport) = {
+            let Some(i) = weak.upgrade() else { return };
+            if i.status().state.is_final() || !i.awaited_peers().contains(&peer) {
+                return;
+            }
+            let b = &i.binding;
+            let uri = format!("{}/domains/{}/ranks/{peer}?wait={}", b.url_of(peer), b.domain, LONG_POLL.as_secs_f64());
+            (uri, b.token.clone(), i.transport().clone())
+        };
+        let asked = transport.call_json::<PeerStatus>(Method::GET, &uri, Some(&token), None);
+        let answer = match tokio::time::timeout(LONG_POLL + failure_timeout(), asked).await {
+            Ok(a) => a,
+            Err(_) => Err(Error::new(ErrorClass::ProcFailed, format!("{uri} did not answer"))),
+        };
+        let gone = match answer {
+            Ok(s) if s.state.is_final() => {
+                let why = s.error.map_or(String::new(), |e| format!(": {}: {}", e.name, e.message));
+                let state = serde_json::to_value(s.state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                Some(format!("rank {peer} has ended ({state}{why})"))
+            }
+            Ok(_) => {
+                unreachable_since = None;
+                None
+            }
+            Err(e) => {
+                let since = *unreachable_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= failure_timeout() {
+                    Some(format!("rank {peer} failed: unreachable for {:.1} s ({})", since.elapsed().as_secs_f64(), e.message))
+                } else {
+                    tokio::time::sleep(LOOK_EVERY).await;
+                    None
+                }
+            }
+        };
+        if let Some(why) = gone {
+            if let Some(i) = weak.upgrade() {
+                i.peer_gone(peer, Error::new(ErrorClass::ProcFailed, why));
+            }
+            return;
+        }
+    }
+}

@@ -66,12 +66,15 @@ class Comm:
     instance: Instance
     def isend(self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False) -> Request:
         """Send ``buffers`` back to back; ``split`` keeps their boundaries for the receiver."""
-    def send(self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False) -> None:
-        """``isend`` and its wait in one call."""
+    def send(
+        self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False,
+        timeout: Optional[float] = None,
+    ) -> None:
+        """``isend`` and its wait in one call; ERR_TIMEOUT if not sent within ``timeout`` s."""
     def irecv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Request:
         """Post a receive; a large message may be read straight into ``buffer``."""
-    def recv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Message:
-        """``irecv`` and its wait in one call."""
+    def recv(self, source: int, tag: int, buffer: Optional[Any] = None, timeout: Optional[float] = None) -> Message:
+        """``irecv`` and its wait in one call; ERR_TIMEOUT (receive withdrawn) if nothing matched within ``timeout`` s."""
     def collective(
         self, name: str, root: int = 0, data: Optional[Any] = None, blocks: Optional[Sequence[Any]] = None,
         op: Optional[tuple[str, str]] = None, counts: Optional[list[int]] = None, length: Optional[int] = None,

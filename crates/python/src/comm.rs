@@ -63,18 +63,28 @@ impl Comm {
 
     /// A blocking send: `isend` and its wait in one call (the common case,
     /// without a Request object in between).
-    #[pyo3(signature = (dest, tag, buffers, split=false, sync=false))]
-    fn send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<()> {
+    /// With `timeout` (seconds), ERR_TIMEOUT if not sent by then (the
+    /// message may still be delivered later: bytes on the wire stay there).
+    #[pyo3(signature = (dest, tag, buffers, split=false, sync=false, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, timeout: Option<f64>) -> PyResult<()> {
         let r = self.start_send(py, dest, tag, buffers, split, sync, true)?;
-        r.wait(py, None)?;
+        if !r.wait(py, timeout)? {
+            return Err(timed_out("send", timeout));
+        }
         r.take().map(|_| ())
     }
 
     /// A blocking receive: `irecv` and its wait in one call.
-    #[pyo3(signature = (source, tag, buffer=None))]
-    fn recv(&self, py: Python<'_>, source: i64, tag: i64, buffer: Option<&Bound<'_, PyAny>>) -> PyResult<Message> {
+    /// With `timeout` (seconds), ERR_TIMEOUT if nothing matched by then
+    /// (the receive is withdrawn: a later message waits for another).
+    #[pyo3(signature = (source, tag, buffer=None, timeout=None))]
+    fn recv(&self, py: Python<'_>, source: i64, tag: i64, buffer: Option<&Bound<'_, PyAny>>, timeout: Option<f64>) -> PyResult<Message> {
         let r = self.irecv(source, tag, buffer)?;
-        r.wait(py, None)?;
+        if !r.wait(py, timeout)? && r.cancel() {
+            return Err(timed_out("receive", timeout));
+        }
+        r.wait(py, None)?; // matched just as it timed out: the message is here
         Ok(r.take()?.expect("a receive yields a message"))
     }
 
@@ -182,4 +192,8 @@ impl Comm {
         let c = py.detach(|| start(&self.inner)).py_err()?;
         Ok(Request::send(self.inner.clone(), c, chunks))
     }
+}
+
+fn timed_out(what: &str, timeout: Option<f64>) -> PyErr {
+    crate::errors::mpi_err(mpiws_core::ErrorClass::Timeout, format!("{what} timed out after {} s", timeout.unwrap_or_default()))
 }

@@ -98,7 +98,7 @@ impl Request {
     }
 
     /// Withdraw a receive that nothing matched yet; true if withdrawn.
-    fn cancel(&self) -> bool {
+    pub fn cancel(&self) -> bool {
         self.recv_id.is_some_and(|id| self.comm.cancel_recv(id))
     }
 }

@@ -100,14 +100,14 @@ def _both(prepare):
     the non-blocking method."""
 
     @functools.wraps(prepare)
-    def blocking(self, *args, **kwargs):
+    def blocking(self, *args, timeout=None, **kwargs):
         name, post, kw = prepare(self, *args, **kwargs)
-        return self._collective(name, post, False, kw)
+        return self._collective(name, post, False, kw, timeout)
 
     @functools.wraps(prepare)
-    def nonblocking(self, *args, **kwargs):
+    def nonblocking(self, *args, timeout=None, **kwargs):
         name, post, kw = prepare(self, *args, **kwargs)
-        return self._collective(name, post, True, kw)
+        return self._collective(name, post, True, kw, timeout)
 
     return blocking, nonblocking
 
@@ -121,10 +121,10 @@ def _root(root):
 class Collectives:
     __slots__ = ()
 
-    def _collective(self, name, post, nonblocking, kw):
+    def _collective(self, name, post, nonblocking, kw, timeout):
         c = self._core
         algorithm = _forced.get(c, {}).get(name)
-        r = c.collective(name, algorithm=algorithm, nonblocking=nonblocking, **kw)
+        r = c.collective(name, algorithm=algorithm, nonblocking=nonblocking, timeout=self._limit(timeout), **kw)
         req = Request(r, _CALL, post)
         return req if nonblocking else req.wait()
 

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from .. import binding
 from . import datatype, pickled
+from . import timeout as timeout_
 from .exception import ERR_ARG, ERR_COMM, Exception as MPIException
 from .collectives import Collectives
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
@@ -187,112 +188,131 @@ class Comm(Collectives):
     def Abort(self, errorcode=0):
         raise SystemExit(errorcode or 1)
 
+    # ---- time limits (mpiws) ---------------------------------------------
+
+    def Set_timeout(self, timeout):
+        """Default time limit (seconds; None: none) of this communicator's calls."""
+        timeout_.set_default(self._core, timeout)
+
+    def Get_timeout(self):
+        return timeout_.resolve(self._core, None)
+
+    def _limit(self, timeout):
+        return timeout_.resolve(self._core, timeout)
+
     # ---- point-to-point: objects -----------------------------------------
 
-    def _isend_obj(self, obj, dest, tag, sync):
+    def _isend_obj(self, obj, dest, tag, sync, timeout):
         parts = pickled.dumps(obj)
-        return Request(self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync))
+        r = self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync)
+        return Request(r, deadline=timeout_.deadline(self._limit(timeout)))
 
-    def _send_obj(self, obj, dest, tag, sync):
+    def _send_obj(self, obj, dest, tag, sync, timeout):
         parts = pickled.dumps(obj)
-        self._core.send(dest, tag, parts, len(parts) > 1, sync)
+        self._core.send(dest, tag, parts, len(parts) > 1, sync, self._limit(timeout))
 
-    def send(self, obj, dest, tag=0):
-        self._send_obj(obj, dest, tag, False)
+    def send(self, obj, dest, tag=0, timeout=None):
+        self._send_obj(obj, dest, tag, False, timeout)
 
-    def bsend(self, obj, dest, tag=0):
-        self._send_obj(obj, dest, tag, False)
+    def bsend(self, obj, dest, tag=0, timeout=None):
+        self._send_obj(obj, dest, tag, False, timeout)
 
-    def ssend(self, obj, dest, tag=0):
-        self._send_obj(obj, dest, tag, True)
+    def ssend(self, obj, dest, tag=0, timeout=None):
+        self._send_obj(obj, dest, tag, True, timeout)
 
-    def isend(self, obj, dest, tag=0):
-        return self._isend_obj(obj, dest, tag, False)
+    def isend(self, obj, dest, tag=0, timeout=None):
+        return self._isend_obj(obj, dest, tag, False, timeout)
 
-    def ibsend(self, obj, dest, tag=0):
-        return self._isend_obj(obj, dest, tag, False)
+    def ibsend(self, obj, dest, tag=0, timeout=None):
+        return self._isend_obj(obj, dest, tag, False, timeout)
 
-    def issend(self, obj, dest, tag=0):
-        return self._isend_obj(obj, dest, tag, True)
+    def issend(self, obj, dest, tag=0, timeout=None):
+        return self._isend_obj(obj, dest, tag, True, timeout)
 
-    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
+    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, timeout=None):
         limit = None if buf is None else _buffer_length(buf)
-        return Request(self._core.irecv(source, tag), _OBJECT, None, limit)
+        return Request(self._core.irecv(source, tag), _OBJECT, None, limit, timeout_.deadline(self._limit(timeout)))
 
-    def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+    def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         limit = None if buf is None else _buffer_length(buf)
-        return received_object(self._core.recv(source, tag), status, limit)
+        return received_object(self._core.recv(source, tag, None, self._limit(timeout)), status, limit)
 
-    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
+        end = timeout_.deadline(self._limit(timeout))
         rreq = self.irecv(recvbuf, source, recvtag)
-        sreq = self._isend_obj(sendobj, dest, sendtag, False)
-        value = rreq.wait(status)
-        sreq.Wait()
+        sreq = self._isend_obj(sendobj, dest, sendtag, False, None)
+        value = rreq.wait(status, timeout_.left(end))
+        sreq.wait(None, timeout_.left(end))
         return value
 
-    def probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        return self.Probe(source, tag, status)
+    def probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
+        return self.Probe(source, tag, status, timeout)
 
     def iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         return self.Iprobe(source, tag, status)
 
     # ---- point-to-point: buffers -----------------------------------------
 
-    def _isend_buf(self, buf, dest, tag, sync):
+    def _isend_buf(self, buf, dest, tag, sync, timeout):
         view, _, _ = datatype.parse(buf)
-        return Request(self._core.isend(dest, tag, [view], sync=sync))
+        return Request(self._core.isend(dest, tag, [view], sync=sync), deadline=timeout_.deadline(self._limit(timeout)))
 
-    def _send_buf(self, buf, dest, tag, sync):
+    def _send_buf(self, buf, dest, tag, sync, timeout):
         view, _, _ = datatype.parse(buf)
-        self._core.send(dest, tag, [view], sync=sync)
+        self._core.send(dest, tag, [view], sync=sync, timeout=self._limit(timeout))
 
-    def Send(self, buf, dest, tag=0):
-        self._send_buf(buf, dest, tag, False)
+    def Send(self, buf, dest, tag=0, timeout=None):
+        self._send_buf(buf, dest, tag, False, timeout)
 
-    def Bsend(self, buf, dest, tag=0):
-        self._send_buf(buf, dest, tag, False)
+    def Bsend(self, buf, dest, tag=0, timeout=None):
+        self._send_buf(buf, dest, tag, False, timeout)
 
-    def Rsend(self, buf, dest, tag=0):
-        self._send_buf(buf, dest, tag, False)
+    def Rsend(self, buf, dest, tag=0, timeout=None):
+        self._send_buf(buf, dest, tag, False, timeout)
 
-    def Ssend(self, buf, dest, tag=0):
-        self._send_buf(buf, dest, tag, True)
+    def Ssend(self, buf, dest, tag=0, timeout=None):
+        self._send_buf(buf, dest, tag, True, timeout)
 
-    def Isend(self, buf, dest, tag=0):
-        return self._isend_buf(buf, dest, tag, False)
+    def Isend(self, buf, dest, tag=0, timeout=None):
+        return self._isend_buf(buf, dest, tag, False, timeout)
 
-    def Ibsend(self, buf, dest, tag=0):
-        return self._isend_buf(buf, dest, tag, False)
+    def Ibsend(self, buf, dest, tag=0, timeout=None):
+        return self._isend_buf(buf, dest, tag, False, timeout)
 
-    def Irsend(self, buf, dest, tag=0):
-        return self._isend_buf(buf, dest, tag, False)
+    def Irsend(self, buf, dest, tag=0, timeout=None):
+        return self._isend_buf(buf, dest, tag, False, timeout)
 
-    def Issend(self, buf, dest, tag=0):
-        return self._isend_buf(buf, dest, tag, True)
+    def Issend(self, buf, dest, tag=0, timeout=None):
+        return self._isend_buf(buf, dest, tag, True, timeout)
 
-    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, timeout=None):
         view, _, _ = datatype.parse(buf, writable=True)
-        return Request(self._core.irecv(source, tag, view), _BUFFER, view)
+        return Request(self._core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
 
-    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         view, _, _ = datatype.parse(buf, writable=True)
-        received_buffer(self._core.recv(source, tag, view), status, view)
+        received_buffer(self._core.recv(source, tag, view, self._limit(timeout)), status, view)
 
-    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
+        end = timeout_.deadline(self._limit(timeout))
         rreq = self.Irecv(recvbuf, source, recvtag)
-        sreq = self._isend_buf(sendbuf, dest, sendtag, False)
-        rreq.Wait(status)
-        sreq.Wait()
+        sreq = self._isend_buf(sendbuf, dest, sendtag, False, None)
+        rreq.Wait(status, timeout_.left(end))
+        sreq.Wait(None, timeout_.left(end))
 
-    def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
+        end = timeout_.deadline(self._limit(timeout))
         view, _, _ = datatype.parse(buf, writable=True)
         sreq = Request(self._core.isend(dest, sendtag, [bytes(view)]))
-        self.Irecv(view, source, recvtag).Wait(status)
-        sreq.Wait()
+        self.Irecv(view, source, recvtag).Wait(status, timeout_.left(end))
+        sreq.Wait(None, timeout_.left(end))
 
-    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        source, tag, nbytes = self._core.probe(source, tag, None)
-        fill(status, source, tag, nbytes)
+    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
+        limit = self._limit(timeout)
+        found = self._core.probe(source, tag, limit)
+        if found is None:
+            raise timeout_.expired(f"probe (after {limit} s)")
+        fill(status, *found)
         return True
 
     def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):

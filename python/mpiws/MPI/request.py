@@ -6,6 +6,7 @@ like mpi4py setting the handle to ``MPI.REQUEST_NULL``.
 
 from .. import _core
 from . import pickled
+from . import timeout as timeout_
 from .exception import ERR_TRUNCATE, Exception as MPIException
 from .status import UNDEFINED, fill
 
@@ -32,15 +33,19 @@ def received_buffer(msg, status, buf):
 
 
 class Request:
-    __slots__ = ("_r", "_kind", "_buf", "_limit", "__weakref__")
+    """``deadline`` (time.monotonic) is when the operation times out: a wait
+    or test after it withdraws the operation and raises ERR_TIMEOUT."""
 
-    def __init__(self, request=None, kind=_SEND, buf=None, limit=None):
+    __slots__ = ("_r", "_kind", "_buf", "_limit", "_deadline", "__weakref__")
+
+    def __init__(self, request=None, kind=_SEND, buf=None, limit=None, deadline=None):
         if isinstance(request, Request):  # Request(other): copy the handle
-            request, kind, buf, limit = request._r, request._kind, request._buf, request._limit
+            request, kind, buf, limit, deadline = request._r, request._kind, request._buf, request._limit, request._deadline
         self._r = request
         self._kind = kind
         self._buf = buf
         self._limit = limit
+        self._deadline = deadline
 
     def __bool__(self):
         return self._r is not None
@@ -72,24 +77,37 @@ class Request:
             return received_buffer(msg, status, self._buf)
         return received_object(msg, status, self._limit)
 
-    def _complete(self, status, block):
-        """(done, value): wait first if ``block``."""
+    def _complete(self, status, block, timeout=None):
+        """(done, value): wait first (up to ``timeout`` and the deadline) if ``block``."""
         r = self._r
         if r is None:
             fill(status, -2, -1, 0)
             return True, None
         if block:
-            r.wait(None)
+            if not r.wait(timeout_.left(self._deadline, timeout)):
+                self._expire()
         elif not r.done():
+            if self._deadline is not None and timeout_.left(self._deadline) == 0:
+                self._expire()
             return False, None
         return True, self._finish(status)
 
-    def Wait(self, status=None):
-        self._complete(status, True)
+    def _expire(self):
+        """Time is up: withdraw the operation and raise ERR_TIMEOUT. A receive
+        that matched just now is not withdrawn: it completes instead."""
+        r = self._r
+        if self._kind in (_OBJECT, _BUFFER) and not r.cancel():
+            r.wait(None)
+            return
+        self._r = None
+        raise timeout_.expired("receive" if self._kind in (_OBJECT, _BUFFER) else "operation")
+
+    def Wait(self, status=None, timeout=None):
+        self._complete(status, True, timeout_.check(timeout))
         return True
 
-    def wait(self, status=None):
-        return self._complete(status, True)[1]
+    def wait(self, status=None, timeout=None):
+        return self._complete(status, True, timeout_.check(timeout))[1]
 
     def Test(self, status=None):
         return self._complete(status, False)[0]
@@ -126,21 +144,40 @@ class Request:
         return [i for i, r in enumerate(requests) if r._r is not None]
 
     @staticmethod
-    def _wait_until_one_done(requests, active):
-        if not any(requests[i]._r.done() for i in active):
-            _core.wait_any([requests[i]._r for i in active])
+    def _wait_until_one_done(requests, active, timeout):
+        """Wait until one of ``active`` is done; ERR_TIMEOUT after ``timeout``,
+        and a request past its own deadline is withdrawn (ERR_TIMEOUT)."""
+        rs = [requests[i] for i in active]
+        end = timeout_.deadline(timeout)
+        while not any(r._r.done() for r in rs):
+            soonest = min((r._deadline for r in rs if r._deadline is not None), default=None)
+            if _core.wait_any([r._r for r in rs], timeout_.left(soonest, timeout_.left(end))):
+                return
+            for r in rs:
+                if r._deadline is not None and timeout_.left(r._deadline) == 0:
+                    r._expire()
+            if end is not None and timeout_.left(end) == 0:
+                raise timeout_.expired("wait")
+
+    @staticmethod
+    def _check_deadlines(requests):
+        """For the test family: withdraw the requests past their deadline."""
+        for r in requests:
+            if r._r is not None and r._deadline is not None and not r._r.done() and timeout_.left(r._deadline) == 0:
+                r._expire()
 
     @classmethod
-    def Waitall(cls, requests, statuses=None):
-        cls.waitall(requests, statuses)
+    def Waitall(cls, requests, statuses=None, timeout=None):
+        cls.waitall(requests, statuses, timeout)
         return True
 
     @classmethod
-    def waitall(cls, requests, statuses=None):
+    def waitall(cls, requests, statuses=None, timeout=None):
+        end = timeout_.deadline(timeout_.check(timeout))
         out = []
         for i, r in enumerate(requests):
             st = _status_at(statuses, i)
-            out.append(r._complete(st, True)[1])
+            out.append(r._complete(st, True, timeout_.left(end))[1])
         return out
 
     @classmethod
@@ -149,21 +186,22 @@ class Request:
 
     @classmethod
     def testall(cls, requests, statuses=None):
+        cls._check_deadlines(requests)
         if not all(r._r is None or r._r.done() for r in requests):
             return False, None
         return True, cls.waitall(requests, statuses)
 
     @classmethod
-    def Waitany(cls, requests, status=None):
-        return cls.waitany(requests, status)[0]
+    def Waitany(cls, requests, status=None, timeout=None):
+        return cls.waitany(requests, status, timeout)[0]
 
     @classmethod
-    def waitany(cls, requests, status=None):
+    def waitany(cls, requests, status=None, timeout=None):
         active = cls._active(requests)
         if not active:
             fill(status, -2, -1, 0)
             return UNDEFINED, None
-        cls._wait_until_one_done(requests, active)
+        cls._wait_until_one_done(requests, active, timeout_.check(timeout))
         i = next(i for i in active if requests[i]._r.done())
         return i, requests[i]._finish(status)
 
@@ -174,6 +212,7 @@ class Request:
 
     @classmethod
     def testany(cls, requests, status=None):
+        cls._check_deadlines(requests)
         active = cls._active(requests)
         if not active:
             fill(status, -2, -1, 0)
@@ -184,15 +223,15 @@ class Request:
         return UNDEFINED, False, None
 
     @classmethod
-    def Waitsome(cls, requests, statuses=None):
-        return cls.waitsome(requests, statuses)[0]
+    def Waitsome(cls, requests, statuses=None, timeout=None):
+        return cls.waitsome(requests, statuses, timeout)[0]
 
     @classmethod
-    def waitsome(cls, requests, statuses=None):
+    def waitsome(cls, requests, statuses=None, timeout=None):
         active = cls._active(requests)
         if not active:
             return None, None
-        cls._wait_until_one_done(requests, active)
+        cls._wait_until_one_done(requests, active, timeout_.check(timeout))
         return cls._take_done(requests, active, statuses)
 
     @classmethod
@@ -201,6 +240,7 @@ class Request:
 
     @classmethod
     def testsome(cls, requests, statuses=None):
+        cls._check_deadlines(requests)
         active = cls._active(requests)
         if not active:
             return None, None

@@ -1,0 +1,58 @@
+"""Time limits (an mpiws extension): every blocking call, non-blocking call
+and wait takes ``timeout=`` in seconds. Without one, the communicator's
+default applies (``comm.Set_timeout``), else ``MPIWS_TIMEOUT`` from the
+environment, else none. Expiry raises ``MPI.Exception`` with class
+``MPI.ERR_TIMEOUT``; a receive that timed out is withdrawn, so a message
+arriving later waits for another receive.
+"""
+
+import os
+import time
+
+from .exception import ERR_TIMEOUT, Exception as MPIException
+
+
+def _from_env():
+    v = os.environ.get("MPIWS_TIMEOUT", "").strip()
+    return float(v) if v else None
+
+
+_ENV = _from_env()
+_defaults = {}  # core communicator -> its default (Set_timeout)
+
+
+def check(timeout):
+    if timeout is None:
+        return None
+    t = float(timeout)
+    if t < 0 or t != t:
+        raise ValueError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+    return t
+
+
+def resolve(core, timeout):
+    """The limit a call on ``core`` runs under: its own, the communicator's, the environment's."""
+    if timeout is not None:
+        return check(timeout)
+    return _defaults.get(core, _ENV)
+
+
+def set_default(core, timeout):
+    if timeout is None:
+        _defaults.pop(core, None)
+    else:
+        _defaults[core] = check(timeout)
+
+
+def deadline(timeout):
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def left(deadline, timeout=None):
+    """Seconds until the earlier of ``deadline`` and ``timeout`` from now (None: no limit)."""
+    limits = [t for t in (timeout, None if deadline is None else max(0.0, deadline - time.monotonic())) if t is not None]
+    return min(limits) if limits else None
+
+
+def expired(what):
+    return MPIException(ERR_TIMEOUT, f"{what} timed out")

@@ -99,6 +99,19 @@ class Request:
     def take(self) -> Optional[Message]:
         """The outcome, once: None for a send, a Message for a receive; raises the operation's error."""
     def cancel(self) -> bool: ...
+    def watch(self, events: Events, token: int) -> None:
+        """Push ``token`` to ``events`` when the operation completes (at once if it has)."""
+    def watch_stored(self, events: Events, token: int) -> bool:
+        """A tracked (non-blocking) send: push ``token`` once the receiver stored it, asking it to say so now."""
+    def stored_state(self) -> Optional[tuple[bool, Optional[str], int]]:
+        """None until a tracked send was stored or failed; then (ok, error message, error class)."""
+
+class Events:
+    """Tokens of completed operations, for the handler thread."""
+    def __init__(self) -> None: ...
+    def next(self, timeout: Optional[float] = None) -> Optional[int]:
+        """The next token, waiting (GIL released) up to ``timeout`` seconds."""
+    def push(self, token: int) -> None: ...
 
 class Message:
     source: int

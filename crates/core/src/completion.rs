@@ -40,6 +40,12 @@ impl std::fmt::Debug for Outcome {
     }
 }
 
+/// Something told when a completion completes (on the completing thread:
+/// it must only note the fact and wake someone).
+pub trait Watcher: Send + Sync {
+    fn fire(&self);
+}
+
 /// A one-shot flag several completions can raise (for wait-any / wait-some).
 #[derive(Default)]
 pub struct Signal {
@@ -47,14 +53,16 @@ pub struct Signal {
     cv: Condvar,
 }
 
-impl Signal {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Signal::default())
-    }
-
+impl Watcher for Signal {
     fn fire(&self) {
         *self.fired.lock() = true;
         self.cv.notify_all();
+    }
+}
+
+impl Signal {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Signal::default())
     }
 
     /// Wait until fired or until `deadline`; true if fired.
@@ -79,7 +87,7 @@ struct State {
     outcome: Option<Result<Outcome>>,
     /// Set once the outcome was handed out (the request is then inactive).
     taken: bool,
-    watchers: Vec<Arc<Signal>>,
+    watchers: Vec<Arc<dyn Watcher>>,
 }
 
 #[derive(Default)]
@@ -188,6 +196,14 @@ impl Completion {
         s.outcome.is_some() || s.taken
     }
 
+    /// The error of a failed operation whose outcome was not taken yet.
+    pub fn peek_error(&self) -> Option<crate::error::Error> {
+        match &self.state.lock().outcome {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
     /// Hand out the outcome once; later calls return None.
     pub fn take(&self) -> Option<Result<Outcome>> {
         let mut s = self.state.lock();
@@ -198,28 +214,29 @@ impl Completion {
         o
     }
 
-    /// Raise `signal` when this completes; false (and no watch) if already done.
-    pub fn watch(&self, signal: &Arc<Signal>) -> bool {
+    /// Tell `watcher` when this completes; false (and no watch) if already done.
+    pub fn watch(&self, watcher: Arc<dyn Watcher>) -> bool {
         let mut s = self.state.lock();
         if s.outcome.is_some() || s.taken {
             return false;
         }
-        s.watchers.push(signal.clone());
+        s.watchers.push(watcher);
         true
     }
 
-    pub fn unwatch(&self, signal: &Arc<Signal>) {
-        self.state.lock().watchers.retain(|w| !Arc::ptr_eq(w, signal));
+    pub fn unwatch(&self, watcher: &Arc<dyn Watcher>) {
+        self.state.lock().watchers.retain(|w| !std::ptr::addr_eq(Arc::as_ptr(w), Arc::as_ptr(watcher)));
     }
 }
 
 /// Block until at least one of `completions` is done or `timeout` passes.
 pub fn wait_any(completions: &[Arc<Completion>], timeout: Option<Duration>) -> bool {
     let signal = Signal::new();
+    let watcher: Arc<dyn Watcher> = signal.clone();
     let mut watching = Vec::with_capacity(completions.len());
     let mut ready = false;
     for c in completions {
-        if c.watch(&signal) {
+        if c.watch(watcher.clone()) {
             watching.push(c);
         } else {
             ready = true;
@@ -230,9 +247,65 @@ pub fn wait_any(completions: &[Arc<Completion>], timeout: Option<Duration>) -> b
         ready = signal.wait_until(timeout.map(|t| Instant::now() + t));
     }
     for c in watching {
-        c.unwatch(&signal);
+        c.unwatch(&watcher);
     }
     ready
+}
+
+/// A queue of tokens, one pushed per watched completion as it completes:
+/// how a handler thread learns, without polling, which operations finished.
+#[derive(Default)]
+pub struct Events {
+    queue: Mutex<std::collections::VecDeque<u64>>,
+    cv: Condvar,
+}
+
+struct Notify {
+    events: Arc<Events>,
+    token: u64,
+}
+
+impl Watcher for Notify {
+    fn fire(&self) {
+        self.events.push(self.token);
+    }
+}
+
+impl Events {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Events::default())
+    }
+
+    pub fn push(&self, token: u64) {
+        self.queue.lock().push_back(token);
+        self.cv.notify_one();
+    }
+
+    /// Push `token` once `c` completes (at once if it has).
+    pub fn watch(self: &Arc<Self>, c: &Completion, token: u64) {
+        if !c.watch(Arc::new(Notify { events: self.clone(), token })) {
+            self.push(token);
+        }
+    }
+
+    /// The next token, waiting up to `timeout` (None: for ever).
+    pub fn next(&self, timeout: Option<Duration>) -> Option<u64> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut q = self.queue.lock();
+        loop {
+            if let Some(t) = q.pop_front() {
+                return Some(t);
+            }
+            match deadline {
+                None => self.cv.wait(&mut q),
+                Some(d) => {
+                    if self.cv.wait_until(&mut q, d).timed_out() {
+                        return q.pop_front();
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -188,9 +188,16 @@ impl Comm {
         let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
         // The send may write to a socket from this thread: without the GIL.
-        let start = |c: &CoreComm| if inline { c.send_start(dest, tag, chunks.clone(), parts, sync) } else { c.isend(dest, tag, chunks.clone(), parts, sync) };
-        let c = py.detach(|| start(&self.inner)).py_err()?;
-        Ok(Request::send(self.inner.clone(), c, chunks))
+        // A non-blocking send is tracked: its "completed" event may be asked for.
+        let start = |c: &CoreComm| {
+            if inline {
+                c.send_start(dest, tag, chunks.clone(), parts, sync).map(|c| (c, None))
+            } else {
+                c.isend_tracked(dest, tag, chunks.clone(), parts, sync).map(|(c, s)| (c, Some(s)))
+            }
+        };
+        let (c, stored) = py.detach(|| start(&self.inner)).py_err()?;
+        Ok(Request::send(self.inner.clone(), c, chunks, stored, dest))
     }
 }
 

@@ -19,6 +19,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<comm::Comm>()?;
     m.add_class::<request::Request>()?;
     m.add_class::<request::Message>()?;
+    m.add_class::<request::Events>()?;
     m.add_class::<client::DomainClient>()?;
     m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;
     m.add_function(wrap_pyfunction!(request::wait_any, m)?)?;

@@ -49,15 +49,49 @@ pub struct Request {
     _keep: Vec<Bytes>,
     #[pyo3(get)]
     is_recv: bool,
+    /// A tracked send: completes when the receiver stored the message.
+    stored: Option<Arc<Completion>>,
+    /// A send's destination (local rank).
+    dest: i64,
 }
 
 impl Request {
-    pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>) -> Self {
-        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false }
+    pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>, stored: Option<Arc<Completion>>, dest: i64) -> Self {
+        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false, stored, dest }
     }
 
     pub fn recv(comm: CoreComm, completion: Arc<Completion>, recv_id: Option<RecvId>, source: i64) -> Self {
-        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true }
+        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true, stored: None, dest: -1 }
+    }
+}
+
+/// Tokens of completed operations, for the handler thread (`MPI.events`).
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct Events {
+    inner: Arc<completion::Events>,
+}
+
+#[pymethods]
+impl Events {
+    #[new]
+    fn new() -> Self {
+        Events { inner: completion::Events::new() }
+    }
+
+    /// The next token, waiting up to `timeout` seconds (None: for ever).
+    #[pyo3(signature = (timeout=None))]
+    fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<u64>> {
+        let mut got = None;
+        let q = self.inner.clone();
+        wait_in_slices(py, timeout, |slice| {
+            got = q.next(Some(slice));
+            got.is_some()
+        })?;
+        Ok(got)
+    }
+
+    fn push(&self, token: u64) {
+        self.inner.push(token);
     }
 }
 
@@ -95,6 +129,34 @@ impl Request {
                 }
             },
         }
+    }
+
+    /// Push `token` to `events` when the operation completes.
+    fn watch(&self, events: &Events, token: u64) {
+        events.inner.watch(&self.completion, token);
+    }
+
+    /// Push `token` to `events` when the receiver has stored the message (a
+    /// tracked send; the receiver is asked to say so now). False if untracked.
+    fn watch_stored(&self, events: &Events, token: u64) -> bool {
+        let Some(stored) = &self.stored else { return false };
+        events.inner.watch(stored, token);
+        if let Ok(world) = self.comm.world_rank(self.dest) {
+            self.comm.instance.ask_ack(world);
+        }
+        true
+    }
+
+    /// Whether a tracked send was stored: None (not yet), or the error it met.
+    fn stored_state(&self) -> Option<(bool, Option<String>, i32)> {
+        let s = self.stored.as_ref()?;
+        if !s.is_done() {
+            return None;
+        }
+        Some(match s.peek_error() {
+            Some(e) => (false, Some(e.message), e.class.code() as i32),
+            None => (true, None, 0),
+        })
     }
 
     /// Withdraw a receive that nothing matched yet; true if withdrawn.

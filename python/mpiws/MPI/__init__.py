@@ -3,7 +3,9 @@
 One file per MPI concept: ``comm`` (Comm, Intracomm), ``request`` (Request),
 ``status`` (Status), ``datatype`` (Datatype, buffer specifications),
 ``exception`` (Exception, error classes), ``op`` (Op), ``group`` (Group), ``collectives``
-(the collective calls of Comm); ``pickled`` is how objects travel.
+(the collective calls of Comm); ``pickled`` is how objects travel. mpiws's
+additions: ``events`` (Schedule, Receipt, the handler thread) and
+``timeout`` (time limits).
 """
 
 import socket as _socket
@@ -27,6 +29,7 @@ from .datatype import *  # noqa: F401,F403  (BYTE, INT, DOUBLE, ...)
 from .datatype import Datatype
 from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
 from .exception import Exception, Get_error_class, Get_error_string
+from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, Schedule
 from .group import GROUP_EMPTY, GROUP_NULL, Group
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
 from .op import Op

@@ -105,9 +105,10 @@ def _both(prepare):
         return self._collective(name, post, False, kw, timeout)
 
     @functools.wraps(prepare)
-    def nonblocking(self, *args, timeout=None, **kwargs):
+    def nonblocking(self, *args, timeout=None, schedule=None, **kwargs):
         name, post, kw = prepare(self, *args, **kwargs)
-        return self._collective(name, post, True, kw, timeout)
+        req = self._collective(name, post, True, kw, timeout)
+        return req._describe(call=name, source=self._core.rank)._schedule(schedule)
 
     return blocking, nonblocking
 

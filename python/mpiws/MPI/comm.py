@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from .. import binding
 from . import datatype, pickled
+from . import events as events_
 from . import timeout as timeout_
 from .exception import ERR_ARG, ERR_COMM, Exception as MPIException
 from .collectives import Collectives
@@ -202,10 +203,15 @@ class Comm(Collectives):
 
     # ---- point-to-point: objects -----------------------------------------
 
-    def _isend_obj(self, obj, dest, tag, sync, timeout):
+    def _isend_obj(self, obj, dest, tag, sync, timeout, schedule=None):
         parts = pickled.dumps(obj)
         r = self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync)
-        return Request(r, deadline=timeout_.deadline(self._limit(timeout)))
+        req = Request(r, deadline=timeout_.deadline(self._limit(timeout)))
+        return self._sent(req, dest, tag, sum(memoryview(p).nbytes for p in parts), sync, schedule)
+
+    def _sent(self, req, dest, tag, size, sync, schedule):
+        """Describe a send request for receipts; attach its schedule."""
+        return req._describe(tag=tag, dest=dest, source=self._core.rank, size=size, sync=sync)._schedule(schedule)
 
     def _send_obj(self, obj, dest, tag, sync, timeout):
         parts = pickled.dumps(obj)
@@ -220,18 +226,22 @@ class Comm(Collectives):
     def ssend(self, obj, dest, tag=0, timeout=None):
         self._send_obj(obj, dest, tag, True, timeout)
 
-    def isend(self, obj, dest, tag=0, timeout=None):
-        return self._isend_obj(obj, dest, tag, False, timeout)
+    def isend(self, obj, dest, tag=0, timeout=None, schedule=None):
+        return self._isend_obj(obj, dest, tag, False, timeout, schedule)
 
-    def ibsend(self, obj, dest, tag=0, timeout=None):
-        return self._isend_obj(obj, dest, tag, False, timeout)
+    def ibsend(self, obj, dest, tag=0, timeout=None, schedule=None):
+        return self._isend_obj(obj, dest, tag, False, timeout, schedule)
 
-    def issend(self, obj, dest, tag=0, timeout=None):
-        return self._isend_obj(obj, dest, tag, True, timeout)
+    def issend(self, obj, dest, tag=0, timeout=None, schedule=None):
+        return self._isend_obj(obj, dest, tag, True, timeout, schedule)
 
-    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, timeout=None):
+    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, timeout=None, schedule=None):
         limit = None if buf is None else _buffer_length(buf)
-        return Request(self._core.irecv(source, tag), _OBJECT, None, limit, timeout_.deadline(self._limit(timeout)))
+        req = Request(self._core.irecv(source, tag), _OBJECT, None, limit, timeout_.deadline(self._limit(timeout)))
+        return self._posted(req, source, tag, schedule)
+
+    def _posted(self, req, source, tag, schedule):
+        return req._describe(tag=tag, source=source, dest=self._core.rank)._schedule(schedule)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         limit = None if buf is None else _buffer_length(buf)
@@ -253,9 +263,10 @@ class Comm(Collectives):
 
     # ---- point-to-point: buffers -----------------------------------------
 
-    def _isend_buf(self, buf, dest, tag, sync, timeout):
+    def _isend_buf(self, buf, dest, tag, sync, timeout, schedule=None):
         view, _, _ = datatype.parse(buf)
-        return Request(self._core.isend(dest, tag, [view], sync=sync), deadline=timeout_.deadline(self._limit(timeout)))
+        req = Request(self._core.isend(dest, tag, [view], sync=sync), deadline=timeout_.deadline(self._limit(timeout)))
+        return self._sent(req, dest, tag, view.nbytes, sync, schedule)
 
     def _send_buf(self, buf, dest, tag, sync, timeout):
         view, _, _ = datatype.parse(buf)
@@ -273,21 +284,22 @@ class Comm(Collectives):
     def Ssend(self, buf, dest, tag=0, timeout=None):
         self._send_buf(buf, dest, tag, True, timeout)
 
-    def Isend(self, buf, dest, tag=0, timeout=None):
-        return self._isend_buf(buf, dest, tag, False, timeout)
+    def Isend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        return self._isend_buf(buf, dest, tag, False, timeout, schedule)
 
-    def Ibsend(self, buf, dest, tag=0, timeout=None):
-        return self._isend_buf(buf, dest, tag, False, timeout)
+    def Ibsend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        return self._isend_buf(buf, dest, tag, False, timeout, schedule)
 
-    def Irsend(self, buf, dest, tag=0, timeout=None):
-        return self._isend_buf(buf, dest, tag, False, timeout)
+    def Irsend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        return self._isend_buf(buf, dest, tag, False, timeout, schedule)
 
-    def Issend(self, buf, dest, tag=0, timeout=None):
-        return self._isend_buf(buf, dest, tag, True, timeout)
+    def Issend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        return self._isend_buf(buf, dest, tag, True, timeout, schedule)
 
-    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, timeout=None):
+    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, timeout=None, schedule=None):
         view, _, _ = datatype.parse(buf, writable=True)
-        return Request(self._core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
+        req = Request(self._core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
+        return self._posted(req, source, tag, schedule)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         view, _, _ = datatype.parse(buf, writable=True)
@@ -322,11 +334,80 @@ class Comm(Collectives):
         fill(status, *found)
         return True
 
+    # ---- message handlers (mpiws) ------------------------------------------
+
+    def on_message(self, handler, source=ANY_SOURCE, tag=ANY_TAG):
+        """Run ``handler(receipt)`` on the handler thread for each arriving
+        message that matches, with no receive posted by the application
+        (``receipt.value`` is the object), until ``off_message``."""
+        if not callable(handler):
+            raise TypeError("handler must be callable")
+        state = _MessageHandler(self, handler, source, tag)
+        _message_handlers.setdefault(self._core, []).append(state)
+        state.arm()
+
+    def off_message(self, handler=None, source=ANY_SOURCE, tag=ANY_TAG):
+        """Remove the message handlers registered with these arguments
+        (``handler=None``: every handler for that source and tag)."""
+        kept = []
+        for state in _message_handlers.get(self._core, []):
+            if (handler is None or state.handler is handler) and (state.source, state.tag) == (source, tag):
+                state.stop()
+            else:
+                kept.append(state)
+        _message_handlers[self._core] = kept
+
     def __repr__(self):
         c = self._c
         if c is None:
             return f"<{type(self).__name__} null>"
         return f"<{type(self).__name__} rank={c.rank} size={c.size}>"
+
+
+_message_handlers = {}  # core communicator -> [_MessageHandler]
+
+
+class _MessageHandler:
+    """One ``on_message`` registration: a receive kept posted, re-posted
+    after each message (what arrives in between waits in the mailbox)."""
+
+    def __init__(self, comm, handler, source, tag):
+        self.comm, self.handler, self.source, self.tag = comm, handler, source, tag
+        self.request, self.active = None, True
+
+    def arm(self):
+        if self.active:
+            self.request = self.comm.irecv(source=self.source, tag=self.tag)
+            self.request.on(events_.COMPLETED, self.arrived)
+
+    def arrived(self, receipt):
+        if not self.active:
+            return
+        try:
+            value = receipt.request.wait()
+        except MPIException:
+            return
+        self.handler(events_.Receipt(**dict(receipt._d, value=value, event="message")))
+        self.arm()
+
+    def stop(self):
+        self.active = False
+        if self.request is not None:
+            self.request.Cancel()
+
+
+def _async_form(name):
+    async def call(self, *args, **kwargs):
+        return await getattr(self, name)(*args, **kwargs)
+
+    call.__name__ = "a" + name[1:]
+    call.__doc__ = f"``await comm.{call.__name__}(...)``: ``{name}`` awaited from asyncio code (mpiws)."
+    return call
+
+
+for _name in ("isend", "issend", "irecv", "ibarrier", "ibcast", "igather", "iscatter", "iallgather",
+              "ialltoall", "ireduce", "iallreduce", "iscan", "iexscan"):
+    setattr(Comm, "a" + _name[1:], _async_form(_name))
 
 
 def _buffer_length(buf):

@@ -4,11 +4,19 @@ A request is truthy while active; completing it (wait/test) makes it inactive,
 like mpi4py setting the handle to ``MPI.REQUEST_NULL``.
 """
 
+import threading
+import time
+
 from .. import _core
 from . import pickled
+from . import events as events_
 from . import timeout as timeout_
-from .exception import ERR_TRUNCATE, Exception as MPIException
-from .status import UNDEFINED, fill
+from .exception import ERR_TIMEOUT, ERR_TRUNCATE, Exception as MPIException
+from .status import UNDEFINED, Status, fill
+
+# A watched request is completed by the handler thread or by its owner,
+# whichever comes first: taking its outcome is done under this lock.
+_settling = threading.RLock()
 
 PROC_NULL = -1
 
@@ -36,7 +44,7 @@ class Request:
     """``deadline`` (time.monotonic) is when the operation times out: a wait
     or test after it withdraws the operation and raises ERR_TIMEOUT."""
 
-    __slots__ = ("_r", "_kind", "_buf", "_limit", "_deadline", "__weakref__")
+    __slots__ = ("_r", "_kind", "_buf", "_limit", "_deadline", "_info", "_watch", "__weakref__")
 
     def __init__(self, request=None, kind=_SEND, buf=None, limit=None, deadline=None):
         if isinstance(request, Request):  # Request(other): copy the handle
@@ -46,6 +54,8 @@ class Request:
         self._buf = buf
         self._limit = limit
         self._deadline = deadline
+        self._info = None  # what a receipt tells: tag, source, dest, size, sync, call
+        self._watch = None  # once events are asked for: _Watch
 
     def __bool__(self):
         return self._r is not None
@@ -62,6 +72,19 @@ class Request:
 
     def _finish(self, status):
         """Take the outcome of a done request; returns the received value."""
+        w = self._watch
+        if w is None:
+            return self._take(status)
+        self._settle()
+        ok, value, st = w.settled
+        self._r = None
+        if status is not None and st is not None:
+            status._set(st.source, st.tag, st._nbytes, st._cancelled)
+        if not ok:
+            raise value
+        return value
+
+    def _take(self, status):
         r, self._r = self._r, None
         msg = r.take()
         if msg is None:  # a send
@@ -91,6 +114,136 @@ class Request:
                 self._expire()
             return False, None
         return True, self._finish(status)
+
+    # ---- events (mpiws) --------------------------------------------------
+
+    def _describe(self, **info):
+        self._info = info
+        return self
+
+    def on(self, event, handler):
+        """Run ``handler(receipt)`` on the handler thread when ``event``
+        happens (at once if it already did). Returns the request."""
+        events_.check_event(event)
+        if not callable(handler):
+            raise TypeError("handler must be callable")
+        w = self._watched()
+        w.handlers.setdefault(event, []).append(handler)
+        fired = w.fired.get(event)
+        if fired is not None:
+            events_.dispatcher().call_soon(lambda: events_.run_handler(handler, fired))
+        return self
+
+    def _schedule(self, schedule):
+        if schedule is not None:
+            if not isinstance(schedule, events_.Schedule):
+                raise TypeError("schedule must be an MPI.Schedule")
+            for event, handler in schedule.handlers.items():
+                self.on(event, handler)
+        return self
+
+    def _watched(self):
+        w = self._watch
+        if w is None:
+            if self._r is None:
+                raise ValueError("the request is not active")
+            w = self._watch = _Watch(self._r)
+            events_.dispatcher().watch(self)
+        return w
+
+    def _settle(self):
+        """Take the outcome now (handler thread or owner), keeping the request active."""
+        with _settling:
+            w = self._watch
+            if w.settled is not None or self._r is None:
+                return
+            r, st = self._r, Status()
+            try:
+                w.settled = (True, self._take(st), st)
+            except MPIException as e:
+                w.settled = (False, e, st)
+            self._r = r
+
+    def _progress(self, what):
+        """On the handler thread: the operation moved on (``what``: done, stored, deadline)."""
+        w = self._watch
+        if what == "deadline":
+            with _settling:
+                if w.settled is not None or self._r is None or self._r.done():
+                    return
+                try:
+                    self._expire()
+                except MPIException as e:
+                    w.settled = (False, e, None)
+                    self._r = _EXPIRED
+            if w.settled is not None:
+                self._fire(events_.TIMED_OUT, error=w.settled[1])
+                w.wake()
+            return
+        if what == "stored":
+            state = w.core.stored_state()
+            if state is None:
+                return
+            ok, message, cls = state
+            if ok:
+                self._fire(events_.SUBMITTED)
+                self._fire(events_.COMPLETED)
+            else:
+                self._fire(events_.FAILED, error=MPIException(cls, message))
+            return
+        self._settle()
+        if w.settled is None:
+            return
+        ok, value, st = w.settled
+        if not ok:
+            timed_out = value.Get_error_class() == ERR_TIMEOUT
+            self._fire(events_.TIMED_OUT if timed_out else events_.FAILED, error=value)
+        elif self._kind == _SEND:
+            self._fire(events_.SUBMITTED)
+            if (self._info or {}).get("sync"):
+                self._fire(events_.COMPLETED)
+                self._fire(events_.MATCHED)
+        else:
+            self._fire(events_.COMPLETED, status=st)
+        w.wake()
+
+    def _fire(self, event, error=None, status=None):
+        w = self._watch
+        if event in w.fired or (event in (events_.SUBMITTED, events_.COMPLETED, events_.MATCHED) and (events_.FAILED in w.fired or events_.TIMED_OUT in w.fired)):
+            return
+        info = dict(self._info or {})
+        if status is not None and self._kind in (_OBJECT, _BUFFER):
+            info.update(source=status.source, tag=status.tag, size=status._nbytes)
+        info.pop("sync", None)
+        receipt = events_.Receipt(
+            event=event, tag=info.get("tag"), size=info.get("size"), source=info.get("source"),
+            dest=info.get("dest"), call=info.get("call"), time=time.time(), error=error, request=self,
+        )
+        w.fired[event] = receipt
+        for h in w.handlers.get(event, ()):
+            events_.run_handler(h, receipt)
+
+    def __await__(self):
+        """``await request``: its value (a receive's object, a collective's
+        result), or its error raised, without blocking the event loop."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def resolve():
+            if fut.done():
+                return
+            try:
+                fut.set_result(self.wait())
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
+                fut.set_exception(e)
+
+        if self._r is None:
+            resolve()
+        else:
+            self._watched().on_settled(lambda: loop.call_soon_threadsafe(resolve))
+        return fut.__await__()
 
     def _expire(self):
         """Time is up: withdraw the operation and raise ERR_TIMEOUT. A receive
@@ -257,6 +410,46 @@ class Request:
 
     def __repr__(self):
         return "<Request active>" if self._r is not None else "<Request null>"
+
+
+class _Expired:
+    """Stands for a core request withdrawn by the handler thread on timeout."""
+
+    def done(self):
+        return True
+
+    def wait(self, timeout=None):
+        return True
+
+
+_EXPIRED = _Expired()
+
+
+class _Watch:
+    """A request's handlers, the events already fired, and its outcome once
+    taken by the handler thread."""
+
+    __slots__ = ("core", "handlers", "fired", "settled", "waiters")
+
+    def __init__(self, core):
+        self.core = core  # the core request, also after the owner completed it
+        self.handlers = {}
+        self.fired = {}
+        self.settled = None
+        self.waiters = []
+
+    def on_settled(self, fn):
+        with _settling:
+            if self.settled is None:
+                self.waiters.append(fn)
+                return
+        fn()
+
+    def wake(self):
+        with _settling:
+            waiters, self.waiters = self.waiters, []
+        for fn in waiters:
+            fn()
 
 
 def _status_at(statuses, i):

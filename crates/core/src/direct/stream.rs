@@ -131,6 +131,9 @@ struct Pending {
     /// Synchronous sends complete on the receiver's "matched"; the others
     /// completed when written (their buffer was free) and are only tracked.
     completion: Option<Arc<Completion>>,
+    /// Told when the receiver acknowledges storing the message (when asked
+    /// for: the "completed" event of a tracked send).
+    stored: Option<Arc<Completion>>,
 }
 
 /// Failures of sends that already completed, per peer, waiting to be
@@ -236,7 +239,8 @@ impl Link {
     /// Send one message. `completion` completes when the bytes are written,
     /// or for a synchronous send when the receiver matched the message.
     /// A large message is written by a background thread unless `inline`.
-    pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>, inline: bool) {
+    /// `stored` completes when the receiver acknowledges storing it.
+    pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>, inline: bool, stored: Option<Arc<Completion>>) {
         let seq = env.seq.expect("stream messages are sequenced");
         let sync = env.sync;
         {
@@ -244,11 +248,14 @@ impl Link {
             let mut pending = self.pending.lock();
             if let Some(e) = self.broken.lock().clone() {
                 drop(pending);
+                if let Some(s) = &stored {
+                    s.complete(Err(e.clone()));
+                }
                 completion.complete(Err(e));
                 return;
             }
             self.in_flight.started();
-            pending.insert(seq, Pending { completion: sync.then(|| completion.clone()) });
+            pending.insert(seq, Pending { completion: sync.then(|| completion.clone()), stored });
         }
         let len: usize = chunks.iter().map(|c| c.len()).sum();
         let header = frame::encode_message(env, len as u64);
@@ -298,6 +305,12 @@ impl Link {
     }
 
     fn settle(&self, p: Pending, outcome: Result<Outcome>) {
+        if let Some(s) = &p.stored {
+            s.complete(match &outcome {
+                Ok(_) => Ok(Outcome::Sent),
+                Err(e) => Err(e.clone()),
+            });
+        }
         match (p.completion, outcome) {
             (Some(c), outcome) => {
                 c.complete(outcome);
@@ -326,6 +339,12 @@ impl Link {
                 let mut pending = self.pending.lock();
                 match kind {
                     ACK_STORED => {
+                        // Stored, all of them; synchronous sends wait on for their match.
+                        for (_, p) in pending.range_mut(..=seq) {
+                            if let Some(s) = p.stored.take() {
+                                s.complete(Ok(Outcome::Sent));
+                            }
+                        }
                         let done: Vec<u64> = pending.range(..=seq).filter(|(_, p)| p.completion.is_none()).map(|(s, _)| *s).collect();
                         done.into_iter().filter_map(|s| pending.remove(&s)).map(|p| (p, Ok(Outcome::Sent))).collect()
                     }

@@ -271,7 +271,7 @@ impl Instance {
                 let sub = list[m..(2 * m).min(n)].to_vec();
                 let dest = sub[0];
                 let fwd = Envelope { source: self.rank(), seq: None, sync: false, forward: sub, ..env.clone() };
-                let c = self.send(dest, fwd, payload.chunks.clone(), false);
+                let c = self.send(dest, fwd, payload.chunks.clone(), false, None);
                 let mut pending = self.forwards.lock();
                 pending.push((dest, c));
                 // Settle the finished ones: a failure is reported like any
@@ -486,25 +486,37 @@ impl Instance {
     /// Send to world rank `dest`. The envelope's sequence number is assigned
     /// here, in call order, which is what makes per-pair ordering hold.
     /// `inline`: write a large message from this thread (a blocking send).
-    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool) -> Arc<Completion> {
+    /// `stored` (a tracked send) completes once the receiving endpoint has
+    /// stored the message.
+    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool, stored: Option<Arc<Completion>>) -> Arc<Completion> {
         let c = Completion::new();
+        let fail = |e: Error| {
+            if let Some(s) = &stored {
+                s.complete(Err(e.clone()));
+            }
+            c.complete(Err(e));
+        };
         if let Some(e) = self.undelivered[dest as usize].lock().take().or_else(|| self.gone(dest)) {
-            c.complete(Err(undelivered(dest, e)));
+            fail(undelivered(dest, e));
             return c;
         }
         env.seq = Some(self.send_seq[dest as usize].fetch_add(1, Ordering::Relaxed));
         if dest == self.rank() {
             self.send_to_self(env, chunks, &c);
+            if let Some(s) = stored {
+                // Filed (or refused) by the time send_to_self returns.
+                s.complete(c.peek_error().map_or(Ok(Outcome::Sent), Err));
+            }
             return c;
         }
         match self.stream_to(dest) {
             Ok(Some(link)) => {
-                link.send(&env, chunks, c.clone(), inline);
+                link.send(&env, chunks, c.clone(), inline, stored);
                 return c;
             }
             Ok(None) => {}
             Err(e) => {
-                c.complete(Err(e));
+                fail(e);
                 return c;
             }
         }
@@ -517,10 +529,21 @@ impl Instance {
                 .transport
                 .store(b.url_of(dest), &b.domain, dest, &b.token, &env, chunks)
                 .await;
+            if let Some(s) = stored {
+                s.complete(r.clone().map(|_| Outcome::Sent));
+            }
             done.complete(r.map(|_| Outcome::Sent));
             me.in_flight.ended();
         });
         c
+    }
+
+    /// Ask `dest` to acknowledge what it stored now rather than lazily (a
+    /// tracked send's "completed" is awaited).
+    pub fn ask_ack(&self, dest: u32) {
+        if let Some(Channel::Stream(link)) = &*self.channels[dest as usize].lock() {
+            link.request_ack();
+        }
     }
 
     /// The open stream to `dest`, opening it on first use; None: use stores.

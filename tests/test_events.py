@@ -1,0 +1,106 @@
+"""Progressive messages: events with schedules and request.on (on the
+handler thread, once each, receipts with wildcards resolved), message
+handlers, asyncio forms, and the failed event of a send to a dead rank."""
+
+from conftest import assert_ok
+
+PROGRAM = """
+import asyncio, threading, time
+import numpy as np
+from mpiws import MPI
+Schedule = MPI.Schedule
+comm = MPI.COMM_WORLD
+rank, other = comm.rank, 1 - comm.rank
+seen = []
+lock = threading.Lock()
+def log(r):
+    with lock:
+        seen.append((r.event, r.tag, r.source, r.dest, r.size, threading.current_thread().name))
+sch = Schedule(submitted=log, completed=log, matched=log, failed=log, timed_out=log)
+s = comm.isend({"x": rank}, dest=other, tag=4, schedule=sch)
+r = comm.irecv(source=MPI.ANY_SOURCE, tag=4, schedule=sch)
+assert r.wait() == {"x": other}
+s.wait()
+ss = comm.issend("sync", dest=other, tag=5, schedule=sch)
+assert comm.recv(source=other, tag=5) == "sync"
+ss.wait()
+t = comm.irecv(source=other, tag=99, timeout=0.2, schedule=sch)
+time.sleep(0.6)
+comm.Barrier()
+time.sleep(0.3)
+with lock:
+    print(rank, sorted(seen), flush=True)
+    evs = [(e, tag) for e, tag, *_ in seen]
+assert ("submitted", 4) in evs and ("completed", 4) in evs, evs
+assert evs.count(("completed", 4)) == 2, evs   # the send stored + the receive delivered
+assert ("matched", 5) in evs and ("timed_out", 99) in evs, evs
+assert all(name == "mpiws-handlers" for *_, name in seen)
+recv_receipt = [x for x in seen if x[0] == "completed" and x[3] == rank and x[1] == 4]
+assert recv_receipt and recv_receipt[0][2] == other, seen   # wildcard source resolved
+try:
+    t.wait()
+    raise SystemExit("expected timeout")
+except MPI.Exception as e:
+    assert e.Get_error_class() == MPI.ERR_TIMEOUT
+# message handlers
+got = []
+done = threading.Event()
+def on_msg(r):
+    got.append((r.source, r.tag, r.value))
+    if len(got) == 3:
+        done.set()
+comm.on_message(on_msg, source=other, tag=7)
+comm.Barrier()
+for i in range(3):
+    comm.send(i, dest=other, tag=7)
+assert done.wait(10), got
+comm.off_message(on_msg, source=other, tag=7)
+assert got == [(other, 7, 0), (other, 7, 1), (other, 7, 2)], got
+# asyncio
+async def main():
+    a = comm.asend(rank * 10, dest=other, tag=8)
+    b = comm.arecv(source=other, tag=8)
+    _, v = await asyncio.gather(a, b)
+    total = await comm.aallreduce(rank + 1)
+    x = await comm.abcast("hi" if rank == 0 else None, root=0)
+    return v, total, x
+v, total, x = asyncio.run(main())
+assert v == other * 10 and total == 3 and x == "hi", (v, total, x)
+req = comm.Iallreduce(np.ones(2), out := np.zeros(2))
+req.on("completed", log)
+req.Wait()
+print("OK", flush=True)
+"""
+
+
+def test_events_handlers_async(run):
+    assert_ok(run(2, PROGRAM), 2)
+
+
+def test_failed_event(run):
+    p = run(2, """
+import os, signal, threading, time
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+comm.Barrier()
+if comm.rank == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+time.sleep(0.5)
+failed = threading.Event()
+receipts = []
+def on_failed(r):
+    receipts.append(r)
+    failed.set()
+req = comm.irecv(source=1, schedule=MPI.Schedule(failed=on_failed))
+assert failed.wait(20), "no failed event"
+r = receipts[0]
+assert r.event == "failed" and r.error.Get_error_class() == MPI.ERR_PROC_FAILED, r
+assert "rank 1" in r.error.Get_error_string()
+try:
+    req.wait()
+    raise SystemExit("no error")
+except MPI.Exception as e:
+    assert e.Get_error_class() == MPI.ERR_PROC_FAILED
+print("OK")
+""", env={"MPIWS_FAILURE_TIMEOUT": "1"}, keep_going=True)
+    assert "[0] OK" in p.stdout, p.stdout + p.stderr

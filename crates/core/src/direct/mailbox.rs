@@ -204,12 +204,9 @@ impl Mailbox {
         out.into_iter().map(|(id, _)| id).collect()
     }
 
-    /// The sources posted receives wait for, and whether any waits for any source.
-    pub fn awaited(&self) -> (Vec<u32>, bool) {
-        let mut sources: Vec<u32> = self.posted.iter().filter_map(|(_, p)| p.source).collect();
-        sources.sort_unstable();
-        sources.dedup();
-        (sources, self.posted.iter().any(|(_, p)| p.source.is_none()))
+    /// The posted receives and the source each waits for (None: any).
+    pub fn awaited(&self) -> Vec<(RecvId, Option<u32>)> {
+        self.posted.iter().map(|(id, p)| (*id, p.source)).collect()
     }
 
     /// The first unexpected message a receive with `pattern` would take.

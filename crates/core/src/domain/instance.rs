@@ -465,14 +465,27 @@ impl Instance {
         self.inbox.lock().gone.get(&rank).cloned()
     }
 
-    /// The peers posted receives wait for (every other rank for an
+    /// The posted receives (with the source each waits for; None: any).
+    pub fn posted_receives(&self) -> Vec<(RecvId, Option<u32>)> {
+        self.inbox.lock().mailbox.awaited()
+    }
+
+    /// The peers that `receives` wait for (every other rank for an
     /// any-source receive), leaving out those already gone.
-    pub fn awaited_peers(&self) -> Vec<u32> {
-        let inbox = self.inbox.lock();
-        let (mut peers, any) = inbox.mailbox.awaited();
-        if any {
-            peers = (0..self.size()).collect();
+    pub fn peers_awaited_by(&self, receives: impl IntoIterator<Item = Option<u32>>) -> Vec<u32> {
+        let mut peers = Vec::new();
+        for source in receives {
+            match source {
+                Some(s) => peers.push(s),
+                None => {
+                    peers = (0..self.size()).collect();
+                    break;
+                }
+            }
         }
+        peers.sort_unstable();
+        peers.dedup();
+        let inbox = self.inbox.lock();
         peers.retain(|p| *p != self.rank() && !inbox.gone.contains_key(p));
         peers
     }

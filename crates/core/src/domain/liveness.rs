@@ -1,6 +1,7 @@
 //! Finding out that a peer is gone, so that nobody waits for it for ever.
 //!
-//! While a receive waits for a peer (any peer, for an any-source receive),
+//! While a receive waits for a peer (any peer, for an any-source receive)
+//! longer than one look (0.2 s: a busy program's short waits cost nothing),
 //! the instance long-polls that peer's *status* operation, the same one the
 //! launcher uses. The peer is declared gone when its status says its
 //! instance ended (failed, cancelled, or done: whatever it sent is already
@@ -51,13 +52,19 @@ pub fn watch(instance: &Arc<Instance>) {
     let weak = Arc::downgrade(instance);
     let watched = Arc::new(Mutex::new(HashSet::new()));
     runtime().spawn(async move {
+        let mut seen: HashSet<u64> = HashSet::new();
         loop {
             tokio::time::sleep(LOOK_EVERY).await;
             let Some(i) = weak.upgrade() else { return };
             if i.status().state.is_final() {
                 return;
             }
-            for peer in i.awaited_peers() {
+            // Receives already posted at the last look have waited a while.
+            let posted = i.posted_receives();
+            let waiting_long = posted.iter().filter(|(id, _)| seen.contains(id)).map(|(_, s)| *s);
+            let peers = i.peers_awaited_by(waiting_long.collect::<Vec<_>>());
+            seen = posted.iter().map(|(id, _)| *id).collect();
+            for peer in peers {
                 if watched.lock().insert(peer) {
                     let (weak, watched) = (weak.clone(), watched.clone());
                     runtime().spawn(async move {
@@ -77,7 +84,8 @@ async fn watch_peer(weak: &Weak<Instance>, peer: u32) {
     loop {
         let (uri, token, transport) = {
             let Some(i) = weak.upgrade() else { return };
-            if i.status().state.is_final() || !i.awaited_peers().contains(&peer) {
+            let awaited = i.peers_awaited_by(i.posted_receives().into_iter().map(|(_, s)| s));
+            if i.status().state.is_final() || !awaited.contains(&peer) {
                 return;
             }
             let b = &i.binding;

@@ -11,7 +11,8 @@
 //!   [`service::client`] is the launcher's side of those operations.
 //! - [`domain`] — a communication domain as one endpoint sees it: the
 //!   [`domain::Binding`] (domain id, rank, endpoint list, token) and the
-//!   [`domain::Instance`] it creates, which owns that rank's mailbox.
+//!   [`domain::Instance`] it creates, which owns that rank's mailbox;
+//!   [`domain::liveness`] finds peers that are gone, so no wait hangs.
 //! - [`mpi`] — the **MPI operations**: a [`mpi::Comm`] is a context and a
 //!   group over an instance; point-to-point calls map to it one to one;
 //!   [`mpi::collective`] runs collectives (one file per family of
@@ -20,8 +21,12 @@
 //! - [`direct`] — the **direct-communication layer**: [`direct::frame`] is the
 //!   seam between HTTP and meaning (envelope headers + raw body),
 //!   [`direct::mailbox`] matches messages to receives in per-pair order,
-//!   [`direct::store`] files what peers send, [`direct::transport`] sends.
-//! - [`completion`] — where outcomes land and how threads wait for them.
+//!   [`direct::store`] files what peers send, [`direct::transport`] sends,
+//!   [`direct::stream`] / [`direct::inbound`] are the faster upgraded
+//!   channel and its readers, [`direct::polled`] their socket I/O.
+//! - [`completion`] — where outcomes land, how threads wait for them
+//!   (polling briefly, then sleeping), and [`completion::Events`], the
+//!   queue a handler thread sleeps on.
 //! - [`error`] — errors with MPI error classes; [`runtime`] — the tokio runtime;
 //!   [`body`] — the chunked HTTP body type.
 

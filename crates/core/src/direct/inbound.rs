@@ -4,7 +4,7 @@
 //! whoever holds the lock reads. Normally that is the instance's progress
 //! thread, which waits on all of its streams at once (one epoll/kqueue) and
 //! files whatever arrives. But a thread waiting for a message from one peer
-//! takes that peer's reader and reads the stream itself ([`Inbound::wait_for`]),
+//! takes that peer's reader and reads the stream itself ([`Progress::wait_for`]),
 //! so the message reaches it without first waking the progress thread and
 //! then being handed over — two thread wake-ups saved per message, which on
 //! a small or shared machine is most of a message's latency.

@@ -55,6 +55,8 @@ class Instance:
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Wait until every send is acknowledged or failed."""
     def unexpected_bytes(self) -> int: ...
+    def peak_unexpected_bytes(self) -> int:
+        """The most bytes unexpected messages ever held at once (kept near MPIWS_MAX_UNEXPECTED by pushing back on senders)."""
 
 class Comm:
     """A context and a group over an instance."""

@@ -99,6 +99,7 @@ impl Instance {
     fn domain(&self) -> String {
         self.inner.binding.domain.clone()
     }
+
     #[getter]
     fn rank(&self) -> u32 {
         self.inner.rank()
@@ -168,5 +169,10 @@ impl Instance {
     /// Bytes held in the mailbox for which no receive was posted yet.
     fn unexpected_bytes(&self) -> usize {
         self.inner.unexpected_bytes()
+    }
+
+    /// The most bytes such messages ever held at once (bounded by MPIWS_MAX_UNEXPECTED).
+    fn peak_unexpected_bytes(&self) -> usize {
+        self.inner.peak_unexpected_bytes()
     }
 }

@@ -177,11 +177,21 @@ impl Reader {
         told.is_ok()
     }
 
+    /// Whether to stop reading: the instance's unexpected messages are over
+    /// the bound and no any-source receive is waiting (which only reading
+    /// on could satisfy).
+    fn parks(&self) -> bool {
+        self.instance.upgrade().is_some_and(|i| i.over_bound() && !i.any_source_waiting())
+    }
+
     /// Read frames while they are there without waiting; false once closed.
     /// (The event that called for this may be stale: a waiter may have read
     /// the data since, and a blocking read here would stall every stream.)
     fn drain(&mut self, fd: BorrowedFd<'_>) -> bool {
         loop {
+            if self.parks() {
+                return true; // parked: read again once receives took some
+            }
             if !self.buffered() && !readable(fd, Duration::ZERO) {
                 return true;
             }
@@ -226,6 +236,10 @@ pub struct Progress {
     /// Streams whose first bytes came with the upgrade: buffered, so no
     /// readiness event will announce them.
     buffered: Mutex<Vec<usize>>,
+    /// Streams not read for now: the instance's unexpected messages are
+    /// over the bound (`Instance::over_bound`).
+    parked: Mutex<Vec<usize>>,
+    any_parked: AtomicBool,
     stopped: AtomicBool,
 }
 
@@ -238,6 +252,8 @@ impl Progress {
             by_source: Mutex::default(),
             next_key: AtomicUsize::new(0),
             buffered: Mutex::default(),
+            parked: Mutex::default(),
+            any_parked: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
         });
         let me = p.clone();
@@ -292,7 +308,12 @@ impl Progress {
                 // A waiter holds it: it reads, and re-arms when done.
                 let Some(mut reader) = inbound.reader.try_lock() else { continue };
                 let open = reader.drain(inbound.socket());
+                let park = open && reader.parks();
                 drop(reader);
+                if park {
+                    self.park(&inbound);
+                    continue;
+                }
                 self.settle(&inbound, open);
             }
         }
@@ -355,16 +376,54 @@ impl Progress {
                 }
             }
             // Frames already in our buffer raise no readiness event: file
-            // them now, or nobody would.
+            // them now, or nobody would (unless the bound parks the stream:
+            // then unparking reads them).
+            let mut park = false;
             while open && reader.buffered() {
+                if reader.parks() {
+                    park = true;
+                    break;
+                }
                 open = reader.step();
             }
             drop(reader);
-            self.settle(&inbound, open);
+            if park {
+                self.park(&inbound);
+            } else {
+                self.settle(&inbound, open);
+            }
             if !open {
                 continue; // the stream ended: wait another way
             }
             return c.is_done();
+        }
+    }
+
+    /// Stop reading `inbound` until `unpark` (its poller registration stays
+    /// disarmed).
+    fn park(&self, inbound: &Arc<Inbound>) {
+        self.parked.lock().push(inbound.key);
+        self.any_parked.store(true, Ordering::Release);
+        // A receive may have taken messages just before we parked.
+        if let Some(i) = inbound.reader.lock().instance.upgrade() {
+            if !i.over_bound() {
+                self.unpark();
+            }
+        }
+    }
+
+    pub fn has_parked(&self) -> bool {
+        self.any_parked.load(Ordering::Acquire)
+    }
+
+    /// Read the parked streams again (the progress thread parks them anew
+    /// if the bound is still exceeded).
+    pub fn unpark(&self) {
+        let keys = std::mem::take(&mut *self.parked.lock());
+        self.any_parked.store(false, Ordering::Release);
+        if !keys.is_empty() {
+            self.buffered.lock().extend(keys);
+            let _ = self.poller.notify();
         }
     }
 

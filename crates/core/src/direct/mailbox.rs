@@ -75,6 +75,7 @@ pub struct Mailbox {
     unexpected: VecDeque<Message>,
     posted: VecDeque<(RecvId, Pattern)>,
     unexpected_bytes: usize,
+    peak_unexpected_bytes: usize,
 }
 
 impl Mailbox {
@@ -142,6 +143,7 @@ impl Mailbox {
             matched.push((id, msg));
         } else {
             self.unexpected_bytes += msg.payload.len();
+            self.peak_unexpected_bytes = self.peak_unexpected_bytes.max(self.unexpected_bytes);
             self.unexpected.push_back(msg);
         }
     }
@@ -217,6 +219,11 @@ impl Mailbox {
     /// Bytes held by messages no receive has asked for yet.
     pub fn unexpected_bytes(&self) -> usize {
         self.unexpected_bytes
+    }
+
+    /// The most bytes unexpected messages ever held at once.
+    pub fn peak_unexpected_bytes(&self) -> usize {
+        self.peak_unexpected_bytes
     }
 
     /// Empty the mailbox (the instance ended): the posted receives to fail.

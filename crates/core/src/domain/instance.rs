@@ -146,6 +146,13 @@ pub struct Instance {
     forwarding: AtomicUsize,
 }
 
+/// The bound on an instance's unexpected messages, in bytes
+/// (`MPIWS_MAX_UNEXPECTED`, default 256 MiB).
+pub fn max_unexpected() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| std::env::var("MPIWS_MAX_UNEXPECTED").ok().and_then(|v| v.parse().ok()).unwrap_or(256 << 20))
+}
+
 /// How often a flush asks its streams again for acknowledgements.
 const REASK: Duration = Duration::from_millis(50);
 
@@ -360,8 +367,12 @@ impl Instance {
             }
             found
         };
+        if pattern.source.is_none() && found.is_none() {
+            self.consumed(); // an any-source receive may need parked streams
+        }
         if let Some(m) = found {
             Self::hand_over(&c, m);
+            self.consumed();
         }
         (id, c)
     }
@@ -428,6 +439,7 @@ impl Instance {
     /// Take a matching message now if there is one (matched probe + receive).
     pub fn take(&self, pattern: Pattern) -> Option<(Envelope, Payload)> {
         let mut m = self.inbox.lock().mailbox.take(&pattern)?;
+        self.consumed();
         m.matched();
         Some((m.env, m.payload))
     }
@@ -492,6 +504,33 @@ impl Instance {
 
     pub fn unexpected_bytes(&self) -> usize {
         self.inbox.lock().mailbox.unexpected_bytes()
+    }
+
+    pub fn peak_unexpected_bytes(&self) -> usize {
+        self.inbox.lock().mailbox.peak_unexpected_bytes()
+    }
+
+    /// Whether messages nobody asked for yet hold more than the bound
+    /// (`MPIWS_MAX_UNEXPECTED`): then incoming streams are no longer read
+    /// (unless a receive waits on one), and TCP pushes back on the senders.
+    pub fn over_bound(&self) -> bool {
+        self.unexpected_bytes() > max_unexpected()
+    }
+
+    /// Whether an any-source receive is posted (the bound must not stop
+    /// the streams that could satisfy it).
+    pub fn any_source_waiting(&self) -> bool {
+        self.inbox.lock().mailbox.awaited().iter().any(|(_, s)| s.is_none())
+    }
+
+    /// A receive took an unexpected message: streams parked by the bound
+    /// may be read again.
+    fn consumed(&self) {
+        if let Some(p) = &*self.progress.lock() {
+            if p.has_parked() && (!self.over_bound() || self.any_source_waiting()) {
+                p.unpark();
+            }
+        }
     }
 
     // ---- sending ---------------------------------------------------------

@@ -124,8 +124,23 @@ pub fn spin_budget() -> Duration {
     })
 }
 
+/// Poll `ready` until it holds or `budget` is spent, pausing between
+/// tries; whether it held. With no budget, `ready` is tried once.
+pub fn poll_until(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if ready() {
+            return true;
+        }
+        if start.elapsed() >= budget {
+            return false;
+        }
+        pause();
+    }
+}
+
 /// One turn of a polling loop.
-pub fn pause() {
+fn pause() {
     if YIELD.load(Ordering::Relaxed) {
         std::thread::yield_now();
     } else {
@@ -163,17 +178,7 @@ impl Completion {
     /// Poll for up to the spin budget (and `timeout`); true if done.
     fn spin(&self, timeout: Option<Duration>) -> bool {
         let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
-        if budget.is_zero() {
-            return self.is_done();
-        }
-        let start = Instant::now();
-        while !self.is_done() {
-            if start.elapsed() >= budget {
-                return self.is_done();
-            }
-            pause();
-        }
-        true
+        poll_until(budget, || self.is_done())
     }
 
     /// Wait for the outcome up to `timeout` (None: forever); true if done.

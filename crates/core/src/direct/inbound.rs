@@ -25,9 +25,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use polling::{Event, Events, Poller};
-use tokio::sync::oneshot;
 
-use crate::completion::{spin_budget, Completion, Outcome};
+use crate::completion::{poll_until, spin_budget, Completion, Outcome};
 use crate::direct::frame::{self, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED, MSG_HEADER};
 use crate::direct::mailbox::Message;
 use crate::direct::polled::Polled;
@@ -148,13 +147,7 @@ impl Reader {
             _ => return false, // cut off: the sender sees the connection drop
         }
         let mut msg = Message::new(env, Payload::from_chunks(vec![Bytes::from(data)]));
-        let matched = if msg.env.sync {
-            let (tx, rx) = oneshot::channel();
-            msg.on_match = Some(tx);
-            Some(rx)
-        } else {
-            None
-        };
+        let matched = msg.await_match();
         let told = match instance.deliver(msg) {
             Err(e) => write_ack(&self.writer, ACK_ERROR, seq, Some(&e)),
             Ok(delivered) => {
@@ -308,10 +301,10 @@ impl Progress {
                 // A waiter holds it: it reads, and re-arms when done.
                 let Some(mut reader) = inbound.reader.try_lock() else { continue };
                 let open = reader.drain(inbound.socket());
-                let park = open && reader.parks();
+                let park = (open && reader.parks()).then(|| reader.instance.clone());
                 drop(reader);
-                if park {
-                    self.park(&inbound);
+                if let Some(instance) = park {
+                    self.park(&inbound, &instance);
                     continue;
                 }
                 self.settle(&inbound, open);
@@ -358,10 +351,10 @@ impl Progress {
             // Poll first (see `spin_budget`), then sleep in slices.
             let spin_until = Instant::now() + spin_budget();
             while !c.is_done() {
-                let ready = reader.buffered() || readable(inbound.socket(), Duration::ZERO);
-                if !ready && Instant::now() < spin_until && !deadline.is_some_and(|d| Instant::now() >= d) {
-                    crate::completion::pause();
-                    continue;
+                let window = spin_until.saturating_duration_since(Instant::now()).min(left().unwrap_or(Duration::MAX));
+                let ready = reader.buffered() || poll_until(window, || c.is_done() || readable(inbound.socket(), Duration::ZERO));
+                if c.is_done() {
+                    break;
                 }
                 let slice = left().map_or(WAITER_SLICE, |l| l.min(WAITER_SLICE));
                 if !ready && !readable(inbound.socket(), slice) {
@@ -378,17 +371,17 @@ impl Progress {
             // Frames already in our buffer raise no readiness event: file
             // them now, or nobody would (unless the bound parks the stream:
             // then unparking reads them).
-            let mut park = false;
+            let mut park = None;
             while open && reader.buffered() {
                 if reader.parks() {
-                    park = true;
+                    park = Some(reader.instance.clone());
                     break;
                 }
                 open = reader.step();
             }
             drop(reader);
-            if park {
-                self.park(&inbound);
+            if let Some(instance) = park {
+                self.park(&inbound, &instance);
             } else {
                 self.settle(&inbound, open);
             }
@@ -401,14 +394,12 @@ impl Progress {
 
     /// Stop reading `inbound` until `unpark` (its poller registration stays
     /// disarmed).
-    fn park(&self, inbound: &Arc<Inbound>) {
+    fn park(&self, inbound: &Arc<Inbound>, instance: &Weak<Instance>) {
         self.parked.lock().push(inbound.key);
         self.any_parked.store(true, Ordering::Release);
         // A receive may have taken messages just before we parked.
-        if let Some(i) = inbound.reader.lock().instance.upgrade() {
-            if !i.over_bound() {
-                self.unpark();
-            }
+        if instance.upgrade().is_some_and(|i| !i.over_bound()) {
+            self.unpark();
         }
     }
 

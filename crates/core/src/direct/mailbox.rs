@@ -31,6 +31,15 @@ impl Message {
         Message { env, payload, on_match: None }
     }
 
+    /// For a synchronous message: the channel that tells when a receive took it.
+    pub fn await_match(&mut self) -> Option<oneshot::Receiver<()>> {
+        self.env.sync.then(|| {
+            let (tx, rx) = oneshot::channel();
+            self.on_match = Some(tx);
+            rx
+        })
+    }
+
     /// Tell a synchronous sender that its message was matched.
     pub fn matched(&mut self) {
         if let Some(tx) = self.on_match.take() {
@@ -209,6 +218,10 @@ impl Mailbox {
     /// The posted receives and the source each waits for (None: any).
     pub fn awaited(&self) -> Vec<(RecvId, Option<u32>)> {
         self.posted.iter().map(|(id, p)| (*id, p.source)).collect()
+    }
+
+    pub fn awaits_any_source(&self) -> bool {
+        self.posted.iter().any(|(_, p)| p.source.is_none())
     }
 
     /// The first unexpected message a receive with `pattern` would take.

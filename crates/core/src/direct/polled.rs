@@ -12,9 +12,7 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::time::Instant;
-
-use crate::completion::spin_budget;
+use crate::completion::{poll_until, spin_budget};
 
 /// Try `op` (a non-blocking socket call returning a count or -1) until it
 /// makes progress or the spin budget is spent; None: fall back to blocking.
@@ -23,23 +21,23 @@ fn poll_first(mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
     if budget.is_zero() {
         return None;
     }
-    let start = Instant::now();
-    loop {
+    let mut result = None;
+    poll_until(budget, || {
         let n = op();
         if n >= 0 {
-            return Some(Ok(n as usize));
+            result = Some(Ok(n as usize));
+            return true;
         }
         let e = io::Error::last_os_error();
         match e.kind() {
-            io::ErrorKind::WouldBlock => {}
-            io::ErrorKind::Interrupted => continue,
-            _ => return Some(Err(e)),
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => false,
+            _ => {
+                result = Some(Err(e));
+                true
+            }
         }
-        if start.elapsed() >= budget {
-            return None;
-        }
-        crate::completion::pause();
-    }
+    });
+    result
 }
 
 /// A TCP stream whose reads and writes poll before they sleep.

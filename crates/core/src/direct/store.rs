@@ -13,7 +13,6 @@ use http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::json;
-use tokio::sync::oneshot;
 
 use crate::direct::frame::{Envelope, Payload};
 use crate::direct::mailbox::Message;
@@ -69,13 +68,7 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     }
 
     let mut msg = Message::new(env, Payload::from_chunks(chunks));
-    let matched = if msg.env.sync {
-        let (tx, rx) = oneshot::channel::<()>();
-        msg.on_match = Some(tx);
-        Some(rx)
-    } else {
-        None
-    };
+    let matched = msg.await_match();
     match instance.deliver(msg) {
         Err(e) => from_error(&e),
         Ok(Delivered::Duplicate) => reply::json(StatusCode::OK, &json!({"duplicate": true})),

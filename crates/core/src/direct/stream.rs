@@ -267,7 +267,10 @@ impl Link {
             Ok(()) => {}
             Err(e) => {
                 // Reported here, so not also as undelivered.
-                if me.pending.lock().remove(&seq).is_some() {
+                if let Some(p) = me.pending.lock().remove(&seq) {
+                    if let Some(s) = p.stored {
+                        s.complete(Err(e.clone()));
+                    }
                     me.in_flight.ended();
                 }
                 completion.complete(Err(e.clone()));

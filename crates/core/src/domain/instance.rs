@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use crate::completion::{Completion, Outcome, RecvBuffer};
 use crate::direct::frame::{Envelope, Payload};
@@ -86,11 +86,7 @@ impl Inbox {
         if let Some(e) = self.revoked.get(&pattern.context) {
             return Some(e.clone());
         }
-        match pattern.source {
-            Some(s) => self.gone.get(&s).cloned(),
-            None if self.gone.len() + 1 >= size as usize => self.gone.values().next().cloned(),
-            None => None,
-        }
+        unsatisfiable(&self.gone, size, pattern).cloned()
     }
 
     /// Revoke a collective context: its posted receives are withdrawn (to be
@@ -103,6 +99,16 @@ impl Inbox {
         self.revoked.insert(context, why.clone());
         let ids = self.mailbox.withdraw(|p| p.context == context);
         ids.into_iter().filter_map(|id| self.waiting.remove(&id)).map(|w| (w, why.clone())).collect()
+    }
+}
+
+/// Why a receive with `pattern` can never be matched, given the peers that
+/// are `gone`: its source is gone, or (any source) every other rank is.
+fn unsatisfiable<'a>(gone: &'a HashMap<u32, Error>, size: u32, pattern: &Pattern) -> Option<&'a Error> {
+    match pattern.source {
+        Some(s) => gone.get(&s),
+        None if gone.len() + 1 >= size as usize => gone.values().next(),
+        None => None,
     }
 }
 
@@ -242,7 +248,8 @@ impl Instance {
             // Filed first (it holds a place in its sender's order), then taken back.
             let revoked = match revoke.and_then(|p| inbox.mailbox.take(&p)) {
                 Some(m) => {
-                    let body: Vec<u8> = m.payload.chunks.iter().flat_map(|c| c.iter().copied()).collect();
+                    let mut body = vec![0; m.payload.len()];
+                    m.payload.copy_to(&mut body);
                     let why = fault_of(&body).unwrap_or_else(|| Error::new(ErrorClass::ProcFailed, "a rank failed"));
                     inbox.revoke(m.env.context, why)
                 }
@@ -458,8 +465,7 @@ impl Instance {
             inbox.gone.insert(rank, why.clone());
             let size = self.size();
             let Inbox { mailbox, waiting, gone, .. } = &mut *inbox;
-            let all_gone = gone.len() + 1 >= size as usize;
-            let ids = mailbox.withdraw(|p| p.source.map_or(all_gone, |s| s == rank));
+            let ids = mailbox.withdraw(|p| unsatisfiable(gone, size, p).is_some());
             ids.into_iter().filter_map(|id| waiting.remove(&id)).collect()
         };
         self.any_gone.store(true, Ordering::Release);
@@ -520,7 +526,7 @@ impl Instance {
     /// Whether an any-source receive is posted (the bound must not stop
     /// the streams that could satisfy it).
     pub fn any_source_waiting(&self) -> bool {
-        self.inbox.lock().mailbox.awaited().iter().any(|(_, s)| s.is_none())
+        self.inbox.lock().mailbox.awaits_any_source()
     }
 
     /// A receive took an unexpected message: streams parked by the bound
@@ -624,13 +630,7 @@ impl Instance {
         // the mailbox must own what it keeps.
         let owned = chunks.iter().map(|b| Bytes::copy_from_slice(b)).collect();
         let mut msg = Message::new(env, Payload::from_chunks(owned));
-        let matched = if msg.env.sync {
-            let (tx, rx) = oneshot::channel();
-            msg.on_match = Some(tx);
-            Some(rx)
-        } else {
-            None
-        };
+        let matched = msg.await_match();
         if let Err(e) = self.deliver(msg) {
             c.complete(Err(e));
             return;

@@ -62,7 +62,7 @@ pub fn watch(instance: &Arc<Instance>) {
             // Receives already posted at the last look have waited a while.
             let posted = i.posted_receives();
             let waiting_long = posted.iter().filter(|(id, _)| seen.contains(id)).map(|(_, s)| *s);
-            let peers = i.peers_awaited_by(waiting_long.collect::<Vec<_>>());
+            let peers = i.peers_awaited_by(waiting_long);
             seen = posted.iter().map(|(id, _)| *id).collect();
             for peer in peers {
                 if watched.lock().insert(peer) {

@@ -156,10 +156,6 @@ impl Comm {
     pub fn isend_tracked(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<(Arc<Completion>, Arc<Completion>)> {
         let stored = Completion::new();
         let c = self.start_send(dest, tag, chunks, parts, sync, Vec::new(), false, Some(stored.clone()))?;
-        if c.is_done() && !stored.is_done() {
-            // PROC_NULL or refused at once: nothing will be stored.
-            stored.complete(c.peek_error().map_or(Ok(Outcome::Sent), Err));
-        }
         Ok((c, stored))
     }
 
@@ -192,6 +188,9 @@ impl Comm {
         if dest == PROC_NULL {
             let c = Completion::new();
             c.complete(Ok(Outcome::Sent));
+            if let Some(s) = stored {
+                s.complete(Ok(Outcome::Sent)); // nothing to store: done too
+            }
             return Ok(c);
         }
         let world = self.world_rank(dest)?;

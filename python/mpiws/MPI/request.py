@@ -110,7 +110,7 @@ class Request:
             if not r.wait(timeout_.left(self._deadline, timeout)):
                 self._expire()
         elif not r.done():
-            if self._deadline is not None and timeout_.left(self._deadline) == 0:
+            if self._overdue():
                 self._expire()
             return False, None
         return True, self._finish(status)
@@ -245,6 +245,9 @@ class Request:
             self._watched().on_settled(lambda: loop.call_soon_threadsafe(resolve))
         return fut.__await__()
 
+    def _overdue(self):
+        return self._deadline is not None and timeout_.left(self._deadline) == 0
+
     def _expire(self):
         """Time is up: withdraw the operation and raise ERR_TIMEOUT. A receive
         that matched just now is not withdrawn: it completes instead."""
@@ -307,7 +310,7 @@ class Request:
             if _core.wait_any([r._r for r in rs], timeout_.left(soonest, timeout_.left(end))):
                 return
             for r in rs:
-                if r._deadline is not None and timeout_.left(r._deadline) == 0:
+                if r._overdue():
                     r._expire()
             if end is not None and timeout_.left(end) == 0:
                 raise timeout_.expired("wait")
@@ -316,7 +319,7 @@ class Request:
     def _check_deadlines(requests):
         """For the test family: withdraw the requests past their deadline."""
         for r in requests:
-            if r._r is not None and r._deadline is not None and not r._r.done() and timeout_.left(r._deadline) == 0:
+            if r._r is not None and not r._r.done() and r._overdue():
                 r._expire()
 
     @classmethod

@@ -45,6 +45,7 @@ try:
     raise SystemExit("no timeout")
 except MPI.Exception as e:
     assert e.Get_error_class() == MPI.ERR_TIMEOUT
+comm.Barrier()  # neither rank sends until both have timed out
 comm.send(rank, dest=1 - rank, tag=11)
 assert MPI.Request.waitany([r2], timeout=5) == (0, 1 - rank)
 # the communicator's default, and probe

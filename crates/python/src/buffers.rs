@@ -10,8 +10,9 @@ use pyo3::prelude::*;
 
 use crate::errors::mpi_err;
 
-/// Below this, copying is cheaper than holding on to the Python object.
-const BORROW_FROM: usize = 64 * 1024;
+/// Below this, copying is cheaper than holding on to the Python object; and
+/// the core keeps such bytes after the send completed (`EAGER_BELOW`).
+const BORROW_FROM: usize = mpiws_core::direct::stream::EAGER_BELOW;
 
 struct Borrowed(PyUntypedBuffer);
 

@@ -262,7 +262,8 @@ mod tests {
 // After `POST .../stream` is upgraded (101), the connection carries message
 // frames one way and acknowledgement frames the other. Little-endian.
 //
-// message: kind=1 u8, flags u8 (1=sync, 2=has seq), 0 u16, tag i32,
+// message: kind=1 u8, flags u8 (1=sync, 2=has seq, 4=acknowledge storing
+//          at once), 0 u16, tag i32,
 //          context u64, seq u64, length u64, nparts u32, nforward u32,
 //          nparts x u64 part lengths, nforward x u32 world ranks (the
 //          broadcast subtree to forward to), then `length` payload bytes.
@@ -280,13 +281,15 @@ pub const ACK_ERROR: u8 = 4;
 pub const KIND_ACK_REQUEST: u8 = 5;
 const FLAG_SYNC: u8 = 1;
 const FLAG_SEQ: u8 = 2;
+const FLAG_ACK_NOW: u8 = 4;
 /// More parts than this in one message is not a real message.
 pub const MAX_PARTS: u32 = 1 << 16;
 
 /// Header (and part table) of a message frame; the payload follows it.
-pub fn encode_message(env: &Envelope, length: u64) -> Vec<u8> {
+/// `ack_now`: the receiver acknowledges storing it at once, not lazily.
+pub fn encode_message(env: &Envelope, length: u64, ack_now: bool) -> Vec<u8> {
     let mut h = Vec::with_capacity(MSG_HEADER + 8 * env.parts.len() + 4 * env.forward.len());
-    let flags = if env.sync { FLAG_SYNC } else { 0 } | if env.seq.is_some() { FLAG_SEQ } else { 0 };
+    let flags = if env.sync { FLAG_SYNC } else { 0 } | if env.seq.is_some() { FLAG_SEQ } else { 0 } | if ack_now { FLAG_ACK_NOW } else { 0 };
     h.extend_from_slice(&[KIND_MESSAGE, flags, 0, 0]);
     h.extend_from_slice(&env.tag.to_le_bytes());
     h.extend_from_slice(&env.context.to_le_bytes());
@@ -311,9 +314,18 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// The fixed part of a message frame: (envelope without parts and forward
-/// list, payload length, number of parts, number of forward ranks to read next).
-pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envelope, u64, u32, u32)> {
+/// The fixed part of a message frame.
+#[derive(Debug)]
+pub struct MessageHeader {
+    /// The envelope without its parts and forward list (read next).
+    pub env: Envelope,
+    pub length: u64,
+    pub nparts: u32,
+    pub nforward: u32,
+    pub ack_now: bool,
+}
+
+pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<MessageHeader> {
     if h[0] != KIND_MESSAGE {
         return err(ErrorClass::Arg, format!("stream: expected a message frame, got kind {}", h[0]));
     }
@@ -334,7 +346,7 @@ pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<(Envel
         parts: Vec::new(),
         forward: Vec::new(),
     };
-    Ok((env, u64_at(h, 24), nparts, nforward))
+    Ok(MessageHeader { env, length: u64_at(h, 24), nparts, nforward, ack_now: h[1] & FLAG_ACK_NOW != 0 })
 }
 
 /// A frame asking the receiver to acknowledge what it has stored so far.
@@ -375,13 +387,13 @@ mod stream_frame_tests {
     #[test]
     fn message_frames_round_trip() {
         let env = Envelope { source: 4, context: 99, tag: 7, seq: Some(31), sync: true, parts: vec![3, 5], forward: vec![4, 9, 2] };
-        let h = encode_message(&env, 8);
+        let h = encode_message(&env, 8, true);
         assert_eq!(h.len(), MSG_HEADER + 16 + 12);
         let fixed: [u8; MSG_HEADER] = h[..MSG_HEADER].try_into().unwrap();
-        let (mut got, len, nparts, nforward) = decode_message_header(&fixed, 4).unwrap();
+        let MessageHeader { env: mut got, length, nparts, nforward, ack_now } = decode_message_header(&fixed, 4).unwrap();
         got.parts = decode_parts(&h[MSG_HEADER..MSG_HEADER + 16]);
         got.forward = decode_ranks(&h[MSG_HEADER + 16..]);
-        assert_eq!((got, len, nparts, nforward), (env, 8, 2, 3));
+        assert_eq!((got, length, nparts, nforward, ack_now), (env, 8, 2, 3, true));
     }
 
     #[test]

@@ -30,7 +30,6 @@ use crate::completion::{poll_until, spin_budget, Completion, Outcome};
 use crate::direct::frame::{self, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED, MSG_HEADER};
 use crate::direct::mailbox::Message;
 use crate::direct::polled::Polled;
-use crate::domain::instance::Delivered;
 use crate::domain::Instance;
 use crate::error::{Error, ErrorClass};
 use crate::runtime::runtime;
@@ -39,7 +38,7 @@ use crate::runtime::runtime;
 const BUFFER: usize = 64 * 1024;
 /// A receiver acknowledges (cumulatively) after this many messages or bytes.
 const ACK_EVERY: u32 = 64;
-const ACK_BYTES: u64 = 4 << 20;
+const ACK_BYTES: u64 = 256 << 10;
 /// Messages from this size are read straight into a waiting receive's buffer.
 const PLACE_FROM: usize = 64 * 1024;
 /// A waiter reading a stream looks up from it at least this often (to see a
@@ -76,9 +75,9 @@ impl Reader {
         self.unacked_bytes += len;
     }
 
-    /// The lazy cumulative acknowledgement, when it is due.
-    fn ack_if_due(&mut self) -> std::io::Result<()> {
-        if self.unacked >= ACK_EVERY || self.unacked_bytes >= ACK_BYTES {
+    /// The lazy cumulative acknowledgement, when it is due (or asked for).
+    fn ack_if_due(&mut self, now: bool) -> std::io::Result<()> {
+        if now || self.unacked >= ACK_EVERY || self.unacked_bytes >= ACK_BYTES {
             (self.unacked, self.unacked_bytes) = (0, 0);
             write_ack(&self.writer, ACK_STORED, self.stored, None)?;
         }
@@ -100,7 +99,7 @@ impl Reader {
             (self.unacked, self.unacked_bytes) = (0, 0);
             return write_ack(&self.writer, ACK_STORED, self.stored, None).is_ok();
         }
-        let (mut env, len, nparts, nforward) = match frame::decode_message_header(&h, self.source) {
+        let frame::MessageHeader { mut env, length: len, nparts, nforward, ack_now } = match frame::decode_message_header(&h, self.source) {
             Ok(x) => x,
             Err(e) => {
                 let _ = write_ack(&self.writer, ACK_ERROR, 0, Some(&e));
@@ -131,13 +130,14 @@ impl Reader {
             if let Some((completion, mut buffer)) = instance.claim(&env, len as usize) {
                 // A receive is waiting with a big enough buffer: read into it.
                 if self.r.read_exact(&mut buffer.as_mut_slice()[..len as usize]).is_err() {
-                    let cut = Error::new(ErrorClass::ProcFailed, format!("message from rank {} cut off", self.source));
-                    completion.complete(Err(cut));
+                    // Cut off: the sender sends it again, to this receive.
+                    instance.cut(self.source, seq, completion, buffer);
                     return false;
                 }
                 completion.complete(Ok(Outcome::Placed { env, len: len as usize, buffer }));
+                instance.placed(self.source, seq);
                 self.stored(seq, len);
-                let told = if sync { write_ack(&self.writer, ACK_MATCHED, seq, None) } else { self.ack_if_due() };
+                let told = if sync { write_ack(&self.writer, ACK_MATCHED, seq, None) } else { self.ack_if_due(ack_now) };
                 return told.is_ok();
             }
         }
@@ -150,11 +150,11 @@ impl Reader {
         let matched = msg.await_match();
         let told = match instance.deliver(msg) {
             Err(e) => write_ack(&self.writer, ACK_ERROR, seq, Some(&e)),
-            Ok(delivered) => {
-                // Filed, or a duplicate (filed before): stored either way; only
-                // the first copy's match is waited for.
+            Ok(_) => {
+                // Filed, or a retry of one filed before (whose match is told
+                // to this copy too, see `Mailbox::rejoin`): stored either way.
                 self.stored(seq, len);
-                if let Some(rx) = matched.filter(|_| matches!(delivered, Delivered::Filed)) {
+                if let Some(rx) = matched {
                     let writer = self.writer.clone();
                     runtime().spawn(async move {
                         let ended = Error::new(ErrorClass::ProcFailed, "the receiving instance ended before it received the message");
@@ -164,17 +164,15 @@ impl Reader {
                         };
                     });
                 }
-                self.ack_if_due()
+                self.ack_if_due(ack_now)
             }
         };
         told.is_ok()
     }
 
-    /// Whether to stop reading: the instance's unexpected messages are over
-    /// the bound and no any-source receive is waiting (which only reading
-    /// on could satisfy).
+    /// Whether to stop reading for now (`Instance::holds_back`).
     fn parks(&self) -> bool {
-        self.instance.upgrade().is_some_and(|i| i.over_bound() && !i.any_source_waiting())
+        self.instance.upgrade().is_some_and(|i| i.holds_back(self.source))
     }
 
     /// Read frames while they are there without waiting; false once closed.
@@ -230,7 +228,7 @@ pub struct Progress {
     /// readiness event will announce them.
     buffered: Mutex<Vec<usize>>,
     /// Streams not read for now: the instance's unexpected messages are
-    /// over the bound (`Instance::over_bound`).
+    /// over the bound (`Instance::holds_back`).
     parked: Mutex<Vec<usize>>,
     any_parked: AtomicBool,
     stopped: AtomicBool,
@@ -301,10 +299,10 @@ impl Progress {
                 // A waiter holds it: it reads, and re-arms when done.
                 let Some(mut reader) = inbound.reader.try_lock() else { continue };
                 let open = reader.drain(inbound.socket());
-                let park = (open && reader.parks()).then(|| reader.instance.clone());
+                let park = (open && reader.parks()).then(|| (reader.instance.clone(), reader.source));
                 drop(reader);
-                if let Some(instance) = park {
-                    self.park(&inbound, &instance);
+                if let Some((instance, source)) = park {
+                    self.park(&inbound, &instance, source);
                     continue;
                 }
                 self.settle(&inbound, open);
@@ -374,14 +372,14 @@ impl Progress {
             let mut park = None;
             while open && reader.buffered() {
                 if reader.parks() {
-                    park = Some(reader.instance.clone());
+                    park = Some((reader.instance.clone(), reader.source));
                     break;
                 }
                 open = reader.step();
             }
             drop(reader);
-            if let Some(instance) = park {
-                self.park(&inbound, &instance);
+            if let Some((instance, source)) = park {
+                self.park(&inbound, &instance, source);
             } else {
                 self.settle(&inbound, open);
             }
@@ -394,11 +392,11 @@ impl Progress {
 
     /// Stop reading `inbound` until `unpark` (its poller registration stays
     /// disarmed).
-    fn park(&self, inbound: &Arc<Inbound>, instance: &Weak<Instance>) {
+    fn park(&self, inbound: &Arc<Inbound>, instance: &Weak<Instance>, source: u32) {
         self.parked.lock().push(inbound.key);
         self.any_parked.store(true, Ordering::Release);
         // A receive may have taken messages just before we parked.
-        if instance.upgrade().is_some_and(|i| !i.over_bound()) {
+        if instance.upgrade().is_some_and(|i| !i.holds_back(source)) {
             self.unpark();
         }
     }

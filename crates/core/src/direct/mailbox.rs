@@ -22,27 +22,28 @@ use crate::direct::frame::{Envelope, Payload};
 pub struct Message {
     pub env: Envelope,
     pub payload: Payload,
-    /// Fired when a receive takes the message (what synchronous sends wait for).
-    pub on_match: Option<oneshot::Sender<()>>,
+    /// Fired when a receive takes the message (what synchronous sends wait
+    /// for): one per copy that arrived while it waited (retries).
+    pub on_match: Vec<oneshot::Sender<()>>,
 }
 
 impl Message {
     pub fn new(env: Envelope, payload: Payload) -> Self {
-        Message { env, payload, on_match: None }
+        Message { env, payload, on_match: Vec::new() }
     }
 
     /// For a synchronous message: the channel that tells when a receive took it.
     pub fn await_match(&mut self) -> Option<oneshot::Receiver<()>> {
         self.env.sync.then(|| {
             let (tx, rx) = oneshot::channel();
-            self.on_match = Some(tx);
+            self.on_match.push(tx);
             rx
         })
     }
 
     /// Tell a synchronous sender that its message was matched.
     pub fn matched(&mut self) {
-        if let Some(tx) = self.on_match.take() {
+        for tx in self.on_match.drain(..) {
             let _ = tx.send(());
         }
     }
@@ -69,8 +70,8 @@ pub type RecvId = u64;
 
 #[derive(Debug)]
 pub enum Arrival {
-    /// Already seen: a retried store. Nothing changed.
-    Duplicate,
+    /// Already seen: a retry (handed back, see `Mailbox::rejoin`). Nothing changed.
+    Duplicate(Message),
     /// Filed. The listed posted receives were matched by it (or by the earlier
     /// out-of-order messages it released) and must now be completed.
     Filed(Vec<(RecvId, Message)>),
@@ -103,7 +104,7 @@ impl Mailbox {
         let next = *self.next_seq.get(&source).unwrap_or(&0);
         let early = self.early.entry(source).or_default();
         if seq < next || early.contains_key(&seq) {
-            return Arrival::Duplicate;
+            return Arrival::Duplicate(msg);
         }
         if seq > next {
             early.insert(seq, Some(msg));
@@ -144,6 +145,25 @@ impl Mailbox {
             }
         }
         matched
+    }
+
+    /// A retried copy of a message that arrived before: if the first copy is
+    /// still waiting to be received, the retry's sender is told when it is
+    /// taken; if it was taken already, now. (Messages leave only by being
+    /// received, so a message not here any more was matched.)
+    pub fn rejoin(&mut self, mut dup: Message) {
+        if !dup.env.sync {
+            return;
+        }
+        let (source, seq) = (dup.env.source, dup.env.seq);
+        let first = match self.early.get_mut(&source).and_then(|e| e.get_mut(&seq.unwrap_or(u64::MAX))) {
+            Some(Some(m)) => Some(m),
+            _ => self.unexpected.iter_mut().find(|m| m.env.source == source && m.env.seq == seq),
+        };
+        match first {
+            Some(m) => m.on_match.append(&mut dup.on_match),
+            None => dup.matched(),
+        }
     }
 
     fn release(&mut self, msg: Message, matched: &mut Vec<(RecvId, Message)>) {
@@ -220,8 +240,9 @@ impl Mailbox {
         self.posted.iter().map(|(id, p)| (*id, p.source)).collect()
     }
 
-    pub fn awaits_any_source(&self) -> bool {
-        self.posted.iter().any(|(_, p)| p.source.is_none())
+    /// Whether a posted receive would take a message from `source`.
+    pub fn awaits(&self, source: u32) -> bool {
+        self.posted.iter().any(|(_, p)| p.source.map_or(true, |s| s == source))
     }
 
     /// The first unexpected message a receive with `pattern` would take.
@@ -271,7 +292,7 @@ mod tests {
     fn filed(a: Arrival) -> Vec<(RecvId, Message)> {
         match a {
             Arrival::Filed(v) => v,
-            Arrival::Duplicate => panic!("unexpected duplicate"),
+            Arrival::Duplicate(_) => panic!("unexpected duplicate"),
         }
     }
 
@@ -307,10 +328,36 @@ mod tests {
     fn retried_sequence_numbers_are_dropped() {
         let mut mb = Mailbox::new();
         filed(mb.arrive(msg(0, 0, Some(0), "a")));
-        assert!(matches!(mb.arrive(msg(0, 0, Some(0), "a")), Arrival::Duplicate));
+        assert!(matches!(mb.arrive(msg(0, 0, Some(0), "a")), Arrival::Duplicate(_)));
         filed(mb.arrive(msg(0, 0, Some(2), "c")));
-        assert!(matches!(mb.arrive(msg(0, 0, Some(2), "c")), Arrival::Duplicate));
+        assert!(matches!(mb.arrive(msg(0, 0, Some(2), "c")), Arrival::Duplicate(_)));
         assert_eq!(mb.unexpected_bytes(), 1);
+    }
+
+    #[test]
+    fn a_retried_synchronous_message_is_told_of_the_first_copys_match() {
+        let mut mb = Mailbox::new();
+        let sync = |body| {
+            let mut m = msg(0, 0, Some(0), body);
+            m.env.sync = true;
+            m
+        };
+        let mut first = sync("a");
+        let mut rx1 = first.await_match().unwrap();
+        filed(mb.arrive(first));
+        let mut retry = sync("a");
+        let mut rx2 = retry.await_match().unwrap();
+        let Arrival::Duplicate(dup) = mb.arrive(retry) else { panic!("not a duplicate") };
+        mb.rejoin(dup);
+        assert!(rx2.try_recv().is_err(), "not matched yet");
+        mb.post(1, pat(None, None)).unwrap().matched();
+        assert!(rx1.try_recv().is_ok() && rx2.try_recv().is_ok());
+        // A retry of a message already taken is told at once.
+        let mut late = sync("a");
+        let mut rx3 = late.await_match().unwrap();
+        let Arrival::Duplicate(dup) = mb.arrive(late) else { panic!("not a duplicate") };
+        mb.rejoin(dup);
+        assert!(rx3.try_recv().is_ok());
     }
 
     #[test]
@@ -360,7 +407,7 @@ mod tests {
         // seq 1 was waiting for seq 0: released now, it matches receive 2
         assert_eq!(matched.len(), 1);
         assert_eq!((matched[0].0, body(&matched[0].1)), (2, "second".to_string()));
-        assert!(matches!(mb.arrive(msg(0, 0, Some(0), "again")), Arrival::Duplicate));
+        assert!(matches!(mb.arrive(msg(0, 0, Some(0), "again")), Arrival::Duplicate(_)));
     }
 
     #[test]

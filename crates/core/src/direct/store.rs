@@ -46,6 +46,12 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     if length.is_some_and(|l| l > max) {
         return refuse(too_large(max));
     }
+    if instance.holds_back(env.source) {
+        // Pushback, not a refusal: the sender tries again later, same sequence number.
+        let mut r = error(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, "the receiver holds too many unreceived messages; try again");
+        r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        return r;
+    }
 
     let mut body = req.into_body();
     let mut chunks = Vec::new();
@@ -69,16 +75,20 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
 
     let mut msg = Message::new(env, Payload::from_chunks(chunks));
     let matched = msg.await_match();
-    match instance.deliver(msg) {
-        Err(e) => from_error(&e),
-        Ok(Delivered::Duplicate) => reply::json(StatusCode::OK, &json!({"duplicate": true})),
-        Ok(Delivered::Filed) => match matched {
-            None => reply::no_content(),
-            Some(rx) => match rx.await {
-                Ok(()) => reply::no_content(),
-                Err(_) => error(StatusCode::GONE, ErrorClass::ProcFailed, "the receiving instance ended before it received the message"),
-            },
-        },
+    // A retry of a synchronous message is answered when the first copy is
+    // matched (at once if it was already: `Mailbox::rejoin`).
+    let delivered = match instance.deliver(msg) {
+        Err(e) => return from_error(&e),
+        Ok(d) => d,
+    };
+    if let Some(rx) = matched {
+        if rx.await.is_err() {
+            return error(StatusCode::GONE, ErrorClass::ProcFailed, "the receiving instance ended before it received the message");
+        }
+    }
+    match delivered {
+        Delivered::Duplicate => reply::json(StatusCode::OK, &json!({"duplicate": true})),
+        Delivered::Filed => reply::no_content(),
     }
 }
 
@@ -101,6 +111,9 @@ pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap,
         Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e.class, e.message)),
     };
     authorize(headers, &instance)?;
+    if let Some(e) = instance.ended() {
+        return Err(from_error(&e));
+    }
     if source >= instance.size() {
         return Err(error(
             StatusCode::BAD_REQUEST,

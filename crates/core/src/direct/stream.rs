@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -31,6 +31,7 @@ use crate::completion::{Completion, Outcome};
 use crate::direct::polled::Polled;
 use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
+use crate::domain::liveness::failure_timeout;
 use crate::direct::transport::error_from_response;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::runtime::runtime;
@@ -126,28 +127,70 @@ impl InFlight {
     }
 }
 
+/// Below this size a standard send completes once its bytes are written
+/// (MPI's eager mode); the link keeps the bytes until the receiver stores
+/// them, so callers must pass bytes they own, not borrow. Larger sends
+/// complete when the receiver acknowledges storing them (asked at once), so
+/// a borrowed buffer is never read again after its send completed — and can
+/// still be sent again if the stream breaks first. Where: that ack costs a
+/// thread wake-up (~40 us here), a copy of 512 KiB about as much.
+pub const EAGER_BELOW: usize = 512 * 1024;
+
 /// A message sent and not yet acknowledged.
 struct Pending {
-    /// Synchronous sends complete on the receiver's "matched"; the others
-    /// completed when written (their buffer was free) and are only tracked.
-    completion: Option<Arc<Completion>>,
+    completion: Arc<Completion>,
+    /// Completes on the receiver's "matched" (else on "stored").
+    sync: bool,
     /// Told when the receiver acknowledges storing the message (when asked
     /// for: the "completed" event of a tracked send).
     stored: Option<Arc<Completion>>,
+    /// The frame, kept to be sent again if the stream breaks before the
+    /// receiver acknowledged it.
+    frame: Arc<Vec<Bytes>>,
 }
 
 /// Failures of sends that already completed, per peer, waiting to be
 /// reported by the next send to that peer or by the instance's flush.
 pub type Undelivered = Arc<Mutex<Option<Error>>>;
 
-/// One open stream to a peer instance.
+/// Where a link connects to, kept to connect again.
+struct Target {
+    addr: String,
+    peer: String,
+    head: String,
+}
+
+/// The link's current stream; `generation` counts the streams opened.
+struct Conn {
+    stream: Option<Polled>,
+    generation: u64,
+}
+
+/// What one attempt to open a stream gave.
+enum Attempt {
+    Open(TcpStream),
+    /// The endpoint does not speak the stream protocol here.
+    Unsupported,
+    /// Not now (refused, reset, restarting): try again.
+    Retry(Error),
+    /// Never (bad token, ended instance, ...).
+    Refused(Error),
+}
+
+/// One stream to a peer instance, opened again when it breaks.
 ///
-/// A standard send completes once its bytes are written (MPI's eager mode:
-/// the buffer may be reused); its acknowledgement comes later, batched. A
-/// message that then fails is never lost silently: it lands in `undelivered`.
+/// A standard send completes as `EAGER_BELOW` says; acknowledgements come
+/// later, batched. Every message is kept until acknowledged: if the stream
+/// breaks (connection reset, refused while the endpoint restarts, a frame
+/// cut off), the link connects again and sends what is unacknowledged once
+/// more, with the same sequence numbers; the receiver drops the copies it
+/// already has. Only when the peer stays unreachable for the failure
+/// timeout, or refuses for good, do the unacknowledged sends fail — never
+/// silently: completed ones land in `undelivered`.
 pub struct Link {
     dest: u32,
-    writer: Mutex<Polled>,
+    target: Target,
+    conn: Mutex<Conn>,
     pending: Mutex<BTreeMap<u64, Pending>>,
     broken: Mutex<Option<Error>>,
     in_flight: Arc<InFlight>,
@@ -157,6 +200,82 @@ pub struct Link {
 fn host_port(base: &str) -> Option<&str> {
     let rest = base.strip_prefix("http://")?;
     Some(rest.split('/').next().unwrap_or(rest))
+}
+
+impl Target {
+    /// Try once to open a stream (connect, upgrade).
+    fn attempt(&self) -> Attempt {
+        let mut s = match TcpStream::connect(&self.addr) {
+            Ok(s) => s,
+            Err(e) => return Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{} is unreachable: {e}", self.peer))),
+        };
+        let _ = s.set_nodelay(true);
+        let lost = |e: std::io::Error| Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: stream negotiation failed: {e}", self.peer)));
+        if let Err(e) = s.write_all(self.head.as_bytes()) {
+            return lost(e);
+        }
+        // Read the answer's head byte by byte: nothing after it may be consumed.
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n\r\n") {
+            if answer.len() > 16 * 1024 {
+                return Attempt::Unsupported;
+            }
+            if let Err(e) = s.read_exact(&mut byte) {
+                return lost(e);
+            }
+            answer.push(byte[0]);
+        }
+        let text = String::from_utf8_lossy(&answer).to_string();
+        let code: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        if code == 101 {
+            return Attempt::Open(s);
+        }
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+        let mut body = || {
+            let len = text
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                .unwrap_or(0)
+                .min(64 * 1024);
+            let mut body = vec![0u8; len];
+            let _ = BufReader::new(&mut s).read_exact(&mut body);
+            error_from_response(status, &body, &self.peer)
+        };
+        match status {
+            // Busy, restarting, or a proxy between us that lost the peer.
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS | StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => {
+                Attempt::Retry(body())
+            }
+            StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED => Attempt::Unsupported,
+            // A refusal a store would meet as well (token, rank, ended instance).
+            s if s.is_client_error() => Attempt::Refused(body()),
+            _ => Attempt::Unsupported,
+        }
+    }
+
+    /// Open a stream, trying again until `deadline` while the failure is
+    /// transient, or until `stop` says the link is given up.
+    fn open(&self, deadline: Instant, stop: impl Fn() -> Option<Error>) -> Result<Option<TcpStream>> {
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match self.attempt() {
+                Attempt::Open(s) => return Ok(Some(s)),
+                Attempt::Unsupported => return Ok(None),
+                Attempt::Refused(e) => return Err(e),
+                Attempt::Retry(e) => {
+                    if let Some(e) = stop() {
+                        return Err(e);
+                    }
+                    if Instant::now() + pause > deadline {
+                        return Err(e);
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+            }
+        }
+    }
 }
 
 impl Link {
@@ -172,77 +291,69 @@ impl Link {
         undelivered: Undelivered,
     ) -> Result<Option<Arc<Link>>> {
         let Some(addr) = host_port(base) else { return Ok(None) };
-        let peer = format!("rank {dest} at {base}");
-        let mut s = TcpStream::connect(addr)
-            .or_else(|e| err(ErrorClass::ProcFailed, format!("{peer} is unreachable: {e}")))?;
-        let _ = s.set_nodelay(true);
         let head = format!(
             "POST /domains/{domain}/ranks/{dest}/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
              {}: {source}\r\nConnection: upgrade\r\nUpgrade: {PROTOCOL}\r\nContent-Length: 0\r\n\r\n",
             frame::H_SOURCE
         );
-        let lost = |e: std::io::Error| Error::new(ErrorClass::ProcFailed, format!("{peer}: stream negotiation failed: {e}"));
-        s.write_all(head.as_bytes()).map_err(lost)?;
-        // Read the answer's head byte by byte: nothing after it may be consumed.
-        let mut answer = Vec::new();
-        let mut byte = [0u8; 1];
-        while !answer.ends_with(b"\r\n\r\n") {
-            if answer.len() > 16 * 1024 {
-                return Ok(None);
-            }
-            s.read_exact(&mut byte).map_err(lost)?;
-            answer.push(byte[0]);
-        }
-        let text = String::from_utf8_lossy(&answer).to_string();
-        let code: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-        if code != 101 {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
-            if status.is_client_error() && status != StatusCode::NOT_FOUND && status != StatusCode::METHOD_NOT_ALLOWED {
-                // A refusal the store would meet as well (token, rank, ...).
-                let len = text
-                    .lines()
-                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
-                    .unwrap_or(0)
-                    .min(64 * 1024);
-                let mut body = vec![0u8; len];
-                let _ = BufReader::new(&mut s).read_exact(&mut body);
-                return Err(error_from_response(status, &body, &peer));
-            }
-            return Ok(None);
-        }
-        let reader = s.try_clone().map_err(lost)?;
+        let target = Target { addr: addr.to_string(), peer: format!("rank {dest} at {base}"), head };
+        let Some(s) = target.open(Instant::now() + failure_timeout(), || None)? else { return Ok(None) };
         let link = Arc::new(Link {
             dest,
-            writer: Mutex::new(Polled(s)),
+            target,
+            conn: Mutex::new(Conn { stream: None, generation: 0 }),
             pending: Mutex::new(BTreeMap::new()),
             broken: Mutex::new(None),
             in_flight,
             undelivered,
         });
-        let l = link.clone();
-        std::thread::Builder::new()
-            .name(format!("mpiws-acks-{dest}"))
-            .spawn(move || l.read_acks(reader))
-            .map_err(|e| Error::new(ErrorClass::Intern, format!("cannot start a thread: {e}")))?;
+        link.install(&mut link.conn.lock(), s)?;
         Ok(Some(link))
+    }
+
+    /// Make `s` the current stream, with a thread reading its acknowledgements.
+    fn install(self: &Arc<Self>, conn: &mut Conn, s: TcpStream) -> Result<()> {
+        let reader = s.try_clone().map_err(|e| Error::new(ErrorClass::Intern, format!("cannot clone a socket: {e}")))?;
+        conn.generation += 1;
+        conn.stream = Some(Polled(s));
+        let (me, generation) = (self.clone(), conn.generation);
+        std::thread::Builder::new()
+            .name(format!("mpiws-acks-{}", self.dest))
+            .spawn(move || me.read_acks(reader, generation))
+            .map_err(|e| Error::new(ErrorClass::Intern, format!("cannot start a thread: {e}")))?;
+        Ok(())
     }
 
     /// Close the stream (the instance ended): the peer's reader sees the end.
     pub fn close(&self) {
-        let _ = self.writer.lock().0.shutdown(std::net::Shutdown::Both);
+        self.fail(Error::new(ErrorClass::ProcFailed, format!("the sending instance ended before rank {} acknowledged", self.dest)));
+        if let Some(s) = &self.conn.lock().stream {
+            let _ = s.0.shutdown(std::net::Shutdown::Both);
+        }
     }
 
     pub fn is_broken(&self) -> bool {
         self.broken.lock().is_some()
     }
 
-    /// Send one message. `completion` completes when the bytes are written,
-    /// or for a synchronous send when the receiver matched the message.
-    /// A large message is written by a background thread unless `inline`.
-    /// `stored` completes when the receiver acknowledges storing it.
+    /// Send one message. `completion` completes as `EAGER_BELOW` says, or
+    /// for a synchronous send when the receiver matched the message. A large
+    /// message is written by a background thread unless `inline`. `stored`
+    /// completes when the receiver acknowledges storing it.
     pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>, inline: bool, stored: Option<Arc<Completion>>) {
         let seq = env.seq.expect("stream messages are sequenced");
-        let sync = env.sync;
+        let len: usize = chunks.iter().map(|c| c.len()).sum();
+        let eager = !env.sync && len < EAGER_BELOW;
+        let mut header = frame::encode_message(env, len as u64, !eager && !env.sync);
+        let frame = if len <= COALESCE_UP_TO {
+            for c in &chunks {
+                header.extend_from_slice(c);
+            }
+            vec![Bytes::from(header)]
+        } else {
+            std::iter::once(Bytes::from(header)).chain(chunks).collect()
+        };
+        let frame = Arc::new(frame);
         {
             // Under the pending lock, so `fail` cannot slip in between.
             let mut pending = self.pending.lock();
@@ -255,26 +366,13 @@ impl Link {
                 return;
             }
             self.in_flight.started();
-            pending.insert(seq, Pending { completion: sync.then(|| completion.clone()), stored });
+            pending.insert(seq, Pending { completion: completion.clone(), sync: env.sync, stored, frame: frame.clone() });
         }
-        let len: usize = chunks.iter().map(|c| c.len()).sum();
-        let header = frame::encode_message(env, len as u64);
         let me = self.clone();
-        let send = move || match me.write(header, chunks, len) {
-            Ok(()) if !sync => {
+        let send = move || {
+            // A failure here settled the pending message already (`fail`).
+            if me.transmit(&frame).is_ok() && eager {
                 completion.complete(Ok(Outcome::Sent));
-            }
-            Ok(()) => {}
-            Err(e) => {
-                // Reported here, so not also as undelivered.
-                if let Some(p) = me.pending.lock().remove(&seq) {
-                    if let Some(s) = p.stored {
-                        s.complete(Err(e.clone()));
-                    }
-                    me.in_flight.ended();
-                }
-                completion.complete(Err(e.clone()));
-                me.fail(e);
             }
         };
         if len >= BACKGROUND_FROM && !inline {
@@ -284,17 +382,50 @@ impl Link {
         }
     }
 
-    fn write(&self, mut header: Vec<u8>, chunks: Vec<Bytes>, len: usize) -> Result<()> {
-        let mut w = self.writer.lock();
-        let r = if len <= COALESCE_UP_TO {
-            for c in &chunks {
-                header.extend_from_slice(c);
+    /// Write a frame on the current stream; if that fails (or there is no
+    /// stream), connect again, which sends every unacknowledged frame.
+    fn transmit(self: &Arc<Self>, frame: &[Bytes]) -> Result<()> {
+        let mut conn = self.conn.lock();
+        if let Some(e) = self.broken.lock().clone() {
+            return Err(e);
+        }
+        if let Some(s) = &mut conn.stream {
+            if frame.iter().try_for_each(|b| s.write_all(b)).is_ok() {
+                return Ok(());
             }
-            w.write_all(&header)
-        } else {
-            w.write_all(&header).and_then(|_| chunks.iter().try_for_each(|c| w.write_all(c)))
+        }
+        self.reconnect(&mut conn)
+    }
+
+    /// Open a new stream and send everything unacknowledged on it, in order;
+    /// when that cannot be done within the failure timeout, fail the link.
+    fn reconnect(self: &Arc<Self>, conn: &mut Conn) -> Result<()> {
+        let deadline = Instant::now() + failure_timeout();
+        let r = loop {
+            if let Some(old) = conn.stream.take() {
+                let _ = old.0.shutdown(std::net::Shutdown::Both);
+            }
+            let s = match self.target.open(deadline, || self.broken.lock().clone()) {
+                Ok(Some(s)) => s,
+                Ok(None) => break err(ErrorClass::ProcFailed, format!("{} no longer accepts streams", self.target.peer)),
+                Err(e) => break Err(e),
+            };
+            if let Err(e) = self.install(conn, s) {
+                break Err(e);
+            }
+            let frames: Vec<Arc<Vec<Bytes>>> = self.pending.lock().values().map(|p| p.frame.clone()).collect();
+            let w = conn.stream.as_mut().expect("just installed");
+            if frames.iter().all(|f| f.iter().try_for_each(|b| w.write_all(b)).is_ok()) {
+                break Ok(());
+            }
+            if Instant::now() >= deadline {
+                break err(ErrorClass::ProcFailed, format!("stream to {} keeps breaking", self.target.peer));
+            }
         };
-        r.or_else(|e| err(ErrorClass::ProcFailed, format!("stream to rank {} broke: {e}", self.dest)))
+        if let Err(e) = &r {
+            self.fail(e.clone());
+        }
+        r
     }
 
     /// Ask the receiver to acknowledge everything it stored (before a flush).
@@ -302,31 +433,26 @@ impl Link {
         if self.pending.lock().is_empty() {
             return;
         }
-        if let Err(e) = self.writer.lock().write_all(&frame::encode_ack_request()) {
-            self.fail(Error::new(ErrorClass::ProcFailed, format!("stream to rank {} broke: {e}", self.dest)));
+        // Not written if the stream is down: it is asked again (`flush`).
+        if let Some(s) = &mut self.conn.lock().stream {
+            let _ = s.write_all(&frame::encode_ack_request());
         }
     }
 
-    fn settle(&self, p: Pending, outcome: Result<Outcome>) {
+    fn settle(&self, p: Pending, outcome: Result<()>) {
+        let sent = || outcome.clone().map(|()| Outcome::Sent);
         if let Some(s) = &p.stored {
-            s.complete(match &outcome {
-                Ok(_) => Ok(Outcome::Sent),
-                Err(e) => Err(e.clone()),
-            });
+            s.complete(sent());
         }
-        match (p.completion, outcome) {
-            (Some(c), outcome) => {
-                c.complete(outcome);
-            }
-            (None, Err(e)) => {
-                self.undelivered.lock().get_or_insert(e);
-            }
-            (None, Ok(_)) => {}
+        let first = p.completion.complete(sent());
+        if let (false, Err(e)) = (first, outcome) {
+            // It had completed (written, eager): the failure is told later.
+            self.undelivered.lock().get_or_insert(e);
         }
         self.in_flight.ended();
     }
 
-    fn read_acks(&self, s: TcpStream) {
+    fn read_acks(self: Arc<Self>, s: TcpStream, generation: u64) {
         let mut r = BufReader::new(s);
         loop {
             let mut h = [0u8; ACK_HEADER];
@@ -338,7 +464,7 @@ impl Link {
             if r.read_exact(&mut text).is_err() {
                 break;
             }
-            let settled: Vec<(Pending, Result<Outcome>)> = {
+            let settled: Vec<(Pending, Result<()>)> = {
                 let mut pending = self.pending.lock();
                 match kind {
                     ACK_STORED => {
@@ -348,10 +474,10 @@ impl Link {
                                 s.complete(Ok(Outcome::Sent));
                             }
                         }
-                        let done: Vec<u64> = pending.range(..=seq).filter(|(_, p)| p.completion.is_none()).map(|(s, _)| *s).collect();
-                        done.into_iter().filter_map(|s| pending.remove(&s)).map(|p| (p, Ok(Outcome::Sent))).collect()
+                        let done: Vec<u64> = pending.range(..=seq).filter(|(_, p)| !p.sync).map(|(s, _)| *s).collect();
+                        done.into_iter().filter_map(|s| pending.remove(&s)).map(|p| (p, Ok(()))).collect()
                     }
-                    ACK_MATCHED => pending.remove(&seq).map(|p| (p, Ok(Outcome::Sent))).into_iter().collect(),
+                    ACK_MATCHED => pending.remove(&seq).map(|p| (p, Ok(()))).into_iter().collect(),
                     ACK_ERROR => {
                         let e = Error::new(ErrorClass::from_code(class as i64), String::from_utf8_lossy(&text).to_string());
                         pending.remove(&seq).map(|p| (p, Err(e))).into_iter().collect()
@@ -363,18 +489,36 @@ impl Link {
                 self.settle(p, outcome);
             }
         }
-        self.fail(Error::new(ErrorClass::ProcFailed, format!("stream to rank {} closed", self.dest)));
+        self.broke(generation);
     }
 
-    /// The stream is unusable: every unacknowledged send fails (none is lost silently).
+    /// Stream `generation` ended or broke: connect again if messages are
+    /// unacknowledged, else the next send will.
+    fn broke(self: &Arc<Self>, generation: u64) {
+        let mut conn = self.conn.lock();
+        if conn.generation != generation || self.is_broken() {
+            return; // already replaced, or given up
+        }
+        if self.pending.lock().is_empty() {
+            if let Some(old) = conn.stream.take() {
+                let _ = old.0.shutdown(std::net::Shutdown::Both);
+            }
+            return;
+        }
+        let _ = self.reconnect(&mut conn);
+    }
+
+    /// Give the link up: every unacknowledged send fails (none is lost silently).
     fn fail(&self, e: Error) {
         let pending: Vec<(u64, Pending)> = {
             let mut pending = self.pending.lock();
-            *self.broken.lock() = Some(e.clone());
+            self.broken.lock().get_or_insert(e.clone());
             std::mem::take(&mut *pending).into_iter().collect()
         };
-        if let Some(w) = self.writer.try_lock() {
-            let _ = w.0.shutdown(std::net::Shutdown::Both);
+        if let Some(mut c) = self.conn.try_lock() {
+            if let Some(s) = c.stream.take() {
+                let _ = s.0.shutdown(std::net::Shutdown::Both);
+            }
         }
         for (_, p) in pending {
             self.settle(p, Err(e.clone()));

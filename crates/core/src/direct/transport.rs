@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
@@ -17,6 +18,7 @@ use tokio::sync::Semaphore;
 
 use crate::body::Chunks;
 use crate::direct::frame::Envelope;
+use crate::domain::liveness::failure_timeout;
 use crate::error::{Error, ErrorClass, Result};
 
 /// Requests in flight to one peer before further sends wait their turn.
@@ -52,6 +54,12 @@ impl Transport {
     }
 
     /// Store a message in rank `dest`'s mailbox at endpoint `base`.
+    ///
+    /// A transient failure (connection refused or reset, an answer cut off,
+    /// 502/503/504) is tried again with the same envelope, so the receiver
+    /// drops a copy it already has, for up to the failure timeout; pushback
+    /// (429: the receiver holds too many unreceived messages) for as long as
+    /// it lasts, since the receiver is there.
     pub async fn store(
         &self,
         base: &str,
@@ -64,22 +72,40 @@ impl Transport {
         let limit = self.limit(base);
         let _permit = limit.acquire().await.expect("semaphore never closed");
         let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages");
-        let mut req = Request::builder()
-            .method(Method::POST)
-            .uri(&uri)
-            .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-            .header(http::header::CONTENT_TYPE, "application/octet-stream");
-        for (k, v) in env.to_headers() {
-            req = req.header(k, v);
-        }
-        let req = req
-            .body(Chunks::new(chunks))
-            .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-        let (status, body) = self.exchange(req, &format!("rank {dest} at {base}")).await?;
-        if status.is_success() {
-            Ok(())
-        } else {
-            Err(error_from_response(status, &body, &format!("rank {dest} at {base}")))
+        let peer = format!("rank {dest} at {base}");
+        let mut pause = Duration::from_millis(1);
+        let mut deadline = Instant::now() + failure_timeout();
+        loop {
+            let mut req = Request::builder()
+                .method(Method::POST)
+                .uri(&uri)
+                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(http::header::CONTENT_TYPE, "application/octet-stream");
+            for (k, v) in env.to_headers() {
+                req = req.header(k, v);
+            }
+            let req = req
+                .body(Chunks::new(chunks.clone()))
+                .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
+            let fault = match self.exchange(req, &peer).await {
+                Ok((status, _)) if status.is_success() => return Ok(()),
+                Ok((StatusCode::TOO_MANY_REQUESTS, _)) => {
+                    deadline = Instant::now() + failure_timeout();
+                    None
+                }
+                Ok((status @ (StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT), body)) => {
+                    Some(error_from_response(status, &body, &peer))
+                }
+                Ok((status, body)) => return Err(error_from_response(status, &body, &peer)),
+                Err(e) => Some(e),
+            };
+            if let Some(e) = fault {
+                if Instant::now() + pause > deadline {
+                    return Err(e);
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
         }
     }
 

@@ -68,9 +68,22 @@ struct Waiting {
     buffer: Option<Box<dyn RecvBuffer>>,
 }
 
+/// A message being read straight into a receive's buffer (`Instance::claim`).
+/// Kept track of so that a stream cut off mid-read loses nothing: the sender
+/// sends the message again, and the retry goes to the same receive.
+enum Claim {
+    Reading,
+    /// A retry came while the first copy was still being read.
+    Retry(Message),
+    /// The read was cut off: the receive waits for the retry.
+    Cut(Waiting),
+}
+
 struct Inbox {
     mailbox: Mailbox,
     waiting: HashMap<RecvId, Waiting>,
+    /// By (source, sequence number).
+    claims: HashMap<(u32, u64), Claim>,
     /// Set when the instance ended: every later operation fails with it.
     closed: Option<Error>,
     /// Peers found gone (`domain::liveness`), and why.
@@ -110,6 +123,18 @@ fn unsatisfiable<'a>(gone: &'a HashMap<u32, Error>, size: u32, pattern: &Pattern
         None if gone.len() + 1 >= size as usize => gone.values().next(),
         None => None,
     }
+}
+
+/// Remove the receives whose claimed message was cut off, from the sources
+/// `doomed` picks: no retry will come for them.
+fn take_cut(claims: &mut HashMap<(u32, u64), Claim>, doomed: impl Fn(u32) -> bool) -> Vec<Waiting> {
+    let keys: Vec<(u32, u64)> = claims.iter().filter(|((s, _), c)| doomed(*s) && matches!(c, Claim::Cut(_))).map(|(k, _)| *k).collect();
+    keys.into_iter()
+        .filter_map(|k| match claims.remove(&k) {
+            Some(Claim::Cut(w)) => Some(w),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether `env` is a revocation (`Schedule::revoke`): the reserved tag on a
@@ -186,7 +211,7 @@ impl Instance {
         let instance = Arc::new(Instance {
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             binding,
-            inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None, gone: HashMap::new(), revoked: HashMap::new() }),
+            inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None, gone: HashMap::new(), revoked: HashMap::new(), claims: HashMap::new() }),
             arrived: Condvar::new(),
             next_recv_id: AtomicU64::new(1),
             status: watch::channel(status).0,
@@ -236,7 +261,14 @@ impl Instance {
                 return Err(e.clone());
             }
             let matched = match inbox.mailbox.arrive(msg) {
-                Arrival::Duplicate => return Ok(Delivered::Duplicate),
+                Arrival::Duplicate(dup) => {
+                    let cut = Self::retried(&mut inbox, dup);
+                    drop(inbox);
+                    if let Some((w, m)) = cut {
+                        Self::hand_over(&w.completion, m);
+                    }
+                    return Ok(Delivered::Duplicate);
+                }
                 Arrival::Filed(matched) => Self::take_waiting(&mut inbox, matched),
             };
             if tree.is_some() {
@@ -271,6 +303,30 @@ impl Instance {
             Self::hand_over(&w.completion, m);
         }
         Ok(Delivered::Filed)
+    }
+
+    /// A retry of a message that arrived before: kept for a receive reading
+    /// the first copy in case that read is cut off; handed to the receive
+    /// whose read was cut off (returned); else a synchronous sender is told
+    /// when the first copy is matched.
+    fn retried(inbox: &mut Inbox, mut dup: Message) -> Option<(Waiting, Message)> {
+        let key = (dup.env.source, dup.env.seq.unwrap_or(0));
+        match inbox.claims.remove(&key) {
+            None => {
+                inbox.mailbox.rejoin(dup);
+                None
+            }
+            Some(Claim::Cut(w)) => Some((w, dup)),
+            Some(Claim::Reading) => {
+                inbox.claims.insert(key, Claim::Retry(dup));
+                None
+            }
+            Some(Claim::Retry(mut older)) => {
+                dup.on_match.append(&mut older.on_match);
+                inbox.claims.insert(key, Claim::Retry(dup));
+                None
+            }
+        }
     }
 
     /// Pass a broadcast message on down its tree: `env.forward` lists the
@@ -374,13 +430,10 @@ impl Instance {
             }
             found
         };
-        if pattern.source.is_none() && found.is_none() {
-            self.consumed(); // an any-source receive may need parked streams
-        }
         if let Some(m) = found {
             Self::hand_over(&c, m);
-            self.consumed();
         }
+        self.consumed(); // the message taken, or the one awaited, may free a parked stream
         (id, c)
     }
 
@@ -397,12 +450,39 @@ impl Instance {
             let fits = |id: RecvId| waiting.get(&id).and_then(|w| w.buffer.as_ref()).is_some_and(|b| b.len() >= len);
             let (id, matched) = mailbox.claim(env, fits)?;
             let w = waiting.remove(&id)?;
+            inbox.claims.insert((env.source, env.seq?), Claim::Reading);
             (w, Self::take_waiting(&mut inbox, matched))
         };
         for (w, m) in matched {
             Self::hand_over(&w.completion, m);
         }
         Some((w.completion, w.buffer?))
+    }
+
+    /// A claimed message was read in full: a retry that came meanwhile was
+    /// matched with it.
+    pub fn placed(&self, source: u32, seq: u64) {
+        let claim = self.inbox.lock().claims.remove(&(source, seq));
+        if let Some(Claim::Retry(mut m)) = claim {
+            m.matched();
+        }
+    }
+
+    /// A claimed message was cut off mid-read: its receive takes the retry
+    /// (which may have come already), or fails if none can come.
+    pub fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>) {
+        let w = Waiting { completion, buffer: Some(buffer) };
+        let mut inbox = self.inbox.lock();
+        let doomed = inbox.closed.clone().or_else(|| inbox.gone.get(&source).cloned());
+        if let Some(Claim::Retry(m)) = inbox.claims.remove(&(source, seq)) {
+            drop(inbox);
+            Self::hand_over(&w.completion, m);
+        } else if let Some(e) = doomed {
+            drop(inbox);
+            w.completion.complete(Err(e));
+        } else {
+            inbox.claims.insert((source, seq), Claim::Cut(w));
+        }
     }
 
     /// Withdraw a posted receive; true if it had not matched yet.
@@ -464,9 +544,11 @@ impl Instance {
             }
             inbox.gone.insert(rank, why.clone());
             let size = self.size();
-            let Inbox { mailbox, waiting, gone, .. } = &mut *inbox;
+            let Inbox { mailbox, waiting, gone, claims, .. } = &mut *inbox;
             let ids = mailbox.withdraw(|p| unsatisfiable(gone, size, p).is_some());
-            ids.into_iter().filter_map(|id| waiting.remove(&id)).collect()
+            let mut failed: Vec<Waiting> = ids.into_iter().filter_map(|id| waiting.remove(&id)).collect();
+            failed.extend(take_cut(claims, |source| source == rank));
+            failed
         };
         self.any_gone.store(true, Ordering::Release);
         self.arrived.notify_all();
@@ -481,6 +563,11 @@ impl Instance {
             return None;
         }
         self.inbox.lock().gone.get(&rank).cloned()
+    }
+
+    /// Why this instance ended, once it has: everything sent to it now fails so.
+    pub fn ended(&self) -> Option<Error> {
+        self.inbox.lock().closed.clone()
     }
 
     /// The posted receives (with the source each waits for; None: any).
@@ -516,24 +603,22 @@ impl Instance {
         self.inbox.lock().mailbox.peak_unexpected_bytes()
     }
 
-    /// Whether messages nobody asked for yet hold more than the bound
-    /// (`MPIWS_MAX_UNEXPECTED`): then incoming streams are no longer read
-    /// (unless a receive waits on one), and TCP pushes back on the senders.
-    pub fn over_bound(&self) -> bool {
-        self.unexpected_bytes() > max_unexpected()
+    /// Whether to stop taking messages from `source` for now: messages
+    /// nobody asked for yet hold more than the bound (`MPIWS_MAX_UNEXPECTED`)
+    /// and no posted receive waits for `source` (one that does must get its
+    /// message). Its stream is then no longer read, so TCP pushes back on
+    /// the sender; its stores are answered 429, and the sender tries again.
+    pub fn holds_back(&self, source: u32) -> bool {
+        let inbox = self.inbox.lock();
+        inbox.mailbox.unexpected_bytes() > max_unexpected() && !inbox.mailbox.awaits(source)
     }
 
-    /// Whether an any-source receive is posted (the bound must not stop
-    /// the streams that could satisfy it).
-    pub fn any_source_waiting(&self) -> bool {
-        self.inbox.lock().mailbox.awaits_any_source()
-    }
-
-    /// A receive took an unexpected message: streams parked by the bound
-    /// may be read again.
+    /// A receive took a message or waits for one: streams parked by the
+    /// bound are read again (the progress thread parks anew those still
+    /// held back).
     fn consumed(&self) {
         if let Some(p) = &*self.progress.lock() {
-            if p.has_parked() && (!self.over_bound() || self.any_source_waiting()) {
+            if p.has_parked() {
                 p.unpark();
             }
         }
@@ -748,10 +833,12 @@ impl Instance {
             let mut inbox = self.inbox.lock();
             inbox.closed = Some(why.clone());
             inbox.mailbox.close();
-            std::mem::take(&mut inbox.waiting)
+            let mut waiting: Vec<Waiting> = std::mem::take(&mut inbox.waiting).into_values().collect();
+            waiting.extend(take_cut(&mut inbox.claims, |_| true));
+            waiting
         };
         self.arrived.notify_all();
-        for (_, w) in waiting {
+        for w in waiting {
             w.completion.complete(Err(why.clone()));
         }
         for ch in &self.channels {

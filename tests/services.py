@@ -39,6 +39,12 @@ def block(comm, params):
     comm.recv(source=MPI.ANY_SOURCE, tag=99)
 
 
+def block_on_self(comm, params):
+    """Wait for a message from itself that never comes (until cancelled): a
+    receive is posted, but none for the other ranks."""
+    comm.recv(source=comm.rank, tag=99)
+
+
 def fail(comm, params):
     raise ValueError("this service always fails")
 
@@ -88,4 +94,4 @@ def multihost(comm, params):
     return {"me": ident, "ring_obj": ring_obj, "ring_buf": ring_buf, "pairs": pairs}
 
 
-ALL = {f.__name__: f for f in (recv_object, recv_raw, recv_many, exchange, block, fail, array_sum)}
+ALL = {f.__name__: f for f in (recv_object, recv_raw, recv_many, exchange, block, block_on_self, fail, array_sum)}

@@ -351,6 +351,21 @@ def test_store_to_cancelled_instance(api):
     assert body["error"]["name"] == "MPIWS_ERR_CANCELLED"
 
 
+def test_store_pushback(api):
+    """Above the instance's bound on unreceived messages (default 256 MiB), a
+    store from a sender no receive waits for is answered 429 and filed later."""
+    domain, token = start(api, "block_on_self", size=2)
+    path = f"/domains/{domain}/ranks/0/messages"
+    mib = bytes(1 << 20)
+    for i in range(1000):
+        status, body = api.call("POST", path, mib, msg_headers(token, source=1), expect=None)
+        if status == 429:
+            break
+        assert status == 204, (status, body)
+    assert status == 429 and body["error"]["name"] == "MPI_ERR_OTHER" and 256 <= i <= 258, (i, body)
+    api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
+
+
 def test_stream_upgrade(api):
     domain, token = start(api, "block", size=2)
     path = f"/domains/{domain}/ranks/0/stream"

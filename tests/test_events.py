@@ -34,6 +34,7 @@ with lock:
 assert ("submitted", 4) in evs and ("completed", 4) in evs, evs
 assert evs.count(("completed", 4)) == 2, evs   # the send stored + the receive delivered
 assert ("matched", 5) in evs and ("timed_out", 99) in evs, evs
+assert ("submitted", 99) in evs, evs   # a receive is submitted once posted, then times out
 assert all(name == "mpiws-handlers" for *_, name in seen)
 recv_receipt = [x for x in seen if x[0] == "completed" and x[3] == rank and x[1] == 4]
 assert recv_receipt and recv_receipt[0][2] == other, seen   # wildcard source resolved

@@ -1,7 +1,8 @@
 """Progressive messages (mpiws): the fate of every non-blocking operation as
 events, handed to handlers on one handler thread.
 
-Events: ``submitted`` (a send's buffer may be reused), ``completed`` (a
+Events: ``submitted`` (a send's buffer may be reused; a receive or a
+collective: it is posted), ``completed`` (a
 send: the receiving endpoint stored it; a receive or collective: its data is
 here), ``matched`` (a synchronous send: the receiver's application took it),
 ``failed`` (it never will complete) and ``timed_out`` (its time limit passed:

@@ -149,6 +149,8 @@ class Request:
                 raise ValueError("the request is not active")
             w = self._watch = _Watch(self._r)
             events_.dispatcher().watch(self)
+            if self._kind != _SEND:
+                self._fire(events_.SUBMITTED)  # a receive or collective is under way once posted
         return w
 
     def _settle(self):

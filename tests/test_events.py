@@ -35,6 +35,17 @@ assert ("submitted", 4) in evs and ("completed", 4) in evs, evs
 assert evs.count(("completed", 4)) == 2, evs   # the send stored + the receive delivered
 assert ("matched", 5) in evs and ("timed_out", 99) in evs, evs
 assert ("submitted", 99) in evs, evs   # a receive is submitted once posted, then times out
+# "matched" for a standard send: once the receiver's application took it, not before
+took = threading.Event()
+if rank == 0:
+    m = comm.isend("standard", dest=1, tag=6, schedule=Schedule(matched=lambda r: took.set()))
+    m.wait()                                  # completed: written, not yet received
+    assert not took.wait(0.5), "matched before the receiver received"
+    comm.send("go", dest=1, tag=8)
+    assert took.wait(10), "matched never reported"
+else:
+    assert comm.recv(source=0, tag=8) == "go"
+    assert comm.recv(source=0, tag=6) == "standard"
 assert all(name == "mpiws-handlers" for *_, name in seen)
 recv_receipt = [x for x in seen if x[0] == "completed" and x[3] == rank and x[1] == 4]
 assert recv_receipt and recv_receipt[0][2] == other, seen   # wildcard source resolved

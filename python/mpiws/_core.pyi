@@ -66,8 +66,11 @@ class Comm:
     context: int
     group: list[int]
     instance: Instance
-    def isend(self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False) -> Request:
-        """Send ``buffers`` back to back; ``split`` keeps their boundaries for the receiver."""
+    def isend(
+        self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False, tell_match: bool = False
+    ) -> Request:
+        """Send ``buffers`` back to back; ``split`` keeps their boundaries for the receiver;
+        ``tell_match``: learn when a receive took a standard send (``watch_matched``)."""
     def send(
         self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False,
         timeout: Optional[float] = None,
@@ -107,6 +110,10 @@ class Request:
         """A tracked (non-blocking) send: push ``token`` once the receiver stored it, asking it to say so now."""
     def stored_state(self) -> Optional[tuple[bool, Optional[str], int]]:
         """None until a tracked send was stored or failed; then (ok, error message, error class)."""
+    def watch_matched(self, events: Events, token: int) -> bool:
+        """A send started with ``tell_match``: push ``token`` once a receive took it (False: not asked for)."""
+    def matched_state(self) -> Optional[tuple[bool, Optional[str], int]]:
+        """As ``stored_state``, for the match."""
 
 class Events:
     """Tokens of completed operations, for the handler thread."""

@@ -98,6 +98,28 @@ pub struct Completion {
     done: AtomicBool,
 }
 
+/// What a tracked send reports besides its completion (its events): when
+/// the receiving endpoint stored the message, and, if asked for at the
+/// start, when a receive there took it.
+#[derive(Clone)]
+pub struct Tracking {
+    pub stored: Arc<Completion>,
+    pub matched: Option<Arc<Completion>>,
+}
+
+impl Tracking {
+    pub fn new(tell_match: bool) -> Self {
+        Tracking { stored: Completion::new(), matched: tell_match.then(Completion::new) }
+    }
+
+    /// Everything still open ends with `outcome` (the send was matched, or failed).
+    pub fn settle(&self, outcome: &Result<()>) {
+        for c in std::iter::once(&self.stored).chain(&self.matched) {
+            c.complete(outcome.clone().map(|()| Outcome::Sent));
+        }
+    }
+}
+
 /// How long a waiter polls before it sleeps, and how. A reply that lands
 /// within the budget is seen without a thread wake-up, which on a virtual
 /// machine whose idle cores halt costs tens of microseconds (measured:

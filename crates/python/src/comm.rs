@@ -56,9 +56,12 @@ impl Comm {
 
     /// Start a send of `buffers` (any contiguous buffers, sent back to back).
     /// `parts` gives their lengths when the receiver must split them again.
-    #[pyo3(signature = (dest, tag, buffers, split=false, sync=false))]
-    fn isend(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool) -> PyResult<Request> {
-        self.start_send(py, dest, tag, buffers, split, sync, false)
+    /// `tell_match`: report when a receive took the message (the "matched"
+    /// event of a standard send; a synchronous send's completion says so).
+    #[pyo3(signature = (dest, tag, buffers, split=false, sync=false, tell_match=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn isend(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, tell_match: bool) -> PyResult<Request> {
+        self.start_send(py, dest, tag, buffers, split, sync, false, tell_match)
     }
 
     /// A blocking send: `isend` and its wait in one call (the common case,
@@ -68,7 +71,7 @@ impl Comm {
     #[pyo3(signature = (dest, tag, buffers, split=false, sync=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, timeout: Option<f64>) -> PyResult<()> {
-        let r = self.start_send(py, dest, tag, buffers, split, sync, true)?;
+        let r = self.start_send(py, dest, tag, buffers, split, sync, true, false)?;
         if !r.wait(py, timeout)? {
             return Err(timed_out("send", timeout));
         }
@@ -184,7 +187,7 @@ impl Comm {
 impl Comm {
     /// `inline`: a blocking send, which writes a large message itself.
     #[allow(clippy::too_many_arguments)]
-    fn start_send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, inline: bool) -> PyResult<Request> {
+    fn start_send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, inline: bool, tell_match: bool) -> PyResult<Request> {
         let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
         // The send may write to a socket from this thread: without the GIL.
@@ -193,11 +196,11 @@ impl Comm {
             if inline {
                 c.send_start(dest, tag, chunks.clone(), parts, sync).map(|c| (c, None))
             } else {
-                c.isend_tracked(dest, tag, chunks.clone(), parts, sync).map(|(c, s)| (c, Some(s)))
+                c.isend_tracked(dest, tag, chunks.clone(), parts, sync, tell_match).map(|(c, t)| (c, Some(t)))
             }
         };
-        let (c, stored) = py.detach(|| start(&self.inner)).py_err()?;
-        Ok(Request::send(self.inner.clone(), c, chunks, stored, dest))
+        let (c, track) = py.detach(|| start(&self.inner)).py_err()?;
+        Ok(Request::send(self.inner.clone(), c, chunks, track, dest))
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpiws_core::completion::{self, Completion, Outcome, RecvBuffer};
+use mpiws_core::completion::{self, Completion, Outcome, RecvBuffer, Tracking};
 use mpiws_core::direct::frame::Payload;
 use mpiws_core::direct::mailbox::RecvId;
 use mpiws_core::mpi::Comm as CoreComm;
@@ -49,19 +49,19 @@ pub struct Request {
     _keep: Vec<Bytes>,
     #[pyo3(get)]
     is_recv: bool,
-    /// A tracked send: completes when the receiver stored the message.
-    stored: Option<Arc<Completion>>,
+    /// A tracked send: told when the receiver stored (and matched) the message.
+    track: Option<Tracking>,
     /// A send's destination (local rank).
     dest: i64,
 }
 
 impl Request {
-    pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>, stored: Option<Arc<Completion>>, dest: i64) -> Self {
-        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false, stored, dest }
+    pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>, track: Option<Tracking>, dest: i64) -> Self {
+        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false, track, dest }
     }
 
     pub fn recv(comm: CoreComm, completion: Arc<Completion>, recv_id: Option<RecvId>, source: i64) -> Self {
-        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true, stored: None, dest: -1 }
+        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true, track: None, dest: -1 }
     }
 }
 
@@ -139,24 +139,30 @@ impl Request {
     /// Push `token` to `events` when the receiver has stored the message (a
     /// tracked send; the receiver is asked to say so now). False if untracked.
     fn watch_stored(&self, events: &Events, token: u64) -> bool {
-        let Some(stored) = &self.stored else { return false };
-        events.inner.watch(stored, token);
+        let Some(t) = &self.track else { return false };
+        events.inner.watch(&t.stored, token);
         if let Ok(world) = self.comm.world_rank(self.dest) {
             self.comm.instance.ask_ack(world);
         }
         true
     }
 
+    /// Push `token` to `events` when a receive took the message (a standard
+    /// send started with `tell_match`). False if that was not asked for.
+    fn watch_matched(&self, events: &Events, token: u64) -> bool {
+        let Some(m) = self.track.as_ref().and_then(|t| t.matched.as_ref()) else { return false };
+        events.inner.watch(m, token);
+        true
+    }
+
     /// Whether a tracked send was stored: None (not yet), or the error it met.
     fn stored_state(&self) -> Option<(bool, Option<String>, i32)> {
-        let s = self.stored.as_ref()?;
-        if !s.is_done() {
-            return None;
-        }
-        Some(match s.peek_error() {
-            Some(e) => (false, Some(e.message), e.class.code() as i32),
-            None => (true, None, 0),
-        })
+        state_of(&self.track.as_ref()?.stored)
+    }
+
+    /// Whether a send started with `tell_match` was matched: as `stored_state`.
+    fn matched_state(&self) -> Option<(bool, Option<String>, i32)> {
+        state_of(self.track.as_ref()?.matched.as_ref()?)
     }
 
     /// Withdraw a receive that nothing matched yet; true if withdrawn.
@@ -276,4 +282,15 @@ impl Message {
         py.detach(|| self.payload.copy_to(&mut dest.slice()[..n]));
         Ok(n)
     }
+}
+
+/// None while `c` is open; then (ok, error message, error class).
+fn state_of(c: &Completion) -> Option<(bool, Option<String>, i32)> {
+    if !c.is_done() {
+        return None;
+    }
+    Some(match c.peek_error() {
+        Some(e) => (false, Some(e.message), e.class.code() as i32),
+        None => (true, None, 0),
+    })
 }

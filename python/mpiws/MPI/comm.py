@@ -205,7 +205,7 @@ class Comm(Collectives):
 
     def _isend_obj(self, obj, dest, tag, sync, timeout, schedule=None):
         parts = pickled.dumps(obj)
-        r = self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync)
+        r = self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync, tell_match=events_.tells_match(schedule))
         req = Request(r, deadline=timeout_.deadline(self._limit(timeout)))
         return self._sent(req, dest, tag, sum(memoryview(p).nbytes for p in parts), sync, schedule)
 
@@ -265,7 +265,8 @@ class Comm(Collectives):
 
     def _isend_buf(self, buf, dest, tag, sync, timeout, schedule=None):
         view, _, _ = datatype.parse(buf)
-        req = Request(self._core.isend(dest, tag, [view], sync=sync), deadline=timeout_.deadline(self._limit(timeout)))
+        r = self._core.isend(dest, tag, [view], sync=sync, tell_match=events_.tells_match(schedule))
+        req = Request(r, deadline=timeout_.deadline(self._limit(timeout)))
         return self._sent(req, dest, tag, view.nbytes, sync, schedule)
 
     def _send_buf(self, buf, dest, tag, sync, timeout):

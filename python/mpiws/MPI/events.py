@@ -4,7 +4,9 @@ events, handed to handlers on one handler thread.
 Events: ``submitted`` (a send's buffer may be reused; a receive or a
 collective: it is posted), ``completed`` (a
 send: the receiving endpoint stored it; a receive or collective: its data is
-here), ``matched`` (a synchronous send: the receiver's application took it),
+here), ``matched`` (a send: the receiver's application took it; for a
+standard send, only if the ``schedule=`` given at the start has a
+``matched`` handler, since the receiver must be asked to tell),
 ``failed`` (it never will complete) and ``timed_out`` (its time limit passed:
 it was withdrawn, and ``completed`` never follows). A ``Schedule`` maps
 events to handlers for any number of operations (``schedule=``), and
@@ -47,6 +49,12 @@ class Schedule:
 
     def __repr__(self):
         return f"Schedule({', '.join(self.handlers)})"
+
+
+def tells_match(schedule):
+    """Whether a send started with ``schedule`` must learn of its match
+    (asked at the start: the receiver then tells it, one more ack)."""
+    return schedule is not None and MATCHED in getattr(schedule, "handlers", ())
 
 
 class Receipt:
@@ -92,15 +100,17 @@ class _Dispatcher:
         """Watch an operation: its completion, a tracked send's storing, its deadline."""
         r = request._r
         with self.lock:
-            done, stored = next(self.tokens), next(self.tokens)
+            done, stored, matched = next(self.tokens), next(self.tokens), next(self.tokens)
             self.watched[done] = (request, "done")
             self.watched[stored] = (request, "stored")
+            self.watched[matched] = (request, "matched")
             if request._deadline is not None:
                 heapq.heappush(self.timers, (request._deadline, done, request))
         r.watch(self.events, done)
-        if not r.watch_stored(self.events, stored):
-            with self.lock:
-                del self.watched[stored]
+        for token, watch in ((stored, r.watch_stored), (matched, r.watch_matched)):
+            if not watch(self.events, token):
+                with self.lock:
+                    del self.watched[token]
         if request._deadline is not None:
             self.events.push(0)  # recompute the wait
 

@@ -182,16 +182,18 @@ class Request:
                 self._fire(events_.TIMED_OUT, error=w.settled[1])
                 w.wake()
             return
-        if what == "stored":
-            state = w.core.stored_state()
+        if what in ("stored", "matched"):
+            state = w.core.stored_state() if what == "stored" else w.core.matched_state()
             if state is None:
                 return
             ok, message, cls = state
-            if ok:
-                self._fire(events_.SUBMITTED)
-                self._fire(events_.COMPLETED)
-            else:
+            if not ok:
                 self._fire(events_.FAILED, error=MPIException(cls, message))
+                return
+            self._fire(events_.SUBMITTED)
+            self._fire(events_.COMPLETED)
+            if what == "matched":
+                self._fire(events_.MATCHED)
             return
         self._settle()
         if w.settled is None:

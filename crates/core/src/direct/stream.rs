@@ -27,7 +27,7 @@ use hyper_util::rt::TokioIo;
 use parking_lot::{Condvar, Mutex};
 
 use crate::body::Chunks;
-use crate::completion::{Completion, Outcome};
+use crate::completion::{Completion, Outcome, Tracking};
 use crate::direct::polled::Polled;
 use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
@@ -142,11 +142,18 @@ struct Pending {
     /// Completes on the receiver's "matched" (else on "stored").
     sync: bool,
     /// Told when the receiver acknowledges storing the message (when asked
-    /// for: the "completed" event of a tracked send).
-    stored: Option<Arc<Completion>>,
+    /// for: the "completed" event of a tracked send), and matching it.
+    track: Option<Tracking>,
     /// The frame, kept to be sent again if the stream breaks before the
     /// receiver acknowledged it.
     frame: Arc<Vec<Bytes>>,
+}
+
+impl Pending {
+    /// Whether it is settled by the receiver's "matched", not "stored".
+    fn awaits_match(&self) -> bool {
+        self.sync || self.track.as_ref().is_some_and(|t| t.matched.is_some())
+    }
 }
 
 /// Failures of sends that already completed, per peer, waiting to be
@@ -338,13 +345,19 @@ impl Link {
 
     /// Send one message. `completion` completes as `EAGER_BELOW` says, or
     /// for a synchronous send when the receiver matched the message. A large
-    /// message is written by a background thread unless `inline`. `stored`
-    /// completes when the receiver acknowledges storing it.
-    pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>, inline: bool, stored: Option<Arc<Completion>>) {
+    /// message is written by a background thread unless `inline`. `track`
+    /// is told when the receiver acknowledges storing it, and matching it (a
+    /// standard send that asks for that goes as synchronous on the wire).
+    pub fn send(self: &Arc<Self>, env: &Envelope, chunks: Vec<Bytes>, completion: Arc<Completion>, inline: bool, track: Option<Tracking>) {
         let seq = env.seq.expect("stream messages are sequenced");
         let len: usize = chunks.iter().map(|c| c.len()).sum();
         let eager = !env.sync && len < EAGER_BELOW;
-        let mut header = frame::encode_message(env, len as u64, !eager && !env.sync);
+        let tell_match = !env.sync && track.as_ref().is_some_and(|t| t.matched.is_some());
+        let mut header = if tell_match {
+            frame::encode_message(&Envelope { sync: true, ..env.clone() }, len as u64, !eager)
+        } else {
+            frame::encode_message(env, len as u64, !eager && !env.sync)
+        };
         let frame = if len <= COALESCE_UP_TO {
             for c in &chunks {
                 header.extend_from_slice(c);
@@ -359,14 +372,14 @@ impl Link {
             let mut pending = self.pending.lock();
             if let Some(e) = self.broken.lock().clone() {
                 drop(pending);
-                if let Some(s) = &stored {
-                    s.complete(Err(e.clone()));
+                if let Some(t) = &track {
+                    t.settle(&Err(e.clone()));
                 }
                 completion.complete(Err(e));
                 return;
             }
             self.in_flight.started();
-            pending.insert(seq, Pending { completion: completion.clone(), sync: env.sync, stored, frame: frame.clone() });
+            pending.insert(seq, Pending { completion: completion.clone(), sync: env.sync, track, frame: frame.clone() });
         }
         let me = self.clone();
         let send = move || {
@@ -440,11 +453,10 @@ impl Link {
     }
 
     fn settle(&self, p: Pending, outcome: Result<()>) {
-        let sent = || outcome.clone().map(|()| Outcome::Sent);
-        if let Some(s) = &p.stored {
-            s.complete(sent());
+        if let Some(t) = &p.track {
+            t.settle(&outcome);
         }
-        let first = p.completion.complete(sent());
+        let first = p.completion.complete(outcome.clone().map(|()| Outcome::Sent));
         if let (false, Err(e)) = (first, outcome) {
             // It had completed (written, eager): the failure is told later.
             self.undelivered.lock().get_or_insert(e);
@@ -468,13 +480,16 @@ impl Link {
                 let mut pending = self.pending.lock();
                 match kind {
                     ACK_STORED => {
-                        // Stored, all of them; synchronous sends wait on for their match.
-                        for (_, p) in pending.range_mut(..=seq) {
-                            if let Some(s) = p.stored.take() {
-                                s.complete(Ok(Outcome::Sent));
+                        // Stored, all of them; those that await a match wait on for it.
+                        for (_, p) in pending.range(..=seq) {
+                            if let Some(t) = &p.track {
+                                t.stored.complete(Ok(Outcome::Sent));
+                            }
+                            if !p.sync {
+                                p.completion.complete(Ok(Outcome::Sent));
                             }
                         }
-                        let done: Vec<u64> = pending.range(..=seq).filter(|(_, p)| !p.sync).map(|(s, _)| *s).collect();
+                        let done: Vec<u64> = pending.range(..=seq).filter(|(_, p)| !p.awaits_match()).map(|(s, _)| *s).collect();
                         done.into_iter().filter_map(|s| pending.remove(&s)).map(|p| (p, Ok(()))).collect()
                     }
                     ACK_MATCHED => pending.remove(&seq).map(|p| (p, Ok(()))).into_iter().collect(),

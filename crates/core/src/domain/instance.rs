@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::completion::{Completion, Outcome, RecvBuffer};
+use crate::completion::{Completion, Outcome, RecvBuffer, Tracking};
 use crate::direct::frame::{Envelope, Payload};
 use crate::direct::inbound::Progress;
 use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
@@ -629,13 +629,14 @@ impl Instance {
     /// Send to world rank `dest`. The envelope's sequence number is assigned
     /// here, in call order, which is what makes per-pair ordering hold.
     /// `inline`: write a large message from this thread (a blocking send).
-    /// `stored` (a tracked send) completes once the receiving endpoint has
-    /// stored the message.
-    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool, stored: Option<Arc<Completion>>) -> Arc<Completion> {
+    /// `track` (a tracked send) tells when the receiving endpoint stored
+    /// the message and, if asked, when a receive took it (over streams; over
+    /// stores only a synchronous send's completion says so).
+    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool, track: Option<Tracking>) -> Arc<Completion> {
         let c = Completion::new();
         let fail = |e: Error| {
-            if let Some(s) = &stored {
-                s.complete(Err(e.clone()));
+            if let Some(t) = &track {
+                t.settle(&Err(e.clone()));
             }
             c.complete(Err(e));
         };
@@ -645,16 +646,12 @@ impl Instance {
         }
         env.seq = Some(self.send_seq[dest as usize].fetch_add(1, Ordering::Relaxed));
         if dest == self.rank() {
-            self.send_to_self(env, chunks, &c);
-            if let Some(s) = stored {
-                // Filed (or refused) by the time send_to_self returns.
-                s.complete(c.peek_error().map_or(Ok(Outcome::Sent), Err));
-            }
+            self.send_to_self(env, chunks, &c, track);
             return c;
         }
         match self.stream_to(dest) {
             Ok(Some(link)) => {
-                link.send(&env, chunks, c.clone(), inline, stored);
+                link.send(&env, chunks, c.clone(), inline, track);
                 return c;
             }
             Ok(None) => {}
@@ -672,8 +669,8 @@ impl Instance {
                 .transport
                 .store(b.url_of(dest), &b.domain, dest, &b.token, &env, chunks)
                 .await;
-            if let Some(s) = stored {
-                s.complete(r.clone().map(|_| Outcome::Sent));
+            if let Some(t) = track {
+                t.stored.complete(r.clone().map(|_| Outcome::Sent));
             }
             done.complete(r.map(|_| Outcome::Sent));
             me.in_flight.ended();
@@ -710,29 +707,41 @@ impl Instance {
         Ok(link)
     }
 
-    fn send_to_self(self: &Arc<Self>, env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>) {
+    fn send_to_self(self: &Arc<Self>, mut env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>, track: Option<Tracking>) {
         // Copy: the caller's buffers may be borrowed from Python objects, and
         // the mailbox must own what it keeps.
         let owned = chunks.iter().map(|b| Bytes::copy_from_slice(b)).collect();
+        let sync = env.sync;
+        let tell = track.as_ref().and_then(|t| t.matched.clone());
+        env.sync = sync || tell.is_some(); // await the match
         let mut msg = Message::new(env, Payload::from_chunks(owned));
         let matched = msg.await_match();
-        if let Err(e) = self.deliver(msg) {
+        let filed = self.deliver(msg).map(|_| ());
+        if let Some(t) = &track {
+            t.stored.complete(filed.clone().map(|()| Outcome::Sent));
+        }
+        if let Err(e) = filed {
+            if let Some(t) = &tell {
+                t.complete(Err(e.clone()));
+            }
             c.complete(Err(e));
             return;
         }
-        match matched {
-            None => {
-                c.complete(Ok(Outcome::Sent));
-            }
-            Some(rx) => {
-                let c = c.clone();
-                runtime().spawn(async move {
-                    c.complete(match rx.await {
-                        Ok(()) => Ok(Outcome::Sent),
-                        Err(_) => Err(Error::new(ErrorClass::ProcFailed, "instance ended before the message was received")),
-                    });
-                });
-            }
+        if !sync {
+            c.complete(Ok(Outcome::Sent));
+        }
+        if let Some(rx) = matched {
+            let c = c.clone();
+            runtime().spawn(async move {
+                let outcome = match rx.await {
+                    Ok(()) => Ok(Outcome::Sent),
+                    Err(_) => Err(Error::new(ErrorClass::ProcFailed, "instance ended before the message was received")),
+                };
+                if let Some(t) = tell {
+                    t.complete(outcome.as_ref().map(|_| Outcome::Sent).map_err(Clone::clone));
+                }
+                c.complete(outcome);
+            });
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::completion::{Completion, Outcome, RecvBuffer};
+use crate::completion::{Completion, Outcome, RecvBuffer, Tracking};
 pub use crate::direct::frame::WORLD_CONTEXT;
 use crate::direct::frame::{Envelope, Payload, TAG_UB};
 use crate::direct::mailbox::{Pattern, RecvId};
@@ -151,12 +151,13 @@ impl Comm {
         self.start_send(dest, tag, chunks, parts, sync, Vec::new(), false, None)
     }
 
-    /// `isend` that also reports when the receiver stored the message: the
-    /// second completion (the "completed" event; see `Instance::ask_ack`).
-    pub fn isend_tracked(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<(Arc<Completion>, Arc<Completion>)> {
-        let stored = Completion::new();
-        let c = self.start_send(dest, tag, chunks, parts, sync, Vec::new(), false, Some(stored.clone()))?;
-        Ok((c, stored))
+    /// `isend` that also reports when the receiver stored the message (the
+    /// "completed" event; see `Instance::ask_ack`) and, with `tell_match`,
+    /// when a receive took it (the "matched" event of a standard send).
+    pub fn isend_tracked(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool, tell_match: bool) -> Result<(Arc<Completion>, Tracking)> {
+        let track = Tracking::new(tell_match && !sync);
+        let c = self.start_send(dest, tag, chunks, parts, sync, Vec::new(), false, Some(track.clone()))?;
+        Ok((c, track))
     }
 
     /// The start of a blocking send: a large message is written by this
@@ -182,20 +183,20 @@ impl Comm {
         sync: bool,
         forward: Vec<u32>,
         inline: bool,
-        stored: Option<Arc<Completion>>,
+        track: Option<Tracking>,
     ) -> Result<Arc<Completion>> {
         let tag = Self::check_send_tag(tag)?;
         if dest == PROC_NULL {
             let c = Completion::new();
             c.complete(Ok(Outcome::Sent));
-            if let Some(s) = stored {
-                s.complete(Ok(Outcome::Sent)); // nothing to store: done too
+            if let Some(t) = track {
+                t.settle(&Ok(())); // nothing to store or match: done too
             }
             return Ok(c);
         }
         let world = self.world_rank(dest)?;
         let env = Envelope { source: self.instance.rank(), context: self.context, tag, seq: None, sync, parts, forward };
-        Ok(self.instance.send(world, env, chunks, inline, stored))
+        Ok(self.instance.send(world, env, chunks, inline, track))
     }
 
     fn pattern(&self, source: i64, tag: i64) -> Result<Pattern> {

@@ -134,8 +134,9 @@ class LaunchError(RuntimeError):
     pass
 
 
-def launch(impl, prog, nranks, args=(), timeout=600):
-    """Run a rank program under an implementation; rank 0's JSON result."""
+def launch(impl, prog, nranks, args=(), timeout=600, prefix=RESULT_PREFIX):
+    """Run a rank program under an implementation; rank 0's JSON result
+    (the line starting with ``prefix``)."""
     cmd = impl.command(nranks, prog, args)
     try:
         p = subprocess.run(cmd, env=impl.environ(), capture_output=True, text=True, timeout=timeout,
@@ -144,8 +145,8 @@ def launch(impl, prog, nranks, args=(), timeout=600):
         raise LaunchError("%s: timed out after %ss\n%s" % (impl.key, timeout, _tail(e.stderr)))
     result = None
     for line in p.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            result = json.loads(line[len(RESULT_PREFIX):])
+        if line.startswith(prefix):
+            result = json.loads(line[len(prefix):])
     if result is None:
         raise LaunchError("%s: exit %s, no result line\n%s\n%s" % (impl.key, p.returncode,
                           _tail(p.stdout), _tail(p.stderr)))

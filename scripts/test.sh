@@ -3,7 +3,8 @@
 # pytest suite, which launches real domains of endpoints on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# MPICH and mpi4py: the application tests also run each example under MPI.
+scripts/setup.sh mpich mpi4py matplotlib
 echo "== cargo test"
 cargo test --release --workspace --exclude mpiws-python
 echo "== pytest"

@@ -1,4 +1,4 @@
-"""The ``mpiws`` command line: ``serve`` an endpoint, ``run`` a domain."""
+"""The ``mpiws`` command line: ``serve`` an endpoint, ``run`` a domain, ``bench`` against MPI."""
 
 import argparse
 import json
@@ -39,6 +39,12 @@ def _run(a):
     return run_local(a.np, a.program[0], a.program[1:], prefix=a.prefix, host=a.host, keep_going=a.keep_going)
 
 
+def _bench(a):
+    from .bench import run_bench
+
+    return run_bench(a.suites, quick=a.quick, ranks=a.ranks, out=a.out, rounds=a.rounds)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="mpiws", description="MPI-style message passing between web services.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -62,6 +68,14 @@ def main(argv=None):
     r.add_argument("--params", help="JSON parameters for the service")
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")
     r.set_defaults(func=_run)
+
+    b = sub.add_parser("bench", help="run the benchmarks against MPI (mpi4py + MPICH) and write a report")
+    b.add_argument("suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps (default: all)")
+    b.add_argument("--quick", action="store_true", help="a few minutes in all (what CI runs)")
+    b.add_argument("--ranks", help="comma-separated rank counts, for the suites that vary them")
+    b.add_argument("--rounds", type=int, help="alternating rounds per measurement")
+    b.add_argument("--out", help="output directory (default benchmarks/results/bench)")
+    b.set_defaults(func=_bench)
 
     a = p.parse_args(argv)
     from .MPI import Exception as MPIException

@@ -1,0 +1,100 @@
+"""``mpiws bench [SUITE ...] [--quick] [--ranks ...] [--out DIR]``: the
+evaluation suite against MPI in one command.
+
+Runs the benchmark suites of a source checkout (``benchmarks/<suite>/``),
+each of which measures mpiws and mpi4py + MPICH alternately in the same run,
+then gathers what they wrote into one directory: per suite ``results.json``,
+``table.md`` and PNG plots, the tables again as CSV, and ``report.md`` with
+every table and plot. It installs nothing: without mpi4py/MPICH the suites
+say how to get them and measure mpiws alone.
+"""
+
+import csv
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# suite -> whether it takes --ranks
+SUITES = {"pingpong": False, "collectives": True, "overlap": False, "apps": True}
+
+
+def benchmarks_dir():
+    here = Path(__file__).resolve().parent  # python/mpiws
+    d = here.parent.parent / "benchmarks"
+    if not (d / "common.py").exists():
+        raise SystemExit("mpiws bench: the benchmarks come with the source checkout (benchmarks/ next to python/); "
+                         "none was found at %s" % d)
+    return d
+
+
+def run_bench(suites, quick=False, ranks=None, out=None, rounds=None):
+    bench = benchmarks_dir()
+    suites = suites or list(SUITES)
+    for s in suites:
+        if s not in SUITES:
+            raise SystemExit("mpiws bench: unknown suite %r (have %s)" % (s, ", ".join(SUITES)))
+    out = Path(out or bench / "results" / "bench").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    done, failed = [], []
+    for i, suite in enumerate(suites, 1):
+        cmd = [sys.executable, str(bench / suite / "driver.py"), "--out", str(out / suite)]
+        cmd += ["--quick"] if quick else []
+        cmd += ["--ranks", ranks] if ranks and SUITES[suite] else []
+        cmd += ["--rounds", str(rounds)] if rounds else []
+        print("mpiws bench: [%d/%d] %s (%.0f s so far)" % (i, len(suites), suite, time.time() - started),
+              file=sys.stderr, flush=True)
+        # The suites' progress goes to stderr as they run; their tables to table.md.
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+        (done if p.returncode == 0 else failed).append(suite)
+        if p.returncode != 0:
+            print("mpiws bench: %s exited %d" % (suite, p.returncode), file=sys.stderr, flush=True)
+        for table in (out / suite).glob("table.md"):
+            tables_to_csv(table)
+    argv = ["mpiws", "bench"] + suites + (["--quick"] if quick else []) + (["--ranks", ranks] if ranks else [])
+    report = write_report(out, suites, argv, time.time() - started)
+    print("mpiws bench: wrote %s (and per suite: results.json, table.md, *.csv, *.png) in %.0f s"
+          % (report, time.time() - started), file=sys.stderr, flush=True)
+    return 1 if failed else 0
+
+
+def tables_to_csv(table_md):
+    """Each Markdown table of a suite's report as a CSV file beside it."""
+    title, rows = None, []
+    for line in table_md.read_text().splitlines() + [""]:
+        if line.startswith("### "):
+            title, rows = line[4:].strip(), []
+        elif line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-:") for c in cells):
+                rows.append(cells)
+        elif rows and title:
+            name = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60]
+            with open(table_md.parent / (name + ".csv"), "w", newline="") as f:
+                csv.writer(f).writerows(rows)
+            title, rows = None, []
+
+
+def write_report(out, suites, argv, seconds):
+    """report.md: every suite's tables, with its plots."""
+    sys.path.insert(0, str(benchmarks_dir()))
+    import common  # the suites' shared code: how they describe the machine
+
+    m = common.machine()
+    parts = ["# mpiws benchmark report", "",
+             "Command: `%s`, %s, %.0f s, on %s (%s cores, Python %s)." % (
+                 " ".join(argv), time.strftime("%Y-%m-%d %H:%M"), seconds, m.get("cpu", "?"), m["cores"], m["python"]), ""]
+    for suite in suites:
+        table = out / suite / "table.md"
+        parts += ["# %s" % suite, ""]
+        if not table.exists():
+            parts += ["(no results: the suite failed; see its output above)", ""]
+            continue
+        parts += [table.read_text(), ""]
+        parts += ["![%s](%s/%s)" % (png.stem, suite, png.name) for png in sorted((out / suite).glob("*.png"))] + [""]
+    report = out / "report.md"
+    report.write_text("\n".join(parts))
+    return report
+

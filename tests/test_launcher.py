@@ -73,8 +73,11 @@ MPI.COMM_WORLD.recv(source=1)
 
 def test_sys_exit_codes(run):
     assert_ok(run(2, "import sys; sys.exit(0)"))
+    # like mpiexec: the status passes through, and a deliberate exit is no traceback
     p = run(2, "import sys\nfrom mpiws import MPI\nsys.exit(3 if MPI.COMM_WORLD.rank == 1 else 0)")
-    assert p.returncode != 0 and "rank 1" in p.stderr
+    assert p.returncode == 3 and "rank 1 exited with status 3" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    p = run(2, "import sys\nfrom mpiws import MPI\nif MPI.COMM_WORLD.rank == 0: sys.exit('bad input')\nMPI.COMM_WORLD.Barrier()")
+    assert p.returncode == 1 and "rank 0 exited with status 1: bad input" in p.stderr, p.stderr
 
 
 def test_python_dash_m_and_usage_errors(tmp_path):

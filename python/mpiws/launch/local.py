@@ -18,8 +18,11 @@ STARTUP_SECONDS = 60.0
 
 def _forward(stream, out, prefix):
     for line in iter(stream.readline, b""):
-        out.write(prefix + line)
-        out.flush()
+        try:
+            out.write(prefix + line)
+            out.flush()
+        except BrokenPipeError:
+            pass  # nobody reads our output (``| head``): keep draining the rank's
     stream.close()
 
 
@@ -37,6 +40,17 @@ def _read_url(fd, proc, deadline):
             data += chunk
     os.close(fd)
     return data.decode().strip()
+
+
+def _exited(err):
+    """For a rank that called ``sys.exit(arg)``: (status, what to say), like
+    mpiexec; else None. A non-integer ``arg`` is a message and status 1."""
+    if err.get("name") != "SystemExit":
+        return None
+    msg = err.get("message", "")
+    if msg.lstrip("-").isdigit():
+        return min(max(int(msg), 1), 255), ""
+    return 1, f": {msg}"
 
 
 def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None, keep_going=False):
@@ -78,6 +92,10 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
         statuses, failure = domain.wait(events, grace=grace, keep_going=keep_going)
         if failure is not None:
             err = failure.get("error") or {}
+            exited = _exited(err)
+            if exited is not None:
+                log(f"rank {failure['rank']} exited with status {exited[0]}{exited[1]}")
+                return exited[0]
             log(f"rank {failure['rank']} {failure['state']} first: {err.get('name', '')}: {err.get('message', '')}")
             if err.get("traceback"):
                 sys.stderr.write(err["traceback"])

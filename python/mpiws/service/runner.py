@@ -36,5 +36,6 @@ def run_instance(instance, function):
 def report(instance, e):
     cls = e.Get_error_class() if isinstance(e, MPIException) else ERR_OTHER
     name = _name(cls) if isinstance(e, MPIException) else type(e).__name__
-    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    # sys.exit(N) is a deliberate exit: its status, no traceback.
+    tb = "" if isinstance(e, SystemExit) else "".join(traceback.format_exception(type(e), e, e.__traceback__))
     instance.fail(cls, name, str(e), tb)

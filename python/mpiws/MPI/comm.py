@@ -307,10 +307,12 @@ class Comm(Collectives):
         received_buffer(self._core.recv(source, tag, view, self._limit(timeout)), status, view)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
-        end = timeout_.deadline(self._limit(timeout))
-        rreq = self.Irecv(recvbuf, source, recvtag)
-        sreq = self._isend_buf(sendbuf, dest, sendtag, False, None)
-        rreq.Wait(status, timeout_.left(end))
+        # The core's calls directly: this is many solvers' inner loop.
+        core, limit = self._core, self._limit(timeout)
+        end = timeout_.deadline(limit)
+        view, _, _ = datatype.parse(recvbuf, writable=True)
+        sreq = Request(core.isend(dest, sendtag, [datatype.parse(sendbuf)[0]]))  # never waits: no deadlock
+        received_buffer(core.recv(source, recvtag, view, limit), status, view)
         sreq.Wait(None, timeout_.left(end))
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):

@@ -35,6 +35,18 @@ assert ("submitted", 4) in evs and ("completed", 4) in evs, evs
 assert evs.count(("completed", 4)) == 2, evs   # the send stored + the receive delivered
 assert ("matched", 5) in evs and ("timed_out", 99) in evs, evs
 assert ("submitted", 99) in evs, evs   # a receive is submitted once posted, then times out
+# a cancelled receive fails (it never completes); Cancel after a time-out is harmless
+fate = []
+c = comm.irecv(source=other, tag=77, schedule=Schedule(completed=lambda r: fate.append("completed"), failed=lambda r: fate.append(r.error.Get_error_class())))
+c.Cancel()
+st = MPI.Status()
+c.Wait(st)
+assert st.Is_cancelled()
+time.sleep(0.3)
+assert fate == [MPI.ERR_CANCELLED], fate
+t2 = comm.irecv(source=other, tag=78, timeout=0.1, schedule=Schedule(timed_out=lambda r: r.request.Cancel()))
+time.sleep(0.4)
+t2.Cancel()
 # "matched" for a standard send: once the receiver's application took it, not before
 took = threading.Event()
 if rank == 0:

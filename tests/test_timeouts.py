@@ -88,6 +88,12 @@ except MPI.Exception as e:
     assert e.Get_error_class() == MPI.ERR_TIMEOUT
     assert time.monotonic() - t < 3
 comm.Barrier(timeout=10)  # both are past their receive before either ends
+# float("inf"): no limit for this one call, whatever the defaults
+if comm.rank == 0:
+    time.sleep(0.5)
+    comm.send("late", dest=1)
+else:
+    assert comm.recv(source=0, timeout=float("inf")) == "late"
 print("OK")
 """, env={"MPIWS_TIMEOUT": "0.25"})
     assert_ok(p, 2)

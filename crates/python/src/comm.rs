@@ -15,8 +15,9 @@ use crate::endpoint::Instance;
 use crate::errors::IntoPy;
 use crate::request::{wait_in_slices, Message, Request};
 
-fn secs(t: Option<f64>) -> Option<Duration> {
-    t.map(|s| Duration::from_secs_f64(s.max(0.0)))
+/// Seconds as a limit; None (no limit) also for infinite or unrepresentable ones.
+pub fn secs(t: Option<f64>) -> Option<Duration> {
+    t.and_then(|s| Duration::try_from_secs_f64(s.max(0.0)).ok())
 }
 
 #[pyclass(module = "mpiws._core", frozen, weakref)]

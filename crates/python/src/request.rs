@@ -22,7 +22,7 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(100);
 /// Run `step(slice)` with the GIL released until it returns true or
 /// `timeout` (seconds) passes, checking for signals between slices.
 pub fn wait_in_slices(py: Python<'_>, timeout: Option<f64>, mut step: impl FnMut(Duration) -> bool + Send) -> PyResult<bool> {
-    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+    let deadline = crate::comm::secs(timeout).and_then(|d| Instant::now().checked_add(d));
     loop {
         let slice = match deadline {
             None => SIGNAL_SLICE,

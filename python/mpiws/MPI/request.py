@@ -11,7 +11,7 @@ from .. import _core
 from . import pickled
 from . import events as events_
 from . import timeout as timeout_
-from .exception import ERR_TIMEOUT, ERR_TRUNCATE, Exception as MPIException
+from .exception import ERR_CANCELLED, ERR_TIMEOUT, ERR_TRUNCATE, Exception as MPIException
 from .status import UNDEFINED, Status, fill
 
 # A watched request is completed by the handler thread or by its owner,
@@ -207,6 +207,9 @@ class Request:
             if (self._info or {}).get("sync"):
                 self._fire(events_.COMPLETED)
                 self._fire(events_.MATCHED)
+        elif st.Is_cancelled():
+            # Withdrawn by Cancel: it will never complete (no data is here).
+            self._fire(events_.FAILED, error=MPIException(ERR_CANCELLED, "the receive was cancelled"))
         else:
             self._fire(events_.COMPLETED, status=st)
         w.wake()
@@ -427,6 +430,9 @@ class _Expired:
 
     def wait(self, timeout=None):
         return True
+
+    def cancel(self):
+        return False  # already withdrawn
 
 
 _EXPIRED = _Expired()

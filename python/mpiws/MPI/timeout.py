@@ -22,16 +22,18 @@ _defaults = {}  # core communicator -> its default (Set_timeout)
 
 
 def check(timeout):
+    """Seconds, or None for no limit (``float("inf")`` too)."""
     if timeout is None:
         return None
     t = float(timeout)
     if t < 0 or t != t:
         raise ValueError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
-    return t
+    return None if t == float("inf") else t
 
 
 def resolve(core, timeout):
-    """The limit a call on ``core`` runs under: its own, the communicator's, the environment's."""
+    """The limit a call on ``core`` runs under: its own (``float("inf")``:
+    none, whatever the defaults), the communicator's, the environment's."""
     if timeout is not None:
         return check(timeout)
     return _defaults.get(core, _ENV)

@@ -699,7 +699,18 @@ impl Instance {
         }
         let b = &self.binding;
         let undelivered = self.undelivered[dest as usize].clone();
-        let link = Link::connect(b.url_of(dest), &b.domain, dest, self.rank(), &b.token, self.in_flight.clone(), undelivered)?;
+        let link = match Link::connect(b.url_of(dest), &b.domain, dest, self.rank(), &b.token, self.in_flight.clone(), undelivered) {
+            Ok(link) => link,
+            Err(e) => {
+                drop(ch);
+                if e.class == ErrorClass::ProcFailed {
+                    // Unreachable for the failure timeout, or ended: gone, as
+                    // `liveness` would find; later sends fail at once.
+                    self.peer_gone(dest, e.clone());
+                }
+                return Err(e);
+            }
+        };
         *ch = Some(match &link {
             Some(l) => Channel::Stream(l.clone()),
             None => Channel::Stores,

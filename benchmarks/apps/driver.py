@@ -24,9 +24,9 @@ IMPORT_MPI4PY = "from mpi4py import MPI"
 
 # app -> (file, arguments quick, arguments full, what the size means)
 APPS = {
-    "moldyn": ("moldyn.py", ["--size", "A"], ["--size", "B"], "JGF MolDyn, 50 moves"),
+    "moldyn": ("moldyn.py", ["--size", "A"], ["--size", "A"], "JGF MolDyn, 50 moves"),
     "matmul": ("matmul.py", ["--n", "1024"], ["--n", "2048"], "C = A B, 1-D blocks, binomial Bcast"),
-    "coupled_heat": ("coupled_heat.py", ["--cells", "20000", "--steps", "2000"], ["--cells", "200000", "--steps", "5000"],
+    "coupled_heat": ("coupled_heat.py", ["--cells", "20000", "--steps", "2000"], ["--cells", "50000", "--steps", "5000"],
                      "one material per rank, boundary exchange every step"),
 }
 

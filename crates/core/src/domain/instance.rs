@@ -157,6 +157,9 @@ fn streams_enabled() -> bool {
 
 pub struct Instance {
     pub binding: Binding,
+    /// The whole domain runs on this one host, with more ranks than cores:
+    /// the same for every rank, so collectives may choose algorithms by it.
+    pub crowded: bool,
     inbox: Mutex<Inbox>,
     arrived: Condvar,
     next_recv_id: AtomicU64,
@@ -207,8 +210,11 @@ impl Instance {
             error: None,
         };
         let size = binding.size();
-        crate::completion::fit_spin(binding.local_ranks());
+        let local = binding.local_ranks();
+        crate::completion::fit_spin(local);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let instance = Arc::new(Instance {
+            crowded: local == size as usize && local > cores,
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             binding,
             inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None, gone: HashMap::new(), revoked: HashMap::new(), claims: HashMap::new() }),

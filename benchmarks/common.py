@@ -245,6 +245,30 @@ def table(title, header, rows, note=None):
     return "\n".join(out) + "\n"
 
 
+def provenance(machine):
+    """The report line saying which mpiws was measured."""
+    dirty = machine.get("git_dirty")
+    return "mpiws: git %s%s, core built %s." % (
+        machine.get("git", "?"), " + uncommitted changes in %d files" % len(dirty) if dirty else "",
+        machine.get("mpiws_core_built", "?"))
+
+
+def failure_lines(failures, label):
+    """Report lines for launches that failed: without a result (``lost``), or
+    non-zero after printing it (``kept``). ``label(f)`` names a launch."""
+    lost = [f for f in failures if not f.get("kept")]
+    kept = [f for f in failures if f.get("kept")]
+    lines = []
+    if lost:
+        lines += ["**Failed launches, no result: %d** (%s)." % (len(lost), ", ".join(
+            "%s: %s" % (label(f), (f["error"].strip().splitlines() or ["?"])[0]) for f in lost)), ""]
+    if kept:
+        errs = sorted({f["error"].splitlines()[-1].strip() for f in kept})
+        lines += ["**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
+                  "Error: %s" % (len(kept), ", ".join(label(f) for f in kept), " / ".join("`%s`" % e for e in errs)), ""]
+    return lines
+
+
 def human_size(n):
     n = int(n)
     for unit, f in (("MiB", 1 << 20), ("KiB", 1 << 10)):

@@ -114,6 +114,7 @@ def report(meta, merged, failures):
             "Ranks %s on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s."
             % (", ".join(map(str, meta["ranks"])), meta["cores"], m.get("cpu", "?"), "quick" if meta["quick"] else "full",
                meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"]),
+            common.provenance(m),
             "Command: `%s`" % meta["command"], "",
             "Time = the application's timed part (rank 0), seconds. Speedup = time on 1 rank / time on N ranks "
             "of the same implementation. Ratio = mpiws time / MPI time: above 1 means mpiws is slower.", ""]

@@ -132,22 +132,9 @@ def report(meta, merged, failures):
                meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"],
                "/".join("%.2f" % x for x in m.get("load_avg", ())),
                "/".join("%.2f" % x for x in m.get("load_avg_end", ()))),
-            "mpiws: git %s%s, core built %s." % (
-                m.get("git", "?"),
-                " + uncommitted changes in %d files" % len(m["git_dirty"]) if m.get("git_dirty") else "",
-                m.get("mpiws_core_built", "?")),
+            common.provenance(m),
             "Command: `%s`" % meta["command"], ""]
-    lost = [f for f in failures if not f.get("kept")]
-    kept = [f for f in failures if f.get("kept")]
-    if lost:
-        head += ["**Failed launches, no result: %d** (%s)." % (len(lost), ", ".join(
-            "%d ranks round %d %s: %s" % (f["nranks"], f["round"], f["impl"],
-                                          (f["error"].strip().splitlines() or ["?"])[0]) for f in lost)), ""]
-    if kept:
-        errs = sorted({f["error"].splitlines()[-1].strip() for f in kept})
-        head += ["**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
-                 "Error: %s" % (len(kept), ", ".join("%d ranks round %d %s" % (f["nranks"], f["round"], f["impl"])
-                                                     for f in kept), " / ".join("`%s`" % e for e in errs)), ""]
+    head += common.failure_lines(failures, lambda f: "%d ranks round %d %s" % (f["nranks"], f["round"], f["impl"]))
     for n in ranks:
         for k in meta["impls"]:
             ms = merged.get(str(n), {}).get(k)

@@ -155,22 +155,9 @@ def header(meta, merged, failures):
             "(each block runs every variant in turn); idle wait %s s."
             % (meta.get("work_calls"), meta["work_ms"], meta.get("iters"), meta.get("trials"),
                meta.get("pp_trials"), meta.get("pp_reps"), meta.get("idle_seconds")),
-            "mpiws: git %s%s, core built %s." % (
-                m.get("git", "?"),
-                " + uncommitted changes in %d files" % len(m["git_dirty"]) if m.get("git_dirty") else "",
-                m.get("mpiws_core_built", "?")),
+            common.provenance(m),
             "Command: `%s`" % meta["command"], ""]
-    lost = [f for f in failures if not f.get("kept")]
-    kept = [f for f in failures if f.get("kept")]
-    if lost:
-        head += ["**Failed launches, no result: %d** (%s)." % (len(lost), ", ".join(
-            "round %d %s: %s" % (f["round"], f["impl"], (f["error"].strip().splitlines() or ["?"])[0])
-            for f in lost)), ""]
-    if kept:
-        errs = sorted({f["error"].splitlines()[-1].strip() for f in kept})
-        head += ["**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
-                 "Error: %s" % (len(kept), ", ".join("round %d %s" % (f["round"], f["impl"]) for f in kept),
-                                " / ".join("`%s`" % e for e in errs)), ""]
+    head += common.failure_lines(failures, lambda f: "round %d %s" % (f["round"], f["impl"]))
     for k in meta["impls"]:
         if k not in merged:
             head.append("%s: no results (all launches failed)." % k)

@@ -82,22 +82,9 @@ def report(meta, merged, failures):
                meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"],
                "/".join("%.2f" % x for x in meta["machine"].get("load_avg", ())),
                "/".join("%.2f" % x for x in meta["machine"].get("load_avg_end", ()))),
-            "mpiws: git %s%s, core built %s." % (
-                meta["machine"].get("git", "?"),
-                " + uncommitted changes in %d files" % len(meta["machine"]["git_dirty"])
-                if meta["machine"].get("git_dirty") else "",
-                meta["machine"].get("mpiws_core_built", "?")),
+            common.provenance(meta["machine"]),
             "Command: `%s`" % meta["command"], ""]
-    lost = [f for f in failures if not f.get("kept")]
-    kept = [f for f in failures if f.get("kept")]
-    if lost:
-        head += ["**Failed launches, no result: %d** (%s)." % (len(lost), ", ".join(
-            "round %d %s" % (f["round"], f["impl"]) for f in lost)), ""]
-    if kept:
-        errs = sorted({f["error"].splitlines()[-1].strip() for f in kept})
-        head += ["**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
-                 "Error: %s" % (len(kept), ", ".join("round %d %s" % (f["round"], f["impl"]) for f in kept),
-                                " / ".join("`%s`" % e for e in errs)), ""]
+    head += common.failure_lines(failures, lambda f: "round %d %s" % (f["round"], f["impl"]))
     for k in keys:
         if k in merged:
             n = min(m["n"] for m in merged[k])

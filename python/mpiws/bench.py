@@ -51,8 +51,8 @@ def run_bench(suites, quick=False, ranks=None, out=None, rounds=None):
         (done if p.returncode == 0 else failed).append(suite)
         if p.returncode != 0:
             print("mpiws bench: %s exited %d" % (suite, p.returncode), file=sys.stderr, flush=True)
-        for table in (out / suite).glob("table.md"):
-            tables_to_csv(table)
+        if (out / suite / "table.md").exists():
+            tables_to_csv(out / suite / "table.md")
     argv = ["mpiws", "bench"] + suites + (["--quick"] if quick else []) + (["--ranks", ranks] if ranks else [])
     report = write_report(out, suites, argv, time.time() - started)
     print("mpiws bench: wrote %s (and per suite: results.json, table.md, *.csv, *.png) in %.0f s"

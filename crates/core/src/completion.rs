@@ -132,10 +132,13 @@ impl Tracking {
 const SPIN_US: u64 = 200;
 static YIELD: AtomicBool = AtomicBool::new(false);
 
-/// Choose how to poll for `local_ranks` ranks sharing this host.
-pub fn fit_spin(local_ranks: usize) {
+/// Choose how to poll for `local_ranks` ranks sharing this host; whether
+/// they are more than its cores.
+pub fn fit_spin(local_ranks: usize) -> bool {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    YIELD.store(local_ranks > cores, Ordering::Relaxed);
+    let oversubscribed = local_ranks > cores;
+    YIELD.store(oversubscribed, Ordering::Relaxed);
+    oversubscribed
 }
 
 pub fn spin_budget() -> Duration {

@@ -14,6 +14,7 @@
 //! mpiws-stream/1`, `Connection: upgrade`, the bearer token and
 //! `mpiws-source`; the same checks as a store, then `101 Switching Protocols`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
@@ -132,7 +133,7 @@ impl InFlight {
 /// them, so callers must pass bytes they own, not borrow. Larger sends
 /// complete when the receiver acknowledges storing them (asked at once), so
 /// a borrowed buffer is never read again after its send completed — and can
-/// still be sent again if the stream breaks first. Where: that ack costs a
+/// still be sent again if the stream breaks first. Why 512 KiB: that ack costs a
 /// thread wake-up (~40 us here), a copy of 512 KiB about as much.
 pub const EAGER_BELOW: usize = 512 * 1024;
 
@@ -353,11 +354,9 @@ impl Link {
         let len: usize = chunks.iter().map(|c| c.len()).sum();
         let eager = !env.sync && len < EAGER_BELOW;
         let tell_match = !env.sync && track.as_ref().is_some_and(|t| t.matched.is_some());
-        let mut header = if tell_match {
-            frame::encode_message(&Envelope { sync: true, ..env.clone() }, len as u64, !eager)
-        } else {
-            frame::encode_message(env, len as u64, !eager && !env.sync)
-        };
+        // Asked to tell the match, a standard send goes synchronous on the wire.
+        let wire = if tell_match { Cow::Owned(Envelope { sync: true, ..env.clone() }) } else { Cow::Borrowed(env) };
+        let mut header = frame::encode_message(&wire, len as u64, !eager && !env.sync);
         let frame = if len <= COALESCE_UP_TO {
             for c in &chunks {
                 header.extend_from_slice(c);

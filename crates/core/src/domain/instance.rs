@@ -211,10 +211,9 @@ impl Instance {
         };
         let size = binding.size();
         let local = binding.local_ranks();
-        crate::completion::fit_spin(local);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let oversubscribed = crate::completion::fit_spin(local);
         let instance = Arc::new(Instance {
-            crowded: local == size as usize && local > cores,
+            crowded: local == size as usize && oversubscribed,
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             binding,
             inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None, gone: HashMap::new(), revoked: HashMap::new(), claims: HashMap::new() }),

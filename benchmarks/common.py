@@ -229,6 +229,18 @@ def ratio(a, b):
     return a / b
 
 
+def paired_ratio(a, b):
+    """a/b for two merged measurements taken in the same launches: the median
+    over rounds of the per-round ratio (drift between rounds cancels), or the
+    ratio of the medians if their rounds do not pair up."""
+    if not a or not b:
+        return None
+    ra, rb = a.get("rounds") or [], b.get("rounds") or []
+    if ra and len(ra) == len(rb) and all(rb):
+        return median([x / y for x, y in zip(ra, rb)])
+    return ratio(a["t"], b["t"])
+
+
 def fmt(x, spec="%.1f"):
     return "-" if x is None else spec % x
 
@@ -286,11 +298,15 @@ def write_json(path, data):
 COLORS = {"mpiws": "tab:red", "mpi-tcp": "tab:blue", "mpi-shm": "tab:green"}
 
 
-def plot(path, title, series, ylabel, transform=None, xlabel="message size (bytes)", subtitle=None):
+def plot(path, title, series, ylabel, transform=None, xlabel="message size (bytes)", subtitle=None,
+         colors=None, styles=None, xticks=None):
     """Log-log plot of {impl key: [(size, t, t_min, t_max), ...]}.
 
     ``transform(size, t)`` maps a time to the plotted value (e.g. bandwidth);
-    the band shows the spread (min..max) over rounds.
+    the band shows the spread (min..max) over rounds. A series' color is
+    ``colors[key]``, else ``COLORS[key]``; its line style ``styles[key]``
+    (default ``"o-"``). ``xticks``: the x values to label (as numbers), instead
+    of the size ticks.
     """
     import matplotlib
     matplotlib.use("Agg")
@@ -307,9 +323,10 @@ def plot(path, title, series, ylabel, transform=None, xlabel="message size (byte
         lo = [transform(p[0], p[2]) for p in pts]
         hi = [transform(p[0], p[3]) for p in pts]
         label = IMPLS[key].label if key in IMPLS else key
-        ax.plot(xs, ys, "o-", ms=3, color=COLORS.get(key), label=label)
+        color = (colors or {}).get(key, COLORS.get(key))
+        ax.plot(xs, ys, (styles or {}).get(key, "o-"), ms=3, color=color, label=label)
         ax.fill_between(xs, [min(a, b) for a, b in zip(lo, hi)], [max(a, b) for a, b in zip(lo, hi)],
-                        color=COLORS.get(key), alpha=0.15, lw=0)
+                        color=color, alpha=0.15, lw=0)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -317,11 +334,15 @@ def plot(path, title, series, ylabel, transform=None, xlabel="message size (byte
     ax.set_title(title + ("\n" + subtitle if subtitle else ""), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    sizes = [p[0] for pts in series.values() for p in pts if p[0] > 0]
-    ticks = [x for x in (1, 16, 256, 4096, 1 << 16, 1 << 20, 1 << 24, 1 << 26)
-             if not sizes or min(sizes) <= x <= max(sizes)]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([human_size(t).replace(" ", "") for t in ticks])
+    if xticks:
+        ax.set_xticks(xticks)
+        ax.set_xticklabels([str(t) for t in xticks])
+    else:
+        sizes = [p[0] for pts in series.values() for p in pts if p[0] > 0]
+        ticks = [x for x in (1, 16, 256, 4096, 1 << 16, 1 << 20, 1 << 24, 1 << 26)
+                 if not sizes or min(sizes) <= x <= max(sizes)]
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([human_size(t).replace(" ", "") for t in ticks])
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

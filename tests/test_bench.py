@@ -1,11 +1,16 @@
 """``mpiws bench``: one command runs a suite and gathers its report (the
-suites themselves are benchmarks, not tests; this checks the plumbing)."""
+suites themselves are benchmarks, not tests; this checks the plumbing and
+that every part of a suite comes out with real numbers)."""
 
 import csv
 import subprocess
 import sys
 
 from conftest import ROOT
+
+
+def read_csv(path):
+    return list(csv.reader(open(path)))
 
 
 def test_bench_writes_report_tables_csv_and_plots(tmp_path):
@@ -16,15 +21,57 @@ def test_bench_writes_report_tables_csv_and_plots(tmp_path):
     assert "[1/1] pingpong" in p.stderr  # progress
     report = (out / "report.md").read_text()
     assert "# pingpong" in report and "### Targets" in report and "](pingpong/pingpong-latency.png)" in report
-    rows = list(csv.reader(open(out / "pingpong" / "targets.csv")))
+    rows = read_csv(out / "pingpong" / "targets.csv")
     assert rows[0][:4] == ["target", "mpiws", "reference", "ratio"]
     assert any(r[0].startswith("8 B buffer latency") for r in rows[1:])
-    latency = list(csv.reader(open(out / "pingpong" / "buffer-latency-send-recv-half-round-trip-us.csv")))
+    latency = read_csv(out / "pingpong" / "buffer-latency-send-recv-half-round-trip-us.csv")
     assert latency[0][0] == "size" and len(latency) > 5 and float(latency[1][1]) > 0
     assert (out / "pingpong" / "pingpong-latency.png").stat().st_size > 1000
 
+    # the exchange part: Sendrecv and Send-then-Receive at the quick sizes, and their ratio per implementation
+    assert "### Exchange, Sendrecv: time per step (us)" in report and "](pingpong/pingpong-exchange.png)" in report
+    quick_sizes = ["8 B", "4 KiB", "64 KiB", "1 MiB", "16 MiB"]
+    for name in ("exchange-sendrecv-time-per-step-us", "exchange-send-then-receive-time-per-step-us"):
+        rows = read_csv(out / "pingpong" / (name + ".csv"))
+        assert rows[0][:2] == ["size", "mpiws"], rows[0]
+        assert [r[0] for r in rows[1:]] == quick_sizes
+        times = [float(r[1]) for r in rows[1:]]
+        assert all(t > 0 for t in times) and times[-1] > times[0], times  # 16 MiB takes longer than 8 B
+    rows = read_csv(out / "pingpong" / "exchange-sendrecv-send-then-receive-time-per-step.csv")
+    assert rows[0][:2] == ["size", "mpiws"] and [r[0] for r in rows[1:]] == quick_sizes
+    assert all(0 < float(r[1]) < 10 for r in rows[1:]), rows
+    assert (out / "pingpong" / "pingpong-exchange.png").stat().st_size > 1000
 
-def test_bench_refuses_unknown_suites(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "nosuch", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert p.returncode != 0 and "unknown suite 'nosuch'" in p.stderr
+
+def test_collectives_matmul_and_vs_ranks(tmp_path):
+    """The matmul-communication part (uneven blocks on 3 ranks) and the time-vs-ranks table and figure, gathered
+    into report.md as ``mpiws bench`` does."""
+    from mpiws.bench import tables_to_csv, write_report
+
+    out = tmp_path / "bench"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "collectives" / "driver.py"), "--quick",
+                        "--rounds", "1", "--ranks", "2,3", "--impls", "mpiws", "--out", str(out / "collectives"),
+                        "--", "--only", "matmul,bcast", "--max-size", str(1 << 20)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    tables_to_csv(out / "collectives" / "table.md")
+    report = write_report(out, ["collectives"], ["test"], 0).read_text()
+    for png in ("collectives-matmul.png", "collectives-vs-ranks.png", "collectives-bcast.png"):
+        assert "](collectives/%s)" % png in report
+        assert (out / "collectives" / png).stat().st_size > 1000
+    assert "### Matmul communication, 3 ranks" in report and "### Time per call vs number of ranks (us)" in report
+
+    for n, blocks in ((2, ["256 x 128", "1024 x 512"]), (3, ["256 x 85..86", "1024 x 341..342"])):
+        [name] = [f for f in (out / "collectives").glob("matmul-communication-%d-ranks*.csv" % n)]
+        rows = read_csv(name)
+        assert rows[0][:6] == ["N", "block", "block bytes", "binomial", "serial", "auto"], rows[0]
+        assert [r[0] for r in rows[1:]] == ["256", "1024"] and [r[1] for r in rows[1:]] == blocks
+        for r in rows[1:]:
+            assert all(float(x) > 0 for x in r[3:6]), r
+
+    rows = read_csv(out / "collectives" / "time-per-call-vs-number-of-ranks-us.csv")
+    assert rows[0][:4] == ["collective", "size", "ranks", "mpiws auto"]
+    got = {(r[0], r[1], r[2].split()[0]): float(r[3]) for r in rows[1:]}
+    assert set(got) == {("bcast", "1 MiB", "2"), ("bcast", "1 MiB", "3"),
+                        ("matmul", "N = 1024", "2"), ("matmul", "N = 1024", "3")}, got
+    assert all(t > 0 for t in got.values())

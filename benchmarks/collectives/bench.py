@@ -20,6 +20,14 @@ result is the max over ranks (Allreduce MAX).
 
 On mpiws every algorithm of ``_core.ALGORITHMS`` is measured (forced with
 ``comm.Set_algorithm``), then "auto" (mpiws's own choice). mpi4py: "mpi".
+
+"matmul": the communication of one 1-D blocked matrix multiplication
+(examples/matmul.py without the arithmetic): on p ranks and for a matrix of
+order N each rank owns an N x (N/p) float64 column block (the first N % p
+ranks one column more), and one multiplication is p Bcasts, step k rooted at
+rank k, of rank k's block: the whole N x N matrix is broadcast once. "size" is
+N; the time is per multiplication (blocks of 3 x --batch). On mpiws: bcast
+forced to binomial, serial, then auto.
 """
 import argparse
 import os
@@ -36,6 +44,9 @@ MPI = common.import_mpi()
 COLLECTIVES = ["bcast", "gather", "scatter", "allgather", "alltoall", "reduce", "allreduce"]
 FULL_SIZES = [8, 64, 1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24]   # 8 B .. 16 MiB
 QUICK_SIZES = [8, 1 << 12, 1 << 20, 1 << 24]
+MATMUL_N = [256, 512, 1024, 2048]
+MATMUL_QUICK_N = [256, 1024]
+MATMUL_ALGOS = ["binomial", "serial"]       # forced bcast algorithms (mpiws), then auto
 
 
 def algorithms(name):
@@ -84,6 +95,33 @@ def make_op(name, comm, size, n, root=0):
     raise ValueError(name)
 
 
+def blocks(n, p):
+    """Widths and offsets of p nearly equal column blocks of n (the first n % p get one more), as in examples/matmul.py."""
+    widths = [n // p + (1 if j < n % p else 0) for j in range(p)]
+    return widths, [sum(widths[:j]) for j in range(p)]
+
+
+def make_matmul(comm, order):
+    """A zero-argument callable doing one multiplication's communication for matrices of ``order``: p Bcasts, step
+    k rooted at rank k, of its N x width_k float64 block; the bytes broadcast. Checks the data once."""
+    rank, p = comm.Get_rank(), comm.Get_size()
+    widths, _ = blocks(order, p)
+    own = np.full((order, widths[rank]), float(rank + 1))
+    panel = np.empty((order, max(widths)))
+    views = [own if k == rank else np.ndarray((order, widths[k]), buffer=panel) for k in range(p)]
+
+    def op():
+        for k in range(p):
+            comm.Bcast(views[k], root=k)
+
+    for k in range(p):                       # one checked multiplication
+        views[k][0, 0] = views[k][-1, -1] = 0.0 if k != rank else float(rank + 1)
+        comm.Bcast(views[k], root=k)
+        if widths[k] and not (views[k][0, 0] == views[k][-1, -1] == float(k + 1)):
+            raise SystemExit("matmul N=%d: block %d arrived wrong on rank %d" % (order, k, rank))
+    return op, order * order * 8
+
+
 def allmax(comm, x):
     a, b = np.array([x], np.float64), np.zeros(1, np.float64)
     comm.Allreduce(a, b, op=MPI.MAX)
@@ -120,7 +158,8 @@ def main():
     ap.add_argument("--trials", type=int, default=None, help="timed blocks per point (default 3, quick 1)")
     ap.add_argument("--batch", type=float, default=None, help="seconds per timed block (default 0.03, quick 0.02)")
     ap.add_argument("--max-size", type=int, default=None, help="largest buffer in bytes")
-    ap.add_argument("--only", default=",".join(COLLECTIVES + ["barrier"]), help="comma-separated collectives")
+    ap.add_argument("--only", default=",".join(COLLECTIVES + ["barrier", "matmul"]),
+                    help="comma-separated collectives (and matmul)")
     a = ap.parse_args()
     trials = a.trials or (1 if a.quick else 3)
     batch = a.batch or (0.02 if a.quick else 0.03)
@@ -153,6 +192,24 @@ def main():
                 set_algorithm(comm, name, "auto")
         if rank == 0:
             print("collectives: %s done at %.1fs" % (name, time.time() - t_start), file=sys.stderr, flush=True)
+
+    if "matmul" in only:
+        forced = [(x, x) for x, _ in algorithms("bcast") if x in MATMUL_ALGOS] + [
+            (label, algo) for label, algo in algorithms("bcast") if label in ("auto", "mpi")]
+        for label, algo in forced:
+            set_algorithm(comm, "bcast", algo)
+            for order in [x for x in (MATMUL_QUICK_N if a.quick else MATMUL_N) if x >= n]:
+                op, nbytes = make_matmul(comm, order)
+                # calls take milliseconds: longer blocks than the collectives' so a block is more than one call
+                t, reps, tmin, tmax = measure(comm, op, 3 * batch, trials, 100 if a.quick else 300, 2)
+                if rank == 0:
+                    out.append(dict(kind="matmul", key="%s/%d" % (label, order), algo=label, size=order,
+                                    bytes=nbytes, reps=reps, t=t, t_trial_min=tmin, t_trial_max=tmax))
+                del op
+            if algo is not None:
+                set_algorithm(comm, "bcast", "auto")
+        if rank == 0:
+            print("collectives: matmul done at %.1fs" % (time.time() - t_start), file=sys.stderr, flush=True)
 
     comm.Barrier()
     if rank == 0:

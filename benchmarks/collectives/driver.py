@@ -15,6 +15,7 @@ import common  # noqa: E402
 PROG = HERE / "bench.py"
 COLLECTIVES = ["bcast", "gather", "scatter", "allgather", "alltoall", "reduce", "allreduce"]
 PLOT_RANKS = 4
+VS_RANKS_SIZE = 1 << 20     # the size of the time-vs-ranks comparison (or the largest measured below it)
 ALGO_COLORS = ["tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
 
 
@@ -91,6 +92,36 @@ class Lookup:
 
     def ref(self, n, k, kind, size):
         return self.t(n, k, kind, "mpi", size)
+
+
+def msec(x):
+    if x is None:
+        return "-"
+    x *= 1e3
+    return "%.0f" % x if x >= 100 else ("%.1f" % x if x >= 10 else "%.2f" % x)
+
+
+def oversub(n, meta):
+    return n > (meta["cores"] or n)
+
+
+def vs_ranks_points(L, ranks):
+    """[(kind, size)]: per collective (and matmul) the size compared across rank counts: 1 MiB or the largest
+    measured at every rank count below it (matmul: the largest N measured at every rank count)."""
+    measured = [n for n in ranks if any(L.sizes(n, k) for k in COLLECTIVES + ["matmul"])]
+    if len(measured) < 2:
+        return []
+    out = []
+    for kind in COLLECTIVES + ["matmul"]:
+        common_sizes = set.intersection(*[set(L.sizes(n, kind)) for n in measured])
+        ok = sorted(s for s in common_sizes if kind == "matmul" or 0 < s <= VS_RANKS_SIZE)
+        if ok:
+            out.append((kind, ok[-1]))
+    return out
+
+
+def point_label(kind, size):
+    return "N = %d" % size if kind == "matmul" else common.human_size(size)
 
 
 def us(x):
@@ -186,6 +217,51 @@ def report(meta, merged, failures):
                 None if kind in ("bcast", "reduce", "allreduce") else
                 "size = whole buffer per rank; each rank's block is size/%d (at least one float64)." % n))
 
+    # matmul: one multiplication's communication
+    for n in ranks:
+        sizes = L.sizes(n, "matmul")
+        if not sizes:
+            continue
+        algos = L.algos(n, "matmul")
+        rows = []
+        for order in sizes:
+            ts = [L.t(n, "mpiws", "matmul", x, order) for x in algos]
+            auto = L.t(n, "mpiws", "matmul", "auto", order)
+            tcp, shm = L.ref(n, "mpi-tcp", "matmul", order), L.ref(n, "mpi-shm", "matmul", order)
+            best = min([x for x in ts if x is not None], default=None)
+            bestname = algos[ts.index(best)] if best is not None else "-"
+            width, nbytes = order // n, order * order * 8 / n
+            rows.append([order, "%d x %d%s" % (order, width, "" if order % n == 0 else "..%d" % (width + 1)),
+                         common.human_size(nbytes) if order % n == 0 else "~%.3g %s" % (
+                             (nbytes / (1 << 20), "MiB") if nbytes >= 1 << 20 else (nbytes / 1024, "KiB"))]
+                        + [msec(x) for x in ts] + [msec(auto), msec(tcp), msec(shm), bestname,
+                                                 common.fmt(common.ratio(best, tcp), "%.2f"),
+                                                 common.fmt(common.ratio(auto, tcp), "%.2f")])
+        parts.append(common.table(
+            "Matmul communication, %d ranks%s (ms per multiplication)" % (n, ", oversubscribed" if oversub(n, meta)
+                                                                          else ""),
+            ["N", "block", "block bytes"] + algos + ["auto", "MPI-TCP", "MPI-shm", "best", "best/TCP", "auto/TCP"],
+            rows,
+            "1-D blocked C = A B of N x N float64 matrices without the arithmetic: %d `Bcast`s, step k rooted at "
+            "rank k, of its N x N/%d column block (the whole matrix is broadcast once). mpiws columns: bcast "
+            "forced to each algorithm, then auto. Ratio above 1 = mpiws slower." % (n, n)))
+
+    # every collective against the number of ranks, at one size
+    rows = []
+    for kind, size in vs_ranks_points(L, ranks):
+        for n in ranks:
+            auto = L.t(n, "mpiws", kind, "auto", size)
+            tcp, shm = L.ref(n, "mpi-tcp", kind, size), L.ref(n, "mpi-shm", kind, size)
+            rows.append([kind, point_label(kind, size), "%d%s" % (n, " (oversub.)" if oversub(n, meta) else ""),
+                         us(auto), us(tcp), us(shm), common.fmt(common.ratio(auto, tcp), "%.2f"),
+                         common.fmt(common.ratio(auto, shm), "%.2f")])
+    if rows:
+        parts.append(common.table(
+            "Time per call vs number of ranks (us)",
+            ["collective", "size", "ranks", "mpiws auto", "MPI-TCP", "MPI-shm", "auto/TCP", "auto/shm"], rows,
+            "Each collective at %s (or the largest size measured at every rank count below it; matmul: one "
+            "multiplication at the largest N). Ratio above 1 = mpiws slower." % common.human_size(VS_RANKS_SIZE)))
+
     # spread
     rows = []
     for n in ranks:
@@ -196,11 +272,26 @@ def report(meta, merged, failures):
             spread = sorted(x["t_max"] / x["t_min"] for x in ms)
             worst = max(ms, key=lambda x: x["t_max"] / x["t_min"])
             rows.append([n, common.IMPLS[k].label, "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
-                         "%s %s %s" % (worst["kind"], worst["algo"], common.human_size(worst["size"]))])
+                         "%s %s %s" % (worst["kind"], worst["algo"], point_label(worst["kind"], worst["size"]))])
     if rows:
         parts.append(common.table("Spread over rounds (max/min time per measurement)",
                                   ["ranks", "impl", "median", "worst", "worst at"], rows))
     return "\n".join(parts)
+
+
+def size_series(L, n, kind, scale):
+    """{series: [(size, t, t_min, t_max) * scale]} for every mpiws algorithm, mpiws auto, MPI-TCP and MPI-shm at
+    ``n`` ranks, and their colors (mpiws auto red, MPI blue/green, the algorithms from the rest)."""
+    series, colors = {}, {}
+    palette = iter(ALGO_COLORS)
+    for algo in L.algos(n, kind) + ["auto"]:
+        series["mpiws " + algo] = [(s, x["t"] * scale, x["t_min"] * scale, x["t_max"] * scale)
+                                   for s in L.sizes(n, kind) for x in [L.m(n, "mpiws", kind, algo, s)] if x]
+        colors["mpiws " + algo] = "tab:red" if algo == "auto" else next(palette, None)
+    for k in ("mpi-tcp", "mpi-shm"):
+        series[k] = [(s, x["t"] * scale, x["t_min"] * scale, x["t_max"] * scale)
+                     for s in L.sizes(n, kind) for x in [L.m(n, k, kind, "mpi", s)] if x]
+    return {k: v for k, v in series.items() if v}, colors
 
 
 def plots(out, meta, merged):
@@ -209,23 +300,19 @@ def plots(out, meta, merged):
     n = PLOT_RANKS if PLOT_RANKS in ranks else ranks[0]
     sub = "%d ranks, %s cores; median of %d alternating rounds, band = min..max" % (n, meta["cores"], meta["rounds"])
     for kind in COLLECTIVES:
-        series = {}
-        for algo in L.algos(n, kind) + ["auto"]:
-            series["mpiws " + algo] = [(s, x["t"] * 1e6, x["t_min"] * 1e6, x["t_max"] * 1e6)
-                                       for s in L.sizes(n, kind) for x in [L.m(n, "mpiws", kind, algo, s)] if x]
-        for k in ("mpi-tcp", "mpi-shm"):
-            series[k] = [(s, x["t"] * 1e6, x["t_min"] * 1e6, x["t_max"] * 1e6)
-                         for s in L.sizes(n, kind) for x in [L.m(n, k, kind, "mpi", s)] if x]
-        series = {k: v for k, v in series.items() if v}
-        for k in [k for k in common.COLORS if k.startswith("mpiws ")]:
-            del common.COLORS[k]
-        palette = iter(ALGO_COLORS)
-        for k in series:  # distinct colors: mpiws auto red, MPI blue/green, algorithms from the rest
-            if k.startswith("mpiws ") and k not in common.COLORS:
-                common.COLORS[k] = "tab:red" if k == "mpiws auto" else next(palette, None)
+        series, colors = size_series(L, n, kind, 1e6)
         if series:
             common.plot(out / ("collectives-%s.png" % kind), "%s: time per call" % kind.capitalize(), series,
-                        "time per call (us)", xlabel="buffer size per rank (bytes)", subtitle=sub)
+                        "time per call (us)", xlabel="buffer size per rank (bytes)", subtitle=sub, colors=colors)
+    series, colors = size_series(L, n, "matmul", 1e3)
+    if series:
+        common.plot(out / "collectives-matmul.png",
+                    "Matmul communication: %d Bcasts of N x N/%d float64 blocks per multiplication" % (n, n),
+                    series, "time per multiplication (ms)", xlabel="matrix order N", subtitle=sub, colors=colors,
+                    xticks=L.sizes(n, "matmul"))
+    points = vs_ranks_points(L, ranks)
+    if points:
+        plot_vs_ranks(out / "collectives-vs-ranks.png", meta, L, points)
 
     import matplotlib
     matplotlib.use("Agg")
@@ -255,6 +342,47 @@ def plots(out, meta, merged):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "collectives-barrier.png", dpi=110)
+    plt.close(fig)
+
+
+def plot_vs_ranks(path, meta, L, points):
+    """One panel per collective (and matmul): time per call vs ranks at one size, mpiws auto, MPI-TCP, MPI-shm."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    ranks = meta["ranks"]
+    cols = min(4, len(points))
+    rows = (len(points) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), squeeze=False)
+    for ax, (kind, size) in zip(axes.flat, points):
+        for label, k, algo in (("mpiws auto", "mpiws", "auto"), ("MPI-TCP", "mpi-tcp", "mpi"),
+                               ("MPI-shm", "mpi-shm", "mpi")):
+            pts = [(n, x) for n in ranks for x in [L.m(n, k, kind, algo, size)] if x]
+            if not pts:
+                continue
+            xs = [p[0] for p in pts]
+            ax.plot(xs, [p[1]["t"] * 1e6 for p in pts], "o-", ms=3, color=common.COLORS.get(k), label=label)
+            ax.fill_between(xs, [p[1]["t_min"] * 1e6 for p in pts], [p[1]["t_max"] * 1e6 for p in pts],
+                            color=common.COLORS.get(k), alpha=0.15, lw=0)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(ranks)
+        ax.set_xticklabels([str(x) for x in ranks])
+        ax.set_title("%s, %s%s" % (kind, point_label(kind, size), " (one multiplication)" if kind == "matmul" else ""),
+                     fontsize=10)
+        ax.set_xlabel("ranks")
+        ax.set_ylabel("time per call (us)")
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(points):]:
+        ax.set_visible(False)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Time per call vs number of ranks (%s cores: more ranks are oversubscribed); median of %d "
+                 "alternating rounds, band = min..max" % (meta["cores"], meta["rounds"]), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 

@@ -10,6 +10,9 @@ Measures, rank 0 <-> rank 1, half round trip = elapsed / (2 * reps):
   buffer    Send/Recv of numpy uint8 arrays, 0 B .. 64 MiB (quick: .. 16 MiB)
   object    send/recv (pickled) of a small dict, a 10-float64 array, a 1 MiB array
   pingpong  Ping*Pong: 10 Sends of 1 KiB then one 8-byte reply; time per cycle
+  exchange  both ranks swap equal uint8 buffers each step, 8 B .. 16 MiB: "sendrecv"
+            (Sendrecv on both) and "sendthenrecv" (rank 0 Send then Recv, rank 1
+            Recv then Send); time per step (rank 0), both variants in every block
 """
 import argparse
 import os
@@ -25,6 +28,9 @@ MPI = common.import_mpi()
 
 FULL_SIZES = [0] + [1 << k for k in range(0, 27)]                      # 0, 1, 2, 4, 8, ... 64 MiB
 QUICK_SIZES = [0, 1, 8, 64, 512, 4096, 32768, 1 << 18, 1 << 20, 1 << 22, 1 << 24]
+EXCHANGE_SIZES = [8 << (2 * k) for k in range(11)] + [1 << 24]         # 8 B, 32 B, ... 8 MiB, 16 MiB
+EXCHANGE_QUICK_SIZES = [8, 4096, 1 << 16, 1 << 20, 1 << 24]
+EXCHANGE_VARIANTS = ["sendrecv", "sendthenrecv"]
 
 
 def reps_for(size, quick):
@@ -43,12 +49,14 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer sizes (to 16 MiB) and repetitions")
     ap.add_argument("--trials", type=int, default=None, help="timed blocks per size; the median is kept")
     ap.add_argument("--max-size", type=int, default=None, help="largest buffer in bytes")
-    ap.add_argument("--only", default="buffer,object,pingpong", help="comma-separated parts to run")
+    ap.add_argument("--only", default="buffer,object,pingpong,exchange", help="comma-separated parts to run")
     a = ap.parse_args()
     trials = a.trials or (1 if a.quick else 3)
     sizes = QUICK_SIZES if a.quick else FULL_SIZES
+    xsizes = EXCHANGE_QUICK_SIZES if a.quick else EXCHANGE_SIZES
     if a.max_size is not None:
         sizes = [s for s in sizes if s <= a.max_size]
+        xsizes = [s for s in xsizes if s <= a.max_size]
     parts = set(a.only.split(","))
 
     comm = MPI.COMM_WORLD
@@ -166,6 +174,49 @@ def main():
                 ts.append(dt / n)
         if rank == 0:
             record("pingpong", "10x1KiB", pings * psize, reps, ts, pings=pings)
+
+    # ---- exchange: Sendrecv vs Send-then-Receive --------------------------------
+    # Both ranks swap a buffer of the same size each step. Send-then-Receive is a
+    # round trip (rank 0 Send, Recv; rank 1 Recv, Send: no deadlock at any size);
+    # Sendrecv lets both directions proceed at once. Each block times both
+    # variants in turn, so drift hits them alike.
+    if "exchange" in parts and rank < 2:
+        for size in xsizes:
+            reps = max(5, reps_for(size, a.quick) // 2)     # a step moves two messages, as a round trip does
+            sbuf = np.full(size, 7 + rank, dtype=np.uint8)
+            rbuf = np.zeros(size, dtype=np.uint8)
+            warm = max(2, min(200, reps // 10))
+            ts = {v: [] for v in EXCHANGE_VARIANTS}
+            for trial in range(trials + 1):              # trial 0 is the warm-up
+                n = warm if trial == 0 else reps
+                for variant in EXCHANGE_VARIANTS:
+                    rbuf[:1] = rbuf[-1:] = 0
+                    comm.Barrier()
+                    t0 = MPI.Wtime()
+                    if variant == "sendrecv":
+                        for _ in range(n):
+                            comm.Sendrecv(sbuf, dest=peer, sendtag=7, recvbuf=rbuf, source=peer, recvtag=7)
+                    elif rank == 0:
+                        for _ in range(n):
+                            comm.Send(sbuf, dest=1, tag=8)
+                            comm.Recv(rbuf, source=1, tag=8)
+                    else:
+                        for _ in range(n):
+                            comm.Recv(rbuf, source=0, tag=8)
+                            comm.Send(sbuf, dest=0, tag=8)
+                    dt = MPI.Wtime() - t0
+                    if trial == 0:
+                        if not (rbuf[0] == 7 + peer and rbuf[-1] == 7 + peer):
+                            raise SystemExit("exchange %s of %d bytes: wrong data on rank %d" % (variant, size, rank))
+                    else:
+                        ts[variant].append(dt / n)
+            if rank == 0:
+                for variant in EXCHANGE_VARIANTS:
+                    record("exchange", "%s/%d" % (variant, size), size, reps, ts[variant], variant=variant)
+            del sbuf, rbuf
+    elif "exchange" in parts:
+        for _ in range(len(xsizes) * (trials + 1) * len(EXCHANGE_VARIANTS)):
+            comm.Barrier()
 
     comm.Barrier()
     if rank == 0:

@@ -57,8 +57,7 @@ def main(argv=None):
     out = common.save("pingpong", a.out, meta, merged, raw, failures, report(meta, merged, failures),
                       None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)))
     common.log("pingpong: wrote %s (results.json, table.md%s) in %.0fs"
-               % (out, "" if a.no_plots else ", pingpong-latency.png, pingpong-bandwidth.png",
-                  time.time() - started))
+               % (out, "" if a.no_plots else ", pingpong-*.png", time.time() - started))
     return 1 if any(not f.get("kept") for f in failures) and not merged else 0
 
 
@@ -150,6 +149,8 @@ def report(meta, merged, failures):
         parts.append(common.table("Ping*Pong: time per cycle (us)", ["cycle"] + hdr[1:], rows,
                                   "Ten 1 KiB Sends back to back, then one reply: shows whether sends pipeline."))
 
+    parts += exchange_tables(merged, keys, refs)
+
     # spread: how noisy the rounds were
     rows = []
     for k in keys:
@@ -159,10 +160,54 @@ def report(meta, merged, failures):
         worst = max(merged[k], key=lambda m: m["t_max"] / m["t_min"] if m["t_min"] else 0)
         rows.append([common.IMPLS[k].label, "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
                      "%s %s" % (worst["kind"], common.human_size(worst["size"]) if worst["kind"] == "buffer"
-                                else worst["key"])])
+                                else "%s %s" % (worst["variant"], common.human_size(worst["size"]))
+                                if worst["kind"] == "exchange" else worst["key"])])
     parts.append(common.table("Spread over rounds (max/min time per measurement)",
                               ["impl", "median", "worst", "worst at"], rows))
     return "\n".join(parts)
+
+
+VARIANTS = {"sendrecv": "Sendrecv", "sendthenrecv": "Send-then-Receive"}
+
+
+def exchange_sizes(merged):
+    return sorted({m["size"] for ms in merged.values() for m in ms if m["kind"] == "exchange"})
+
+
+def exchange_tables(merged, keys, refs):
+    """Sendrecv vs Send-then-Receive: time per step per variant, mpiws/reference,
+    and Sendrecv/Send-then-Receive per implementation."""
+    by = lookup(merged)
+    sizes = exchange_sizes(merged)
+    if not sizes:
+        return []
+    m = lambda k, v, s: by.get(k, {}).get(("exchange", "%s/%d" % (v, s)))
+    t = lambda k, v, s: m(k, v, s) and m(k, v, s)["t"]
+    hdr = ["size", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm"]
+    parts = []
+    for v, name in VARIANTS.items():
+        rows = []
+        for s in sizes:
+            ts = [t(k, v, s) for k in keys]
+            rows.append([common.human_size(s)] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+                        + [common.fmt(common.ratio(ts[0], t(r, v, s)), "%.2f") for r in refs])
+        parts.append(common.table(
+            "Exchange, %s: time per step (us)" % name, hdr, rows,
+            ("Both ranks: `Sendrecv(sbuf, dest=peer, recvbuf=rbuf, source=peer)`." if v == "sendrecv" else
+             "Rank 0: `Send` then `Recv`; rank 1: `Recv` then `Send` (a round trip).")
+            + " One step = each rank sends and receives one buffer of this size. "
+              "Ratio = mpiws time / reference time: above 1 means mpiws is slower."))
+    rows = []
+    for s in sizes:
+        rows.append([common.human_size(s)] + [common.fmt(common.paired_ratio(m(k, "sendrecv", s),
+                                                                            m(k, "sendthenrecv", s)), "%.2f")
+                                              for k in keys])
+    parts.append(common.table(
+        "Exchange: Sendrecv / Send-then-Receive time per step", ["size", "mpiws", "MPI-TCP", "MPI-shm"], rows,
+        "Per implementation (median over rounds of the ratio in each launch). 0.5 = the two directions fully "
+        "overlap (Sendrecv costs one transfer, Send-then-Receive two); 1 = no overlap; above 1 = Sendrecv is "
+        "slower than doing the two in order."))
+    return parts
 
 
 def plots(out, meta, merged):
@@ -170,10 +215,22 @@ def plots(out, meta, merged):
         meta["nranks"], meta["cores"], meta["rounds"])
     series = {k: [(m["size"], m["t"], m["t_min"], m["t_max"]) for m in ms if m["kind"] == "buffer"]
               for k, ms in merged.items()}
-    common.plot(out / "pingpong-latency.png", "Ping-pong latency (Send/Recv, half round trip)", series,
-                "half round trip (us)", transform=lambda s, t: t * 1e6, subtitle=sub)
-    common.plot(out / "pingpong-bandwidth.png", "Ping-pong bandwidth (Send/Recv)", series,
-                "bandwidth (MB/s)", transform=lambda s, t: s / t / 1e6, subtitle=sub)
+    if any(series.values()):
+        common.plot(out / "pingpong-latency.png", "Ping-pong latency (Send/Recv, half round trip)", series,
+                    "half round trip (us)", transform=lambda s, t: t * 1e6, subtitle=sub)
+        common.plot(out / "pingpong-bandwidth.png", "Ping-pong bandwidth (Send/Recv)", series,
+                    "bandwidth (MB/s)", transform=lambda s, t: s / t / 1e6, subtitle=sub)
+    if exchange_sizes(merged):
+        series, colors, styles = {}, {}, {}
+        for k, ms in merged.items():
+            for v, name in VARIANTS.items():
+                label = "%s %s" % (common.IMPLS[k].label, name)
+                series[label] = [(m["size"], m["t"], m["t_min"], m["t_max"]) for m in ms
+                                 if m["kind"] == "exchange" and m["variant"] == v]
+                colors[label], styles[label] = common.COLORS.get(k), "o-" if v == "sendrecv" else "s--"
+        common.plot(out / "pingpong-exchange.png", "Exchange: Sendrecv vs Send-then-Receive, time per step",
+                    {k: v for k, v in series.items() if v}, "time per step (us)", transform=lambda s, t: t * 1e6,
+                    subtitle=sub, colors=colors, styles=styles)
 
 
 if __name__ == "__main__":

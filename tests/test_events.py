@@ -2,6 +2,7 @@
 handler thread, once each, receipts with wildcards resolved), message
 handlers, asyncio forms, and the failed event of a send to a dead rank."""
 
+import pytest
 from conftest import assert_ok
 
 PROGRAM = """
@@ -128,3 +129,47 @@ except MPI.Exception as e:
 print("OK")
 """, env={"MPIWS_FAILURE_TIMEOUT": "1"}, keep_going=True)
     assert "[0] OK" in p.stdout, p.stdout + p.stderr
+
+
+MATCHED = """
+import threading, time
+import numpy as np
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+if comm.rank == 0:
+    # asked at the start (schedule=), and asked late (request.on after the call)
+    took = {k: threading.Event() for k in ("start", "late", "late_done", "self", "big")}
+    a = comm.isend("at start", dest=1, tag=1, schedule=MPI.Schedule(matched=lambda r: took["start"].set()))
+    b = comm.isend("late", dest=1, tag=2)
+    b.on("matched", lambda r: took["late"].set())
+    c = comm.Isend(np.arange(1 << 18, dtype=np.float64), dest=1, tag=4)   # 2 MiB: not eager
+    c.on("matched", lambda r: took["big"].set())
+    d = comm.isend("to myself", dest=0, tag=3)
+    d.on("matched", lambda r: took["self"].set())
+    for r in (a, b, c):
+        r.wait()
+    time.sleep(0.5)
+    assert not any(e.is_set() for e in took.values()), "matched before any receive took it"
+    e = comm.isend("after wait", dest=1, tag=5, schedule=MPI.Schedule(completed=lambda r: None))
+    e.wait()
+    e.on("matched", lambda r: took["late_done"].set())   # still watched: may ask after the wait
+    assert comm.recv(source=0, tag=3) == "to myself"
+    assert took["self"].wait(10)
+    comm.send("go", dest=1, tag=9)
+    for k in ("start", "late", "big", "late_done"):
+        assert took[k].wait(10), k + " matched never reported"
+else:
+    assert comm.recv(source=0, tag=9) == "go"
+    assert comm.recv(source=0, tag=5) == "after wait"
+    assert comm.recv(source=0, tag=2) == "late"
+    assert comm.recv(source=0, tag=1) == "at start"
+    buf = np.empty(1 << 18)
+    comm.Recv(buf, source=0, tag=4)
+print("OK", flush=True)
+"""
+
+
+@pytest.mark.parametrize("channel", ["streams", "stores"])
+def test_matched_of_a_standard_send_asked_at_the_start_or_late(run, channel):
+    env = {"MPIWS_STREAMS": "0"} if channel == "stores" else {}
+    assert_ok(run(2, MATCHED, env=env), 2)

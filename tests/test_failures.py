@@ -114,3 +114,39 @@ except MPI.Exception as e:
     for l in lines:
         _, took, cls = l.split("] ", 1)[1].split()
         assert float(took) < 0.5 and int(cls) == 101, l
+
+
+def test_isend_to_an_unreachable_rank_returns_at_once_and_fails_within_the_bound(run):
+    """A first connection refused does not block the caller: the send is
+    queued while the link retries in the background; then its failed event
+    fires, naming the rank, and later sends fail at once."""
+    p = run(3, """
+import os, signal, threading, time
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+if comm.rank == 2:
+    os.kill(os.getpid(), signal.SIGKILL)   # before anyone connected to it
+if comm.rank == 0:
+    time.sleep(1.0)
+    failed = threading.Event()
+    got = []
+    t = time.monotonic()
+    req = comm.isend("never", dest=2, schedule=MPI.Schedule(failed=lambda r: (got.append(r.error), failed.set())))
+    print(f"RETURNED {time.monotonic() - t:.3f}", flush=True)
+    assert failed.wait(10), "no failed event"
+    print(f"FAILED {time.monotonic() - t:.3f} {got[0].Get_error_class()} {got[0].Get_error_string()!r}", flush=True)
+    t = time.monotonic()
+    try:
+        comm.send("again", dest=2)
+        print("NOERROR")
+    except MPI.Exception as e:
+        print(f"SENDFAILED {time.monotonic() - t:.3f} {e.Get_error_class()}", flush=True)
+""", env={"MPIWS_FAILURE_TIMEOUT": "2"}, keep_going=True)
+    out = p.stdout
+    returned = re.search(r"RETURNED ([\d.]+)", out)
+    failed = re.search(r"FAILED ([\d.]+) (\d+) (.*)", out)
+    again = re.search(r"SENDFAILED ([\d.]+) (\d+)", out)
+    assert returned and failed and again, out + p.stderr
+    assert float(returned.group(1)) < 0.5, out          # not the 2 s failure timeout
+    assert float(failed.group(1)) < 2 + 3 and int(failed.group(2)) == 101 and "rank 2" in failed.group(3), out
+    assert float(again.group(1)) < 0.5 and int(again.group(2)) == 101, out

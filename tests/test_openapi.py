@@ -380,6 +380,22 @@ def test_stream_upgrade(api):
     api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 
 
+def test_matched(api):
+    domain, token = start(api, "recv_many", size=2, params={"count": 1})
+    path = f"/domains/{domain}/ranks/0/messages/1/%s/matched"
+    api.call("GET", path % "x", headers=auth(token), expect=400)
+    api.call("GET", path % 0, expect=401)
+    api.call("GET", path % 0, headers=auth("wrong"), expect=403)
+    api.call("GET", "/domains/nobody/ranks/0/messages/1/0/matched", headers=auth(token), expect=404)  # after 1 s
+    # message 0 is refused (too large): never matched
+    api.call("POST", f"/domains/{domain}/ranks/0/messages", headers=msg_headers(token, source=1, mpiws_seq="0"),
+             announce=(1 << 20) + 1, expect=413)
+    api.call("GET", path % 0, headers=auth(token), expect=409)
+    api.call("POST", f"/domains/{domain}/ranks/0/messages", pickle.dumps("one"), msg_headers(token, source=1, mpiws_seq="1"), expect=204)
+    api.call("GET", path % 1, headers=auth(token), expect=200)
+    api.call("GET", path % 2, headers=auth(token), expect=410)   # it ended having received one
+
+
 def test_undocumented_requests_are_refused(api):
     api.undocumented("GET", "/nowhere", 404)
     api.undocumented("GET", "/domains/d/ranks/0/mailbox", 404)

@@ -130,6 +130,36 @@ def test_sequenced_stores_are_reordered_and_deduplicated(client):
     assert s["result"] == ["a", "b", "c"]
 
 
+def test_a_sender_learns_by_long_poll_when_its_message_was_received(client):
+    domain, token = start(client, "recv_many", size=2, params={"count": 2})
+    auth = {"authorization": f"Bearer {token}"}
+    path = f"/domains/{domain}/ranks/0/messages/1/%d/matched"
+    # bad input: a clear error, nothing waits
+    assert client.call("GET", path % 1, headers={"authorization": "Bearer wrong"})[0] == 403
+    assert client.call("GET", f"/domains/{domain}/ranks/0/messages/1/x/matched", headers=auth)[0] == 400
+    assert client.call("GET", f"/domains/{domain}/ranks/0/messages/7/0/matched", headers=auth)[0] == 400
+    answers = {}
+
+    def poll(seq):
+        answers[seq] = client.call("GET", path % seq, headers=auth)
+
+    early = threading.Thread(target=poll, args=(1,))  # asked before message 1 exists
+    early.start()
+    status, _ = client.store(domain, 0, token, pickle.dumps("a"), source=1, extra={"mpiws-seq": "0"})
+    assert status == 204
+    assert client.call("GET", path % 0, headers=auth) == (200, {"matched": True})
+    time.sleep(0.3)
+    assert early.is_alive(), "answered before message 1 was received"
+    status, _ = client.store(domain, 0, token, pickle.dumps("b"), source=1, extra={"mpiws-seq": "1"})
+    early.join(10)
+    assert answers[1] == (200, {"matched": True})
+    _, s = client.status(domain, 0, token, wait=10)
+    assert s["result"] == ["a", "b"]
+    # the instance ended: a message it never received never will be
+    status, body = client.call("GET", path % 5, headers=auth)
+    assert status == 410 and body["error"]["name"] == "MPIX_ERR_PROC_FAILED", body
+
+
 def test_bad_stores_are_refused_and_change_nothing(client):
     domain, token = start(client, "recv_object", size=2)
     bad = [

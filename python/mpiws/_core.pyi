@@ -111,9 +111,10 @@ class Request:
     def stored_state(self) -> Optional[tuple[bool, Optional[str], int]]:
         """None until a tracked send was stored or failed; then (ok, error message, error class)."""
     def watch_matched(self, events: Events, token: int) -> bool:
-        """A send started with ``tell_match``: push ``token`` once a receive took it (False: not asked for)."""
+        """A tracked standard send: push ``token`` once a receive took it; unless started with
+        ``tell_match``, the receiver is asked now (a long poll). False: not a tracked standard send."""
     def matched_state(self) -> Optional[tuple[bool, Optional[str], int]]:
-        """As ``stored_state``, for the match."""
+        """As ``stored_state``, for the match (None until ``watch_matched`` asked)."""
 
 class Events:
     """Tokens of completed operations, for the handler thread."""

@@ -100,16 +100,21 @@ pub struct Completion {
 
 /// What a tracked send reports besides its completion (its events): when
 /// the receiving endpoint stored the message, and, if asked for at the
-/// start, when a receive there took it.
+/// start, when a receive there took it (else `mpi::Comm::ask_match` asks later).
 #[derive(Clone)]
 pub struct Tracking {
     pub stored: Arc<Completion>,
     pub matched: Option<Arc<Completion>>,
+    /// A synchronous send: its own completion is its match.
+    pub sync: bool,
+    /// The destination's world rank and the message's sequence number,
+    /// once it was sent (what the receiver knows it by).
+    pub sent: Arc<OnceLock<(u32, u64)>>,
 }
 
 impl Tracking {
-    pub fn new(tell_match: bool) -> Self {
-        Tracking { stored: Completion::new(), matched: tell_match.then(Completion::new) }
+    pub fn new(sync: bool, tell_match: bool) -> Self {
+        Tracking { stored: Completion::new(), matched: (tell_match && !sync).then(Completion::new), sync, sent: Arc::default() }
     }
 
     /// Everything still open ends with `outcome` (the send was matched, or failed).

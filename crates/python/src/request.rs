@@ -1,6 +1,6 @@
 //! `Request`: a started operation; `Message`: what a receive produced.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -53,15 +53,17 @@ pub struct Request {
     track: Option<Tracking>,
     /// A send's destination (local rank).
     dest: i64,
+    /// A tracked send's "matched", once asked for (`watch_matched`).
+    matched: OnceLock<Option<Arc<Completion>>>,
 }
 
 impl Request {
     pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>, track: Option<Tracking>, dest: i64) -> Self {
-        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false, track, dest }
+        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false, track, dest, matched: OnceLock::new() }
     }
 
     pub fn recv(comm: CoreComm, completion: Arc<Completion>, recv_id: Option<RecvId>, source: i64) -> Self {
-        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true, track: None, dest: -1 }
+        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true, track: None, dest: -1, matched: OnceLock::new() }
     }
 }
 
@@ -92,6 +94,12 @@ impl Events {
 
     fn push(&self, token: u64) {
         self.inner.push(token);
+    }
+}
+
+impl Request {
+    fn matched_completion(&self) -> Option<Arc<Completion>> {
+        self.matched.get_or_init(|| self.comm.ask_match(self.track.as_ref()?)).clone()
     }
 }
 
@@ -147,11 +155,12 @@ impl Request {
         true
     }
 
-    /// Push `token` to `events` when a receive took the message (a standard
-    /// send started with `tell_match`). False if that was not asked for.
+    /// Push `token` to `events` when a receive took the message (a
+    /// standard send; asked of the receiver now unless asked at the start).
+    /// False if not a tracked standard send.
     fn watch_matched(&self, events: &Events, token: u64) -> bool {
-        let Some(m) = self.track.as_ref().and_then(|t| t.matched.as_ref()) else { return false };
-        events.inner.watch(m, token);
+        let Some(m) = self.matched_completion() else { return false };
+        events.inner.watch(&m, token);
         true
     }
 
@@ -160,9 +169,9 @@ impl Request {
         state_of(&self.track.as_ref()?.stored)
     }
 
-    /// Whether a send started with `tell_match` was matched: as `stored_state`.
+    /// Whether a watched standard send was matched: as `stored_state`.
     fn matched_state(&self) -> Option<(bool, Option<String>, i32)> {
-        state_of(self.track.as_ref()?.matched.as_ref()?)
+        state_of(self.matched.get()?.as_ref()?)
     }
 
     /// Withdraw a receive that nothing matched yet; true if withdrawn.

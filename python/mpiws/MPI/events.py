@@ -4,9 +4,10 @@ events, handed to handlers on one handler thread.
 Events: ``submitted`` (a send's buffer may be reused; a receive or a
 collective: it is posted), ``completed`` (a
 send: the receiving endpoint stored it; a receive or collective: its data is
-here), ``matched`` (a send: the receiver's application took it; for a
-standard send, only if the ``schedule=`` given at the start has a
-``matched`` handler, since the receiver must be asked to tell),
+here), ``matched`` (a send: the receiver's application took it; a standard
+send asks the receiver to tell only once a ``matched`` handler is given:
+at the start, with ``schedule=``, it costs one more acknowledgement;
+later, a long poll),
 ``failed`` (it never will complete) and ``timed_out`` (its time limit passed:
 it was withdrawn, and ``completed`` never follows). A ``Schedule`` maps
 events to handlers for any number of operations (``schedule=``), and
@@ -97,22 +98,26 @@ class _Dispatcher:
         self.thread.start()
 
     def watch(self, request):
-        """Watch an operation: its completion, a tracked send's storing, its deadline."""
-        r = request._r
+        """Watch an operation: its completion and its deadline."""
+        done = next(self.tokens)
         with self.lock:
-            done, stored, matched = next(self.tokens), next(self.tokens), next(self.tokens)
             self.watched[done] = (request, "done")
-            self.watched[stored] = (request, "stored")
-            self.watched[matched] = (request, "matched")
             if request._deadline is not None:
                 heapq.heappush(self.timers, (request._deadline, done, request))
-        r.watch(self.events, done)
-        for token, watch in ((stored, r.watch_stored), (matched, r.watch_matched)):
-            if not watch(self.events, token):
-                with self.lock:
-                    del self.watched[token]
+        request._r.watch(self.events, done)
         if request._deadline is not None:
             self.events.push(0)  # recompute the wait
+
+    def watch_part(self, request, what):
+        """Watch a send's storing or match ("stored", "matched"): the
+        receiver is asked to tell (`Request.on` asks only when a handler wants it)."""
+        token = next(self.tokens)
+        with self.lock:
+            self.watched[token] = (request, what)
+        watch = request._watch.core.watch_stored if what == "stored" else request._watch.core.watch_matched
+        if not watch(self.events, token):
+            with self.lock:
+                del self.watched[token]
 
     def call_soon(self, fn):
         self.soon.append(fn)

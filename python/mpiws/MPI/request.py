@@ -129,6 +129,14 @@ class Request:
             raise TypeError("handler must be callable")
         w = self._watched()
         w.handlers.setdefault(event, []).append(handler)
+        if self._kind == _SEND:
+            # Ask the receiver only for what a handler wants: storing costs
+            # an acknowledgement now, a standard send's match a long poll.
+            wants = {events_.COMPLETED: ("stored",), events_.FAILED: ("stored",), events_.MATCHED: ("stored", "matched")}
+            for what in wants.get(event, ()):
+                if what not in w.asked:
+                    w.asked.add(what)
+                    events_.dispatcher().watch_part(self, what)
         fired = w.fired.get(event)
         if fired is not None:
             events_.dispatcher().call_soon(lambda: events_.run_handler(handler, fired))
@@ -442,10 +450,11 @@ class _Watch:
     """A request's handlers, the events already fired, and its outcome once
     taken by the handler thread."""
 
-    __slots__ = ("core", "handlers", "fired", "settled", "waiters")
+    __slots__ = ("core", "handlers", "fired", "settled", "waiters", "asked")
 
     def __init__(self, core):
         self.core = core  # the core request, also after the owner completed it
+        self.asked = set()  # what the receiver was asked to tell: "stored", "matched"
         self.handlers = {}
         self.fired = {}
         self.settled = None

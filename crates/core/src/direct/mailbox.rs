@@ -86,7 +86,17 @@ pub struct Mailbox {
     posted: VecDeque<(RecvId, Pattern)>,
     unexpected_bytes: usize,
     peak_unexpected_bytes: usize,
+    /// Senders asking to be told of the match of a message that has not
+    /// arrived yet (`watch_match`), by (source, seq).
+    watches: HashMap<(u32, u64), Vec<oneshot::Sender<()>>>,
+    /// The latest refused (source, seq), so a watch can tell them from
+    /// messages received (bounded: refusals come from bad input).
+    refused: VecDeque<(u32, u64)>,
+    /// Closed (the instance ended): what it held unreceived, never received.
+    closed: Option<std::collections::HashSet<(u32, u64)>>,
 }
+
+const REFUSED_KEPT: usize = 1024;
 
 impl Mailbox {
     pub fn new() -> Self {
@@ -94,7 +104,7 @@ impl Mailbox {
     }
 
     /// File an arriving message.
-    pub fn arrive(&mut self, msg: Message) -> Arrival {
+    pub fn arrive(&mut self, mut msg: Message) -> Arrival {
         let mut matched = Vec::new();
         let Some(seq) = msg.env.seq else {
             self.release(msg, &mut matched);
@@ -105,6 +115,9 @@ impl Mailbox {
         let early = self.early.entry(source).or_default();
         if seq < next || early.contains_key(&seq) {
             return Arrival::Duplicate(msg);
+        }
+        if let Some(w) = self.watches.remove(&(source, seq)) {
+            msg.on_match.extend(w);
         }
         if seq > next {
             early.insert(seq, Some(msg));
@@ -135,6 +148,11 @@ impl Mailbox {
     /// number will never arrive, so later messages must not wait for it.
     /// Returns the posted receives the released messages matched.
     pub fn skip(&mut self, source: u32, seq: u64) -> Vec<(RecvId, Message)> {
+        self.watches.remove(&(source, seq)); // never matched: the watchers are told so by the drop
+        if self.refused.len() == REFUSED_KEPT {
+            self.refused.pop_front();
+        }
+        self.refused.push_back((source, seq));
         let next = *self.next_seq.get(&source).unwrap_or(&0);
         let mut matched = Vec::new();
         if seq > next {
@@ -166,6 +184,33 @@ impl Mailbox {
         }
     }
 
+    /// A sender asks to be told when a receive takes its message `seq`
+    /// (after the send started: "matched" of a standard send). None: taken
+    /// already (messages leave only by being received or refused). Dropped
+    /// unsent if the message is refused or the mailbox closes.
+    pub fn watch_match(&mut self, source: u32, seq: u64) -> Option<oneshot::Receiver<()>> {
+        let (tx, rx) = oneshot::channel();
+        let next = *self.next_seq.get(&source).unwrap_or(&0);
+        if self.refused.contains(&(source, seq)) {
+            return Some(rx); // never matched
+        }
+        if let Some(lost) = &self.closed {
+            return (seq >= next || lost.contains(&(source, seq))).then_some(rx);
+        }
+        let waiting = match self.early.get_mut(&source).and_then(|e| e.get_mut(&seq)) {
+            Some(Some(m)) => Some(m),
+            Some(None) => return Some(rx), // refused: never matched
+            None if seq >= next => {
+                self.watches.entry((source, seq)).or_default().push(tx);
+                return Some(rx);
+            }
+            None => self.unexpected.iter_mut().find(|m| m.env.source == source && m.env.seq == Some(seq)),
+        };
+        let m = waiting?;
+        m.on_match.push(tx);
+        Some(rx)
+    }
+
     fn release(&mut self, msg: Message, matched: &mut Vec<(RecvId, Message)>) {
         if let Some(i) = self.posted.iter().position(|(_, p)| p.matches(&msg.env)) {
             let (id, _) = self.posted.remove(i).unwrap();
@@ -192,6 +237,9 @@ impl Mailbox {
             return None;
         }
         self.posted.remove(i);
+        for tx in self.watches.remove(&(env.source, seq)).into_iter().flatten() {
+            let _ = tx.send(());
+        }
         let mut matched = Vec::new();
         for m in self.advance(env.source, seq) {
             self.release(m, &mut matched);
@@ -262,8 +310,10 @@ impl Mailbox {
 
     /// Empty the mailbox (the instance ended): the posted receives to fail.
     pub fn close(&mut self) -> Vec<RecvId> {
-        self.unexpected.clear();
-        self.early.clear();
+        let held = self.unexpected.drain(..).filter_map(|m| Some((m.env.source, m.env.seq?)));
+        let early = self.early.drain().flat_map(|(source, e)| e.into_keys().map(move |seq| (source, seq)));
+        self.closed = Some(held.chain(early).collect());
+        self.watches.clear();
         self.unexpected_bytes = 0;
         self.posted.drain(..).map(|(id, _)| id).collect()
     }
@@ -358,6 +408,42 @@ mod tests {
         let Arrival::Duplicate(dup) = mb.arrive(late) else { panic!("not a duplicate") };
         mb.rejoin(dup);
         assert!(rx3.try_recv().is_ok());
+    }
+
+    #[test]
+    fn a_sender_watching_a_match_is_told_whenever_it_asks() {
+        let mut mb = Mailbox::new();
+        // Asked before the message arrived (seq 1, after seq 0).
+        let mut early = mb.watch_match(0, 1).unwrap();
+        filed(mb.arrive(msg(0, 0, Some(0), "a")));
+        filed(mb.arrive(msg(0, 0, Some(1), "b")));
+        assert!(early.try_recv().is_err(), "not received yet");
+        // Asked while it waits unexpected.
+        let mut waiting = mb.watch_match(0, 1).unwrap();
+        assert_eq!(body(&mb.post(1, pat(None, None)).unwrap()), "a");
+        assert!(early.try_recv().is_err() && waiting.try_recv().is_err(), "seq 0 taken, not seq 1");
+        mb.post(2, pat(None, None)).unwrap().matched();
+        assert!(early.try_recv().is_ok() && waiting.try_recv().is_ok());
+        // Asked after it was taken: at once.
+        assert!(mb.watch_match(0, 1).is_none());
+        // Taken in place (claimed) while a watch waited.
+        mb.post(3, pat(Some(0), None));
+        let mut claimed = mb.watch_match(0, 2).unwrap();
+        let env = Envelope { source: 0, context: 0, tag: 0, seq: Some(2), sync: false, parts: vec![], forward: vec![] };
+        mb.claim(&env, |_| true).unwrap();
+        assert!(claimed.try_recv().is_ok());
+        // Refused: the watcher hears it will never be, whenever it asks.
+        let mut refused = mb.watch_match(0, 3).unwrap();
+        mb.skip(0, 3);
+        assert!(matches!(refused.try_recv(), Err(oneshot::error::TryRecvError::Closed)));
+        assert!(matches!(mb.watch_match(0, 3).unwrap().try_recv(), Err(oneshot::error::TryRecvError::Closed)));
+        // Closed: what it received stays received; what it held or never got, never.
+        filed(mb.arrive(msg(0, 0, Some(4), "held")));
+        mb.close();
+        assert!(mb.watch_match(0, 1).is_none());
+        for seq in [4, 5] {
+            assert!(matches!(mb.watch_match(0, seq).unwrap().try_recv(), Err(oneshot::error::TryRecvError::Closed)));
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The direct-communication layer: instances talk to each other over HTTP.
 //! `frame` maps envelopes to headers (and stream frames), `mailbox` matches,
-//! `transport` sends stores to peers, `store` files what peers send, and
+//! `transport` sends stores to peers, `store` files what peers send,
+//! `matched` tells a sender when a receive took its message, and
 //! `stream` is the faster channel an HTTP upgrade opens between two ranks;
 //! `inbound` reads the streams that reach an instance (a progress thread, or
 //! the very thread waiting for the message); `polled` is their socket I/O,
@@ -9,6 +10,7 @@
 pub mod frame;
 pub mod inbound;
 pub mod mailbox;
+pub mod matched;
 pub mod polled;
 pub mod store;
 pub mod stream;

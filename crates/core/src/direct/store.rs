@@ -94,8 +94,17 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
 
 /// The checks a store and a stream upgrade share, in order: the rank in the
 /// path, a token, the instance (waited for, bounded, if it does not exist
-/// yet), the token's value, the source rank.
+/// yet), the token's value, the instance still running, the source rank.
 pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
+    let instance = admit_ended(ep, domain, rank, headers, source).await?;
+    match instance.ended() {
+        Some(e) => Err(from_error(&e)),
+        None => Ok(instance),
+    }
+}
+
+/// `admit`, but an instance that ended passes too (a question about what it received).
+pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
     let rank = parse_rank(rank)?;
     if let Some(size) = ep.domain_size(domain) {
         if rank >= size {
@@ -111,9 +120,6 @@ pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap,
         Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e.class, e.message)),
     };
     authorize(headers, &instance)?;
-    if let Some(e) = instance.ended() {
-        return Err(from_error(&e));
-    }
     if source >= instance.size() {
         return Err(error(
             StatusCode::BAD_REQUEST,

@@ -168,11 +168,17 @@ struct Target {
     head: String,
 }
 
-/// The link's current stream; `generation` counts the streams opened.
+/// The link's current stream (None: down); `generation` counts the
+/// streams opened; `reconnecting`: a thread is opening the next one.
 struct Conn {
     stream: Option<Polled>,
     generation: u64,
+    reconnecting: bool,
 }
+
+/// Told when the link gives up on its peer: unreachable for the failure
+/// timeout, or refused for good (the instance marks the peer gone).
+pub type OnGone = Box<dyn Fn(Error) + Send + Sync>;
 
 /// What one attempt to open a stream gave.
 enum Attempt {
@@ -190,11 +196,12 @@ enum Attempt {
 /// A standard send completes as `EAGER_BELOW` says; acknowledgements come
 /// later, batched. Every message is kept until acknowledged: if the stream
 /// breaks (connection reset, refused while the endpoint restarts, a frame
-/// cut off), the link connects again and sends what is unacknowledged once
-/// more, with the same sequence numbers; the receiver drops the copies it
-/// already has. Only when the peer stays unreachable for the failure
-/// timeout, or refuses for good, do the unacknowledged sends fail — never
-/// silently: completed ones land in `undelivered`.
+/// cut off), a background thread connects again and sends what is
+/// unacknowledged once more, with the same sequence numbers; the receiver
+/// drops the copies it already has. Meanwhile sends queue, so no caller
+/// waits for a reconnection. Only when the peer stays unreachable for the
+/// failure timeout, or refuses for good, do the unacknowledged sends fail —
+/// never silently: completed ones land in `undelivered` — and `gone` is told.
 pub struct Link {
     dest: u32,
     target: Target,
@@ -203,6 +210,7 @@ pub struct Link {
     broken: Mutex<Option<Error>>,
     in_flight: Arc<InFlight>,
     undelivered: Undelivered,
+    gone: OnGone,
 }
 
 fn host_port(base: &str) -> Option<&str> {
@@ -288,7 +296,10 @@ impl Target {
 
 impl Link {
     /// Open a stream to `dest` at `base`. `Ok(None)`: the endpoint does not
-    /// speak the stream protocol here; use stores instead.
+    /// speak the stream protocol here; use stores instead. If the first
+    /// attempt meets a transient failure the link starts down, reconnecting
+    /// in the background, and sends queue.
+    #[allow(clippy::too_many_arguments)]
     pub fn connect(
         base: &str,
         domain: &str,
@@ -297,6 +308,7 @@ impl Link {
         token: &str,
         in_flight: Arc<InFlight>,
         undelivered: Undelivered,
+        gone: OnGone,
     ) -> Result<Option<Arc<Link>>> {
         let Some(addr) = host_port(base) else { return Ok(None) };
         let head = format!(
@@ -305,17 +317,28 @@ impl Link {
             frame::H_SOURCE
         );
         let target = Target { addr: addr.to_string(), peer: format!("rank {dest} at {base}"), head };
-        let Some(s) = target.open(Instant::now() + failure_timeout(), || None)? else { return Ok(None) };
+        let first = match target.attempt() {
+            Attempt::Open(s) => Some(s),
+            Attempt::Unsupported => return Ok(None),
+            Attempt::Refused(e) => return Err(e),
+            Attempt::Retry(_) => None,
+        };
         let link = Arc::new(Link {
             dest,
             target,
-            conn: Mutex::new(Conn { stream: None, generation: 0 }),
+            conn: Mutex::new(Conn { stream: None, generation: 0, reconnecting: false }),
             pending: Mutex::new(BTreeMap::new()),
             broken: Mutex::new(None),
             in_flight,
             undelivered,
+            gone,
         });
-        link.install(&mut link.conn.lock(), s)?;
+        let mut conn = link.conn.lock();
+        match first {
+            Some(s) => link.install(&mut conn, s)?,
+            None => link.start_reconnect(&mut conn),
+        }
+        drop(conn);
         Ok(Some(link))
     }
 
@@ -394,8 +417,10 @@ impl Link {
         }
     }
 
-    /// Write a frame on the current stream; if that fails (or there is no
-    /// stream), connect again, which sends every unacknowledged frame.
+    /// Write a frame on the current stream. If that fails, or the link is
+    /// down, the frame (already pending) is left to the reconnecting thread,
+    /// which sends every unacknowledged frame: Ok either way, unless the
+    /// link was given up.
     fn transmit(self: &Arc<Self>, frame: &[Bytes]) -> Result<()> {
         let mut conn = self.conn.lock();
         if let Some(e) = self.broken.lock().clone() {
@@ -406,38 +431,72 @@ impl Link {
                 return Ok(());
             }
         }
-        self.reconnect(&mut conn)
+        self.start_reconnect(&mut conn);
+        Ok(())
+    }
+
+    /// Take the stream down and, unless a thread is at it already, open a
+    /// new one in the background (`reconnect`).
+    fn start_reconnect(self: &Arc<Self>, conn: &mut Conn) {
+        if let Some(old) = conn.stream.take() {
+            let _ = old.0.shutdown(std::net::Shutdown::Both);
+        }
+        if conn.reconnecting {
+            return;
+        }
+        conn.reconnecting = true;
+        let me = self.clone();
+        let started = std::thread::Builder::new().name(format!("mpiws-reconnect-{}", self.dest)).spawn(move || me.reconnect());
+        if let Err(e) = started {
+            conn.reconnecting = false;
+            self.fail_soon(Error::new(ErrorClass::Intern, format!("cannot start a thread: {e}")));
+        }
     }
 
     /// Open a new stream and send everything unacknowledged on it, in order;
-    /// when that cannot be done within the failure timeout, fail the link.
-    fn reconnect(self: &Arc<Self>, conn: &mut Conn) -> Result<()> {
+    /// when that cannot be done within the failure timeout, give the link up.
+    /// Sends go on meanwhile: a frame pending before the new stream is
+    /// installed is written here, one after by its sender (both, at worst:
+    /// the receiver drops the copy).
+    fn reconnect(self: Arc<Self>) {
         let deadline = Instant::now() + failure_timeout();
-        let r = loop {
-            if let Some(old) = conn.stream.take() {
-                let _ = old.0.shutdown(std::net::Shutdown::Both);
-            }
+        let outcome: Result<()> = loop {
             let s = match self.target.open(deadline, || self.broken.lock().clone()) {
                 Ok(Some(s)) => s,
                 Ok(None) => break err(ErrorClass::ProcFailed, format!("{} no longer accepts streams", self.target.peer)),
                 Err(e) => break Err(e),
             };
-            if let Err(e) = self.install(conn, s) {
+            let mut conn = self.conn.lock();
+            if let Err(e) = self.install(&mut conn, s) {
                 break Err(e);
             }
             let frames: Vec<Arc<Vec<Bytes>>> = self.pending.lock().values().map(|p| p.frame.clone()).collect();
             let w = conn.stream.as_mut().expect("just installed");
             if frames.iter().all(|f| f.iter().try_for_each(|b| w.write_all(b)).is_ok()) {
-                break Ok(());
+                conn.reconnecting = false;
+                return;
+            }
+            if let Some(old) = conn.stream.take() {
+                let _ = old.0.shutdown(std::net::Shutdown::Both);
             }
             if Instant::now() >= deadline {
                 break err(ErrorClass::ProcFailed, format!("stream to {} keeps breaking", self.target.peer));
             }
         };
-        if let Err(e) = &r {
+        self.conn.lock().reconnecting = false;
+        if let Err(e) = outcome {
+            let given_up = self.broken.lock().is_some(); // closed meanwhile: not the peer's fault
             self.fail(e.clone());
+            if !given_up && e.class == ErrorClass::ProcFailed {
+                (self.gone)(e);
+            }
         }
-        r
+    }
+
+    /// `fail`, from a thread that may hold the connection lock.
+    fn fail_soon(self: &Arc<Self>, e: Error) {
+        let me = self.clone();
+        runtime().spawn_blocking(move || me.fail(e));
     }
 
     /// Ask the receiver to acknowledge everything it stored (before a flush).
@@ -519,7 +578,7 @@ impl Link {
             }
             return;
         }
-        let _ = self.reconnect(&mut conn);
+        self.start_reconnect(&mut conn);
     }
 
     /// Give the link up: every unacknowledged send fails (none is lost silently).

@@ -53,13 +53,9 @@ impl Transport {
             .clone()
     }
 
-    /// Store a message in rank `dest`'s mailbox at endpoint `base`.
-    ///
-    /// A transient failure (connection refused or reset, an answer cut off,
-    /// 502/503/504) is tried again with the same envelope, so the receiver
-    /// drops a copy it already has, for up to the failure timeout; pushback
-    /// (429: the receiver holds too many unreceived messages) for as long as
-    /// it lasts, since the receiver is there.
+    /// Store a message in rank `dest`'s mailbox at endpoint `base` (retried
+    /// as `retrying` says, with the same envelope, so the receiver drops a
+    /// copy it already has).
     pub async fn store(
         &self,
         base: &str,
@@ -72,10 +68,7 @@ impl Transport {
         let limit = self.limit(base);
         let _permit = limit.acquire().await.expect("semaphore never closed");
         let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages");
-        let peer = format!("rank {dest} at {base}");
-        let mut pause = Duration::from_millis(1);
-        let mut deadline = Instant::now() + failure_timeout();
-        loop {
+        let request = || {
             let mut req = Request::builder()
                 .method(Method::POST)
                 .uri(&uri)
@@ -84,19 +77,45 @@ impl Transport {
             for (k, v) in env.to_headers() {
                 req = req.header(k, v);
             }
-            let req = req
-                .body(Chunks::new(chunks.clone()))
-                .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-            let fault = match self.exchange(req, &peer).await {
-                Ok((status, _)) if status.is_success() => return Ok(()),
+            req.body(Chunks::new(chunks.clone()))
+        };
+        self.retrying(&format!("rank {dest} at {base}"), &uri, request).await.map(drop)
+    }
+
+    /// Wait until a receive at rank `dest` took message `seq` from rank
+    /// `source` (`direct::matched`, a long poll: outside the in-flight bound).
+    pub async fn matched(&self, base: &str, domain: &str, dest: u32, source: u32, seq: u64, token: &str) -> Result<()> {
+        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}/matched");
+        let request = || {
+            Request::builder()
+                .method(Method::GET)
+                .uri(&uri)
+                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Chunks::empty())
+        };
+        self.retrying(&format!("rank {dest} at {base}"), &uri, request).await.map(drop)
+    }
+
+    /// Send `request()` until it gets an answer: a transient failure
+    /// (connection refused or reset, an answer cut off, 502/503/504) is
+    /// tried again for up to the failure timeout; pushback (429: the
+    /// receiver holds too many unreceived messages) for as long as it
+    /// lasts, since the receiver is there. Ok: a success's body.
+    async fn retrying(&self, peer: &str, uri: &str, request: impl Fn() -> http::Result<Request<Chunks>>) -> Result<Bytes> {
+        let mut pause = Duration::from_millis(1);
+        let mut deadline = Instant::now() + failure_timeout();
+        loop {
+            let req = request().map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
+            let fault = match self.exchange(req, peer).await {
+                Ok((status, body)) if status.is_success() => return Ok(body),
                 Ok((StatusCode::TOO_MANY_REQUESTS, _)) => {
                     deadline = Instant::now() + failure_timeout();
                     None
                 }
                 Ok((status @ (StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT), body)) => {
-                    Some(error_from_response(status, &body, &peer))
+                    Some(error_from_response(status, &body, peer))
                 }
-                Ok((status, body)) => return Err(error_from_response(status, &body, &peer)),
+                Ok((status, body)) => return Err(error_from_response(status, &body, peer)),
                 Err(e) => Some(e),
             };
             if let Some(e) = fault {

@@ -528,6 +528,14 @@ impl Instance {
         }
     }
 
+    /// Tell when a receive takes message `seq` from `source` (a sender's
+    /// late "matched" watch, `direct::matched`): None if one did already;
+    /// the receiver errs if the message is refused or this instance ends
+    /// first (also asked after it ended: the mailbox still knows).
+    pub fn watch_match(&self, source: u32, seq: u64) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        self.inbox.lock().mailbox.watch_match(source, seq)
+    }
+
     /// Take a matching message now if there is one (matched probe + receive).
     pub fn take(&self, pattern: Pattern) -> Option<(Envelope, Payload)> {
         let mut m = self.inbox.lock().mailbox.take(&pattern)?;
@@ -649,7 +657,11 @@ impl Instance {
             fail(undelivered(dest, e));
             return c;
         }
-        env.seq = Some(self.send_seq[dest as usize].fetch_add(1, Ordering::Relaxed));
+        let seq = self.send_seq[dest as usize].fetch_add(1, Ordering::Relaxed);
+        env.seq = Some(seq);
+        if let Some(t) = &track {
+            let _ = t.sent.set((dest, seq));
+        }
         if dest == self.rank() {
             self.send_to_self(env, chunks, &c, track);
             return c;
@@ -674,11 +686,40 @@ impl Instance {
                 .transport
                 .store(b.url_of(dest), &b.domain, dest, &b.token, &env, chunks)
                 .await;
-            if let Some(t) = track {
+            if let Some(t) = &track {
                 t.stored.complete(r.clone().map(|_| Outcome::Sent));
             }
-            done.complete(r.map(|_| Outcome::Sent));
+            done.complete(r.clone().map(|_| Outcome::Sent));
             me.in_flight.ended();
+            // Asked at the start to tell the match: over stores, a long poll.
+            if let Some(m) = track.and_then(|t| t.matched) {
+                let r = match r {
+                    Ok(()) => me.transport.matched(b.url_of(dest), &b.domain, dest, me.rank(), seq, &b.token).await,
+                    Err(e) => Err(e),
+                };
+                m.complete(r.map(|_| Outcome::Sent));
+            }
+        });
+        c
+    }
+
+    /// Tell when a receive at world rank `dest` took message `seq` from
+    /// this rank: the "matched" event of a standard send, asked for late.
+    pub fn ask_match(self: &Arc<Self>, dest: u32, seq: u64) -> Arc<Completion> {
+        let c = Completion::new();
+        let done = c.clone();
+        let me = self.clone();
+        runtime().spawn(async move {
+            let r = if dest == me.rank() {
+                match me.watch_match(dest, seq) {
+                    Some(rx) => rx.await.map_err(|_| Error::new(ErrorClass::ProcFailed, "the instance ended before the message was received")),
+                    None => Ok(()),
+                }
+            } else {
+                let b = &me.binding;
+                me.transport.matched(b.url_of(dest), &b.domain, dest, me.rank(), seq, &b.token).await
+            };
+            done.complete(r.map(|()| Outcome::Sent));
         });
         c
     }
@@ -692,7 +733,7 @@ impl Instance {
     }
 
     /// The open stream to `dest`, opening it on first use; None: use stores.
-    fn stream_to(&self, dest: u32) -> Result<Option<Arc<Link>>> {
+    fn stream_to(self: &Arc<Self>, dest: u32) -> Result<Option<Arc<Link>>> {
         if !streams_enabled() {
             return Ok(None);
         }
@@ -704,13 +745,20 @@ impl Instance {
         }
         let b = &self.binding;
         let undelivered = self.undelivered[dest as usize].clone();
-        let link = match Link::connect(b.url_of(dest), &b.domain, dest, self.rank(), &b.token, self.in_flight.clone(), undelivered) {
+        // A link that gives up on its peer marks it gone, as `liveness` would.
+        let me = Arc::downgrade(self);
+        let gone = Box::new(move |e: Error| {
+            if let Some(me) = me.upgrade() {
+                me.peer_gone(dest, e);
+            }
+        });
+        let link = match Link::connect(b.url_of(dest), &b.domain, dest, self.rank(), &b.token, self.in_flight.clone(), undelivered, gone) {
             Ok(link) => link,
             Err(e) => {
                 drop(ch);
                 if e.class == ErrorClass::ProcFailed {
-                    // Unreachable for the failure timeout, or ended: gone, as
-                    // `liveness` would find; later sends fail at once.
+                    // Its instance ended: gone, as `liveness` would find;
+                    // later sends fail at once.
                     self.peer_gone(dest, e.clone());
                 }
                 return Err(e);

@@ -155,9 +155,32 @@ impl Comm {
     /// "completed" event; see `Instance::ask_ack`) and, with `tell_match`,
     /// when a receive took it (the "matched" event of a standard send).
     pub fn isend_tracked(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool, tell_match: bool) -> Result<(Arc<Completion>, Tracking)> {
-        let track = Tracking::new(tell_match && !sync);
+        let track = Tracking::new(sync, tell_match);
         let c = self.start_send(dest, tag, chunks, parts, sync, Vec::new(), false, Some(track.clone()))?;
         Ok((c, track))
+    }
+
+    /// The "matched" event of a tracked standard send that did not ask for
+    /// it at its start: the receiver is asked now (`direct::matched`). None
+    /// for a synchronous send, whose completion says it.
+    pub fn ask_match(&self, track: &Tracking) -> Option<Arc<Completion>> {
+        if track.sync {
+            return None;
+        }
+        if let Some(m) = &track.matched {
+            return Some(m.clone());
+        }
+        Some(match track.sent.get() {
+            Some(&(dest, seq)) => self.instance.ask_match(dest, seq),
+            None => {
+                // Never sent: to PROC_NULL (done), or it failed on the way out.
+                let c = Completion::new();
+                if track.stored.is_done() {
+                    c.complete(track.stored.peek_error().map_or(Ok(Outcome::Sent), Err));
+                }
+                c
+            }
+        })
     }
 
     /// The start of a blocking send: a large message is written by this

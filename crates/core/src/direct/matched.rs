@@ -1,0 +1,37 @@
+//! `GET /domains/{domain}/ranks/{rank}/messages/{source}/{seq}/matched`: a
+//! long poll that answers once a receive at rank `rank` took message `seq`
+//! from rank `source`. How a sender learns that a standard send was matched
+//! when it did not ask at the send (over stores, or asked late): a
+//! synchronous send learns it from its own answer or acknowledgement.
+//!
+//! 200 `{"matched": true}` when taken (at once if it was, also after the
+//! instance ended); 410 if the instance ends first; 409 if the message was
+//! refused, so never will be.
+
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+use serde_json::json;
+
+use crate::direct::store::admit_ended;
+use crate::error::ErrorClass;
+use crate::service::reply::{self, error, from_error, Reply};
+use crate::service::Endpoint;
+
+pub async fn matched(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq: &str, req: Request<Incoming>) -> Reply {
+    let (Ok(source), Ok(seq)) = (source.parse::<u32>(), seq.parse::<u64>()) else {
+        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid source {source:?} or sequence number {seq:?}"));
+    };
+    let instance = match admit_ended(ep, domain, rank, req.headers(), source).await {
+        Ok(i) => i,
+        Err(reply) => return reply,
+    };
+    if let Some(rx) = instance.watch_match(source, seq) {
+        if rx.await.is_err() {
+            return match instance.ended() {
+                Some(e) => from_error(&e),
+                None => error(StatusCode::CONFLICT, ErrorClass::Other, format!("message {seq} from rank {source} was refused: no receive will take it")),
+            };
+        }
+    }
+    reply::json(StatusCode::OK, &json!({"matched": true}))
+}

@@ -1,6 +1,6 @@
 """examples/moldyn.py, the JGF MPJ molecular dynamics benchmark, validates
-(size A, 50 moves) on 1 to 4 ranks with mpiws, and the same file runs
-unchanged under mpi4py once its import line is swapped."""
+(size A, 50 moves) on 1 to 4 ranks with mpiws, size B (8788 particles) on 3,
+and the same file runs unchanged under mpi4py once its import line is swapped."""
 
 import importlib.util
 import json
@@ -16,6 +16,7 @@ from conftest import ROOT, assert_ok, mpiws_run
 
 APP = ROOT / "examples" / "moldyn.py"
 REF_A = 1731.4306625334357  # JGFMolDynBench.JGFvalidate, refval[0]
+REF_B = 7397.392307839352   # refval[1]
 IMPORT = "from mpiws import MPI"
 
 
@@ -45,6 +46,14 @@ def test_moldyn_mpiws(tmp_path, n):
     assert_ok(p)
     assert "Validation passed" in p.stdout, p.stdout
     check(result_of(p.stdout), n)
+
+
+def test_moldyn_size_b(tmp_path):
+    p = mpiws_run(3, APP.read_text(), tmp_path, args=("--size", "B"), timeout=600)
+    assert_ok(p)
+    res = result_of(p.stdout)
+    assert (res["size"], res["ranks"], res["valid"]) == ("B", 3, True), res
+    assert abs(res["ek"] - REF_B) < 1e-9, res
 
 
 def test_moldyn_mpi4py(tmp_path):

@@ -396,6 +396,21 @@ def test_matched(api):
     api.call("GET", path % 2, headers=auth(token), expect=410)   # it ended having received one
 
 
+def test_withdraw(api):
+    domain, token = start(api, "recv_many", size=2, params={"count": 1})
+    path = f"/domains/{domain}/ranks/0/messages/1/%s"
+    api.call("DELETE", path % "x", headers=auth(token), expect=400)
+    api.call("DELETE", path % 0, expect=401)
+    api.call("DELETE", path % 0, headers=auth("wrong"), expect=403)
+    api.call("DELETE", "/domains/nobody/ranks/0/messages/1/0", headers=auth(token), expect=404)  # after 1 s
+    _, w = api.call("DELETE", path % 0, headers=auth(token), expect=200)   # before it was sent
+    assert w == {"withdrawn": True}
+    api.call("POST", f"/domains/{domain}/ranks/0/messages", pickle.dumps("one"), msg_headers(token, source=1, mpiws_seq="1"), expect=204)
+    api.call("GET", f"/domains/{domain}/ranks/0?wait=10", headers=auth(token), expect=200)
+    _, w = api.call("DELETE", path % 1, headers=auth(token), expect=200)
+    assert w == {"withdrawn": False}
+
+
 def test_undocumented_requests_are_refused(api):
     api.undocumented("GET", "/nowhere", 404)
     api.undocumented("GET", "/domains/d/ranks/0/mailbox", 404)

@@ -160,6 +160,26 @@ def test_a_sender_learns_by_long_poll_when_its_message_was_received(client):
     assert status == 410 and body["error"]["name"] == "MPIX_ERR_PROC_FAILED", body
 
 
+def test_a_sender_takes_back_a_message_no_receive_took(client):
+    domain, token = start(client, "block", size=2)      # receives only tag 99
+    auth = {"authorization": f"Bearer {token}"}
+    path = f"/domains/{domain}/ranks/0/messages/1/%d"
+    status, _ = client.store(domain, 0, token, pickle.dumps("stale"), source=1, tag=5, extra={"mpiws-seq": "0"})
+    assert status == 204
+    assert client.call("DELETE", path % 0, headers=auth) == (200, {"withdrawn": True})
+    assert client.call("DELETE", path % 0, headers=auth) == (200, {"withdrawn": True})   # again: same answer
+    # a retry of it arriving later is dropped
+    assert client.store(domain, 0, token, pickle.dumps("stale"), source=1, tag=5, extra={"mpiws-seq": "0"}) == (200, {"duplicate": True})
+    status, _ = client.store(domain, 0, token, pickle.dumps("end"), source=1, tag=99, extra={"mpiws-seq": "1"})
+    assert status == 204
+    _, s = client.status(domain, 0, token, wait=10)
+    assert s["state"] == "done"
+    assert client.call("DELETE", path % 1, headers=auth) == (200, {"withdrawn": False})   # taken by the receive
+    assert client.call("DELETE", path % 9, headers=auth) == (200, {"withdrawn": True})    # never came
+    assert client.call("DELETE", path % 0, headers={"authorization": "Bearer wrong"})[0] == 403
+    assert client.call("DELETE", f"/domains/{domain}/ranks/0/messages/1/-1", headers=auth)[0] == 400
+
+
 def test_bad_stores_are_refused_and_change_nothing(client):
     domain, token = start(client, "recv_object", size=2)
     bad = [

@@ -2,6 +2,7 @@
 the communicator's default and MPIWS_TIMEOUT; expiry raises ERR_TIMEOUT and
 withdraws the receive (nothing is lost). And waiting costs no CPU."""
 
+import pytest
 from conftest import assert_ok
 
 CALLS = """
@@ -122,3 +123,50 @@ else:
 print("OK")
 """)
     assert_ok(p, 2)
+
+
+WITHDRAWN = """
+import threading, time
+import numpy as np
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+if comm.rank == 0:
+    # blocking and non-blocking synchronous sends nobody receives in time
+    for call in ("ssend", "Ssend", "issend"):
+        t = time.monotonic()
+        try:
+            if call == "ssend":
+                comm.ssend("stale ssend", dest=1, tag=1, timeout=0.3)
+            elif call == "Ssend":
+                comm.Ssend(np.full(4, 7.0), dest=1, tag=1, timeout=0.3)
+            else:
+                fired = threading.Event()
+                r = comm.issend("stale issend", dest=1, tag=1, timeout=0.3,
+                                schedule=MPI.Schedule(timed_out=lambda r: fired.set(), completed=lambda r: fired.clear()))
+                r.wait()
+            raise SystemExit("no timeout: " + call)
+        except MPI.Exception as e:
+            assert e.Get_error_class() == MPI.ERR_TIMEOUT, (call, e)
+            assert 0.25 < time.monotonic() - t < 3, (call, time.monotonic() - t)
+    assert fired.wait(5), "timed_out never fired"
+    comm.send("fresh", dest=1, tag=1)
+    comm.Barrier()
+    # a synchronous send the receiver takes before its limit completes
+    comm.ssend("in time", dest=1, tag=2, timeout=10)
+    time.sleep(0.3)
+    assert fired.is_set(), "completed fired after timed_out"
+else:
+    time.sleep(1.5)   # all three sends timed out meanwhile
+    # none of them is received: the first message on tag 1 is the one sent after
+    assert comm.recv(source=0, tag=1) == "fresh"
+    assert not comm.iprobe(source=0, tag=1)
+    comm.Barrier()
+    assert comm.recv(source=0, tag=2) == "in time"
+print("OK", flush=True)
+"""
+
+
+@pytest.mark.parametrize("channel", ["streams", "stores"])
+def test_a_send_that_times_out_is_withdrawn_never_received(run, channel):
+    env = {"MPIWS_STREAMS": "0"} if channel == "stores" else {}
+    assert_ok(run(2, WITHDRAWN, env=env), 2)

@@ -104,6 +104,9 @@ class Request:
     def take(self) -> Optional[Message]:
         """The outcome, once: None for a send, a Message for a receive; raises the operation's error."""
     def cancel(self) -> bool: ...
+    def withdraw(self) -> bool:
+        """A send that timed out: take it back unless a receive took it (a round trip to the
+        receiver); True if withdrawn, never to be received. A receive: ``cancel``."""
     def watch(self, events: Events, token: int) -> None:
         """Push ``token`` to ``events`` when the operation completes (at once if it has)."""
     def watch_stored(self, events: Events, token: int) -> bool:

@@ -67,14 +67,18 @@ impl Comm {
 
     /// A blocking send: `isend` and its wait in one call (the common case,
     /// without a Request object in between).
-    /// With `timeout` (seconds), ERR_TIMEOUT if not sent by then (the
-    /// message may still be delivered later: bytes on the wire stay there).
+    /// With `timeout` (seconds), ERR_TIMEOUT if not sent by then: the
+    /// message is withdrawn, unless a receive took it just then (the send
+    /// then completes).
     #[pyo3(signature = (dest, tag, buffers, split=false, sync=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, timeout: Option<f64>) -> PyResult<()> {
         let r = self.start_send(py, dest, tag, buffers, split, sync, true, false)?;
         if !r.wait(py, timeout)? {
-            return Err(timed_out("send", timeout));
+            if r.withdraw(py)? {
+                return Err(timed_out("send", timeout));
+            }
+            r.wait(py, None)?;
         }
         r.take().map(|_| ())
     }
@@ -195,7 +199,7 @@ impl Comm {
         // A non-blocking send is tracked: its "completed" event may be asked for.
         let start = |c: &CoreComm| {
             if inline {
-                c.send_start(dest, tag, chunks.clone(), parts, sync).map(|c| (c, None))
+                c.send_start(dest, tag, chunks.clone(), parts, sync).map(|(c, t)| (c, Some(t)))
             } else {
                 c.isend_tracked(dest, tag, chunks.clone(), parts, sync, tell_match).map(|(c, t)| (c, Some(t)))
             }

@@ -174,6 +174,17 @@ impl Request {
         state_of(self.matched.get()?.as_ref()?)
     }
 
+    /// Withdraw a send that timed out, unless a receive took it already:
+    /// true if withdrawn (it will never be received). For a receive: `cancel`.
+    pub fn withdraw(&self, py: Python<'_>) -> PyResult<bool> {
+        if self.is_recv {
+            return Ok(self.cancel());
+        }
+        let Some(track) = &self.track else { return Ok(true) }; // untracked: cannot be asked
+        // Unreachable to ask: the message is not sent again from here either.
+        Ok(py.detach(|| self.comm.withdraw(track)).unwrap_or(true))
+    }
+
     /// Withdraw a receive that nothing matched yet; true if withdrawn.
     pub fn cancel(&self) -> bool {
         self.recv_id.is_some_and(|id| self.comm.cancel_recv(id))

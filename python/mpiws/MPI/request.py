@@ -265,9 +265,10 @@ class Request:
 
     def _expire(self):
         """Time is up: withdraw the operation and raise ERR_TIMEOUT. A receive
-        that matched just now is not withdrawn: it completes instead."""
+        that matched just now, or a send a receive just took, is not
+        withdrawn: it completes instead."""
         r = self._r
-        if self._kind in (_OBJECT, _BUFFER) and not r.cancel():
+        if self._kind in (_OBJECT, _BUFFER, _SEND) and not r.withdraw():
             r.wait(None)
             return
         self._r = None

@@ -148,11 +148,7 @@ impl Mailbox {
     /// number will never arrive, so later messages must not wait for it.
     /// Returns the posted receives the released messages matched.
     pub fn skip(&mut self, source: u32, seq: u64) -> Vec<(RecvId, Message)> {
-        self.watches.remove(&(source, seq)); // never matched: the watchers are told so by the drop
-        if self.refused.len() == REFUSED_KEPT {
-            self.refused.pop_front();
-        }
-        self.refused.push_back((source, seq));
+        self.never(source, seq);
         let next = *self.next_seq.get(&source).unwrap_or(&0);
         let mut matched = Vec::new();
         if seq > next {
@@ -182,6 +178,41 @@ impl Mailbox {
             Some(m) => m.on_match.append(&mut dup.on_match),
             None => dup.matched(),
         }
+    }
+
+    /// Message `seq` from `source` will never be received: its watchers are
+    /// told so (by the drop), and later watches too.
+    fn never(&mut self, source: u32, seq: u64) {
+        self.watches.remove(&(source, seq));
+        if self.refused.len() == REFUSED_KEPT {
+            self.refused.pop_front();
+        }
+        self.refused.push_back((source, seq));
+    }
+
+    /// Take back message `seq` from `source` unless a receive took it (its
+    /// send timed out): true if withdrawn, so it is never received, whether
+    /// it is here, on its way (a copy arriving later is dropped as a retry)
+    /// or held by an ended instance. Also returns the posted receives that
+    /// messages waiting behind it matched.
+    pub fn take_back(&mut self, source: u32, seq: u64) -> (bool, Vec<(RecvId, Message)>) {
+        let next = *self.next_seq.get(&source).unwrap_or(&0);
+        if self.refused.contains(&(source, seq)) {
+            return (true, Vec::new());
+        }
+        if let Some(lost) = &self.closed {
+            return (seq >= next || lost.contains(&(source, seq)), Vec::new());
+        }
+        if let Some(i) = self.unexpected.iter().position(|m| m.env.source == source && m.env.seq == Some(seq)) {
+            let m = self.unexpected.remove(i).expect("found");
+            self.unexpected_bytes -= m.payload.len();
+            self.never(source, seq);
+            return (true, Vec::new());
+        }
+        if seq < next {
+            return (false, Vec::new()); // taken
+        }
+        (true, self.skip(source, seq))
     }
 
     /// A sender asks to be told when a receive takes its message `seq`
@@ -444,6 +475,25 @@ mod tests {
         for seq in [4, 5] {
             assert!(matches!(mb.watch_match(0, seq).unwrap().try_recv(), Err(oneshot::error::TryRecvError::Closed)));
         }
+    }
+
+    #[test]
+    fn a_message_is_withdrawn_only_if_no_receive_took_it() {
+        let mut mb = Mailbox::new();
+        filed(mb.arrive(msg(0, 0, Some(0), "taken")));
+        filed(mb.arrive(msg(0, 0, Some(1), "waiting")));
+        mb.post(1, pat(None, None)).unwrap();
+        assert!(!mb.take_back(0, 0).0, "a receive took it");
+        assert!(mb.take_back(0, 1).0);
+        assert!(mb.probe(&pat(None, None)).is_none() && mb.unexpected_bytes() == 0);
+        // On its way: withdrawn before it arrives; it is dropped when it does,
+        // and what it held back goes on.
+        filed(mb.arrive(msg(0, 0, Some(3), "behind")));
+        mb.post(2, pat(None, None));
+        let (gone, matched) = mb.take_back(0, 2);
+        assert!(gone && matched.len() == 1 && body(&matched[0].1) == "behind");
+        assert!(matches!(mb.arrive(msg(0, 0, Some(2), "late")), Arrival::Duplicate(_)));
+        assert!(mb.watch_match(0, 2).is_some(), "never matched");
     }
 
     #[test]

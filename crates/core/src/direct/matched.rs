@@ -12,17 +12,14 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 
-use crate::direct::store::admit_ended;
+use crate::direct::store::admit_message;
 use crate::error::ErrorClass;
 use crate::service::reply::{self, error, from_error, Reply};
 use crate::service::Endpoint;
 
 pub async fn matched(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq: &str, req: Request<Incoming>) -> Reply {
-    let (Ok(source), Ok(seq)) = (source.parse::<u32>(), seq.parse::<u64>()) else {
-        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid source {source:?} or sequence number {seq:?}"));
-    };
-    let instance = match admit_ended(ep, domain, rank, req.headers(), source).await {
-        Ok(i) => i,
+    let (instance, source, seq) = match admit_message(ep, domain, rank, source, seq, req.headers()).await {
+        Ok(m) => m,
         Err(reply) => return reply,
     };
     if let Some(rx) = instance.watch_match(source, seq) {

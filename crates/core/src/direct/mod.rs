@@ -1,7 +1,8 @@
 //! The direct-communication layer: instances talk to each other over HTTP.
 //! `frame` maps envelopes to headers (and stream frames), `mailbox` matches,
 //! `transport` sends stores to peers, `store` files what peers send,
-//! `matched` tells a sender when a receive took its message, and
+//! `matched` tells a sender when a receive took its message, `withdraw`
+//! takes back one whose send timed out, and
 //! `stream` is the faster channel an HTTP upgrade opens between two ranks;
 //! `inbound` reads the streams that reach an instance (a progress thread, or
 //! the very thread waiting for the message); `polled` is their socket I/O,
@@ -15,3 +16,4 @@ pub mod polled;
 pub mod store;
 pub mod stream;
 pub mod transport;
+pub mod withdraw;

@@ -130,6 +130,15 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
     Ok(instance)
 }
 
+/// For a question about one message (`matched`, `withdraw`): its sender
+/// and sequence number from the path, and the instance, ended or not.
+pub async fn admit_message(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq: &str, headers: &HeaderMap) -> Result<(Arc<Instance>, u32, u64), Reply> {
+    let (Ok(source), Ok(seq)) = (source.parse::<u32>(), seq.parse::<u64>()) else {
+        return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid source {source:?} or sequence number {seq:?}")));
+    };
+    Ok((admit_ended(ep, domain, rank, headers, source).await?, source, seq))
+}
+
 fn too_large(max: u64) -> Reply {
     error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Count, format!("message larger than this endpoint's limit of {max} bytes"))
 }

@@ -499,6 +499,14 @@ impl Link {
         runtime().spawn_blocking(move || me.fail(e));
     }
 
+    /// Message `seq` was withdrawn (its send timed out): never send it again;
+    /// its send fails, if it had not completed.
+    pub fn forget(&self, seq: u64) {
+        if let Some(p) = self.pending.lock().remove(&seq) {
+            self.settle(p, err(ErrorClass::Timeout, format!("the message to {} was withdrawn", self.target.peer)));
+        }
+    }
+
     /// Ask the receiver to acknowledge everything it stored (before a flush).
     pub fn request_ack(&self) {
         if self.pending.lock().is_empty() {

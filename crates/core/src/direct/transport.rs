@@ -96,6 +96,27 @@ impl Transport {
         self.retrying(&format!("rank {dest} at {base}"), &uri, request).await.map(drop)
     }
 
+    /// Take back message `seq` from rank `source` at rank `dest` unless a
+    /// receive took it (`direct::withdraw`): true if withdrawn.
+    pub async fn withdraw(&self, base: &str, domain: &str, dest: u32, source: u32, seq: u64, token: &str) -> Result<bool> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            withdrawn: bool,
+        }
+        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}");
+        let request = || {
+            Request::builder()
+                .method(Method::DELETE)
+                .uri(&uri)
+                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Chunks::empty())
+        };
+        let body = self.retrying(&format!("rank {dest} at {base}"), &uri, request).await?;
+        serde_json::from_slice::<Answer>(&body)
+            .map(|a| a.withdrawn)
+            .map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
+    }
+
     /// Send `request()` until it gets an answer: a transient failure
     /// (connection refused or reset, an answer cut off, 502/503/504) is
     /// tried again for up to the failure timeout; pushback (429: the

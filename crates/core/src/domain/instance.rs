@@ -536,6 +536,21 @@ impl Instance {
         self.inbox.lock().mailbox.watch_match(source, seq)
     }
 
+    /// Take back message `seq` from `source` unless a receive took it (its
+    /// send timed out; `direct::withdraw`): true if withdrawn.
+    pub fn take_back(&self, source: u32, seq: u64) -> bool {
+        let (withdrawn, matched) = {
+            let mut inbox = self.inbox.lock();
+            let (withdrawn, matched) = inbox.mailbox.take_back(source, seq);
+            (withdrawn, Self::take_waiting(&mut inbox, matched))
+        };
+        for (w, m) in matched {
+            Self::hand_over(&w.completion, m);
+        }
+        self.consumed();
+        withdrawn
+    }
+
     /// Take a matching message now if there is one (matched probe + receive).
     pub fn take(&self, pattern: Pattern) -> Option<(Envelope, Payload)> {
         let mut m = self.inbox.lock().mailbox.take(&pattern)?;
@@ -701,6 +716,25 @@ impl Instance {
             }
         });
         c
+    }
+
+    /// Withdraw message `seq` sent to world rank `dest`, whose send timed
+    /// out, unless a receive there took it already: true if withdrawn (it
+    /// will never be received, nor sent again). Blocks for a round trip.
+    /// If `dest` cannot be asked, the message is not sent again from here.
+    pub fn withdraw(self: &Arc<Self>, dest: u32, seq: u64) -> Result<bool> {
+        let withdrawn = if dest == self.rank() {
+            Ok(self.take_back(dest, seq))
+        } else {
+            let b = &self.binding;
+            runtime().block_on(self.transport.withdraw(b.url_of(dest), &b.domain, dest, self.rank(), seq, &b.token))
+        };
+        if !matches!(withdrawn, Ok(false)) {
+            if let Some(Channel::Stream(link)) = &*self.channels[dest as usize].lock() {
+                link.forget(seq);
+            }
+        }
+        withdrawn
     }
 
     /// Tell when a receive at world rank `dest` took message `seq` from

@@ -183,11 +183,22 @@ impl Comm {
         })
     }
 
+    /// Withdraw a tracked send that timed out, unless a receive took it
+    /// already (`Instance::withdraw`): true if withdrawn.
+    pub fn withdraw(&self, track: &Tracking) -> Result<bool> {
+        match track.sent.get() {
+            Some(&(dest, seq)) => self.instance.withdraw(dest, seq),
+            None => Ok(true), // never sent
+        }
+    }
+
     /// The start of a blocking send: a large message is written by this
     /// thread, which would only wait for it otherwise (and, polling, take
     /// the core the writing thread needs: 1 MiB ping-pong 330 -> 600 us).
-    pub fn send_start(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<Arc<Completion>> {
-        self.start_send(dest, tag, chunks, parts, sync, Vec::new(), true, None)
+    pub fn send_start(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool) -> Result<(Arc<Completion>, Tracking)> {
+        let track = Tracking::new(sync, false);
+        let c = self.start_send(dest, tag, chunks, parts, sync, Vec::new(), true, Some(track.clone()))?;
+        Ok((c, track))
     }
 
     /// `isend`, with a broadcast subtree (world ranks, `dest` first) that the

@@ -19,7 +19,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 
-use crate::direct::{matched, store, stream};
+use crate::direct::{matched, store, stream, withdraw};
 use crate::error::ErrorClass;
 use crate::service::reply::{self, Reply};
 use crate::service::{cancel, describe, run, status, Endpoint};
@@ -60,7 +60,8 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         (&Method::POST, ["domains", d, "ranks", r, "messages"]) => store::store(&ep, d, r, req).await,
         (&Method::POST, ["domains", d, "ranks", r, "stream"]) => stream::accept(&ep, d, r, req).await,
         (&Method::GET, ["domains", d, "ranks", r, "messages", s, q, "matched"]) => matched::matched(&ep, d, r, s, q, req).await,
-        (_, [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _, "matched"]) => {
+        (&Method::DELETE, ["domains", d, "ranks", r, "messages", s, q]) => withdraw::withdraw(&ep, d, r, s, q, req).await,
+        (_, [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _] | ["domains", _, "ranks", _, "messages", _, _, "matched"]) => {
             reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
         }
         _ => reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")),

@@ -380,13 +380,20 @@ def test_stream_upgrade(api):
     api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 
 
-def test_matched(api):
+def about_message(api, method, suffix):
+    """A domain whose rank 0 receives one message; the path template of a
+    question about message %s from rank 1, with its bad inputs checked."""
     domain, token = start(api, "recv_many", size=2, params={"count": 1})
-    path = f"/domains/{domain}/ranks/0/messages/1/%s/matched"
-    api.call("GET", path % "x", headers=auth(token), expect=400)
-    api.call("GET", path % 0, expect=401)
-    api.call("GET", path % 0, headers=auth("wrong"), expect=403)
-    api.call("GET", "/domains/nobody/ranks/0/messages/1/0/matched", headers=auth(token), expect=404)  # after 1 s
+    path = f"/domains/{domain}/ranks/0/messages/1/%s{suffix}"
+    api.call(method, path % "x", headers=auth(token), expect=400)
+    api.call(method, path % 0, expect=401)
+    api.call(method, path % 0, headers=auth("wrong"), expect=403)
+    api.call(method, f"/domains/nobody/ranks/0/messages/1/0{suffix}", headers=auth(token), expect=404)  # after 1 s
+    return domain, token, path
+
+
+def test_matched(api):
+    domain, token, path = about_message(api, "GET", "/matched")
     # message 0 is refused (too large): never matched
     api.call("POST", f"/domains/{domain}/ranks/0/messages", headers=msg_headers(token, source=1, mpiws_seq="0"),
              announce=(1 << 20) + 1, expect=413)
@@ -397,12 +404,7 @@ def test_matched(api):
 
 
 def test_withdraw(api):
-    domain, token = start(api, "recv_many", size=2, params={"count": 1})
-    path = f"/domains/{domain}/ranks/0/messages/1/%s"
-    api.call("DELETE", path % "x", headers=auth(token), expect=400)
-    api.call("DELETE", path % 0, expect=401)
-    api.call("DELETE", path % 0, headers=auth("wrong"), expect=403)
-    api.call("DELETE", "/domains/nobody/ranks/0/messages/1/0", headers=auth(token), expect=404)  # after 1 s
+    domain, token, path = about_message(api, "DELETE", "")
     _, w = api.call("DELETE", path % 0, headers=auth(token), expect=200)   # before it was sent
     assert w == {"withdrawn": True}
     api.call("POST", f"/domains/{domain}/ranks/0/messages", pickle.dumps("one"), msg_headers(token, source=1, mpiws_seq="1"), expect=204)

@@ -94,11 +94,16 @@ class Lookup:
         return self.t(n, k, kind, "mpi", size)
 
 
-def msec(x):
+def scaled(x, scale, whole_from):
+    """Seconds as a short number in 1/scale units (whole numbers from `whole_from`)."""
     if x is None:
         return "-"
-    x *= 1e3
-    return "%.0f" % x if x >= 100 else ("%.1f" % x if x >= 10 else "%.2f" % x)
+    x *= scale
+    return "%.0f" % x if x >= whole_from else ("%.1f" % x if x >= 10 else "%.2f" % x)
+
+
+def msec(x):
+    return scaled(x, 1e3, 100)
 
 
 def oversub(n, meta):
@@ -125,10 +130,7 @@ def point_label(kind, size):
 
 
 def us(x):
-    if x is None:
-        return "-"
-    x *= 1e6
-    return "%.0f" % x if x >= 1000 else ("%.1f" % x if x >= 10 else "%.2f" % x)
+    return scaled(x, 1e6, 1000)
 
 
 def targets(L, ranks):

@@ -457,3 +457,31 @@ except MPI.Exception as e:
 """)
     assert p.returncode == 0, p.stderr
     assert "REPORTED" in p.stdout and "rank 1" in p.stdout
+
+
+def test_sendrecv_objects_buffers_wildcards_proc_null_and_timeout(run):
+    """Sendrecv sends once this thread reads the peer's stream (core
+    sendrecv): objects with out-of-band buffers, ANY_SOURCE with a status,
+    PROC_NULL, and a receive that times out while its send still arrives."""
+    assert_ok(run(2, """
+import numpy as np
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+r, p = comm.rank, 1 - comm.rank
+big = np.arange(300000, dtype=np.float64) * (r + 1)
+got = comm.sendrecv({"a": big, "r": r}, dest=p, sendtag=3, source=p, recvtag=3)
+assert got["r"] == p and np.array_equal(got["a"], np.arange(300000) * (p + 1))
+st = MPI.Status()
+out = np.zeros(5)
+comm.Sendrecv(np.full(5, float(r)), dest=p, sendtag=4, recvbuf=out, source=MPI.ANY_SOURCE, recvtag=4, status=st)
+assert st.Get_source() == p and (out == p).all()
+assert comm.sendrecv("x", dest=MPI.PROC_NULL, source=MPI.PROC_NULL) is None
+try:
+    comm.sendrecv("y", dest=p, sendtag=5, source=p, recvtag=6, timeout=0.3)
+    raise SystemExit("no timeout")
+except MPI.Exception as e:
+    assert e.Get_error_class() == MPI.ERR_TIMEOUT
+comm.Barrier()
+assert comm.recv(source=p, tag=5) == "y"
+print("OK", flush=True)
+"""), 2)

@@ -78,6 +78,10 @@ class Comm:
         """``isend`` and its wait in one call; ERR_TIMEOUT if not sent within ``timeout`` s."""
     def irecv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Request:
         """Post a receive; a large message may be read straight into ``buffer``."""
+    def sendrecv(self, dest: int, sendtag: int, buffers: Sequence[Any], source: int, recvtag: int,
+                 buffer: Optional[Any] = None, timeout: Optional[float] = None, split: bool = False) -> Message:
+        """Post the receive, send once this thread reads the source's stream, wait for both;
+        ERR_TIMEOUT if nothing matched within ``timeout`` (the receive is withdrawn)."""
     def recv(self, source: int, tag: int, buffer: Optional[Any] = None, timeout: Optional[float] = None) -> Message:
         """``irecv`` and its wait in one call; ERR_TIMEOUT (receive withdrawn) if nothing matched within ``timeout`` s."""
     def collective(

@@ -83,6 +83,35 @@ impl Comm {
         r.take().map(|_| ())
     }
 
+    /// `Sendrecv` in one call: the receive is posted, then the send is
+    /// written once this thread reads the source's stream, so the peer's
+    /// message finds it reading (`Request::wait_after`). Returns the
+    /// received message, after the send completed too.
+    #[pyo3(signature = (dest, sendtag, buffers, source, recvtag, buffer=None, timeout=None, split=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn sendrecv(&self, py: Python<'_>, dest: i64, sendtag: i64, buffers: Vec<Bound<'_, PyAny>>, source: i64, recvtag: i64, buffer: Option<&Bound<'_, PyAny>>, timeout: Option<f64>, split: bool) -> PyResult<Message> {
+        let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
+        let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
+        let r = self.irecv(source, recvtag, buffer)?;
+        let comm = self.inner.clone();
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let slot = sent.clone();
+        let keep = chunks.clone();
+        let got = r.wait_after(py, timeout, move || {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(comm.isend(dest, sendtag, chunks, parts, false));
+        });
+        let sent = sent.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let sent = sent.expect("the first wait starts the send").py_err()?;
+        let s = Request::send(self.inner.clone(), sent, keep, None, dest);
+        if !got? && r.cancel() {
+            return Err(timed_out("receive", timeout));
+        }
+        r.wait(py, None)?; // matched just as it timed out: the message is here
+        s.wait(py, None)?;
+        s.take()?;
+        Ok(r.take()?.expect("a receive yields a message"))
+    }
+
     /// A blocking receive: `irecv` and its wait in one call.
     /// With `timeout` (seconds), ERR_TIMEOUT if nothing matched by then
     /// (the receive is withdrawn: a later message waits for another).

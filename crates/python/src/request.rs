@@ -98,6 +98,21 @@ impl Events {
 }
 
 impl Request {
+    /// `wait` for a receive, running `first` once, from the first slice,
+    /// as soon as this thread reads the peer's stream (`Comm::wait_recv_after`).
+    pub fn wait_after(&self, py: Python<'_>, timeout: Option<f64>, first: impl FnOnce() + Send) -> PyResult<bool> {
+        let (c, comm, source) = (self.completion.clone(), self.comm.clone(), self.source);
+        let mut first = Some(first);
+        wait_in_slices(py, timeout, |slice| {
+            let mut go = || {
+                if let Some(f) = first.take() {
+                    f();
+                }
+            };
+            comm.wait_recv_after(&c, source, Some(slice), &mut go)
+        })
+    }
+
     fn matched_completion(&self) -> Option<Arc<Completion>> {
         self.matched.get_or_init(|| self.comm.ask_match(self.track.as_ref()?)).clone()
     }

@@ -248,12 +248,10 @@ class Comm(Collectives):
         return received_object(self._core.recv(source, tag, None, self._limit(timeout)), status, limit)
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
-        end = timeout_.deadline(self._limit(timeout))
-        rreq = self.irecv(recvbuf, source, recvtag)
-        sreq = self._isend_obj(sendobj, dest, sendtag, False, None)
-        value = rreq.wait(status, timeout_.left(end))
-        sreq.wait(None, timeout_.left(end))
-        return value
+        parts = pickled.dumps(sendobj)
+        limit = None if recvbuf is None else _buffer_length(recvbuf)
+        msg = self._core.sendrecv(dest, sendtag, parts, source, recvtag, None, self._limit(timeout), len(parts) > 1)
+        return received_object(msg, status, limit)
 
     def probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         return self.Probe(source, tag, status, timeout)
@@ -308,12 +306,9 @@ class Comm(Collectives):
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
         # The core's calls directly: this is many solvers' inner loop.
-        core, limit = self._core, self._limit(timeout)
-        end = timeout_.deadline(limit)
         view, _, _ = datatype.parse(recvbuf, writable=True)
-        sreq = Request(core.isend(dest, sendtag, [datatype.parse(sendbuf)[0]]))  # never waits: no deadlock
-        received_buffer(core.recv(source, recvtag, view, limit), status, view)
-        sreq.Wait(None, timeout_.left(end))
+        msg = self._core.sendrecv(dest, sendtag, [datatype.parse(sendbuf)[0]], source, recvtag, view, self._limit(timeout))
+        received_buffer(msg, status, view)
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
         end = timeout_.deadline(self._limit(timeout))

@@ -329,6 +329,21 @@ impl Progress {
     /// `timeout` passed first. Falls back to a plain wait when there is no
     /// such stream (yet) or another thread is reading it.
     pub fn wait_for(&self, c: &Completion, source: u32, timeout: Option<Duration>) -> bool {
+        self.wait_for_after(c, source, timeout, &mut || {})
+    }
+
+    /// `wait_for`, running `first` (once) as soon as this thread reads the
+    /// stream, or is about to wait another way. Why: a `Sendrecv` writes its
+    /// send from `first`, so the peer's message, which may come at once,
+    /// finds this thread reading rather than waking the progress thread
+    /// (a third runnable thread when two ranks share two cores).
+    pub fn wait_for_after(&self, c: &Completion, source: u32, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
+        let mut first = Some(first);
+        let mut go = || {
+            if let Some(f) = first.take() {
+                f();
+            }
+        };
         let deadline = timeout.map(|t| Instant::now() + t);
         let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
         loop {
@@ -339,12 +354,17 @@ impl Progress {
                 return false;
             }
             let inbound = self.by_source.lock().get(&source).cloned();
-            let Some(inbound) = inbound else { return c.wait(left()) };
+            let Some(inbound) = inbound else {
+                go();
+                return c.wait(left());
+            };
             let Some(mut reader) = inbound.reader.try_lock() else {
                 // Someone else is reading it and will file what comes.
+                go();
                 return c.wait(left());
             };
             let _ = self.poller.modify(inbound.socket(), Event::none(inbound.key));
+            go();
             let mut open = true;
             // Poll first (see `spin_budget`), then sleep in slices.
             let spin_until = Instant::now() + spin_budget();

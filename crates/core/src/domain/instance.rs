@@ -395,11 +395,29 @@ impl Instance {
     /// it expects a message from, read that peer's stream in this thread
     /// while waiting (see `direct::inbound`). True once done.
     pub fn wait_for(&self, c: &Completion, source: Option<u32>, timeout: Option<Duration>) -> bool {
+        self.wait_for_after(c, source, timeout, &mut || {})
+    }
+
+    /// `wait_for`, running `first` once: as soon as this thread reads the
+    /// stream, or is about to wait another way (`Progress::wait_for_after`),
+    /// or at the end if the wait needed neither.
+    pub fn wait_for_after(&self, c: &Completion, source: Option<u32>, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
+        let mut ran = false;
+        let mut once = || {
+            if !std::mem::replace(&mut ran, true) {
+                first();
+            }
+        };
         let progress = self.progress.lock().clone();
-        match (source, progress) {
-            (Some(s), Some(p)) if !c.is_done() => p.wait_for(c, s, timeout),
-            _ => c.wait(timeout),
-        }
+        let done = match (source, progress) {
+            (Some(s), Some(p)) => p.wait_for_after(c, s, timeout, &mut once),
+            _ => {
+                once();
+                c.wait(timeout)
+            }
+        };
+        once();
+        done
     }
 
     fn take_waiting(inbox: &mut Inbox, matched: Vec<(RecvId, Message)>) -> Vec<(Waiting, Message)> {

@@ -266,8 +266,14 @@ impl Comm {
     /// Wait up to `timeout` for a receive posted for local rank `source`
     /// (reading that peer's stream in this thread meanwhile); true once done.
     pub fn wait_recv(&self, c: &Completion, source: i64, timeout: Option<Duration>) -> bool {
+        self.wait_recv_after(c, source, timeout, &mut || {})
+    }
+
+    /// `wait_recv`, running `first` once this thread reads the stream (a
+    /// `Sendrecv` sends from there: `Instance::wait_for_after`).
+    pub fn wait_recv_after(&self, c: &Completion, source: i64, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
         let world = (source >= 0).then(|| self.world_rank(source).ok()).flatten();
-        self.instance.wait_for(c, world, timeout)
+        self.instance.wait_for_after(c, world, timeout, first)
     }
 
     /// `wait_recv`, then the outcome (a timeout is an error).

@@ -144,15 +144,16 @@ impl Mailbox {
         ready
     }
 
-    /// A message the endpoint refused (too large, malformed): its sequence
-    /// number will never arrive, so later messages must not wait for it.
-    /// Returns the posted receives the released messages matched.
+    /// A message that will never be received (refused by the endpoint, or
+    /// withdrawn): later messages must not wait for it, and a copy held
+    /// ahead of its turn or arriving later is dropped. Returns the posted
+    /// receives the released messages matched.
     pub fn skip(&mut self, source: u32, seq: u64) -> Vec<(RecvId, Message)> {
         self.never(source, seq);
         let next = *self.next_seq.get(&source).unwrap_or(&0);
         let mut matched = Vec::new();
         if seq > next {
-            self.early.entry(source).or_default().entry(seq).or_insert(None);
+            self.early.entry(source).or_default().insert(seq, None);
         } else if seq == next {
             for m in self.advance(source, seq) {
                 self.release(m, &mut matched);
@@ -169,12 +170,8 @@ impl Mailbox {
         if !dup.env.sync {
             return;
         }
-        let (source, seq) = (dup.env.source, dup.env.seq);
-        let first = match self.early.get_mut(&source).and_then(|e| e.get_mut(&seq.unwrap_or(u64::MAX))) {
-            Some(Some(m)) => Some(m),
-            _ => self.unexpected.iter_mut().find(|m| m.env.source == source && m.env.seq == seq),
-        };
-        match first {
+        let Some(seq) = dup.env.seq else { return };
+        match self.held(dup.env.source, seq) {
             Some(m) => m.on_match.append(&mut dup.on_match),
             None => dup.matched(),
         }
@@ -190,18 +187,44 @@ impl Mailbox {
         self.refused.push_back((source, seq));
     }
 
+    /// Message `seq` from `source`, if it is here unreceived (in order or
+    /// ahead of its turn).
+    fn held(&mut self, source: u32, seq: u64) -> Option<&mut Message> {
+        match self.early.get_mut(&source).and_then(|e| e.get_mut(&seq)) {
+            Some(m) => m.as_mut(),
+            None => self.unexpected.iter_mut().find(|m| m.env.source == source && m.env.seq == Some(seq)),
+        }
+    }
+
+    /// Whether message `seq` from `source` is settled: Some(true) taken by
+    /// a receive, Some(false) never to be received (refused, withdrawn, or
+    /// not received before the mailbox closed); None while it is held or
+    /// still to come. (Messages leave only by being received or refused.)
+    fn settled(&self, source: u32, seq: u64) -> Option<bool> {
+        let next = *self.next_seq.get(&source).unwrap_or(&0);
+        if self.refused.contains(&(source, seq)) {
+            return Some(false);
+        }
+        if let Some(lost) = &self.closed {
+            return Some(seq < next && !lost.contains(&(source, seq)));
+        }
+        let unreceived = || self.unexpected.iter().any(|m| m.env.source == source && m.env.seq == Some(seq));
+        match self.early.get(&source).and_then(|e| e.get(&seq)) {
+            Some(None) => Some(false),
+            Some(Some(_)) => None,
+            None if seq >= next || unreceived() => None,
+            None => Some(true),
+        }
+    }
+
     /// Take back message `seq` from `source` unless a receive took it (its
     /// send timed out): true if withdrawn, so it is never received, whether
     /// it is here, on its way (a copy arriving later is dropped as a retry)
     /// or held by an ended instance. Also returns the posted receives that
     /// messages waiting behind it matched.
     pub fn take_back(&mut self, source: u32, seq: u64) -> (bool, Vec<(RecvId, Message)>) {
-        let next = *self.next_seq.get(&source).unwrap_or(&0);
-        if self.refused.contains(&(source, seq)) {
-            return (true, Vec::new());
-        }
-        if let Some(lost) = &self.closed {
-            return (seq >= next || lost.contains(&(source, seq)), Vec::new());
+        if let Some(taken) = self.settled(source, seq) {
+            return (!taken, Vec::new());
         }
         if let Some(i) = self.unexpected.iter().position(|m| m.env.source == source && m.env.seq == Some(seq)) {
             let m = self.unexpected.remove(i).expect("found");
@@ -209,36 +232,24 @@ impl Mailbox {
             self.never(source, seq);
             return (true, Vec::new());
         }
-        if seq < next {
-            return (false, Vec::new()); // taken
-        }
-        (true, self.skip(source, seq))
+        (true, self.skip(source, seq)) // ahead of its turn, or still to come
     }
 
     /// A sender asks to be told when a receive takes its message `seq`
     /// (after the send started: "matched" of a standard send). None: taken
-    /// already (messages leave only by being received or refused). Dropped
-    /// unsent if the message is refused or the mailbox closes.
+    /// already. The receiver errs (dropped unsent) if the message is never
+    /// received: refused, withdrawn, or the mailbox closes first.
     pub fn watch_match(&mut self, source: u32, seq: u64) -> Option<oneshot::Receiver<()>> {
         let (tx, rx) = oneshot::channel();
-        let next = *self.next_seq.get(&source).unwrap_or(&0);
-        if self.refused.contains(&(source, seq)) {
-            return Some(rx); // never matched
+        match self.settled(source, seq) {
+            Some(true) => return None,
+            Some(false) => return Some(rx),
+            None => {}
         }
-        if let Some(lost) = &self.closed {
-            return (seq >= next || lost.contains(&(source, seq))).then_some(rx);
+        match self.held(source, seq) {
+            Some(m) => m.on_match.push(tx),
+            None => self.watches.entry((source, seq)).or_default().push(tx),
         }
-        let waiting = match self.early.get_mut(&source).and_then(|e| e.get_mut(&seq)) {
-            Some(Some(m)) => Some(m),
-            Some(None) => return Some(rx), // refused: never matched
-            None if seq >= next => {
-                self.watches.entry((source, seq)).or_default().push(tx);
-                return Some(rx);
-            }
-            None => self.unexpected.iter_mut().find(|m| m.env.source == source && m.env.seq == Some(seq)),
-        };
-        let m = waiting?;
-        m.on_match.push(tx);
         Some(rx)
     }
 
@@ -494,6 +505,14 @@ mod tests {
         assert!(gone && matched.len() == 1 && body(&matched[0].1) == "behind");
         assert!(matches!(mb.arrive(msg(0, 0, Some(2), "late")), Arrival::Duplicate(_)));
         assert!(mb.watch_match(0, 2).is_some(), "never matched");
+        // Arrived ahead of its turn: withdrawn too, and what waits behind goes on.
+        filed(mb.arrive(msg(0, 0, Some(5), "early")));
+        filed(mb.arrive(msg(0, 0, Some(6), "after")));
+        assert!(mb.take_back(0, 5).0);
+        let matched = filed(mb.arrive(msg(0, 0, Some(4), "first")));
+        assert!(matched.is_empty());
+        let got: Vec<String> = (10..12).map(|i| body(&mb.post(i, pat(None, None)).unwrap())).collect();
+        assert_eq!(got, vec!["first", "after"]);
     }
 
     #[test]

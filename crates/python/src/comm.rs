@@ -93,14 +93,9 @@ impl Comm {
         let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
         let r = self.irecv(source, recvtag, buffer)?;
-        let comm = self.inner.clone();
-        let sent = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let slot = sent.clone();
-        let keep = chunks.clone();
-        let got = r.wait_after(py, timeout, move || {
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(comm.isend(dest, sendtag, chunks, parts, false));
-        });
-        let sent = sent.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (comm, keep) = (&self.inner, chunks.clone());
+        let mut sent = None;
+        let got = r.wait_after(py, timeout, || sent = Some(comm.isend(dest, sendtag, chunks, parts, false)));
         let sent = sent.expect("the first wait starts the send").py_err()?;
         let s = Request::send(self.inner.clone(), sent, keep, None, dest);
         if !got? && r.cancel() {

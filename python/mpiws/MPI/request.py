@@ -22,6 +22,8 @@ PROC_NULL = -1
 
 # What a completed request yields.
 _SEND, _OBJECT, _BUFFER, _CALL = 0, 1, 2, 3
+# What a send's receiver is asked to tell for a handler of each event.
+_ASKS = {events_.COMPLETED: ("stored",), events_.FAILED: ("stored",), events_.MATCHED: ("stored", "matched")}
 
 
 def received_object(msg, status, limit=None):
@@ -132,8 +134,7 @@ class Request:
         if self._kind == _SEND:
             # Ask the receiver only for what a handler wants: storing costs
             # an acknowledgement now, a standard send's match a long poll.
-            wants = {events_.COMPLETED: ("stored",), events_.FAILED: ("stored",), events_.MATCHED: ("stored", "matched")}
-            for what in wants.get(event, ()):
+            for what in _ASKS.get(event, ()):
                 if what not in w.asked:
                     w.asked.add(what)
                     events_.dispatcher().watch_part(self, what)

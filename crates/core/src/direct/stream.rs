@@ -180,6 +180,15 @@ struct Conn {
 /// timeout, or refused for good (the instance marks the peer gone).
 pub type OnGone = Box<dyn Fn(Error) + Send + Sync>;
 
+impl Conn {
+    /// Take the stream down (its reader thread sees the end).
+    fn down(&mut self) {
+        if let Some(old) = self.stream.take() {
+            let _ = old.0.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
 /// What one attempt to open a stream gave.
 enum Attempt {
     Open(TcpStream),
@@ -358,9 +367,7 @@ impl Link {
     /// Close the stream (the instance ended): the peer's reader sees the end.
     pub fn close(&self) {
         self.fail(Error::new(ErrorClass::ProcFailed, format!("the sending instance ended before rank {} acknowledged", self.dest)));
-        if let Some(s) = &self.conn.lock().stream {
-            let _ = s.0.shutdown(std::net::Shutdown::Both);
-        }
+        self.conn.lock().down();
     }
 
     pub fn is_broken(&self) -> bool {
@@ -438,9 +445,7 @@ impl Link {
     /// Take the stream down and, unless a thread is at it already, open a
     /// new one in the background (`reconnect`).
     fn start_reconnect(self: &Arc<Self>, conn: &mut Conn) {
-        if let Some(old) = conn.stream.take() {
-            let _ = old.0.shutdown(std::net::Shutdown::Both);
-        }
+        conn.down();
         if conn.reconnecting {
             return;
         }
@@ -476,9 +481,7 @@ impl Link {
                 conn.reconnecting = false;
                 return;
             }
-            if let Some(old) = conn.stream.take() {
-                let _ = old.0.shutdown(std::net::Shutdown::Both);
-            }
+            conn.down();
             if Instant::now() >= deadline {
                 break err(ErrorClass::ProcFailed, format!("stream to {} keeps breaking", self.target.peer));
             }
@@ -581,9 +584,7 @@ impl Link {
             return; // already replaced, or given up
         }
         if self.pending.lock().is_empty() {
-            if let Some(old) = conn.stream.take() {
-                let _ = old.0.shutdown(std::net::Shutdown::Both);
-            }
+            conn.down();
             return;
         }
         self.start_reconnect(&mut conn);
@@ -597,9 +598,7 @@ impl Link {
             std::mem::take(&mut *pending).into_iter().collect()
         };
         if let Some(mut c) = self.conn.try_lock() {
-            if let Some(s) = c.stream.take() {
-                let _ = s.0.shutdown(std::net::Shutdown::Both);
-            }
+            c.down();
         }
         for (_, p) in pending {
             self.settle(p, Err(e.clone()));

@@ -86,14 +86,7 @@ impl Transport {
     /// `source` (`direct::matched`, a long poll: outside the in-flight bound).
     pub async fn matched(&self, base: &str, domain: &str, dest: u32, source: u32, seq: u64, token: &str) -> Result<()> {
         let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}/matched");
-        let request = || {
-            Request::builder()
-                .method(Method::GET)
-                .uri(&uri)
-                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Chunks::empty())
-        };
-        self.retrying(&format!("rank {dest} at {base}"), &uri, request).await.map(drop)
+        self.ask(Method::GET, &uri, &format!("rank {dest} at {base}"), token).await.map(drop)
     }
 
     /// Take back message `seq` from rank `source` at rank `dest` unless a
@@ -104,17 +97,22 @@ impl Transport {
             withdrawn: bool,
         }
         let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}");
-        let request = || {
-            Request::builder()
-                .method(Method::DELETE)
-                .uri(&uri)
-                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Chunks::empty())
-        };
-        let body = self.retrying(&format!("rank {dest} at {base}"), &uri, request).await?;
+        let body = self.ask(Method::DELETE, &uri, &format!("rank {dest} at {base}"), token).await?;
         serde_json::from_slice::<Answer>(&body)
             .map(|a| a.withdrawn)
             .map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
+    }
+
+    /// A request without a body about something at `peer`, `retrying`.
+    async fn ask(&self, method: Method, uri: &str, peer: &str, token: &str) -> Result<Bytes> {
+        let request = || {
+            Request::builder()
+                .method(method.clone())
+                .uri(uri)
+                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Chunks::empty())
+        };
+        self.retrying(peer, uri, request).await
     }
 
     /// Send `request()` until it gets an answer: a transient failure

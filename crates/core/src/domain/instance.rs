@@ -676,8 +676,7 @@ impl Instance {
     /// here, in call order, which is what makes per-pair ordering hold.
     /// `inline`: write a large message from this thread (a blocking send).
     /// `track` (a tracked send) tells when the receiving endpoint stored
-    /// the message and, if asked, when a receive took it (over streams; over
-    /// stores only a synchronous send's completion says so).
+    /// the message and, if asked at the start, when a receive took it.
     pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool, track: Option<Tracking>) -> Arc<Completion> {
         let c = Completion::new();
         let fail = |e: Error| {
@@ -727,7 +726,7 @@ impl Instance {
             // Asked at the start to tell the match: over stores, a long poll.
             if let Some(m) = track.and_then(|t| t.matched) {
                 let r = match r {
-                    Ok(()) => me.transport.matched(b.url_of(dest), &b.domain, dest, me.rank(), seq, &b.token).await,
+                    Ok(()) => me.matched_at(dest, seq).await,
                     Err(e) => Err(e),
                 };
                 m.complete(r.map(|_| Outcome::Sent));
@@ -759,21 +758,29 @@ impl Instance {
     /// this rank: the "matched" event of a standard send, asked for late.
     pub fn ask_match(self: &Arc<Self>, dest: u32, seq: u64) -> Arc<Completion> {
         let c = Completion::new();
-        let done = c.clone();
+        self.report_match(c.clone(), dest, seq);
+        c
+    }
+
+    /// Complete `into` once a receive at `dest` took message `seq` (`matched_at`).
+    fn report_match(self: &Arc<Self>, into: Arc<Completion>, dest: u32, seq: u64) {
         let me = self.clone();
         runtime().spawn(async move {
-            let r = if dest == me.rank() {
-                match me.watch_match(dest, seq) {
-                    Some(rx) => rx.await.map_err(|_| Error::new(ErrorClass::ProcFailed, "the instance ended before the message was received")),
-                    None => Ok(()),
-                }
-            } else {
-                let b = &me.binding;
-                me.transport.matched(b.url_of(dest), &b.domain, dest, me.rank(), seq, &b.token).await
-            };
-            done.complete(r.map(|()| Outcome::Sent));
+            into.complete(me.matched_at(dest, seq).await.map(|()| Outcome::Sent));
         });
-        c
+    }
+
+    /// Until a receive at world rank `dest` took message `seq` from this
+    /// rank: this mailbox's watch, or the receiver's (`direct::matched`).
+    async fn matched_at(&self, dest: u32, seq: u64) -> Result<()> {
+        if dest != self.rank() {
+            let b = &self.binding;
+            return self.transport.matched(b.url_of(dest), &b.domain, dest, self.rank(), seq, &b.token).await;
+        }
+        match self.watch_match(dest, seq) {
+            Some(rx) => rx.await.map_err(|_| Error::new(ErrorClass::ProcFailed, "the instance ended before the message was received")),
+            None => Ok(()),
+        }
     }
 
     /// Ask `dest` to acknowledge what it stored now rather than lazily (a
@@ -823,41 +830,40 @@ impl Instance {
         Ok(link)
     }
 
-    fn send_to_self(self: &Arc<Self>, mut env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>, track: Option<Tracking>) {
+    fn send_to_self(self: &Arc<Self>, env: Envelope, chunks: Vec<Bytes>, c: &Arc<Completion>, track: Option<Tracking>) {
         // Copy: the caller's buffers may be borrowed from Python objects, and
         // the mailbox must own what it keeps.
         let owned = chunks.iter().map(|b| Bytes::copy_from_slice(b)).collect();
-        let sync = env.sync;
-        let tell = track.as_ref().and_then(|t| t.matched.clone());
-        env.sync = sync || tell.is_some(); // await the match
+        let seq = env.seq.expect("sequenced");
         let mut msg = Message::new(env, Payload::from_chunks(owned));
         let matched = msg.await_match();
-        let filed = self.deliver(msg).map(|_| ());
-        if let Some(t) = &track {
-            t.stored.complete(filed.clone().map(|()| Outcome::Sent));
-        }
-        if let Err(e) = filed {
-            if let Some(t) = &tell {
-                t.complete(Err(e.clone()));
+        if let Err(e) = self.deliver(msg) {
+            if let Some(t) = &track {
+                t.settle(&Err(e.clone()));
             }
             c.complete(Err(e));
             return;
         }
-        if !sync {
-            c.complete(Ok(Outcome::Sent));
+        if let Some(t) = &track {
+            t.stored.complete(Ok(Outcome::Sent));
         }
-        if let Some(rx) = matched {
-            let c = c.clone();
-            runtime().spawn(async move {
-                let outcome = match rx.await {
-                    Ok(()) => Ok(Outcome::Sent),
-                    Err(_) => Err(Error::new(ErrorClass::ProcFailed, "instance ended before the message was received")),
-                };
-                if let Some(t) = tell {
-                    t.complete(outcome.as_ref().map(|_| Outcome::Sent).map_err(Clone::clone));
-                }
-                c.complete(outcome);
-            });
+        match matched {
+            None => {
+                c.complete(Ok(Outcome::Sent));
+            }
+            Some(rx) => {
+                let c = c.clone();
+                runtime().spawn(async move {
+                    c.complete(match rx.await {
+                        Ok(()) => Ok(Outcome::Sent),
+                        Err(_) => Err(Error::new(ErrorClass::ProcFailed, "instance ended before the message was received")),
+                    });
+                });
+            }
+        }
+        // Asked at the start to tell the match (a standard send): this mailbox's watch.
+        if let Some(m) = track.and_then(|t| t.matched) {
+            self.report_match(m, self.rank(), seq);
         }
     }
 

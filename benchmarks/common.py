@@ -85,6 +85,24 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def arg_parser(suite, doc, quick, rounds, timeout, timeout_default=None, bench_args=True):
+    """The options every driver shares (--quick, --out, --rounds, --impls,
+    --timeout, --no-plots, and arguments for bench.py after --), with each
+    one's help text; a driver adds its own."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="benchmarks/%s/run" % suite, description=doc.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=quick)
+    ap.add_argument("--out", default=str(BENCH_DIR / "results" / suite), help="output directory")
+    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (%s)" % rounds)
+    ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(IMPLS))
+    ap.add_argument("--timeout", type=float, default=timeout_default, help="seconds per launch%s" % (" (%s)" % timeout if timeout else ""))
+    ap.add_argument("--no-plots", action="store_true")
+    if bench_args:
+        ap.add_argument("bench_args", nargs="*", help="extra arguments for bench.py (after --)")
+    return ap
+
+
 def check_setup():
     """The implementations that can run here; explains what is missing."""
     if not (VENV / "bin" / "mpiws").exists():

@@ -8,7 +8,6 @@ for MPICH the driver runs a copy whose one import line says
 changes). Rank 0 prints `RESULT {json}` with the timed part in "seconds" and
 whether the answer validated.
 """
-import argparse
 import os
 import sys
 import time
@@ -32,15 +31,10 @@ APPS = {
 
 
 def parse(argv):
-    ap = argparse.ArgumentParser(prog="benchmarks/apps/run", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, ranks 1,2,4, one round")
-    ap.add_argument("--out", default=str(common.BENCH_DIR / "results" / "apps"), help="output directory")
+    ap = common.arg_parser("apps", __doc__, "small sizes, ranks 1,2,4, one round", "default 3, quick 1",
+                           "default 900, quick 300", bench_args=False)
     ap.add_argument("--ranks", default=None, help="comma-separated rank counts (default 1,2,4,8; quick 1,2,4)")
-    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 3, quick 1)")
-    ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(common.IMPLS))
     ap.add_argument("--apps", default=None, help="comma-separated subset of: " + ",".join(APPS))
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per launch (default 900, quick 300)")
-    ap.add_argument("--no-plots", action="store_true")
     return ap.parse_args(argv)
 
 

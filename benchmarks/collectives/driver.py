@@ -2,7 +2,6 @@
 
 Entry point: benchmarks/collectives/run [--quick] [--out DIR] [--ranks 2,4,8] [--rounds R] [--impls a,b]
 """
-import argparse
 import os
 import sys
 import time
@@ -20,15 +19,9 @@ ALGO_COLORS = ["tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
 
 
 def parse(argv):
-    ap = argparse.ArgumentParser(prog="benchmarks/collectives/run", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="4 ranks, 4 sizes, 2 rounds, shorter blocks")
-    ap.add_argument("--out", default=str(common.BENCH_DIR / "results" / "collectives"), help="output directory")
+    ap = common.arg_parser("collectives", __doc__, "4 ranks, 4 sizes, 2 rounds, shorter blocks", "default 3, quick 2",
+                           "default 300, quick 150")
     ap.add_argument("--ranks", default=None, help="comma-separated rank counts (default 2,4,8; quick 4)")
-    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 3, quick 2)")
-    ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(common.IMPLS))
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per launch (default 300, quick 150)")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("bench_args", nargs="*", help="extra arguments for bench.py (after --)")
     return ap.parse_args(argv)
 
 

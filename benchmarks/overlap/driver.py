@@ -3,7 +3,6 @@ alternating; tables, JSON, plots.
 
 Entry point: benchmarks/overlap/run [--quick] [--out DIR] [--rounds R] [--impls a,b] [--work-ms MS]
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -24,15 +23,9 @@ PP_VARIANTS = ["blocking", "irecv-wait", "handler-echo", "handler-both", "await-
 
 
 def parse(argv):
-    ap = argparse.ArgumentParser(prog="benchmarks/overlap/run", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer iterations, 1 trial, 1.5 s idle wait, 2 rounds")
-    ap.add_argument("--out", default=str(common.BENCH_DIR / "results" / "overlap"), help="output directory")
-    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 3, quick 2)")
-    ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(common.IMPLS))
+    ap = common.arg_parser("overlap", __doc__, "fewer iterations, 1 trial, 1.5 s idle wait, 2 rounds", "default 3, quick 2",
+                           "default 300, quick 150")
     ap.add_argument("--work-ms", type=float, default=1.0, help="compute per loop iteration, calibrated once (ms)")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per launch (default 300, quick 150)")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("bench_args", nargs="*", help="extra arguments for bench.py (after --)")
     return ap.parse_args(argv)
 
 

@@ -2,7 +2,6 @@
 
 Entry point: benchmarks/pingpong/run [--quick] [--out DIR] [--rounds R] [--impls a,b]
 """
-import argparse
 import os
 import sys
 import time
@@ -26,14 +25,8 @@ TARGETS = [
 
 
 def parse(argv):
-    ap = argparse.ArgumentParser(prog="benchmarks/pingpong/run", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer sizes (to 16 MiB), repetitions and rounds")
-    ap.add_argument("--out", default=str(common.BENCH_DIR / "results" / "pingpong"), help="output directory")
-    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5, quick 3)")
-    ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(common.IMPLS))
-    ap.add_argument("--timeout", type=float, default=600, help="seconds per launch")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("bench_args", nargs="*", help="extra arguments for bench.py (after --)")
+    ap = common.arg_parser("pingpong", __doc__, "fewer sizes (to 16 MiB), repetitions and rounds", "default 5, quick 3",
+                           None, timeout_default=600)
     return ap.parse_args(argv)
 
 

@@ -42,6 +42,14 @@ def _read_url(fd, proc, deadline):
     return data.decode().strip()
 
 
+def _ended(proc, within):
+    """``proc``'s exit status if it ends within ``within`` seconds, else None."""
+    try:
+        return proc.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def _exited(err):
     """For a rank that called ``sys.exit(arg)``: (status, what to say), like
     mpiexec; else None. A non-integer ``arg`` is a message and status 1."""
@@ -80,7 +88,18 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
         urls = [_read_url(fd, p, deadline) for fd, p in zip(url_fds, procs)]
 
         domain = Domain(urls)
-        domain.start(SERVICE, {"program": program, "args": list(args)})
+        try:
+            domain.start(SERVICE, {"program": program, "args": list(args)})
+        except Exception:
+            # A rank that ends at once can die before its endpoint answers
+            # the run request: name it by its exit status, not by a lost reply.
+            time.sleep(0.5)
+            dead = [(r, p.poll()) for r, p in enumerate(procs) if p.poll() is not None]
+            if not dead:
+                raise
+            for r, code in dead:
+                log(f"rank {r} process exited with status {code} while the domain started")
+            return 1
         events = queue.Queue()
 
         def watch_process(rank, p):
@@ -96,7 +115,11 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
             if exited is not None:
                 log(f"rank {failure['rank']} exited with status {exited[0]}{exited[1]}")
                 return exited[0]
-            log(f"rank {failure['rank']} {failure['state']} first: {err.get('name', '')}: {err.get('message', '')}")
+            rank = failure["rank"]
+            if err.get("name") == "unreachable" and _ended(procs[rank], 1.0) is not None:
+                # its endpoint went away with its process: say how the process ended
+                err = {"name": "process ended", "message": f"exit status {procs[rank].returncode}"}
+            log(f"rank {rank} {failure['state']} first: {err.get('name', '')}: {err.get('message', '')}")
             if err.get("traceback"):
                 sys.stderr.write(err["traceback"])
             stuck = [r for r, s in enumerate(statuses) if s is None]

@@ -9,7 +9,7 @@ use http::Method;
 use serde_json::{json, Value};
 
 use crate::direct::transport::Transport;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub struct DomainClient {
     pub domain: String,
@@ -37,7 +37,10 @@ impl DomainClient {
                 "token": self.token, "service": service, "params": params,
             });
             let uri = format!("{}/run", self.endpoints[rank]);
-            async move { self.transport.call_json::<Value>(Method::POST, &uri, None, Some(&binding)).await }
+            async move {
+                let reply = self.transport.call_json::<Value>(Method::POST, &uri, None, Some(&binding)).await;
+                reply.map_err(|e| Error::new(e.class, format!("rank {rank}: {}", e.message)))
+            }
         });
         let results = join_all(runs).await;
         if let Some(Err(e)) = results.iter().find(|r| r.is_err()) {

@@ -372,6 +372,7 @@ def test_stream_upgrade(api):
     up = {"upgrade": "mpiws-stream/1", "connection": "upgrade", "mpiws-source": "1"}
     api.call("POST", path, b"", {**up, **auth(token)}, expect=101)
     api.call("POST", path, b"", {"mpiws-source": "1", **auth(token)}, expect=400)           # no Upgrade
+    api.call("POST", path, b"", {**up, "connection": "keep-alive", **auth(token)}, expect=400)  # no Connection: upgrade
     api.call("POST", path, b"", {**up, "mpiws-source": "x", **auth(token)}, expect=400)
     api.call("POST", path, b"", {**up, "mpiws-source": "9", **auth(token)}, expect=400)
     api.call("POST", path, b"", up, expect=401)

@@ -56,8 +56,16 @@ pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, mut req: Request<In
         .get(http::header::UPGRADE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case(PROTOCOL));
-    if !wants {
-        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("expected 'Upgrade: {PROTOCOL}'"));
+    // HTTP/1.1 upgrades only with the `upgrade` token in Connection; a proxy strips both headers otherwise.
+    let connection_upgrade = req
+        .headers()
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    if !wants || !connection_upgrade {
+        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("expected 'Connection: upgrade' and 'Upgrade: {PROTOCOL}'"));
     }
     let source = match req.headers().get(frame::H_SOURCE).and_then(|v| v.to_str().ok()).map(|v| v.trim().parse::<u32>()) {
         Some(Ok(s)) => s,
@@ -541,8 +549,10 @@ impl Link {
                 break;
             }
             let (kind, seq, class, tlen) = frame::decode_ack_header(&h);
+            // Keep at most 1 MiB of an error's text, but read all of it: the next ack follows it.
             let mut text = vec![0u8; tlen.min(1 << 20) as usize];
-            if r.read_exact(&mut text).is_err() {
+            let rest = tlen as u64 - text.len() as u64;
+            if r.read_exact(&mut text).is_err() || std::io::copy(&mut (&mut r).take(rest), &mut std::io::sink()).ok() != Some(rest) {
                 break;
             }
             let settled: Vec<(Pending, Result<()>)> = {

@@ -25,8 +25,11 @@ class Endpoint:
     url: str
     port: int
     def __init__(self, host: str = "127.0.0.1", port: int = 0, max_message: int = 1 << 30,
-                 pending_timeout: float = 30.0, max_pending: int = 4096) -> None: ...
+                 pending_timeout: float = 30.0, max_pending: int = 4096, max_upload: int = 1 << 40,
+                 workdir: Optional[str] = None) -> None: ...
     def deploy(self, name: str) -> None: ...
+    def deploy_program(self, name: str, template: str) -> None:
+        """Deploy a command-line program as a service, described by its one-line template."""
     def next_run(self, timeout: Optional[float] = None) -> Optional[Instance]:
         """The next instance a *run* request created (to be started by the caller)."""
     def create_instance(self, domain: str, rank: int, endpoints: list[str], token: str,
@@ -143,3 +146,21 @@ class Message:
         """Each part as bytes (a collective's result blocks)."""
     def copy_into(self, buffer: Any, offsets: Optional[list[int]] = None) -> int:
         """Copy into a writable buffer (part i at byte ``offsets[i]`` if given); MPI_ERR_TRUNCATE if it does not fit."""
+
+class DomainClient:
+    """Start, watch and cancel a domain on running endpoints (the launcher's side)."""
+
+    def __init__(self, domain: str, token: str, endpoints: list[str]) -> None: ...
+    def start(self, service: str, params: str) -> None: ...
+    def status(self, rank: int, wait: Optional[float] = None) -> str: ...
+    def cancel(self, rank: int) -> str: ...
+
+class JobsClient:
+    """The HTTP calls a client of deployed programs makes; JSON as strings."""
+
+    def __init__(self) -> None: ...
+    def call(self, method: str, url: str, body: Optional[str] = None) -> str: ...
+    def upload(self, url: str, path: str) -> str:
+        """POST the file at ``path`` to ``url`` (streamed); the JSON answer."""
+    def download(self, url: str, path: str) -> int:
+        """GET ``url`` into the file at ``path`` (streamed); its size."""

@@ -1,4 +1,5 @@
-"""The ``mpiws`` command line: ``serve`` an endpoint, ``run`` a domain, ``bench`` against MPI."""
+"""The ``mpiws`` command line: ``serve`` an endpoint, ``run`` a domain, ``bench`` against MPI,
+and use deployed programs: ``usage``, ``call``, ``spawn``, ``job``."""
 
 import argparse
 import json
@@ -11,8 +12,10 @@ def _serve(a):
     from .service.serve import Server, load
 
     services = dict(load(s) for s in a.service)
-    server = Server(services, a.host, a.port, max_message=a.max_message, pending_timeout=a.pending_timeout)
-    print(f"mpiws: serving {', '.join(services) or 'no services'} at {server.url}", flush=True)
+    server = Server(services, a.host, a.port, programs=a.program, max_message=a.max_message,
+                    pending_timeout=a.pending_timeout, workdir=a.workdir)
+    names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
+    print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -39,6 +42,79 @@ def _run(a):
     return run_local(a.np, a.program[0], a.program[1:], prefix=a.prefix, host=a.host, keep_going=a.keep_going)
 
 
+def _inputs(words):
+    """``x=1`` a value (or a file's text), ``y:@path`` a local file (uploaded),
+    ``y:@http://...`` a URL the job pulls; ``out:NAME[=PATH]`` saves output NAME."""
+    from .jobs import File
+
+    inputs, saves = {}, {}
+    for w in words:
+        if w.startswith("out:"):
+            name, _, path = w[4:].partition("=")
+            saves[name] = path or name
+        elif ":@" in w and ("=" not in w or w.index(":@") < w.index("=")):
+            name, _, where = w.partition(":@")
+            inputs[name] = File(where)
+        elif "=" in w:
+            name, _, value = w.partition("=")
+            inputs[name] = value
+        else:
+            raise ValueError(f"{w!r}: give NAME=VALUE, NAME:@FILE or out:NAME[=PATH]")
+    return inputs, saves
+
+
+def _usage(a):
+    from .jobs import Program
+
+    u = Program(a.url).usage()
+    print(f"{u['name']}: {u['template']}")
+    for p in u["parameters"]:
+        how = {"in": "NAME=VALUE" if p["placement"] == "val" else "NAME=TEXT or NAME:@FILE"}.get(p["direction"], "out:NAME[=PATH]")
+        print(f"  {p['name']:<12} {p['direction']:<6} {p['placement']:<4} {p['type']:<7} {how.replace('NAME', p['name'])}")
+    return 0
+
+
+def _call(a):
+    from .jobs import Job, Program
+
+    inputs, saves = _inputs(a.inputs)
+    program = Program(a.url)
+    job = program.spawn(**inputs)
+    print(f"mpiws call: job {job.url}", file=sys.stderr, flush=True)
+    try:
+        status = job.wait()
+    except KeyboardInterrupt:
+        job.kill()
+        raise
+    results = job.results(by=a.by)
+    for name, path in saves.items():
+        print(f"mpiws call: {name} -> {path} ({job.download(name, path)} bytes)", file=sys.stderr)
+    print(json.dumps(results, indent=2))
+    return 0 if status["state"] == "done" else 1
+
+
+def _spawn(a):
+    from .jobs import Program
+
+    inputs, _ = _inputs(a.inputs)
+    print(Program(a.url).spawn(**inputs).url)
+    return 0
+
+
+def _job(a):
+    from .jobs import Job
+
+    job = Job(a.url)
+    if a.kill:
+        out = job.kill()
+    elif a.results:
+        out = job.results(by=a.by)
+    else:
+        out = job.status(wait=a.wait)
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def _bench(a):
     from .bench import run_bench
 
@@ -55,7 +131,30 @@ def main(argv=None):
     s.add_argument("--service", action="append", default=[], metavar="NAME=module:function", help="deploy a service (repeatable)")
     s.add_argument("--max-message", type=int, default=1 << 30, help="largest message body in bytes")
     s.add_argument("--pending-timeout", type=float, default=30.0, help="seconds a message waits for its instance to exist")
+    s.add_argument("--program", action="append", default=[], metavar="NAME=TEMPLATE",
+                   help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
+    s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new temporary directory)")
     s.set_defaults(func=_serve)
+
+    u = sub.add_parser("usage", help="show a deployed program's parameters")
+    u.add_argument("url", help="ENDPOINT/programs/NAME")
+    u.set_defaults(func=_usage)
+    c = sub.add_parser("call", help="run a job of a deployed program and wait for its results")
+    c.add_argument("url", help="ENDPOINT/programs/NAME")
+    c.add_argument("inputs", nargs="*", metavar="ARG", help="x=1, y:@file (uploaded), y:@http://... (pulled), out:result[=path] (saved)")
+    c.add_argument("--by", choices=("value", "reference"), default="value", help="results inline, or as URLs")
+    c.set_defaults(func=_call)
+    sp = sub.add_parser("spawn", help="start a job of a deployed program; prints its URL")
+    sp.add_argument("url", help="ENDPOINT/programs/NAME")
+    sp.add_argument("inputs", nargs="*", metavar="ARG", help="as for call")
+    sp.set_defaults(func=_spawn)
+    j = sub.add_parser("job", help="a job's status (or, with --results / --kill, its results / its end)")
+    j.add_argument("url", help="ENDPOINT/jobs/ID")
+    j.add_argument("--wait", type=float, help="long-poll up to this many seconds for the job to end")
+    j.add_argument("--results", action="store_true", help="its results")
+    j.add_argument("--by", choices=("value", "reference"), default="value", help="results inline, or as URLs")
+    j.add_argument("--kill", action="store_true", help="kill it")
+    j.set_defaults(func=_job)
 
     r = sub.add_parser("run", help="run a domain: N local ranks of a script, or a service on endpoints")
     r.add_argument("-n", "-np", dest="np", type=int, default=1, help="number of local ranks")

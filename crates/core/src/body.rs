@@ -1,12 +1,14 @@
 //! The HTTP body type used by the server and the client: a queue of byte
-//! chunks sent as they are (payload buffers are never concatenated).
+//! chunks sent as they are (payload buffers are never concatenated), or a
+//! file read as it is sent (job files of any size, never held in memory).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, ReadBuf};
 use http_body::{Body, Frame, SizeHint};
 use serde::Serialize;
 
@@ -14,13 +16,22 @@ use serde::Serialize;
 pub struct Chunks {
     chunks: VecDeque<Bytes>,
     remaining: u64,
+    file: Option<tokio::fs::File>,
 }
+
+/// How much of a file one body frame carries.
+const FILE_FRAME: u64 = 256 << 10;
 
 impl Chunks {
     pub fn new(chunks: impl IntoIterator<Item = Bytes>) -> Self {
         let chunks: VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
         let remaining = chunks.iter().map(|c| c.len() as u64).sum();
-        Chunks { chunks, remaining }
+        Chunks { chunks, remaining, file: None }
+    }
+
+    /// The first `len` bytes of `file`, read as they are sent.
+    pub fn file(file: tokio::fs::File, len: u64) -> Self {
+        Chunks { chunks: VecDeque::new(), remaining: len, file: (len > 0).then_some(file) }
     }
 
     pub fn empty() -> Self {
@@ -38,19 +49,38 @@ impl Body for Chunks {
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.chunks.pop_front() {
-            Some(c) => {
-                self.remaining -= c.len() as u64;
-                Poll::Ready(Some(Ok(Frame::data(c))))
+        if let Some(c) = self.chunks.pop_front() {
+            self.remaining -= c.len() as u64;
+            return Poll::Ready(Some(Ok(Frame::data(c))));
+        }
+        let this = &mut *self;
+        let Some(file) = this.file.as_mut() else { return Poll::Ready(None) };
+        let mut buf = BytesMut::zeroed(this.remaining.min(FILE_FRAME) as usize);
+        let mut read = ReadBuf::new(&mut buf);
+        match Pin::new(file).poll_read(cx, &mut read) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                let n = read.filled().len();
+                buf.truncate(n);
+                this.remaining -= n as u64;
+                if this.remaining == 0 {
+                    this.file = None;
+                }
+                Poll::Ready(Some(Ok(Frame::data(buf.freeze()))))
             }
-            None => Poll::Ready(None),
+            // Shorter than announced, or unreadable: end early; the peer sees
+            // a body cut off (its length was announced), never wrong data.
+            Poll::Ready(_) => {
+                this.file = None;
+                Poll::Ready(None)
+            }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.chunks.is_empty()
+        self.chunks.is_empty() && self.file.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -24,6 +24,9 @@
 //!   [`direct::store`] files what peers send, [`direct::transport`] sends,
 //!   [`direct::stream`] / [`direct::inbound`] are the faster upgraded
 //!   channel and its readers, [`direct::polled`] their socket I/O.
+//! - [`jobs`] — **legacy programs as services**: a command-line program
+//!   deployed with a one-line template; jobs of it are spawned, watched,
+//!   killed, and their files pass by value or by URL.
 //! - [`completion`] — where outcomes land, how threads wait for them
 //!   (polling briefly, then sleeping), and [`completion::Events`], the
 //!   queue a handler thread sleeps on.
@@ -35,6 +38,7 @@ pub mod completion;
 pub mod direct;
 pub mod domain;
 pub mod error;
+pub mod jobs;
 pub mod mpi;
 pub mod runtime;
 pub mod service;

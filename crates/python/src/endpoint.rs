@@ -27,14 +27,16 @@ pub struct Endpoint {
 #[pymethods]
 impl Endpoint {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096))]
-    fn new(host: &str, port: u16, max_message: u64, pending_timeout: f64, max_pending: usize) -> PyResult<Self> {
+    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096, max_upload=1u64<<40, workdir=None))]
+    fn new(host: &str, port: u16, max_message: u64, pending_timeout: f64, max_pending: usize, max_upload: u64, workdir: Option<std::path::PathBuf>) -> PyResult<Self> {
         let config = Config {
             host: host.to_string(),
             port,
             max_message,
             pending_timeout: Duration::from_secs_f64(pending_timeout.max(0.0)),
             max_pending,
+            max_upload,
+            workdir,
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
@@ -52,6 +54,11 @@ impl Endpoint {
     /// Deploy a service name: *run* requests for it are accepted.
     fn deploy(&self, name: &str) {
         self.inner.deploy(name)
+    }
+
+    /// Deploy a command-line program as a service, described by its one-line template.
+    fn deploy_program(&self, name: &str, template: &str) -> PyResult<()> {
+        self.inner.jobs.deploy(name, template).py_err()
     }
 
     /// The next instance a *run* request created, waiting up to `timeout` seconds.

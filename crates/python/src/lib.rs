@@ -10,6 +10,7 @@ mod collective;
 mod comm;
 mod endpoint;
 mod errors;
+mod jobs;
 mod request;
 
 #[pymodule]
@@ -21,6 +22,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<request::Message>()?;
     m.add_class::<request::Events>()?;
     m.add_class::<client::DomainClient>()?;
+    m.add_class::<jobs::JobsClient>()?;
     m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;
     m.add_function(wrap_pyfunction!(request::wait_any, m)?)?;
     m.add("ANY_SOURCE", mpiws_core::mpi::ANY_SOURCE)?;

@@ -2,7 +2,8 @@
 
 A service is a function ``f(comm, params) -> result``: ``comm`` is the
 instance's COMM_WORLD, ``params`` the domain's JSON parameters, and the
-result must be JSON-serialisable.
+result must be JSON-serialisable. A program is a command-line program made
+a service by its one-line template (``NAME=TEMPLATE``; see ``mpiws.jobs``).
 """
 
 import importlib
@@ -31,11 +32,16 @@ def load(spec):
 class Server:
     """An endpoint and the dispatcher that starts each instance on a thread."""
 
-    def __init__(self, services, host="127.0.0.1", port=0, **limits):
+    def __init__(self, services, host="127.0.0.1", port=0, programs=(), **limits):
         self.services = dict(services)
         self.endpoint = _core.Endpoint(host, port, **limits)
         for name in self.services:
             self.endpoint.deploy(name)
+        for spec in programs:
+            name, sep, template = spec.partition("=")
+            if not sep:
+                raise ValueError(f"program must be NAME=TEMPLATE, got {spec!r}")
+            self.endpoint.deploy_program(name.strip(), template)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._dispatch, name="mpiws-dispatch", daemon=True)
         self._thread.start()

@@ -3,6 +3,7 @@
 //! one peer (beyond it, sends queue here instead of opening more sockets).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
+use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 
 use crate::body::Chunks;
@@ -177,12 +179,52 @@ impl Transport {
             .map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
     }
 
+    /// GET `uri` into the file `to`, as it arrives; returns its size.
+    pub async fn download(&self, uri: &str, to: &Path) -> Result<u64> {
+        let req = Request::get(uri).body(Chunks::empty()).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
+        let resp = self.client.request(req).await.map_err(|e| unreachable(uri, &e))?;
+        let status = resp.status();
+        let mut body = resp.into_body();
+        let cut = |e: hyper::Error| Error::new(ErrorClass::Other, format!("{uri}: answer cut off: {e}"));
+        if !status.is_success() {
+            let bytes = body.collect().await.map_err(cut)?.to_bytes();
+            return Err(error_from_response(status, &bytes, uri));
+        }
+        let disk = |e: std::io::Error| Error::new(ErrorClass::Other, format!("cannot write {}: {e}", to.display()));
+        let mut file = tokio::fs::File::create(to).await.map_err(disk)?;
+        let mut size = 0;
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.map_err(cut)?.into_data() {
+                file.write_all(&data).await.map_err(disk)?;
+                size += data.len() as u64;
+            }
+        }
+        file.flush().await.map_err(disk)?;
+        Ok(size)
+    }
+
+    /// POST the file `from` to `uri`, read as it is sent; the JSON answer.
+    pub async fn upload(&self, uri: &str, from: &Path) -> Result<serde_json::Value> {
+        let unreadable = |e: std::io::Error| Error::new(ErrorClass::Arg, format!("cannot read {}: {e}", from.display()));
+        let file = tokio::fs::File::open(from).await.map_err(unreadable)?;
+        let len = file.metadata().await.map_err(unreadable)?.len();
+        let req = Request::post(uri)
+            .header(http::header::CONTENT_TYPE, "application/octet-stream")
+            .body(Chunks::file(file, len))
+            .map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
+        let (status, bytes) = self.exchange(req, uri).await?;
+        if !status.is_success() {
+            return Err(error_from_response(status, &bytes, uri));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
+    }
+
     async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<(StatusCode, Bytes)> {
         let resp = self
             .client
             .request(req)
             .await
-            .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {}", describe(&e))))?;
+            .map_err(|e| unreachable(peer, &e))?;
         let status = resp.status();
         let body = resp
             .into_body()
@@ -192,6 +234,10 @@ impl Transport {
             .to_bytes();
         Ok((status, body))
     }
+}
+
+fn unreachable(peer: &str, e: &hyper_util::client::legacy::Error) -> Error {
+    Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {}", describe(e)))
 }
 
 fn describe(e: &hyper_util::client::legacy::Error) -> String {

@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 use crate::direct::transport::Transport;
 use crate::domain::{Binding, Instance};
 use crate::error::{err, ErrorClass, Result};
+use crate::jobs::Jobs;
 use crate::runtime::runtime;
 
 #[derive(Debug, Clone)]
@@ -30,6 +31,10 @@ pub struct Config {
     pub pending_timeout: Duration,
     /// How many such stores may be held at once.
     pub max_pending: usize,
+    /// Largest file an upload (`POST /files`) may be.
+    pub max_upload: u64,
+    /// Where jobs and uploads are kept; a fresh temporary directory if None.
+    pub workdir: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -40,6 +45,8 @@ impl Default for Config {
             max_message: 1 << 30,
             pending_timeout: Duration::from_secs(30),
             max_pending: 4096,
+            max_upload: 1 << 40,
+            workdir: None,
         }
     }
 }
@@ -51,6 +58,7 @@ pub struct Endpoint {
     pub config: Config,
     pub addr: SocketAddr,
     pub transport: Arc<Transport>,
+    pub jobs: Jobs,
     services: RwLock<Vec<String>>,
     instances: Mutex<HashMap<(String, u32), Arc<Instance>>>,
     appeared: Notify,
@@ -67,10 +75,12 @@ impl Endpoint {
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
         let (tx, rx) = mpsc::channel();
+        let workdir = config.workdir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}", std::process::id(), addr.port())));
         let ep = Arc::new(Endpoint {
             config,
             addr,
             transport: Arc::new(Transport::new()),
+            jobs: Jobs::new(workdir),
             services: RwLock::new(Vec::new()),
             instances: Mutex::new(HashMap::new()),
             appeared: Notify::new(),
@@ -203,6 +213,7 @@ impl Endpoint {
             "mpiws": env!("CARGO_PKG_VERSION"),
             "url": self.url(),
             "services": self.services(),
+            "programs": self.jobs.programs().iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
             "domains": domains,
         })
     }

@@ -1,7 +1,9 @@
 //! Building answers: JSON bodies and JSON errors (`{"error": {...}}`), and
 //! the checks every operation shares (token, rank in the path).
 
-use http::{HeaderMap, Response, StatusCode};
+use std::time::Duration;
+
+use http::{HeaderMap, Request, Response, StatusCode};
 use serde::Serialize;
 use serde_json::json;
 
@@ -32,6 +34,23 @@ pub fn from_error(e: &Error) -> Reply {
         _ => StatusCode::BAD_REQUEST,
     };
     error(status, e.class, e.message.clone())
+}
+
+/// Longest long-poll a client may ask for.
+const MAX_WAIT: f64 = 300.0;
+
+/// The value of `key` in the request's query string, if given.
+pub fn query<'a, B>(req: &'a Request<B>, key: &str) -> Option<&'a str> {
+    req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// A long poll's `?wait=SECONDS` (at most five minutes); None without one.
+pub fn wait_param<B>(req: &Request<B>) -> Result<Option<Duration>, Reply> {
+    match query(req, "wait").map(str::parse::<f64>) {
+        None => Ok(None),
+        Some(Ok(secs)) if secs >= 0.0 => Ok(Some(Duration::from_secs_f64(secs.min(MAX_WAIT)))),
+        Some(_) => Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "wait= takes a number of seconds")),
+    }
 }
 
 pub fn no_content() -> Reply {

@@ -9,6 +9,20 @@
 //! | DELETE | `/domains/{domain}/ranks/{rank}`       | cancel     |
 //! | POST   | `/domains/{domain}/ranks/{rank}/messages` | store   |
 //! | POST   | `/domains/{domain}/ranks/{rank}/stream` | stream upgrade |
+//! | GET    | `/domains/{domain}/ranks/{rank}/messages/{source}/{seq}/matched` | matched |
+//! | DELETE | `/domains/{domain}/ranks/{rank}/messages/{source}/{seq}` | withdraw |
+//!
+//! and the jobs layer's (`crate::jobs`):
+//!
+//! | method | path                                   | operation  |
+//! |--------|----------------------------------------|------------|
+//! | GET    | `/programs`, `/programs/{name}`        | describe   |
+//! | POST   | `/programs/{name}/jobs`, `/programs/{name}/call` | spawn |
+//! | GET    | `/jobs/{id}`                           | status     |
+//! | DELETE | `/jobs/{id}`                           | kill       |
+//! | GET    | `/jobs/{id}/results`                   | results    |
+//! | GET    | `/jobs/{id}/files/{name}`, `/jobs/{id}/stdout`, `/jobs/{id}/stderr` | files |
+//! | POST   | `/files`; GET, DELETE `/files/{id}`    | files      |
 
 use std::sync::Arc;
 
@@ -21,6 +35,7 @@ use tokio::net::TcpListener;
 
 use crate::direct::{matched, store, stream, withdraw};
 use crate::error::ErrorClass;
+use crate::jobs;
 use crate::service::reply::{self, Reply};
 use crate::service::{cancel, describe, run, status, Endpoint};
 
@@ -61,6 +76,21 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         (&Method::POST, ["domains", d, "ranks", r, "stream"]) => stream::accept(&ep, d, r, req).await,
         (&Method::GET, ["domains", d, "ranks", r, "messages", s, q, "matched"]) => matched::matched(&ep, d, r, s, q, req).await,
         (&Method::DELETE, ["domains", d, "ranks", r, "messages", s, q]) => withdraw::withdraw(&ep, d, r, s, q, req).await,
+        (&Method::GET, ["programs"]) => jobs::describe::list(&ep),
+        (&Method::GET, ["programs", name]) => jobs::describe::describe(&ep, name),
+        (&Method::POST, ["programs", name, "jobs"]) => jobs::spawn::spawn(&ep, name, req, false).await,
+        (&Method::POST, ["programs", name, "call"]) => jobs::spawn::spawn(&ep, name, req, true).await,
+        (&Method::GET, ["jobs", id]) => jobs::status::status(&ep, id, req).await,
+        (&Method::DELETE, ["jobs", id]) => jobs::kill::kill(&ep, id).await,
+        (&Method::GET, ["jobs", id, "results"]) => jobs::results::results_route(&ep, id, req).await,
+        (&Method::GET, ["jobs", id, "files", name]) => jobs::files::get_job_file(&ep, id, name, false).await,
+        (&Method::GET, ["jobs", id, out @ ("stdout" | "stderr")]) => jobs::files::get_job_file(&ep, id, out, true).await,
+        (&Method::POST, ["files"]) => jobs::files::upload(&ep, req).await,
+        (&Method::GET, ["files", id]) => jobs::files::get_upload(&ep, id).await,
+        (&Method::DELETE, ["files", id]) => jobs::files::remove_upload(&ep, id).await,
+        (_, ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs", _] | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _] | ["files"] | ["files", _]) => {
+            reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
+        }
         (_, [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _] | ["domains", _, "ranks", _, "messages", _, _, "matched"]) => {
             reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
         }

@@ -1,0 +1,22 @@
+//! `GET /programs`: the programs deployed here; `GET /programs/{name}`: one
+//! program's interface (its template and parameters), generated from its
+//! template.
+
+use http::StatusCode;
+use serde_json::Value;
+
+use crate::error::ErrorClass;
+use crate::service::reply::{error, json, Reply};
+use crate::service::Endpoint;
+
+pub fn list(ep: &Endpoint) -> Reply {
+    let all: Vec<Value> = ep.jobs.programs().iter().map(|p| p.template.describe(&p.name)).collect();
+    json(StatusCode::OK, &all)
+}
+
+pub fn describe(ep: &Endpoint, name: &str) -> Reply {
+    match ep.jobs.program(name) {
+        Some(p) => json(StatusCode::OK, &p.template.describe(&p.name)),
+        None => error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")),
+    }
+}

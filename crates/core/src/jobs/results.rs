@@ -1,0 +1,85 @@
+//! `GET /jobs/{id}/results[?by=value|reference]`: an ended job's outputs,
+//! stdout and stderr. By value, an `int`/`float` output is a JSON number, a
+//! `string`/`xml` one its text, a `binary` one `{"base64": ...}`; by
+//! reference (and, by value, for a file over 16 MiB) `{"url", "size"}`, a
+//! URL to download it from (or to pass to another job as its input).
+
+use std::path::Path;
+
+use base64::Engine;
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{json, Map, Value};
+
+use crate::error::ErrorClass;
+use crate::jobs::job::Job;
+use crate::jobs::size_of;
+use crate::jobs::template::Param;
+use crate::service::reply::{error, json, query, Reply};
+use crate::service::Endpoint;
+
+/// Larger files are given by reference even when asked by value.
+const INLINE_MAX: u64 = 16 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Value,
+    Reference,
+}
+
+pub fn by_param<B>(req: &Request<B>) -> Result<By, Reply> {
+    match query(req, "by") {
+        None | Some("value") => Ok(By::Value),
+        Some("reference") => Ok(By::Reference),
+        Some(other) => Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("by={other}: it is by=value or by=reference"))),
+    }
+}
+
+pub async fn results_route(ep: &Endpoint, id: &str, req: Request<Incoming>) -> Reply {
+    let Some(job) = ep.jobs.job(id) else {
+        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"));
+    };
+    let by = match by_param(&req) {
+        Ok(by) => by,
+        Err(reply) => return reply,
+    };
+    if !job.state().state.ended() {
+        return error(StatusCode::CONFLICT, ErrorClass::Arg, format!("job {id} has not ended: wait with GET /jobs/{id}?wait=SECONDS"));
+    }
+    results(ep, &job, by).await
+}
+
+pub async fn results(ep: &Endpoint, job: &Job, by: By) -> Reply {
+    let base = format!("{}/jobs/{}", ep.url(), job.id);
+    let mut outputs = Map::new();
+    for p in job.program.template.params.iter().filter(|p| p.is_output()) {
+        let url = format!("{base}/files/{}", p.name);
+        outputs.insert(p.name.clone(), entry(&url, &job.dir.join(&p.name), Some(p), by).await);
+    }
+    let s = job.state();
+    json(
+        StatusCode::OK,
+        &json!({
+            "id": job.id, "program": job.program.name, "state": s.state, "exit_code": s.exit_code, "error": s.error,
+            "outputs": outputs,
+            "stdout": entry(&format!("{base}/stdout"), &job.stdout_path(), None, by).await,
+            "stderr": entry(&format!("{base}/stderr"), &job.stderr_path(), None, by).await,
+        }),
+    )
+}
+
+/// One file's result: its value, or where to fetch it; null if the job made none.
+async fn entry(url: &str, path: &Path, param: Option<&Param>, by: By) -> Value {
+    let Some(size) = size_of(path) else { return Value::Null };
+    let reference = json!({"url": url, "size": size});
+    if by == By::Reference || size > INLINE_MAX {
+        return reference;
+    }
+    let Ok(bytes) = tokio::fs::read(path).await else { return reference };
+    let Some(p) = param else { return Value::String(String::from_utf8_lossy(&bytes).into_owned()) };
+    match p.read_value(&bytes) {
+        Ok(Some(v)) => v,
+        Ok(None) => json!({"base64": base64::engine::general_purpose::STANDARD.encode(&bytes)}),
+        Err(e) => json!({"url": url, "size": size, "error": e.message}),
+    }
+}

@@ -1,0 +1,118 @@
+//! `POST /programs/{name}/jobs`: start a job (answers 201 at once with its
+//! URL), and `POST /programs/{name}/call`: start one, wait for its end and
+//! answer its results, in one request.
+//!
+//! Body: `{"inputs": {NAME: VALUE, ...}}`. A `val` input is a JSON number or
+//! string. A `file` input is sent by value (a string or number: the file's
+//! text; `{"base64": "..."}`: its bytes) or by reference (`{"url": "..."}`:
+//! the job pulls it; a URL of this endpoint's own files is linked).
+
+use std::time::Duration;
+
+use base64::Engine;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::{Map, Value};
+
+use crate::jobs::job::Job;
+use crate::jobs::results::{by_param, results};
+use crate::jobs::stage::{Input, Source};
+use crate::jobs::template::{Direction, Placement};
+use crate::jobs::{new_id, Program};
+use crate::error::ErrorClass;
+use crate::service::reply::{error, json, Reply};
+use crate::service::Endpoint;
+
+pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool) -> Reply {
+    let Some(program) = ep.jobs.program(name) else {
+        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here"));
+    };
+    let by = match by_param(&req) {
+        Ok(by) => by,
+        Err(reply) => return reply,
+    };
+    let body = match Limited::new(req.into_body(), ep.config.max_message as usize).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read the request: {e}")),
+    };
+    let inputs = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(mut o)) => match o.remove("inputs").unwrap_or(Value::Object(Map::new())) {
+            Value::Object(inputs) => inputs,
+            _ => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "'inputs' is an object of name: value"),
+        },
+        Ok(_) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "the body is {\"inputs\": {...}}"),
+        Err(e) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("malformed JSON: {e}")),
+    };
+    let (values, files) = match check_inputs(ep, &program, inputs) {
+        Ok(x) => x,
+        Err(message) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, message),
+    };
+    let id = new_id();
+    let dir = ep.jobs.job_dir(&id);
+    if let Err(e) = tokio::fs::create_dir_all(&dir).await {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {e}"));
+    }
+    let job = Job::new(id, program, dir);
+    ep.jobs.add_job(job.clone());
+    tokio::spawn(job.clone().run(values, files, ep.transport.clone()));
+    if call {
+        job.wait(Duration::MAX).await;
+        return results(ep, &job, by).await;
+    }
+    json(StatusCode::CREATED, &job.describe(&ep.url()))
+}
+
+/// Every input the template asks for, each checked; nothing else.
+fn check_inputs(ep: &Endpoint, program: &Program, mut inputs: Map<String, Value>) -> Result<(Vec<(String, String)>, Vec<Input>), String> {
+    let mut values = Vec::new();
+    let mut files = Vec::new();
+    for p in program.template.params.iter().filter(|p| p.is_input()) {
+        let Some(v) = inputs.remove(&p.name) else {
+            return Err(format!("missing input '{}' ({})", p.name, usage(program)));
+        };
+        if p.placement == Placement::Val {
+            values.push((p.name.clone(), p.check_value(&v).map_err(|e| e.message)?));
+            continue;
+        }
+        let source = match v {
+            Value::String(s) => Source::Bytes(s.into_bytes()),
+            Value::Number(n) => Source::Bytes(n.to_string().into_bytes()),
+            Value::Object(o) => match (o.get("base64"), o.get("url"), o.len()) {
+                (Some(Value::String(b)), None, 1) => Source::Bytes(
+                    base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| format!("input '{}': bad base64: {e}", p.name))?,
+                ),
+                (None, Some(Value::String(u)), 1) => reference(ep, u).map_err(|e| format!("input '{}': {e}", p.name))?,
+                _ => return Err(format!("input '{}' is a file: give its text, {{\"base64\": ...}} or {{\"url\": ...}}", p.name)),
+            },
+            _ => return Err(format!("input '{}' is a file: give its text, {{\"base64\": ...}} or {{\"url\": ...}}", p.name)),
+        };
+        files.push(Input { name: p.name.clone(), source, writable: p.direction == Direction::InOut });
+    }
+    if let Some(extra) = inputs.keys().next() {
+        return Err(format!("no input '{extra}' ({})", usage(program)));
+    }
+    Ok((values, files))
+}
+
+fn usage(program: &Program) -> String {
+    let ins: Vec<&str> = program.template.params.iter().filter(|p| p.is_input()).map(|p| p.name.as_str()).collect();
+    format!("{} takes {}", program.name, if ins.is_empty() { "no inputs".to_string() } else { ins.join(", ") })
+}
+
+/// A URL input: a file of this endpoint is used where it lies.
+fn reference(ep: &Endpoint, url: &str) -> Result<Source, String> {
+    if !url.starts_with("http://") {
+        return Err(format!("{url:?} is not an http:// URL"));
+    }
+    let Some(path) = url.strip_prefix(&ep.url()) else { return Ok(Source::Url(url.to_string())) };
+    let local = match path.trim_start_matches('/').split('/').collect::<Vec<_>>()[..] {
+        ["files", id] => ep.jobs.upload_path(id),
+        ["jobs", id, "files", name] => ep.jobs.job(id).and_then(|j| j.file_path(name)),
+        _ => None,
+    };
+    match local {
+        Some(p) if crate::jobs::size_of(&p).is_some() => Ok(Source::Local(p)),
+        _ => Err(format!("{url} is not a file of this endpoint")),
+    }
+}

@@ -1,0 +1,236 @@
+//! The one-line template that makes a command-line program a service:
+//!
+//! ```text
+//! add.sh [in:val:x:int] [in:file:y:int] [out:file:result:int]
+//! ```
+//!
+//! Each `[direction:placement:name:type]` is a parameter: direction `in`,
+//! `out` or `in_out`; placement `val` (the value goes on the command line)
+//! or `file` (a file's name goes there); type `int`, `float`, `string`,
+//! `binary` or `xml`. Every other word is passed as it is.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::error::{err, ErrorClass, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    In,
+    Out,
+    InOut,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    Val,
+    File,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Int,
+    Float,
+    String,
+    Binary,
+    Xml,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Param {
+    pub name: String,
+    pub direction: Direction,
+    pub placement: Placement,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+}
+
+impl Param {
+    pub fn is_input(&self) -> bool {
+        self.direction != Direction::Out
+    }
+
+    pub fn is_output(&self) -> bool {
+        self.direction != Direction::In
+    }
+
+    /// The command-line text of a value for a `val` parameter, checked against its type.
+    pub fn check_value(&self, v: &Value) -> Result<String> {
+        let bad = || err(ErrorClass::Arg, format!("input '{}' must be {}, not {v}", self.name, self.kind_name()));
+        match (self.kind, v) {
+            (Kind::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+            (Kind::Float, Value::Number(n)) => Ok(n.to_string()),
+            (Kind::Int, Value::String(s)) if s.trim().parse::<i64>().is_ok() => Ok(s.trim().to_string()),
+            (Kind::Float, Value::String(s)) if s.trim().parse::<f64>().is_ok() => Ok(s.trim().to_string()),
+            (Kind::String | Kind::Xml, Value::String(s)) => Ok(s.clone()),
+            _ => bad(),
+        }
+    }
+
+    /// An output file's content as a JSON value: parsed for numbers, text
+    /// for strings and XML; None for binary (or text that is not UTF-8).
+    pub fn read_value(&self, bytes: &[u8]) -> Result<Option<Value>> {
+        let Ok(text) = std::str::from_utf8(bytes) else { return Ok(None) };
+        let parsed = match self.kind {
+            Kind::Binary => return Ok(None),
+            Kind::String | Kind::Xml => return Ok(Some(Value::String(text.to_string()))),
+            Kind::Int => text.trim().parse::<i64>().ok().map(Value::from),
+            Kind::Float => text.trim().parse::<f64>().ok().map(Value::from),
+        };
+        match parsed {
+            Some(v) => Ok(Some(v)),
+            None => err(ErrorClass::Other, format!("output '{}' is not {}: {:?}", self.name, self.kind_name(), &text[..text.len().min(80)])),
+        }
+    }
+
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
+            Kind::Int => "an int",
+            Kind::Float => "a float",
+            Kind::String => "a string",
+            Kind::Binary => "binary data",
+            Kind::Xml => "an XML text",
+        }
+    }
+}
+
+/// One word of the command line: as written, or a parameter's place.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Word {
+    Literal(String),
+    Param(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    pub text: String,
+    pub words: Vec<Word>,
+    pub params: Vec<Param>,
+}
+
+impl Template {
+    pub fn parse(text: &str) -> Result<Template> {
+        let mut words = Vec::new();
+        let mut params: Vec<Param> = Vec::new();
+        for w in text.split_whitespace() {
+            let Some(inner) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) else {
+                if w.contains('[') || w.contains(']') {
+                    return err(ErrorClass::Arg, format!("template word {w:?}: a parameter is [direction:placement:name:type]"));
+                }
+                words.push(Word::Literal(w.to_string()));
+                continue;
+            };
+            let p = parse_param(inner)?;
+            if params.iter().any(|q| q.name == p.name) {
+                return err(ErrorClass::Arg, format!("template names parameter '{}' twice", p.name));
+            }
+            words.push(Word::Param(params.len()));
+            params.push(p);
+        }
+        match words.first() {
+            None => return err(ErrorClass::Arg, "empty template: it starts with the program to run"),
+            Some(Word::Param(_)) => return err(ErrorClass::Arg, "a template starts with the program to run, not a parameter"),
+            Some(Word::Literal(_)) => {}
+        }
+        Ok(Template { text: text.to_string(), words, params })
+    }
+
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// The interface description clients read (`GET /programs/{name}`).
+    pub fn describe(&self, name: &str) -> Value {
+        json!({"name": name, "template": self.text, "parameters": self.params})
+    }
+}
+
+fn parse_param(inner: &str) -> Result<Param> {
+    let fields: Vec<&str> = inner.split(':').collect();
+    let [direction, placement, name, kind] = fields[..] else {
+        return err(ErrorClass::Arg, format!("template parameter [{inner}]: expected [direction:placement:name:type]"));
+    };
+    let direction = match direction {
+        "in" => Direction::In,
+        "out" => Direction::Out,
+        "in_out" => Direction::InOut,
+        d => return err(ErrorClass::Arg, format!("template parameter [{inner}]: direction {d:?} is not in, out or in_out")),
+    };
+    let placement = match placement {
+        "val" => Placement::Val,
+        "file" => Placement::File,
+        p => return err(ErrorClass::Arg, format!("template parameter [{inner}]: placement {p:?} is not val or file")),
+    };
+    let kind = match kind {
+        "int" => Kind::Int,
+        "float" => Kind::Float,
+        "string" => Kind::String,
+        "binary" => Kind::Binary,
+        "xml" => Kind::Xml,
+        k => return err(ErrorClass::Arg, format!("template parameter [{inner}]: type {k:?} is not int, float, string, binary or xml")),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || name.starts_with('-') {
+        return err(ErrorClass::Arg, format!("template parameter [{inner}]: a name is letters, digits, '_' and '-'"));
+    }
+    if placement == Placement::Val && direction != Direction::In {
+        return err(ErrorClass::Arg, format!("template parameter [{inner}]: only inputs go on the command line by value; an output is a file"));
+    }
+    if placement == Placement::Val && kind == Kind::Binary {
+        return err(ErrorClass::Arg, format!("template parameter [{inner}]: binary data goes in a file"));
+    }
+    Ok(Param { name: name.to_string(), direction, placement, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_classic_template_parses() {
+        let t = Template::parse("add.sh [in:val:x:int] [in:file:y:int] -q [out:file:result:int]").unwrap();
+        assert_eq!(t.words.len(), 5);
+        assert_eq!(t.words[0], Word::Literal("add.sh".into()));
+        assert_eq!(t.words[3], Word::Literal("-q".into()));
+        assert_eq!(t.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["x", "y", "result"]);
+        assert_eq!(t.param("y").unwrap().placement, Placement::File);
+        assert!(t.param("result").unwrap().is_output() && !t.param("result").unwrap().is_input());
+        assert_eq!(t.describe("add")["parameters"][0], json!({"name": "x", "direction": "in", "placement": "val", "type": "int"}));
+    }
+
+    #[test]
+    fn bad_templates_say_why() {
+        for (text, why) in [
+            ("", "empty"),
+            ("[in:val:x:int] prog", "starts with the program"),
+            ("p [in:val:x]", "expected [direction"),
+            ("p [up:val:x:int]", "direction"),
+            ("p [in:disk:x:int]", "placement"),
+            ("p [in:val:x:complex]", "type"),
+            ("p [in:val:x y:int]", "parameter is"),
+            ("p [out:val:x:int]", "an output is a file"),
+            ("p [in:val:x:binary]", "binary data goes in a file"),
+            ("p [in:val:x:int] [in:file:x:int]", "twice"),
+            ("p [in:val:../x:int]", "a name is"),
+        ] {
+            let e = Template::parse(text).unwrap_err();
+            assert!(e.message.contains(why), "{text:?}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn values_are_checked_against_their_type() {
+        let t = Template::parse("p [in:val:n:int] [in:val:f:float] [in:val:s:string]").unwrap();
+        assert_eq!(t.params[0].check_value(&json!(3)).unwrap(), "3");
+        assert_eq!(t.params[0].check_value(&json!("42")).unwrap(), "42");
+        assert!(t.params[0].check_value(&json!(1.5)).is_err());
+        assert!(t.params[0].check_value(&json!("x")).is_err());
+        assert_eq!(t.params[1].check_value(&json!(1.5)).unwrap(), "1.5");
+        assert_eq!(t.params[2].check_value(&json!("a b")).unwrap(), "a b");
+        assert!(t.params[2].check_value(&json!(null)).is_err());
+        assert_eq!(t.params[0].read_value(b" 7\n").unwrap(), Some(json!(7)));
+        assert!(t.params[0].read_value(b"seven").is_err());
+    }
+}

@@ -1,0 +1,49 @@
+//! `JobsClient`: the HTTP calls a client of deployed programs makes (JSON
+//! requests, file uploads and downloads, streamed), with the GIL released.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use http::Method;
+use mpiws_core::direct::transport::Transport;
+use mpiws_core::runtime::runtime;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::errors::IntoPy;
+
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct JobsClient {
+    transport: Arc<Transport>,
+}
+
+#[pymethods]
+impl JobsClient {
+    #[new]
+    fn new() -> Self {
+        JobsClient { transport: Arc::new(Transport::new()) }
+    }
+
+    /// `method url` with an optional JSON body (a string); the JSON answer as a string.
+    #[pyo3(signature = (method, url, body=None))]
+    fn call(&self, py: Python<'_>, method: &str, url: &str, body: Option<&str>) -> PyResult<String> {
+        let method = Method::from_bytes(method.as_bytes()).map_err(|e| PyValueError::new_err(format!("method {method:?}: {e}")))?;
+        let body: Option<serde_json::Value> = body
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("body is not JSON: {e}")))?;
+        py.detach(|| runtime().block_on(self.transport.call_json::<serde_json::Value>(method, url, None, body.as_ref())))
+            .py_err()
+            .map(|v| v.to_string())
+    }
+
+    /// POST the file at `path` to `url` (an endpoint's `/files`); the JSON answer.
+    fn upload(&self, py: Python<'_>, url: &str, path: &str) -> PyResult<String> {
+        py.detach(|| runtime().block_on(self.transport.upload(url, Path::new(path)))).py_err().map(|v| v.to_string())
+    }
+
+    /// GET `url` into the file at `path`; its size.
+    fn download(&self, py: Python<'_>, url: &str, path: &str) -> PyResult<u64> {
+        py.detach(|| runtime().block_on(self.transport.download(url, Path::new(path)))).py_err()
+    }
+}

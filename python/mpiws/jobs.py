@@ -1,0 +1,132 @@
+"""Legacy programs as services: the client side.
+
+A server deploys a command-line program with a one-line template
+(``mpiws serve --program 'add=add.sh [in:val:x:int] [in:file:y:int] [out:file:result:int]'``);
+a client then runs jobs of it::
+
+    from mpiws.jobs import Program, File
+    add = Program("http://127.0.0.1:8001/programs/add")
+    add.call(x=1, y=File("y.txt"))["outputs"]["result"]      # spawn, wait, results
+    job = add.spawn(x=1, y="41")                            # or step by step
+    job.wait(); job.results(by="reference"); job.kill()
+
+A file input is its text (``str``), its bytes (``bytes``) or a :class:`File`:
+a local path, uploaded to the program's endpoint first, or a URL the job
+pulls itself (another job's output, say: data then goes from service to
+service, never through the client).
+"""
+
+import base64
+import json
+import os
+import time
+
+from . import _core
+
+_client = _core.JobsClient()
+
+
+def _call(method, url, body=None):
+    return json.loads(_client.call(method, url, None if body is None else json.dumps(body)))
+
+
+class File:
+    """A file input: a local ``path`` (uploaded), or an ``http://`` URL (pulled by the job)."""
+
+    def __init__(self, path_or_url):
+        self.location = os.fspath(path_or_url)
+
+    def __repr__(self):
+        return f"File({self.location!r})"
+
+    @property
+    def is_url(self):
+        return self.location.startswith(("http://", "https://"))
+
+
+class Program:
+    """A deployed program, named by its URL ``{endpoint}/programs/{name}``."""
+
+    def __init__(self, url):
+        self.url = url.rstrip("/")
+        base, sep, self.name = self.url.rpartition("/programs/")
+        if not sep or not self.name:
+            raise ValueError(f"a program's URL is ENDPOINT/programs/NAME, not {url!r}")
+        self.endpoint = base
+
+    def __repr__(self):
+        return f"Program({self.url!r})"
+
+    def usage(self):
+        """The interface: ``{"name", "template", "parameters": [{"name", "direction", "placement", "type"}]}``."""
+        return _call("GET", self.url)
+
+    def spawn(self, **inputs):
+        """Start a job; returns at once."""
+        job = _call("POST", f"{self.url}/jobs", {"inputs": self._encode(inputs)})
+        return Job(job["url"])
+
+    def call(self, by="value", **inputs):
+        """Start a job, wait for it to end, return its results (see :meth:`Job.results`)."""
+        return _call("POST", f"{self.url}/call?by={by}", {"inputs": self._encode(inputs)})
+
+    def _encode(self, inputs):
+        return {name: self._encode_one(v) for name, v in inputs.items()}
+
+    def _encode_one(self, v):
+        if isinstance(v, File):
+            if v.is_url:
+                return {"url": v.location}
+            return {"url": upload(self.endpoint, v.location)["url"]}
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return {"base64": base64.b64encode(bytes(v)).decode()}
+        return v
+
+
+class Job:
+    """One job of a program, named by its URL ``{endpoint}/jobs/{id}``."""
+
+    def __init__(self, url):
+        self.url = url.rstrip("/")
+        self.id = self.url.rpartition("/")[2]
+
+    def __repr__(self):
+        return f"Job({self.url!r})"
+
+    def status(self, wait=None):
+        """``{"state": staging|running|done|failed|killed, "exit_code", "error", ...}``;
+        ``wait`` long-polls up to that many seconds for the job to end."""
+        return _call("GET", self.url if wait is None else f"{self.url}?wait={wait}")
+
+    def wait(self, timeout=None):
+        """The status once the job has ended; after ``timeout`` seconds, as it is."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = 60.0 if deadline is None else max(0.0, min(60.0, deadline - time.monotonic()))
+            s = self.status(wait=left)
+            if s["state"] in ("done", "failed", "killed") or (deadline is not None and time.monotonic() >= deadline):
+                return s
+
+    def results(self, by="value"):
+        """``{"state", "exit_code", "error", "outputs": {name: value}, "stdout", "stderr"}``.
+        By value an output is a number or text (``{"base64": ...}`` for binary);
+        by reference, or over 16 MiB, ``{"url", "size"}``."""
+        return _call("GET", f"{self.url}/results?by={by}")
+
+    def kill(self):
+        """End the job (if it has not ended); its status afterwards."""
+        return _call("DELETE", self.url)
+
+    def download(self, name, path):
+        """Save output file ``name`` (or ``stdout``/``stderr``) to ``path``; its size."""
+        return download(f"{self.url}/{name}" if name in ("stdout", "stderr") else f"{self.url}/files/{name}", path)
+
+
+def upload(endpoint, path):
+    """Upload a local file to ``endpoint`` (streamed, any size): ``{"url", "size"}``."""
+    return json.loads(_client.upload(f"{endpoint.rstrip('/')}/files", os.fspath(path)))
+
+
+def download(url, path):
+    """Save the file at ``url`` to ``path`` (streamed, any size); its size."""
+    return _client.download(url, os.fspath(path))

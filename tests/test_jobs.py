@@ -116,7 +116,9 @@ def test_an_output_passes_to_the_next_job_by_reference_without_a_copy(host):
     first = Program(f"{host.url}/programs/copy").call(by="reference", src=b"\x00\x01binary\xff" * 1000)
     ref = first["outputs"]["dst"]
     assert ref["size"] == 9000 and ref["url"].startswith(f"{host.url}/jobs/{first['id']}/files/dst")
-    second = Program(f"{host.url}/programs/digest").spawn(data=File(ref["url"]))
+    # a result's reference object is an input as it stands
+    status, body = request("POST", f"{host.url}/programs/digest/jobs", {"inputs": {"data": ref}})
+    second = Job(json.loads(body)["url"])
     assert second.wait()["state"] == "done"
     assert second.results()["stdout"].split()[0] == hashlib.sha256(b"\x00\x01binary\xff" * 1000).hexdigest()
     # the same endpoint: the input is the first job's file itself, linked, not copied

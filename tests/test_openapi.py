@@ -3,11 +3,15 @@ and every documented operation, called with plain http.client, answers a
 documented status code with a body that fits the documented schema. Answers
 the document does not list (status codes, paths, methods, fields) fail."""
 
+import base64
+import contextlib
 import http.client
 import json
+import os
 import pickle
 import re
 import secrets
+import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,6 +24,32 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 #: Documented answers this test does not provoke: an internal error, and
 #: 4096 stores waiting at once for instances that do not exist.
 NOT_PROVOKED = {("store", "503"), ("streamUpgrade", "503")}
+
+#: The jobs layer's programs (NAME=TEMPLATE; {dir} is the fixture's directory).
+COUNT = "#!/bin/sh\necho counting\necho 'a note' >&2\nwc -c < \"$1\" | tr -d ' ' > \"$2\"\n"
+PROGRAMS = [
+    "count={dir}/count.sh [in:file:text:string] [out:file:n:int]",
+    "copy=cp [in:file:src:binary] [out:file:dst:binary]",
+    "toint=cp [in:file:src:string] [out:file:dst:int]",
+    "sleep=sleep [in:val:seconds:float]",
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """conftest.py's endpoint (the services in tests/services.py, the same
+    limits), also hosting programs, with uploads limited to 1 MiB."""
+    import services
+    from mpiws.service.serve import Server
+
+    d = tmp_path_factory.mktemp("openapi")
+    (d / "count.sh").write_text(COUNT)
+    (d / "count.sh").chmod(0o755)
+    s = Server(services.ALL, pending_timeout=1.0, max_message=1 << 20, max_upload=1 << 20, workdir=str(d / "work"),
+               programs=[p.format(dir=d) for p in PROGRAMS])
+    s.workdir = d / "work"
+    yield s
+    s.stop()
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +160,10 @@ def check(spec, schema, value, at="$"):
             if name in props:
                 check(spec, props[name], v, f"{at}.{name}")
             else:
-                assert schema.get("additionalProperties", True) is not False, f"{at}: undocumented property {name!r}"
+                more = schema.get("additionalProperties", True)
+                assert more is not False, f"{at}: undocumented property {name!r}"
+                if isinstance(more, dict):
+                    check(spec, more, v, f"{at}.{name}")
     if isinstance(value, list):
         assert len(value) >= schema.get("minItems", 0), f"{at}: too few items"
         if "items" in schema:
@@ -152,6 +185,12 @@ def test_checker_refuses_what_it_should(spec):
                 {"error": {"class": 12, "name": "MPI_ERR_ARG", "message": "m"}, "extra": 1}):
         with pytest.raises(AssertionError):
             check(spec, err, bad)
+    # additionalProperties given as a schema is checked too
+    outputs = resolve(spec, {"$ref": "#/components/schemas/Results"})["properties"]["outputs"]
+    check(spec, outputs, {"n": 5, "b": {"base64": "AP8="}, "r": {"url": "http://h/f", "size": 1}, "none": None})
+    for bad in ({"n": True}, {"n": {"url": "http://h/f"}}, {"n": {"base64": "AP8=", "size": 2}}):
+        with pytest.raises(AssertionError):
+            check(spec, outputs, bad)
 
 
 # ---- the document against the server ----------------------------------------
@@ -175,7 +214,9 @@ class Api:
                 return item[method.lower()]
         return None
 
-    def raw(self, method, path, body=None, headers=None, announce=None, timeout=30):
+    def raw(self, method, path, body=None, headers=None, announce=None, cut=False, timeout=30):
+        """``announce``: send that Content-Length, then ``body`` if any (only
+        headers without); ``cut``: then end the request there (half-close)."""
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             if announce is None:
@@ -188,6 +229,10 @@ class Api:
                 for k, v in {**(headers or {}), "content-length": str(announce)}.items():
                     c.putheader(k, v)
                 c.endheaders()
+                if body:
+                    c.send(body)
+                if cut:
+                    c.sock.shutdown(socket.SHUT_WR)
             r = c.getresponse()
             return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
         finally:
@@ -209,6 +254,9 @@ class Api:
             assert "application/json" in hdrs.get("content-type", ""), (method, path, status, hdrs)
             value = json.loads(data)
             check(self.spec, content["application/json"]["schema"], value)
+        elif content and "application/octet-stream" in content:
+            assert hdrs.get("content-type") == "application/octet-stream", (method, path, status, hdrs)
+            value = data
         else:
             assert data == b"", f"{method} {path} {status}: documented without a body, got {data[:200]!r}"
             value = None
@@ -260,6 +308,7 @@ def test_describe(api):
     domain, token = start(api, "block")
     _, d = api.call("GET", "/", expect=200)
     assert d["url"] == api.url and "block" in d["services"]
+    assert d["programs"] == sorted(p.split("=")[0] for p in PROGRAMS)
     assert d["domains"] == sorted(d["domains"], key=lambda x: x["domain"])
     mine = [x for x in d["domains"] if x["domain"] == domain]
     assert mine and mine[0]["ranks"] == [{"rank": 0, "service": "block", "state": mine[0]["ranks"][0]["state"]}]
@@ -290,6 +339,7 @@ def test_status_and_cancel(api):
     _, s = api.call("GET", path + "?wait=0.2", headers=auth(token), expect=200)      # times out, still running
     assert s["state"] in ("starting", "running")
     api.call("GET", path + "?wait=soon", headers=auth(token), expect=400)
+    api.call("GET", path + "?wait=-1", headers=auth(token), expect=400)
     api.call("GET", f"/domains/{domain}/ranks/x", headers=auth(token), expect=400)
     api.call("GET", path, expect=401)
     api.call("GET", path, headers=auth("wrong"), expect=403)
@@ -414,6 +464,128 @@ def test_withdraw(api):
     assert w == {"withdrawn": False}
 
 
+# ---- the jobs layer: programs, jobs, files ----------------------------------
+
+JSON = {"content-type": "application/json"}
+RAW = {"content-type": "application/octet-stream"}
+NO_JOB = "0" * 32
+
+
+def inputs(**values):
+    return json.dumps({"inputs": values})
+
+
+@contextlib.contextmanager
+def obstructed(path):
+    """A plain file where the endpoint keeps a directory: it cannot write there."""
+    aside = path.with_name(path.name + ".aside")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        path.rename(aside)
+    path.write_bytes(b"")
+    try:
+        yield
+    finally:
+        path.unlink()
+        if aside.exists():
+            aside.rename(path)
+
+
+def test_programs(api):
+    _, programs = api.call("GET", "/programs", expect=200)
+    assert [p["name"] for p in programs] == sorted(p.split("=")[0] for p in PROGRAMS)
+    _, count = api.call("GET", "/programs/count", expect=200)
+    assert count in programs and count["parameters"] == [
+        {"name": "text", "direction": "in", "placement": "file", "type": "string"},
+        {"name": "n", "direction": "out", "placement": "file", "type": "int"}]
+    api.call("GET", "/programs/nope", expect=404)
+
+
+@pytest.mark.parametrize("how", ["jobs", "call"])
+def test_spawn_refusals(api, server, how):
+    path = f"/programs/count/{how}"
+    api.call("POST", f"/programs/nope/{how}", inputs(text="x"), JSON, expect=404)
+    if how == "call":  # a spawn answers no results: it has no by=
+        api.call("POST", path + "?by=mail", inputs(text="x"), JSON, expect=400)
+    for bad in (b"{not json", b"", b"[1]", b'{"inputs": 3}', inputs(), inputs(text="x", z=1), inputs(text=[1]),
+                inputs(text={"base64": "***"}), inputs(text={"url": "ftp://example.org/x"}),
+                inputs(text={"url": f"{api.url}/files/{NO_JOB}"})):                     # not a file of this endpoint
+        api.call("POST", path, bad, JSON, expect=400)
+    api.call("POST", "/programs/sleep/jobs", inputs(seconds="soon"), JSON, expect=400)
+    api.call("POST", path, b" " * ((1 << 20) + 1), JSON, expect=413)                     # the limit is 1 MiB
+    with obstructed(server.workdir / "jobs"):
+        api.call("POST", path, inputs(text="x"), JSON, expect=500)
+
+
+def test_job_status_and_kill(api):
+    _, job = api.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
+    path = f"/jobs/{job['id']}"
+    assert job["url"] == api.url + path and job["state"] in ("staging", "running") and job["ended"] is None
+    _, s = api.call("GET", path + "?wait=0.2", expect=200)                               # times out, still running
+    assert s["state"] == "running" and s["exit_code"] is None
+    api.call("GET", path + "?wait=soon", expect=400)
+    api.call("GET", path + "?wait=-1", expect=400)
+    api.call("GET", path + "/results", expect=409)                                       # not ended
+    api.call("GET", path + "/results?by=mail", expect=400)
+    assert api.call("GET", path + "/stdout", expect=200)[1] == b""
+    _, s = api.call("DELETE", path, expect=200)
+    assert s["state"] == "killed" and s["ended"] is not None
+    _, s = api.call("DELETE", path, expect=200)                                          # ended: unchanged
+    assert s["state"] == "killed"
+    for p in ("", "/results", "/stdout", "/stderr", "/files/n"):
+        api.call("GET", f"/jobs/{NO_JOB}{p}", expect=404)
+    api.call("DELETE", f"/jobs/{NO_JOB}", expect=404)
+
+
+def test_call_results_and_job_files(api):
+    _, r = api.call("POST", "/programs/count/call", inputs(text="hello"), JSON, expect=200)
+    assert (r["state"], r["exit_code"], r["outputs"]) == ("done", 0, {"n": 5})
+    assert (r["stdout"], r["stderr"]) == ("counting\n", "a note\n")
+    path = f"/jobs/{r['id']}"
+    assert api.call("GET", path + "/results?by=value", expect=200)[1] == r
+    _, ref = api.call("GET", path + "/results?by=reference", expect=200)
+    assert ref["outputs"]["n"] == {"url": f"{api.url}{path}/files/n", "size": 2}
+    assert ref["stdout"] == {"url": f"{api.url}{path}/stdout", "size": 9}
+    assert api.call("GET", path + "/files/n", expect=200)[1] == b"5\n"
+    assert api.call("GET", path + "/files/text", expect=200)[1] == b"hello"              # an input, as staged
+    assert api.call("GET", path + "/stdout", expect=200)[1] == b"counting\n"
+    assert api.call("GET", path + "/stderr", expect=200)[1] == b"a note\n"
+    api.call("GET", path + "/files/nope", expect=404)                                    # no such parameter
+    # binary by value is base64; by reference, passed on to another job
+    _, c = api.call("POST", "/programs/copy/call?by=reference", inputs(src={"base64": "AP8="}), JSON, expect=200)
+    assert c["outputs"]["dst"]["size"] == 2
+    assert api.call("GET", f"/jobs/{c['id']}/results", expect=200)[1]["outputs"]["dst"] == {"base64": "AP8="}
+    _, n = api.call("POST", "/programs/count/call", inputs(text={"url": c["outputs"]["dst"]["url"]}), JSON, expect=200)
+    assert n["outputs"]["n"] == 2
+    # an output that is not of its type is given by reference, with the reason
+    _, t = api.call("POST", "/programs/toint/call", inputs(src="seven"), JSON, expect=200)
+    assert "not an int" in t["outputs"]["dst"]["error"] and t["outputs"]["dst"]["size"] == 5
+    # a job that failed staging: answered all the same, and it never printed
+    _, f = api.call("POST", "/programs/count/call", inputs(text={"url": "http://127.0.0.1:1/x"}), JSON, expect=200)
+    assert (f["state"], f["exit_code"], f["stdout"], f["outputs"]) == ("failed", None, None, {"n": None})
+    assert "input 'text'" in f["error"]
+    api.call("GET", f"/jobs/{f['id']}/stdout", expect=404)
+
+
+def test_files(api, server):
+    _, up = api.call("POST", "/files", b"hello", RAW, expect=201)
+    path = urlparse(up["url"]).path
+    assert up == {"url": api.url + path, "size": 5}
+    assert api.call("GET", path, expect=200)[1] == b"hello"
+    _, r = api.call("POST", "/programs/count/call", inputs(text={"url": up["url"]}), JSON, expect=200)
+    assert r["outputs"]["n"] == 5
+    api.call("DELETE", path, expect=204)
+    api.call("DELETE", path, expect=404)
+    api.call("GET", path, expect=404)
+    api.call("GET", "/files/nope", expect=404)
+    api.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=413)           # refused on the header
+    api.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=413)             # chunked, past the limit
+    api.call("POST", "/files", b"cut", RAW, announce=100, cut=True, expect=400)
+    with obstructed(server.workdir / "files"):
+        api.call("POST", "/files", b"x", RAW, expect=500)
+    assert not [f for f in os.listdir(server.workdir / "files") if f.endswith(".part")]
+
+
 def test_undocumented_requests_are_refused(api):
     api.undocumented("GET", "/nowhere", 404)
     api.undocumented("GET", "/domains/d/ranks/0/mailbox", 404)
@@ -423,6 +595,19 @@ def test_undocumented_requests_are_refused(api):
     api.undocumented("POST", "/domains/d/ranks/0", 405)
     api.undocumented("GET", "/domains/d/ranks/0/messages", 405)
     api.undocumented("GET", "/domains/d/ranks/0/stream", 405)
+    api.undocumented("GET", "/jobs/x/files", 404)
+    api.undocumented("GET", "/programs/count/jobs/x", 404)
+    api.undocumented("POST", "/programs", 405)
+    api.undocumented("PUT", "/programs/count", 405)
+    api.undocumented("GET", "/programs/count/jobs", 405)
+    api.undocumented("GET", "/programs/count/call", 405)
+    api.undocumented("POST", "/jobs/x", 405)
+    api.undocumented("POST", "/jobs/x/results", 405)
+    api.undocumented("DELETE", "/jobs/x/stdout", 405)
+    api.undocumented("DELETE", "/jobs/x/stderr", 405)
+    api.undocumented("PUT", "/jobs/x/files/n", 405)
+    api.undocumented("GET", "/files", 405)
+    api.undocumented("POST", "/files/x", 405)
 
 
 def test_every_documented_answer_was_seen(spec, api):

@@ -13,7 +13,7 @@ def _serve(a):
 
     services = dict(load(s) for s in a.service)
     server = Server(services, a.host, a.port, programs=a.program, max_message=a.max_message,
-                    pending_timeout=a.pending_timeout, workdir=a.workdir)
+                    pending_timeout=a.pending_timeout, workdir=a.workdir, max_upload=a.max_upload)
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
     stop = threading.Event()
@@ -133,6 +133,7 @@ def main(argv=None):
     s.add_argument("--pending-timeout", type=float, default=30.0, help="seconds a message waits for its instance to exist")
     s.add_argument("--program", action="append", default=[], metavar="NAME=TEMPLATE",
                    help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
+    s.add_argument("--max-upload", type=int, default=1 << 40, help="largest file an upload may be, in bytes")
     s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new temporary directory)")
     s.set_defaults(func=_serve)
 

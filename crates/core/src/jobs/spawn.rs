@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use serde_json::{Map, Value};
 
 use crate::jobs::job::Job;
-use crate::jobs::results::{by_param, results};
+use crate::jobs::results::{by_param, results, By};
 use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Direction, Placement};
 use crate::jobs::{new_id, Program};
@@ -30,7 +30,8 @@ pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool
     };
     let by = match by_param(&req) {
         Ok(by) => by,
-        Err(reply) => return reply,
+        Err(reply) if call => return reply,
+        Err(_) => By::Value, // a spawn answers no results
     };
     let body = match Limited::new(req.into_body(), ep.config.max_message as usize).collect().await {
         Ok(b) => b.to_bytes(),
@@ -82,7 +83,10 @@ fn check_inputs(ep: &Endpoint, program: &Program, mut inputs: Map<String, Value>
                 (Some(Value::String(b)), None, 1) => Source::Bytes(
                     base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| format!("input '{}': bad base64: {e}", p.name))?,
                 ),
-                (None, Some(Value::String(u)), 1) => reference(ep, u).map_err(|e| format!("input '{}': {e}", p.name))?,
+                // A result's `{"url", "size"}` passes as it is: an output becomes an input.
+                (None, Some(Value::String(u)), n) if n == 1 || (n == 2 && o.contains_key("size")) => {
+                    reference(ep, u).map_err(|e| format!("input '{}': {e}", p.name))?
+                }
                 _ => return Err(format!("input '{}' is a file: give its text, {{\"base64\": ...}} or {{\"url\": ...}}", p.name)),
             },
             _ => return Err(format!("input '{}' is a file: give its text, {{\"base64\": ...}} or {{\"url\": ...}}", p.name)),

@@ -75,7 +75,7 @@ def _usage(a):
 
 
 def _call(a):
-    from .jobs import Job, Program
+    from .jobs import Program
 
     inputs, saves = _inputs(a.inputs)
     program = Program(a.url)

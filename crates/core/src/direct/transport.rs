@@ -172,11 +172,7 @@ impl Transport {
             .body(body)
             .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
         let (status, bytes) = self.exchange(req, uri).await?;
-        if !status.is_success() {
-            return Err(error_from_response(status, &bytes, uri));
-        }
-        serde_json::from_slice(&bytes)
-            .map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
+        json_answer(status, &bytes, uri)
     }
 
     /// GET `uri` into the file `to`, as it arrives; returns its size.
@@ -213,10 +209,7 @@ impl Transport {
             .body(Chunks::file(file, len))
             .map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
         let (status, bytes) = self.exchange(req, uri).await?;
-        if !status.is_success() {
-            return Err(error_from_response(status, &bytes, uri));
-        }
-        serde_json::from_slice(&bytes).map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
+        json_answer(status, &bytes, uri)
     }
 
     async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<(StatusCode, Bytes)> {
@@ -234,6 +227,14 @@ impl Transport {
             .to_bytes();
         Ok((status, body))
     }
+}
+
+/// A success's JSON body, decoded; an error answer as an Error.
+fn json_answer<T: DeserializeOwned>(status: StatusCode, body: &[u8], uri: &str) -> Result<T> {
+    if !status.is_success() {
+        return Err(error_from_response(status, body, uri));
+    }
+    serde_json::from_slice(body).map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
 }
 
 fn unreachable(peer: &str, e: &hyper_util::client::legacy::Error) -> Error {

@@ -5,8 +5,7 @@
 use http::StatusCode;
 use serde_json::Value;
 
-use crate::error::ErrorClass;
-use crate::service::reply::{error, json, Reply};
+use crate::service::reply::{json, Reply};
 use crate::service::Endpoint;
 
 pub fn list(ep: &Endpoint) -> Reply {
@@ -15,8 +14,8 @@ pub fn list(ep: &Endpoint) -> Reply {
 }
 
 pub fn describe(ep: &Endpoint, name: &str) -> Reply {
-    match ep.jobs.program(name) {
-        Some(p) => json(StatusCode::OK, &p.template.describe(&p.name)),
-        None => error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")),
+    match ep.jobs.program_or_404(name) {
+        Ok(p) => json(StatusCode::OK, &p.template.describe(&p.name)),
+        Err(reply) => reply,
     }
 }

@@ -21,7 +21,7 @@ pub async fn upload(ep: &Endpoint, req: Request<Incoming>) -> Reply {
     let max = ep.config.max_upload;
     let announced = req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if announced.is_some_and(|n| n > max) {
-        return error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("an upload is at most {max} bytes"));
+        return too_large(max);
     }
     let id = new_id();
     let dir = ep.jobs.uploads_dir();
@@ -41,6 +41,10 @@ pub async fn upload(ep: &Endpoint, req: Request<Incoming>) -> Reply {
     json(StatusCode::CREATED, &json!({"url": format!("{}/files/{id}", ep.url()), "size": size}))
 }
 
+fn too_large(max: u64) -> Reply {
+    error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("an upload is at most {max} bytes"))
+}
+
 async fn receive(mut body: Incoming, dir: &Path, part: &Path, max: u64) -> Result<u64, Reply> {
     let disk = |e: std::io::Error| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {e}"));
     tokio::fs::create_dir_all(dir).await.map_err(disk)?;
@@ -51,7 +55,7 @@ async fn receive(mut body: Incoming, dir: &Path, part: &Path, max: u64) -> Resul
         if let Ok(data) = frame.into_data() {
             size += data.len() as u64;
             if size > max {
-                return Err(error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("an upload is at most {max} bytes")));
+                return Err(too_large(max));
             }
             file.write_all(&data).await.map_err(disk)?;
         }
@@ -77,8 +81,9 @@ pub async fn remove_upload(ep: &Endpoint, id: &str) -> Reply {
 /// `name` is a file parameter of the job's program, or (`printed`) its
 /// `stdout` or `stderr`.
 pub async fn get_job_file(ep: &Endpoint, id: &str, name: &str, printed: bool) -> Reply {
-    let Some(job) = ep.jobs.job(id) else {
-        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"));
+    let job = match ep.jobs.job_or_404(id) {
+        Ok(job) => job,
+        Err(reply) => return reply,
     };
     let path = match (printed, name) {
         (true, "stdout") => Some(job.stdout_path()),

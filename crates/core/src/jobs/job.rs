@@ -73,11 +73,16 @@ impl Job {
         self.state()
     }
 
+    /// The job's URL on the endpoint at `base`.
+    pub fn url(&self, base: &str) -> String {
+        format!("{base}/jobs/{}", self.id)
+    }
+
     /// What `GET /jobs/{id}` answers.
     pub fn describe(&self, base: &str) -> Value {
         let s = self.state();
         json!({
-            "id": self.id, "program": self.program.name, "url": format!("{base}/jobs/{}", self.id),
+            "id": self.id, "program": self.program.name, "url": self.url(base),
             "state": s.state, "exit_code": s.exit_code, "error": s.error, "started": s.started, "ended": s.ended,
         })
     }

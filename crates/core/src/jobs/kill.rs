@@ -6,16 +6,16 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::error::ErrorClass;
-use crate::service::reply::{error, json, Reply};
+use crate::service::reply::{json, Reply};
 use crate::service::Endpoint;
 
 /// A killed process ends at once; this only bounds a stuck file system.
 const KILL_WAIT: Duration = Duration::from_secs(10);
 
 pub async fn kill(ep: &Endpoint, id: &str) -> Reply {
-    let Some(job) = ep.jobs.job(id) else {
-        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"));
+    let job = match ep.jobs.job_or_404(id) {
+        Ok(job) => job,
+        Err(reply) => return reply,
     };
     if !job.state().state.ended() {
         job.kill();

@@ -26,9 +26,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use http::StatusCode;
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::{err, ErrorClass, Result};
+use crate::service::reply::{error, Reply};
 use job::Job;
 use template::{Template, Word};
 
@@ -82,6 +84,17 @@ impl Jobs {
         self.jobs.lock().get(id).cloned()
     }
 
+    /// Job `id`, or the 404 every job operation answers without it.
+    pub fn job_or_404(&self, id: &str) -> std::result::Result<Arc<Job>, Reply> {
+        self.job(id).ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here")))
+    }
+
+    /// Program `name`, or the 404 every program operation answers without it.
+    pub fn program_or_404(&self, name: &str) -> std::result::Result<Arc<Program>, Reply> {
+        self.program(name)
+            .ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")))
+    }
+
     fn add_job(&self, job: Arc<Job>) {
         self.jobs.lock().insert(job.id.clone(), job);
     }
@@ -92,7 +105,7 @@ impl Jobs {
 
     /// Where upload `id` is kept; None for an id that is not one of ours.
     fn upload_path(&self, id: &str) -> Option<PathBuf> {
-        is_id(id).then(|| self.root.join("files").join(id))
+        is_id(id).then(|| self.uploads_dir().join(id))
     }
 
     fn uploads_dir(&self) -> PathBuf {

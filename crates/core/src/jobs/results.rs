@@ -36,8 +36,9 @@ pub fn by_param<B>(req: &Request<B>) -> Result<By, Reply> {
 }
 
 pub async fn results_route(ep: &Endpoint, id: &str, req: Request<Incoming>) -> Reply {
-    let Some(job) = ep.jobs.job(id) else {
-        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"));
+    let job = match ep.jobs.job_or_404(id) {
+        Ok(job) => job,
+        Err(reply) => return reply,
     };
     let by = match by_param(&req) {
         Ok(by) => by,
@@ -50,7 +51,7 @@ pub async fn results_route(ep: &Endpoint, id: &str, req: Request<Incoming>) -> R
 }
 
 pub async fn results(ep: &Endpoint, job: &Job, by: By) -> Reply {
-    let base = format!("{}/jobs/{}", ep.url(), job.id);
+    let base = job.url(&ep.url());
     let mut outputs = Map::new();
     for p in job.program.template.params.iter().filter(|p| p.is_output()) {
         let url = format!("{base}/files/{}", p.name);

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use base64::Engine;
 use http::{Request, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::{Map, Value};
 
@@ -21,21 +20,22 @@ use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Direction, Placement};
 use crate::jobs::{new_id, Program};
 use crate::error::ErrorClass;
-use crate::service::reply::{error, json, Reply};
+use crate::service::reply::{error, json, read_body, Reply};
 use crate::service::Endpoint;
 
 pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool) -> Reply {
-    let Some(program) = ep.jobs.program(name) else {
-        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here"));
+    let program = match ep.jobs.program_or_404(name) {
+        Ok(p) => p,
+        Err(reply) => return reply,
     };
     let by = match by_param(&req) {
         Ok(by) => by,
         Err(reply) if call => return reply,
         Err(_) => By::Value, // a spawn answers no results
     };
-    let body = match Limited::new(req.into_body(), ep.config.max_message as usize).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read the request: {e}")),
+    let body = match read_body(req.into_body(), ep.config.max_message as usize, "the request").await {
+        Ok(b) => b,
+        Err(reply) => return reply,
     };
     let inputs = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(mut o)) => match o.remove("inputs").unwrap_or(Value::Object(Map::new())) {
@@ -76,6 +76,7 @@ fn check_inputs(ep: &Endpoint, program: &Program, mut inputs: Map<String, Value>
             values.push((p.name.clone(), p.check_value(&v).map_err(|e| e.message)?));
             continue;
         }
+        let not_a_file = || format!("input '{}' is a file: give its text, {{\"base64\": ...}} or {{\"url\": ...}}", p.name);
         let source = match v {
             Value::String(s) => Source::Bytes(s.into_bytes()),
             Value::Number(n) => Source::Bytes(n.to_string().into_bytes()),
@@ -87,9 +88,9 @@ fn check_inputs(ep: &Endpoint, program: &Program, mut inputs: Map<String, Value>
                 (None, Some(Value::String(u)), n) if n == 1 || (n == 2 && o.contains_key("size")) => {
                     reference(ep, u).map_err(|e| format!("input '{}': {e}", p.name))?
                 }
-                _ => return Err(format!("input '{}' is a file: give its text, {{\"base64\": ...}} or {{\"url\": ...}}", p.name)),
+                _ => return Err(not_a_file()),
             },
-            _ => return Err(format!("input '{}' is a file: give its text, {{\"base64\": ...}} or {{\"url\": ...}}", p.name)),
+            _ => return Err(not_a_file()),
         };
         files.push(Input { name: p.name.clone(), source, writable: p.direction == Direction::InOut });
     }

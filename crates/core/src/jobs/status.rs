@@ -5,13 +5,13 @@
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
-use crate::error::ErrorClass;
-use crate::service::reply::{error, json, wait_param, Reply};
+use crate::service::reply::{json, wait_param, Reply};
 use crate::service::Endpoint;
 
 pub async fn status(ep: &Endpoint, id: &str, req: Request<Incoming>) -> Reply {
-    let Some(job) = ep.jobs.job(id) else {
-        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"));
+    let job = match ep.jobs.job_or_404(id) {
+        Ok(job) => job,
+        Err(reply) => return reply,
     };
     match wait_param(&req) {
         Err(reply) => return reply,

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use serde::Serialize;
 use serde_json::json;
 
@@ -34,6 +37,15 @@ pub fn from_error(e: &Error) -> Reply {
         _ => StatusCode::BAD_REQUEST,
     };
     error(status, e.class, e.message.clone())
+}
+
+/// A JSON request's whole body, at most `limit` bytes; else 413, saying
+/// what could not be read.
+pub async fn read_body(body: Incoming, limit: usize, what: &str) -> Result<Bytes, Reply> {
+    match Limited::new(body, limit).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) => Err(error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}"))),
+    }
 }
 
 /// Longest long-poll a client may ask for.

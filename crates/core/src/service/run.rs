@@ -2,21 +2,20 @@
 //! endpoints, token, service, params) and queue it for the service layer.
 
 use http::{Request, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use crate::domain::Binding;
 use crate::error::ErrorClass;
-use crate::service::reply::{error, from_error, json, Reply};
+use crate::service::reply::{error, from_error, json, read_body, Reply};
 use crate::service::Endpoint;
 
 /// Bindings are small; anything larger is not one.
 const MAX_BINDING: usize = 16 << 20;
 
 pub async fn run(ep: &Endpoint, req: Request<Incoming>) -> Reply {
-    let body = match Limited::new(req.into_body(), MAX_BINDING).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read the binding: {e}")),
+    let body = match read_body(req.into_body(), MAX_BINDING, "the binding").await {
+        Ok(b) => b,
+        Err(reply) => return reply,
     };
     let binding: Binding = match serde_json::from_slice(&body) {
         Ok(b) => b,

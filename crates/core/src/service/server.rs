@@ -88,10 +88,12 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         (&Method::POST, ["files"]) => jobs::files::upload(&ep, req).await,
         (&Method::GET, ["files", id]) => jobs::files::get_upload(&ep, id).await,
         (&Method::DELETE, ["files", id]) => jobs::files::remove_upload(&ep, id).await,
-        (_, ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs", _] | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _] | ["files"] | ["files", _]) => {
-            reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
-        }
-        (_, [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _] | ["domains", _, "ranks", _, "messages", _, _, "matched"]) => {
+        (
+            _,
+            [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _]
+            | ["domains", _, "ranks", _, "messages", _, _, "matched"] | ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs", _]
+            | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _] | ["files"] | ["files", _],
+        ) => {
             reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
         }
         _ => reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")),

@@ -4,6 +4,7 @@ and host test services on an in-process endpoint."""
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -11,6 +12,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# The endpoint key that servers started by the tests (in-process or as
+# `mpiws serve`) generate and their clients read: the session's own, never
+# the user's (mpiws.keys).
+os.environ["MPIWS_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="mpiws-test-keys-"), "key")
+os.environ.pop("MPIWS_KEY", None)
 
 
 def mpiws_run(n, code, tmp_path, args=(), timeout=120, env=None, keep_going=False):
@@ -47,6 +54,6 @@ def server():
     import services
     from mpiws.service.serve import Server
 
-    s = Server(services.ALL, pending_timeout=1.0, max_message=1 << 20)
+    s = Server(services.ALL, max_message=1 << 20)
     yield s
     s.stop()

@@ -12,6 +12,11 @@ def recv_object(comm, params):
     return comm.recv(source=params.get("source", MPI.ANY_SOURCE), tag=params.get("tag", MPI.ANY_TAG))
 
 
+def recv_repr(comm, params):
+    """Receive one pickled object from anyone and return its repr."""
+    return repr(comm.recv(source=MPI.ANY_SOURCE))
+
+
 def recv_raw(comm, params):
     """Receive raw bytes into a buffer; return them as text with the status."""
     buf = bytearray(params["size"])
@@ -94,4 +99,4 @@ def multihost(comm, params):
     return {"me": ident, "ring_obj": ring_obj, "ring_buf": ring_buf, "pairs": pairs}
 
 
-ALL = {f.__name__: f for f in (recv_object, recv_raw, recv_many, exchange, block, block_on_self, fail, array_sum)}
+ALL = {f.__name__: f for f in (recv_object, recv_repr, recv_raw, recv_many, exchange, block, block_on_self, fail, array_sum)}

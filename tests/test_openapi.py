@@ -21,9 +21,14 @@ import yaml
 SPEC_PATH = Path(__file__).resolve().parent.parent / "docs" / "openapi.yaml"
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
-#: Documented answers this test does not provoke: an internal error, and
-#: 4096 stores waiting at once for instances that do not exist.
-NOT_PROVOKED = {("store", "503"), ("streamUpgrade", "503")}
+#: Documented answers this test does not provoke: the bounds on running
+#: instances (tests/test_security.py provokes them on a small endpoint).
+NOT_PROVOKED = {("run", "429"), ("run", "503")}
+
+#: The endpoint's keys: every scope, `run` only, `files` only.
+KEY, KEY_RUN, KEY_FILES = ("k" * 16 + secrets.token_hex(8) for _ in range(3))
+#: Paths that take an endpoint key (the rest take a domain token, or nothing).
+KEYED = ("/run", "/programs", "/jobs", "/files")
 
 #: The jobs layer's programs (NAME=TEMPLATE; {dir} is the fixture's directory).
 COUNT = "#!/bin/sh\necho counting\necho 'a note' >&2\nwc -c < \"$1\" | tr -d ' ' > \"$2\"\n"
@@ -45,7 +50,10 @@ def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("openapi")
     (d / "count.sh").write_text(COUNT)
     (d / "count.sh").chmod(0o755)
-    s = Server(services.ALL, pending_timeout=1.0, max_message=1 << 20, max_upload=1 << 20, workdir=str(d / "work"),
+    (d / "keys").write_text(f"{KEY}\n{KEY_RUN} run\n{KEY_FILES} files\n")
+    (d / "keys").chmod(0o600)
+    s = Server(services.ALL, max_message=1 << 20, max_upload=1 << 20, workdir=str(d / "work"), keys=str(d / "keys"),
+               body_timeout=1.0,
                programs=[p.format(dir=d) for p in PROGRAMS])
     s.workdir = d / "work"
     yield s
@@ -216,7 +224,11 @@ class Api:
 
     def raw(self, method, path, body=None, headers=None, announce=None, cut=False, timeout=30):
         """``announce``: send that Content-Length, then ``body`` if any (only
-        headers without); ``cut``: then end the request there (half-close)."""
+        headers without); ``cut``: then end the request there (half-close).
+        Keyed paths carry the endpoint key unless ``headers`` say otherwise."""
+        headers = dict(headers or {})
+        if path.startswith(KEYED):
+            headers.setdefault("authorization", f"Bearer {KEY}")
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             if announce is None:
@@ -306,7 +318,10 @@ def msg_headers(token, source=0, tag=0, **extra):
 
 def test_describe(api):
     domain, token = start(api, "block")
-    _, d = api.call("GET", "/", expect=200)
+    assert api.call("GET", "/", expect=200)[1]["domains"] == []                          # no credential: none
+    _, d = api.call("GET", "/", headers=auth(token), expect=200)                         # a token: its domain
+    assert [x["domain"] for x in d["domains"]] == [domain]
+    _, d = api.call("GET", "/", headers=auth(KEY), expect=200)                           # admin: all
     assert d["url"] == api.url and "block" in d["services"]
     assert d["programs"] == sorted(p.split("=")[0] for p in PROGRAMS)
     assert d["domains"] == sorted(d["domains"], key=lambda x: x["domain"])
@@ -322,8 +337,15 @@ def test_run(api):
     api.call("POST", "/run", json.dumps(binding(api, "block", rank=2, size=2)), json_h, expect=400)
     api.call("POST", "/run", json.dumps(binding(api, "block", domain="bad/id")), json_h, expect=400)
     api.call("POST", "/run", json.dumps(binding(api, "no_such_service")), json_h, expect=404)
-    api.call("POST", "/run", b" " * ((16 << 20) + 1), json_h, expect=413)
+    api.call("POST", "/run", b" " * ((1 << 20) + 1), json_h, expect=413)
+    api.call("POST", "/run", json.dumps(binding(api, "block")), {**json_h, "authorization": "none"}, expect=401)
+    api.call("POST", "/run", json.dumps(binding(api, "block")), {**json_h, **auth("not-a-key")}, expect=401)
+    api.call("POST", "/run", json.dumps(binding(api, "block")), {**json_h, **auth(KEY_FILES)}, expect=403)
+    api.call("POST", "/run", json.dumps(binding(api, "block")), {"content-type": "text/plain"}, expect=415)
+    api.call("POST", "/run", b'{"domain"', json_h, announce=100, expect=408)               # the body stalls
     domain, token = start(api, "block")
+    taken = binding(api, "block", domain=domain, token=token)
+    api.call("POST", "/run", json.dumps(taken), {**json_h, **auth(KEY_RUN)}, expect=409)        # another key's domain
     again = binding(api, "block", domain=domain, token=token)
     api.call("POST", "/run", json.dumps(again), json_h, expect=409)                                  # rank exists
     other = binding(api, "block", rank=0, size=1, domain=domain, token="another-token")
@@ -385,7 +407,7 @@ def test_store(api):
     api.call("POST", f"/domains/{domain}/ranks/5/messages", b"x", msg_headers(token), expect=400)
     api.call("POST", f"/domains/{domain}/ranks/x/messages", b"x", msg_headers(token), expect=400)
     api.call("POST", path, None, msg_headers(token), announce=(1 << 20) + 1, expect=413)    # the limit is 1 MiB
-    api.call("POST", "/domains/nobody/ranks/0/messages", b"x", msg_headers(token), expect=404)  # after 1 s
+    api.call("POST", "/domains/nobody/ranks/0/messages", b"x", msg_headers(token), expect=503)  # not yet
     # a synchronous store is answered once the receive took it
     api.call("POST", path, pickle.dumps("b"), msg_headers(token, source=1, mpiws_seq="1", mpiws_sync="1"), expect=204)
     _, s = api.call("GET", f"/domains/{domain}/ranks/0?wait=10", headers=auth(token), expect=200)
@@ -427,7 +449,7 @@ def test_stream_upgrade(api):
     api.call("POST", path, b"", {**up, "mpiws-source": "9", **auth(token)}, expect=400)
     api.call("POST", path, b"", up, expect=401)
     api.call("POST", path, b"", {**up, **auth("wrong")}, expect=403)
-    api.call("POST", "/domains/nobody/ranks/0/stream", b"", {**up, **auth(token)}, expect=404)  # after 1 s
+    api.call("POST", "/domains/nobody/ranks/0/stream", b"", {**up, **auth(token)}, expect=503)  # not yet
     api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 
 
@@ -439,7 +461,7 @@ def about_message(api, method, suffix):
     api.call(method, path % "x", headers=auth(token), expect=400)
     api.call(method, path % 0, expect=401)
     api.call(method, path % 0, headers=auth("wrong"), expect=403)
-    api.call(method, f"/domains/nobody/ranks/0/messages/1/0{suffix}", headers=auth(token), expect=404)  # after 1 s
+    api.call(method, f"/domains/nobody/ranks/0/messages/1/0{suffix}", headers=auth(token), expect=503)  # not yet
     return domain, token, path
 
 
@@ -449,8 +471,10 @@ def test_matched(api):
     api.call("POST", f"/domains/{domain}/ranks/0/messages", headers=msg_headers(token, source=1, mpiws_seq="0"),
              announce=(1 << 20) + 1, expect=413)
     api.call("GET", path % 0, headers=auth(token), expect=409)
+    _, m = api.call("GET", (path % 1) + "?wait=0.1", headers=auth(token), expect=200)    # not within the wait
+    assert m == {"matched": False}
     api.call("POST", f"/domains/{domain}/ranks/0/messages", pickle.dumps("one"), msg_headers(token, source=1, mpiws_seq="1"), expect=204)
-    api.call("GET", path % 1, headers=auth(token), expect=200)
+    assert api.call("GET", path % 1, headers=auth(token), expect=200)[1] == {"matched": True}
     api.call("GET", path % 2, headers=auth(token), expect=410)   # it ended having received one
 
 
@@ -584,6 +608,21 @@ def test_files(api, server):
     with obstructed(server.workdir / "files"):
         api.call("POST", "/files", b"x", RAW, expect=500)
     assert not [f for f in os.listdir(server.workdir / "files") if f.endswith(".part")]
+
+
+def test_keyed_operations_refuse_callers_without_the_key(api):
+    """Every operation of the jobs layer: no key 401, a key without the scope 403."""
+    calls = [("GET", "/programs"), ("GET", "/programs/count"), ("POST", "/programs/count/jobs"),
+             ("POST", "/programs/count/call"), ("GET", f"/jobs/{NO_JOB}"), ("DELETE", f"/jobs/{NO_JOB}"),
+             ("GET", f"/jobs/{NO_JOB}/results"), ("POST", "/files"), ("DELETE", f"/files/{NO_JOB}")]
+    for method, path in calls:
+        body = inputs(text="x") if method == "POST" else None
+        api.call(method, path, body, {**JSON, "authorization": "none"}, expect=401)
+        wrong = KEY_RUN if path.startswith("/files") else KEY_FILES
+        api.call(method, path, body, {**JSON, **auth(wrong)}, expect=403)
+    for how in ("jobs", "call"):
+        api.call("POST", f"/programs/count/{how}", inputs(text="x"), {"content-type": "text/plain"}, expect=415)
+        api.call("POST", f"/programs/count/{how}", b'{"inputs"', JSON, announce=100, expect=408)   # stalls
 
 
 def test_undocumented_requests_are_refused(api):

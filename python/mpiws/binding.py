@@ -15,14 +15,16 @@ from . import _core
 
 class Bound:
     """An instance with its two predefined communicators (created once, so
-    communicators derived from them agree on their contexts)."""
+    communicators derived from them agree on their contexts), and how it
+    unpickles what it receives (``loads``: None for full pickle)."""
 
-    __slots__ = ("instance", "world", "self_comm")
+    __slots__ = ("instance", "world", "self_comm", "loads")
 
-    def __init__(self, instance):
+    def __init__(self, instance, loads=None):
         self.instance = instance
         self.world = instance.world()
         self.self_comm = instance.self_comm()
+        self.loads = loads
 
 
 _thread = threading.local()
@@ -44,10 +46,10 @@ def set_process(instance):
 
 
 @contextmanager
-def bound_to(instance):
+def bound_to(instance, loads=None):
     """Bind the calling thread to ``instance`` for the duration of the block."""
     previous = getattr(_thread, "bound", None)
-    _thread.bound = b = Bound(instance)
+    _thread.bound = b = Bound(instance, loads)
     try:
         yield b
     finally:

@@ -8,14 +8,38 @@ import sys
 import threading
 
 
+#: `mpiws serve` flags that are endpoint limits, passed as they are.
+LIMITS = ("max_message", "max_upload", "max_connections", "header_timeout", "body_timeout", "max_binding", "max_ranks",
+          "max_instances", "max_instances_per_key")
+
+
+def _loopback(host):
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _serve(a):
     from .service.serve import Server, load
 
+    if not _loopback(a.host) and not a.insecure:
+        raise SystemExit(
+            f"mpiws serve: refusing to listen on {a.host} without TLS: keys and messages would cross the network in "
+            "clear text. Serve on loopback, or give --insecure if this network is private and trusted."
+        )
     services = dict(load(s) for s in a.service)
-    server = Server(services, a.host, a.port, programs=a.program, max_message=a.max_message,
-                    pending_timeout=a.pending_timeout, workdir=a.workdir, max_upload=a.max_upload)
+    limits = {k: getattr(a, k) for k in LIMITS if getattr(a, k) is not None}
+    server = Server(services, a.host, a.port, programs=a.program, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
+                    pickle_allow=a.pickle_allow, allow_hosts=a.allow_host, allow_origins=a.allow_origin, **limits)
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
+    made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
+    print(f"mpiws: {made} {server.key_file} (clients read it there, or take --key / MPIWS_KEY)", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -32,7 +56,7 @@ def _run(a):
         if not a.service:
             raise SystemExit("mpiws run --endpoints needs --service NAME")
         params = json.loads(a.params) if a.params else None
-        return run_remote([e.strip() for e in a.endpoints.split(",") if e.strip()], a.service, params)
+        return run_remote([e.strip() for e in a.endpoints.split(",") if e.strip()], a.service, params, key=a.key)
     from .launch.local import run_local
 
     if not a.program:
@@ -66,7 +90,7 @@ def _inputs(words):
 def _usage(a):
     from .jobs import Program
 
-    u = Program(a.url).usage()
+    u = Program(a.url, key=a.key).usage()
     print(f"{u['name']}: {u['template']}")
     for p in u["parameters"]:
         how = {"in": "NAME=VALUE" if p["placement"] == "val" else "NAME=TEXT or NAME:@FILE"}.get(p["direction"], "out:NAME[=PATH]")
@@ -78,7 +102,7 @@ def _call(a):
     from .jobs import Program
 
     inputs, saves = _inputs(a.inputs)
-    program = Program(a.url)
+    program = Program(a.url, key=a.key)
     job = program.spawn(**inputs)
     print(f"mpiws call: job {job.url}", file=sys.stderr, flush=True)
     try:
@@ -97,14 +121,14 @@ def _spawn(a):
     from .jobs import Program
 
     inputs, _ = _inputs(a.inputs)
-    print(Program(a.url).spawn(**inputs).url)
+    print(Program(a.url, key=a.key).spawn(**inputs).url)
     return 0
 
 
 def _job(a):
     from .jobs import Job
 
-    job = Job(a.url)
+    job = Job(a.url, key=a.key)
     if a.kill:
         out = job.kill()
     elif a.results:
@@ -129,25 +153,48 @@ def main(argv=None):
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     s.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     s.add_argument("--service", action="append", default=[], metavar="NAME=module:function", help="deploy a service (repeatable)")
-    s.add_argument("--max-message", type=int, default=1 << 30, help="largest message body in bytes")
-    s.add_argument("--pending-timeout", type=float, default=30.0, help="seconds a message waits for its instance to exist")
     s.add_argument("--program", action="append", default=[], metavar="NAME=TEMPLATE",
                    help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
-    s.add_argument("--max-upload", type=int, default=1 << 40, help="largest file an upload may be, in bytes")
     s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new temporary directory)")
+    sec = s.add_argument_group("security (docs/security.md)")
+    sec.add_argument("--keys", metavar="FILE", help="keys file: one key per line, optionally with scopes run, jobs, files, "
+                     "admin (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)")
+    sec.add_argument("--insecure", action="store_true", help="allow listening on a non-loopback address without TLS")
+    sec.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                     help="a host name requests may be addressed to, besides IP addresses and localhost (repeatable; * for any)")
+    sec.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                     help="a web page origin allowed to call this endpoint (repeatable; default: none)")
+    sec.add_argument("--pickle", choices=("restricted", "full"), default="restricted",
+                     help="what services unpickle from peers: plain data and numpy arrays (default), or anything (runs the sender's code)")
+    sec.add_argument("--pickle-allow", action="append", default=[], metavar="module.Name",
+                     help="a type services may also unpickle (repeatable)")
+    lim = s.add_argument_group("limits (defaults in docs/security.md)")
+    lim.add_argument("--max-message", type=int, help="largest message body, bytes (1 GiB)")
+    lim.add_argument("--max-upload", type=int, help="largest uploaded file, bytes")
+    lim.add_argument("--max-connections", type=int, help="connections served at once (1024)")
+    lim.add_argument("--header-timeout", type=float, help="seconds to send a request head, idle connections too (30)")
+    lim.add_argument("--body-timeout", type=float, help="seconds a request body may stall (60)")
+    lim.add_argument("--max-binding", type=int, help="largest run request body, bytes (1 MiB)")
+    lim.add_argument("--max-ranks", type=int, help="most ranks in a domain (16384)")
+    lim.add_argument("--max-instances", type=int, help="instances running at once on this endpoint (256)")
+    lim.add_argument("--max-instances-per-key", type=int, help="instances running at once per key (128)")
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")
     u.add_argument("url", help="ENDPOINT/programs/NAME")
     u.set_defaults(func=_usage)
+    key_help = "endpoint key (default: MPIWS_KEY, else the user's key file)"
+    u.add_argument("--key", help=key_help)
     c = sub.add_parser("call", help="run a job of a deployed program and wait for its results")
     c.add_argument("url", help="ENDPOINT/programs/NAME")
     c.add_argument("inputs", nargs="*", metavar="ARG", help="x=1, y:@file (uploaded), y:@http://... (pulled), out:result[=path] (saved)")
     c.add_argument("--by", choices=("value", "reference"), default="value", help="results inline, or as URLs")
+    c.add_argument("--key", help=key_help)
     c.set_defaults(func=_call)
     sp = sub.add_parser("spawn", help="start a job of a deployed program; prints its URL")
     sp.add_argument("url", help="ENDPOINT/programs/NAME")
     sp.add_argument("inputs", nargs="*", metavar="ARG", help="as for call")
+    sp.add_argument("--key", help=key_help)
     sp.set_defaults(func=_spawn)
     j = sub.add_parser("job", help="a job's status (or, with --results / --kill, its results / its end)")
     j.add_argument("url", help="ENDPOINT/jobs/ID")
@@ -155,6 +202,7 @@ def main(argv=None):
     j.add_argument("--results", action="store_true", help="its results")
     j.add_argument("--by", choices=("value", "reference"), default="value", help="results inline, or as URLs")
     j.add_argument("--kill", action="store_true", help="kill it")
+    j.add_argument("--key", help=key_help)
     j.set_defaults(func=_job)
 
     r = sub.add_parser("run", help="run a domain: N local ranks of a script, or a service on endpoints")
@@ -166,6 +214,7 @@ def main(argv=None):
     r.add_argument("--endpoints", help="comma-separated endpoint URLs, one per rank")
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")
+    r.add_argument("--key", help=key_help)
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")
     r.set_defaults(func=_run)
 
@@ -182,7 +231,7 @@ def main(argv=None):
 
     try:
         return a.func(a)
-    except (MPIException, ValueError, ImportError, AttributeError, TypeError) as e:
+    except (MPIException, ValueError, ImportError, AttributeError, TypeError, PermissionError) as e:
         print(f"mpiws {a.command}: {e}", file=sys.stderr)
         return 2
 

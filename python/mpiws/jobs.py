@@ -17,17 +17,26 @@ service, never through the client).
 """
 
 import base64
+import functools
 import json
 import os
 import time
 
 from . import _core
+from .keys import client_key
 
-_client = _core.JobsClient()
+@functools.lru_cache(maxsize=None)
+def _client_with(key):
+    return _core.JobsClient(key)
 
 
-def _call(method, url, body=None):
-    return json.loads(_client.call(method, url, None if body is None else json.dumps(body)))
+def _client(key=None):
+    """A client (one connection pool per key) sending the endpoint key (``mpiws.keys.client_key``)."""
+    return _client_with(client_key(key))
+
+
+def _call(method, url, body=None, key=None):
+    return json.loads(_client(key).call(method, url, None if body is None else json.dumps(body)))
 
 
 class File:
@@ -45,10 +54,12 @@ class File:
 
 
 class Program:
-    """A deployed program, named by its URL ``{endpoint}/programs/{name}``."""
+    """A deployed program, named by its URL ``{endpoint}/programs/{name}``;
+    ``key`` is the endpoint key to use (default: ``mpiws.keys.client_key``)."""
 
-    def __init__(self, url):
+    def __init__(self, url, key=None):
         self.url = url.rstrip("/")
+        self.key = key
         base, sep, self.name = self.url.rpartition("/programs/")
         if not sep or not self.name:
             raise ValueError(f"a program's URL is ENDPOINT/programs/NAME, not {url!r}")
@@ -59,16 +70,16 @@ class Program:
 
     def usage(self):
         """The interface: ``{"name", "template", "parameters": [{"name", "direction", "placement", "type"}]}``."""
-        return _call("GET", self.url)
+        return _call("GET", self.url, key=self.key)
 
     def spawn(self, **inputs):
         """Start a job; returns at once."""
-        job = _call("POST", f"{self.url}/jobs", {"inputs": self._encode(inputs)})
-        return Job(job["url"])
+        job = _call("POST", f"{self.url}/jobs", {"inputs": self._encode(inputs)}, key=self.key)
+        return Job(job["url"], key=self.key)
 
     def call(self, by="value", **inputs):
         """Start a job, wait for it to end, return its results (see :meth:`Job.results`)."""
-        return _call("POST", f"{self.url}/call?by={by}", {"inputs": self._encode(inputs)})
+        return _call("POST", f"{self.url}/call?by={by}", {"inputs": self._encode(inputs)}, key=self.key)
 
     def _encode(self, inputs):
         return {name: self._encode_one(v) for name, v in inputs.items()}
@@ -77,7 +88,7 @@ class Program:
         if isinstance(v, File):
             if v.is_url:
                 return {"url": v.location}
-            return {"url": upload(self.endpoint, v.location)["url"]}
+            return {"url": upload(self.endpoint, v.location, key=self.key)["url"]}
         if isinstance(v, (bytes, bytearray, memoryview)):
             return {"base64": base64.b64encode(bytes(v)).decode()}
         return v
@@ -86,8 +97,9 @@ class Program:
 class Job:
     """One job of a program, named by its URL ``{endpoint}/jobs/{id}``."""
 
-    def __init__(self, url):
+    def __init__(self, url, key=None):
         self.url = url.rstrip("/")
+        self.key = key
         self.id = self.url.rpartition("/")[2]
 
     def __repr__(self):
@@ -96,7 +108,7 @@ class Job:
     def status(self, wait=None):
         """``{"state": staging|running|done|failed|killed, "exit_code", "error", ...}``;
         ``wait`` long-polls up to that many seconds for the job to end."""
-        return _call("GET", self.url if wait is None else f"{self.url}?wait={wait}")
+        return _call("GET", self.url if wait is None else f"{self.url}?wait={wait}", key=self.key)
 
     def wait(self, timeout=None):
         """The status once the job has ended; after ``timeout`` seconds, as it is."""
@@ -111,22 +123,23 @@ class Job:
         """``{"state", "exit_code", "error", "outputs": {name: value}, "stdout", "stderr"}``.
         By value an output is a number or text (``{"base64": ...}`` for binary);
         by reference, or over 16 MiB, ``{"url", "size"}``."""
-        return _call("GET", f"{self.url}/results?by={by}")
+        return _call("GET", f"{self.url}/results?by={by}", key=self.key)
 
     def kill(self):
         """End the job (if it has not ended); its status afterwards."""
-        return _call("DELETE", self.url)
+        return _call("DELETE", self.url, key=self.key)
 
     def download(self, name, path):
         """Save output file ``name`` (or ``stdout``/``stderr``) to ``path``; its size."""
         return download(f"{self.url}/{name}" if name in ("stdout", "stderr") else f"{self.url}/files/{name}", path)
 
 
-def upload(endpoint, path):
+def upload(endpoint, path, key=None):
     """Upload a local file to ``endpoint`` (streamed, any size): ``{"url", "size"}``."""
-    return json.loads(_client.upload(f"{endpoint.rstrip('/')}/files", os.fspath(path)))
+    return json.loads(_client(key).upload(f"{endpoint.rstrip('/')}/files", os.fspath(path)))
 
 
 def download(url, path):
-    """Save the file at ``url`` to ``path`` (streamed, any size); its size."""
-    return _client.download(url, os.fspath(path))
+    """Save the file at ``url`` to ``path`` (streamed, any size); its size.
+    A file's URL is its capability: no key is needed."""
+    return _client().download(url, os.fspath(path))

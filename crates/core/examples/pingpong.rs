@@ -18,8 +18,8 @@ fn main() {
         domain: "bench".into(), rank, endpoints: endpoints.clone(), token: "t".into(),
         service: String::new(), params: serde_json::Value::Null,
     };
-    let c0 = Comm::world(a.create_instance(bind(0), false).unwrap());
-    let c1 = Comm::world(b.create_instance(bind(1), false).unwrap());
+    let c0 = Comm::world(a.create_instance(bind(0), false, None).unwrap());
+    let c1 = Comm::world(b.create_instance(bind(1), false, None).unwrap());
     // One store round trip (request + 204) at a time, nobody receiving.
     let n = 5000;
     let t = Instant::now();

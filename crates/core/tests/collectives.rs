@@ -25,7 +25,7 @@ fn on_ranks<R: Send + 'static>(n: u32, f: impl Fn(Comm) -> R + Send + Sync + 'st
                 domain: domain.clone(), rank: r, endpoints: urls.clone(), token: "t".into(),
                 service: String::new(), params: serde_json::Value::Null,
             };
-            let inst = eps[r as usize].create_instance(b, false).unwrap();
+            let inst = eps[r as usize].create_instance(b, false, None).unwrap();
             let f = f.clone();
             std::thread::spawn(move || {
                 let out = f(Comm::world(inst.clone()));

@@ -13,9 +13,11 @@ pub struct DomainClient {
 
 #[pymethods]
 impl DomainClient {
+    /// `key`: the endpoint key that may create instances (*run*) on every endpoint.
     #[new]
-    fn new(domain: String, token: String, endpoints: Vec<String>) -> Self {
-        DomainClient { inner: Core::new(domain, token, endpoints) }
+    #[pyo3(signature = (domain, token, endpoints, key=None))]
+    fn new(domain: String, token: String, endpoints: Vec<String>, key: Option<String>) -> Self {
+        DomainClient { inner: Core::new(domain, token, endpoints, key) }
     }
 
     /// Invoke *run* on every endpoint; `params` is a JSON string.

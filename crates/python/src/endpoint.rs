@@ -7,6 +7,7 @@ use std::time::Duration;
 use mpiws_core::domain::instance::ErrorReport;
 use mpiws_core::domain::Binding;
 use mpiws_core::mpi::Comm as CoreComm;
+use mpiws_core::service::keys::Keys;
 use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
 use mpiws_core::domain::Instance as CoreInstance;
 use pyo3::prelude::*;
@@ -26,17 +27,49 @@ pub struct Endpoint {
 
 #[pymethods]
 impl Endpoint {
+    /// `keys` is the text of a keys file (one key per line, optionally with
+    /// scopes); without it the service interface refuses every request.
+    /// Every other argument is a limit of `Config`, as `mpiws serve` sets it.
     #[new]
-    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096, max_upload=1u64<<40, workdir=None))]
-    fn new(host: &str, port: u16, max_message: u64, pending_timeout: f64, max_pending: usize, max_upload: u64, workdir: Option<std::path::PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=None, max_upload=None, workdir=None, keys=None,
+                        allow_hosts=Vec::new(), allow_origins=Vec::new(), max_connections=None, header_timeout=None,
+                        body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        host: &str,
+        port: u16,
+        max_message: Option<u64>,
+        max_upload: Option<u64>,
+        workdir: Option<std::path::PathBuf>,
+        keys: Option<&str>,
+        allow_hosts: Vec<String>,
+        allow_origins: Vec<String>,
+        max_connections: Option<usize>,
+        header_timeout: Option<f64>,
+        body_timeout: Option<f64>,
+        max_binding: Option<usize>,
+        max_ranks: Option<usize>,
+        max_instances: Option<usize>,
+        max_instances_per_key: Option<usize>,
+    ) -> PyResult<Self> {
+        let d = Config::default();
+        let secs = |s: Option<f64>, default: Duration| s.map_or(default, |s| Duration::from_secs_f64(s.max(0.001)));
         let config = Config {
             host: host.to_string(),
             port,
-            max_message,
-            pending_timeout: Duration::from_secs_f64(pending_timeout.max(0.0)),
-            max_pending,
-            max_upload,
+            max_message: max_message.unwrap_or(d.max_message),
+            max_upload: max_upload.unwrap_or(d.max_upload),
             workdir,
+            keys: keys.map(Keys::parse).transpose().py_err()?.unwrap_or_default(),
+            allow_hosts,
+            allow_origins,
+            max_connections: max_connections.unwrap_or(d.max_connections),
+            header_timeout: secs(header_timeout, d.header_timeout),
+            body_timeout: secs(body_timeout, d.body_timeout),
+            max_binding: max_binding.unwrap_or(d.max_binding),
+            max_ranks: max_ranks.unwrap_or(d.max_ranks),
+            max_instances: max_instances.unwrap_or(d.max_instances),
+            max_instances_per_key: max_instances_per_key.unwrap_or(d.max_instances_per_key),
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
@@ -85,13 +118,13 @@ impl Endpoint {
         params: &str,
     ) -> PyResult<Instance> {
         let binding = Binding { domain, rank, endpoints, token, service: service.to_string(), params: json_arg(params)? };
-        let inner = self.inner.create_instance(binding, false).py_err()?;
+        let inner = self.inner.create_instance(binding, false, None).map_err(mpiws_core::Error::from).py_err()?;
         Ok(Instance { inner })
     }
 
-    /// `GET /` as a JSON string.
+    /// `GET /` as a JSON string, as a key with `admin` sees it.
     fn describe(&self) -> String {
-        self.inner.describe().to_string()
+        self.inner.describe(|_| true).to_string()
     }
 }
 

@@ -15,13 +15,16 @@ use crate::errors::IntoPy;
 #[pyclass(module = "mpiws._core", frozen)]
 pub struct JobsClient {
     transport: Arc<Transport>,
+    /// The endpoint key sent with every call (not with downloads: a file's URL is its capability).
+    key: Option<String>,
 }
 
 #[pymethods]
 impl JobsClient {
     #[new]
-    fn new() -> Self {
-        JobsClient { transport: Arc::new(Transport::new()) }
+    #[pyo3(signature = (key=None))]
+    fn new(key: Option<String>) -> Self {
+        JobsClient { transport: Arc::new(Transport::new()), key }
     }
 
     /// `method url` with an optional JSON body (a string); the JSON answer as a string.
@@ -32,14 +35,14 @@ impl JobsClient {
             .map(serde_json::from_str)
             .transpose()
             .map_err(|e| PyValueError::new_err(format!("body is not JSON: {e}")))?;
-        py.detach(|| runtime().block_on(self.transport.call_json::<serde_json::Value>(method, url, None, body.as_ref())))
+        py.detach(|| runtime().block_on(self.transport.call_json::<serde_json::Value>(method, url, self.key.as_deref(), body.as_ref())))
             .py_err()
             .map(|v| v.to_string())
     }
 
     /// POST the file at `path` to `url` (an endpoint's `/files`); the JSON answer.
     fn upload(&self, py: Python<'_>, url: &str, path: &str) -> PyResult<String> {
-        py.detach(|| runtime().block_on(self.transport.upload(url, Path::new(path)))).py_err().map(|v| v.to_string())
+        py.detach(|| runtime().block_on(self.transport.upload(url, Path::new(path), self.key.as_deref()))).py_err().map(|v| v.to_string())
     }
 
     /// GET `url` into the file at `path`; its size.

@@ -16,7 +16,7 @@ import functools
 import pickle
 import weakref
 
-from . import datatype
+from . import datatype, pickled
 from .exception import ERR_ARG, ERR_TRUNCATE, Exception as MPIException
 from .op import SUM, as_op, fold
 from .request import _CALL, Request
@@ -39,12 +39,12 @@ def _nothing(msg):
 
 
 def _first_object(msg):
-    return pickle.loads(msg.blocks()[0])
+    return pickled.loads_bytes(msg.blocks()[0])
 
 
 def _objects_or_none(msg):
     blocks = msg.blocks()
-    return [pickle.loads(b) for b in blocks] if blocks else None
+    return [pickled.loads_bytes(b) for b in blocks] if blocks else None
 
 
 def _into(view):

@@ -1,11 +1,35 @@
 """Objects on the wire: pickle protocol 5, large contiguous buffers (numpy
-arrays, bytes) out of band, so they travel as their own bytes without copies."""
+arrays, bytes) out of band, so they travel as their own bytes without copies.
 
+Unpickling runs code that the sender chooses, so what an instance may
+unpickle is its binding's policy (``mpiws.binding.Bound.loads``): full pickle
+for ``mpiws run`` ranks, which are all the user's own (mpi4py's behaviour),
+and a restricted unpickler for services of ``mpiws serve``, which serve
+senders they do not trust: it builds only builtin values, numpy arrays and
+the types the deployer names. Everything is unpickled here, one way.
+"""
+
+import io
 import pickle
+
+from .. import binding
 
 PROTOCOL = 5
 #: Buffers smaller than this stay inside the pickle.
 OUT_OF_BAND_FROM = 64 * 1024
+
+#: What a restricted unpickler builds: plain data, and numpy arrays, dtypes
+#: and scalars (their reconstructors take only data and these types).
+SAFE = frozenset(
+    [("builtins", n) for n in ("int", "float", "complex", "str", "bytes", "bytearray", "list", "tuple", "dict",
+                               "set", "frozenset", "bool", "slice", "range")]
+    + [("collections", "OrderedDict"), ("collections", "deque"), ("datetime", "datetime"), ("datetime", "date"),
+       ("datetime", "time"), ("datetime", "timedelta"), ("datetime", "timezone"), ("decimal", "Decimal"),
+       ("fractions", "Fraction")]
+    + [(m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")]
+    + [(m, "_frombuffer") for m in ("numpy.core.numeric", "numpy._core.numeric")]
+    + [("numpy", "ndarray"), ("numpy", "dtype")]
+)
 
 
 def dumps(obj):
@@ -25,9 +49,51 @@ def dumps(obj):
     return [pickle.dumps(obj, protocol=PROTOCOL, buffer_callback=keep_out_of_band), *buffers]
 
 
+class Restricted(pickle.Unpickler):
+    """An unpickler that builds only the globals in ``allowed``."""
+
+    def __init__(self, data, buffers, allowed):
+        super().__init__(io.BytesIO(data), buffers=buffers)
+        self.allowed = allowed
+
+    def find_class(self, module, name):
+        if (module, name) in self.allowed:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"mpiws: refusing to unpickle {module}.{name}: this service only accepts plain data and numpy arrays "
+            f"(its deployer can allow the type with --pickle-allow {module}.{name}, or any with --pickle full)"
+        )
+
+
+def policy(kind="restricted", allow=()):
+    """How an instance unpickles: None for full pickle, else a function
+    ``loads(data, buffers)`` that builds only ``SAFE`` and ``allow``
+    (``module.Name`` strings)."""
+    if kind == "full":
+        return None
+    if kind != "restricted":
+        raise ValueError(f"pickle policy is 'restricted' or 'full', not {kind!r}")
+    extra = set()
+    for spec in allow:
+        module, dot, name = spec.rpartition(".")
+        if not (dot and module and name):
+            raise ValueError(f"--pickle-allow takes module.Name, not {spec!r}")
+        extra.add((module, name))
+    allowed = SAFE | extra
+    return lambda data, buffers=(): Restricted(data, buffers, allowed).load()
+
+
+def loads_bytes(data, buffers=()):
+    """Unpickle ``data`` as the calling thread's instance may."""
+    restricted = binding.current().loads
+    if restricted is None:
+        return pickle.loads(data, buffers=buffers)
+    return restricted(data, buffers)
+
+
 def loads(message):
     """Unpickle a received core Message."""
     if message.parts:
         parts = message.split()
-        return pickle.loads(parts[0], buffers=parts[1:])
-    return pickle.loads(message.bytes())
+        return loads_bytes(parts[0], parts[1:])
+    return loads_bytes(message.bytes())

@@ -7,16 +7,20 @@ import secrets
 import threading
 
 from .. import _core
+from ..keys import client_key
 
 FINAL = ("done", "failed", "cancelled")
 
 
 class Domain:
-    def __init__(self, endpoints, domain=None, token=None):
+    """A domain on ``endpoints``, created with the endpoint ``key`` (see
+    ``mpiws.keys.client_key``); its token is new and random unless given."""
+
+    def __init__(self, endpoints, domain=None, token=None, key=None):
         self.endpoints = list(endpoints)
         self.domain = domain or secrets.token_hex(8)
         self.token = token or secrets.token_urlsafe(24)
-        self.client = _core.DomainClient(self.domain, self.token, self.endpoints)
+        self.client = _core.DomainClient(self.domain, self.token, self.endpoints, client_key(key))
 
     @property
     def size(self):

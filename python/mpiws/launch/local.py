@@ -3,6 +3,7 @@ serving its own endpoint, started as one domain, like ``mpiexec``."""
 
 import os
 import queue
+import secrets
 import select
 import subprocess
 import sys
@@ -65,17 +66,26 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
     """Run ``program`` on ``n`` local ranks; returns the exit status."""
     log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
     procs, url_fds, holds, forwarders = [], [], [], []
+    # The only key the ranks' endpoints accept: it reaches them through a
+    # pipe, never leaves this user's processes, and dies with the run; no
+    # other process can start anything on them.
+    key = secrets.token_hex(32)
     try:
         for rank in range(n):
             url_r, url_w = os.pipe()
             hold_r, hold_w = os.pipe()
-            env = dict(os.environ, MPIWS_URL_FD=str(url_w), MPIWS_HOLD_FD=str(hold_r), MPIWS_HOST=host, PYTHONUNBUFFERED="1")
+            key_r, key_w = os.pipe()
+            os.write(key_w, key.encode())
+            os.close(key_w)
+            env = dict(os.environ, MPIWS_URL_FD=str(url_w), MPIWS_HOLD_FD=str(hold_r), MPIWS_KEY_FD=str(key_r),
+                       MPIWS_HOST=host, PYTHONUNBUFFERED="1")
             p = subprocess.Popen(
                 [sys.executable, "-m", "mpiws.launch.worker", program, *args],
-                env=env, pass_fds=(url_w, hold_r), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, pass_fds=(url_w, hold_r, key_r), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             )
             os.close(url_w)
             os.close(hold_r)
+            os.close(key_r)
             procs.append(p)
             url_fds.append(url_r)
             holds.append(hold_w)
@@ -87,7 +97,7 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
         deadline = time.monotonic() + STARTUP_SECONDS
         urls = [_read_url(fd, p, deadline) for fd, p in zip(url_fds, procs)]
 
-        domain = Domain(urls)
+        domain = Domain(urls, key=key)
         try:
             domain.start(SERVICE, {"program": program, "args": list(args)})
         except Exception:

@@ -8,9 +8,9 @@ import sys
 from .domain import Domain
 
 
-def run_remote(endpoints, service, params=None, out=None):
+def run_remote(endpoints, service, params=None, out=None, key=None):
     out = out or sys.stdout
-    domain = Domain(endpoints)
+    domain = Domain(endpoints, key=key)
     domain.start(service, params)
     print(f"domain {domain.domain}: {service} on {domain.size} ranks", file=sys.stderr, flush=True)
 

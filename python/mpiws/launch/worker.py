@@ -2,8 +2,10 @@
 service, ``script``, which runs the program as ``__main__`` with COMM_WORLD
 bound to the domain instance the launcher's *run* request created.
 
-The launcher passes two pipes: the worker writes its URL to the first, and
-exits when the second closes (the launcher is done, or gone: no orphans).
+The launcher passes three pipes: the worker writes its URL to the first,
+exits when the second closes (the launcher is done, or gone: no orphans),
+and reads from the third the only key its endpoint accepts (so only the
+launcher can start the rank: no other local process can hand it a domain).
 """
 
 import os
@@ -25,14 +27,23 @@ def _exit_when_closed(fd, outcome):
     os._exit(outcome.get("code", 1))
 
 
+def _read_all(fd):
+    data = b""
+    while chunk := os.read(fd, 4096):
+        data += chunk
+    os.close(fd)
+    return data.decode()
+
+
 def main():
     program, args = sys.argv[1], sys.argv[2:]
     url_fd = int(os.environ.pop("MPIWS_URL_FD"))
     hold_fd = int(os.environ.pop("MPIWS_HOLD_FD"))
+    key = _read_all(int(os.environ.pop("MPIWS_KEY_FD")))
     outcome = {}
     threading.Thread(target=_exit_when_closed, args=(hold_fd, outcome), daemon=True).start()
 
-    endpoint = _core.Endpoint(os.environ.get("MPIWS_HOST", "127.0.0.1"))
+    endpoint = _core.Endpoint(os.environ.get("MPIWS_HOST", "127.0.0.1"), keys=key)
     endpoint.deploy(SERVICE)
     os.write(url_fd, endpoint.url.encode() + b"\n")
     os.close(url_fd)

@@ -12,9 +12,10 @@ from ..MPI.exception import ERR_OTHER, Exception as MPIException, _name
 FLUSH_SECONDS = 60.0
 
 
-def run_instance(instance, function):
-    """Call ``function(comm, params)`` as ``instance``; returns True on success."""
-    with binding.bound_to(instance) as b:
+def run_instance(instance, function, loads=None):
+    """Call ``function(comm, params)`` as ``instance``, unpickling what it
+    receives with ``loads`` (None: full pickle); returns True on success."""
+    with binding.bound_to(instance, loads) as b:
         instance.set_running()
         try:
             result = function(Intracomm(b.world), json.loads(instance.params))
@@ -31,6 +32,11 @@ def run_instance(instance, function):
             return False
         instance.finish(encoded)
         return True
+
+
+def fail_to_start(instance, e):
+    """The instance could not be started at all (no thread, say)."""
+    instance.fail(ERR_OTHER, type(e).__name__, f"the endpoint could not start the instance: {e}", "")
 
 
 def report(instance, e):

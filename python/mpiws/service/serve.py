@@ -4,6 +4,11 @@ A service is a function ``f(comm, params) -> result``: ``comm`` is the
 instance's COMM_WORLD, ``params`` the domain's JSON parameters, and the
 result must be JSON-serialisable. A program is a command-line program made
 a service by its one-line template (``NAME=TEMPLATE``; see ``mpiws.jobs``).
+
+Objects that peers and clients send a service are unpickled by a
+restricted unpickler (``mpiws.MPI.pickled``): builtins, numpy arrays and the
+types the deployer names (``pickle_allow``); ``pickle="full"`` trusts every
+sender with arbitrary code, as mpi4py does.
 """
 
 import importlib
@@ -11,8 +16,9 @@ import os
 import sys
 import threading
 
-from .. import _core
-from .runner import run_instance
+from .. import _core, keys as keyfiles
+from ..MPI import pickled
+from .runner import fail_to_start, run_instance
 
 
 def load(spec):
@@ -30,11 +36,22 @@ def load(spec):
 
 
 class Server:
-    """An endpoint and the dispatcher that starts each instance on a thread."""
+    """An endpoint and the dispatcher that starts each instance on a thread.
 
-    def __init__(self, services, host="127.0.0.1", port=0, programs=(), **limits):
+    ``keys``: a keys file's path (``--keys``), or None for the user's key
+    file (created with a new key if missing: ``mpiws.keys``); ``key`` is
+    then the first of them, for this process's own clients. ``pickle`` and
+    ``pickle_allow``: what services may unpickle (see the module's doc).
+    Other keyword arguments are the endpoint's limits (``_core.Endpoint``).
+    """
+
+    def __init__(self, services, host="127.0.0.1", port=0, programs=(), keys=None, pickle="restricted",
+                 pickle_allow=(), **limits):
         self.services = dict(services)
-        self.endpoint = _core.Endpoint(host, port, **limits)
+        text, self.key_file, self.key_created = keyfiles.server_keys(keys)
+        self.key = keyfiles.first_key(text)
+        self.loads = pickled.policy(pickle, pickle_allow)
+        self.endpoint = _core.Endpoint(host, port, keys=text, **limits)
         for name in self.services:
             self.endpoint.deploy(name)
         for spec in programs:
@@ -56,9 +73,13 @@ class Server:
             if instance is None:
                 continue
             fn = self.services[instance.service]
-            threading.Thread(
-                target=run_instance, args=(instance, fn), name=f"mpiws-{instance.domain}-{instance.rank}", daemon=True
-            ).start()
+            thread = threading.Thread(
+                target=run_instance, args=(instance, fn, self.loads), name=f"mpiws-{instance.domain}-{instance.rank}", daemon=True
+            )
+            try:
+                thread.start()
+            except RuntimeError as e:  # no thread to be had: the instance fails, the dispatcher goes on
+                fail_to_start(instance, e)
 
     def stop(self):
         self._stop.set()

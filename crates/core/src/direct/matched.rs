@@ -6,7 +6,9 @@
 //!
 //! 200 `{"matched": true}` when taken (at once if it was, also after the
 //! instance ended); 410 if the instance ends first; 409 if the message was
-//! refused, so never will be.
+//! refused, so never will be. A poll is held at most `?wait=` seconds
+//! (default and longest: five minutes), then answers `{"matched": false}`
+//! and the sender asks again: no request is held for ever.
 
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
@@ -22,12 +24,20 @@ pub async fn matched(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq:
         Ok(m) => m,
         Err(reply) => return reply,
     };
+    let wait = match reply::wait_param(&req) {
+        Ok(w) => w.unwrap_or(reply::MAX_WAIT),
+        Err(reply) => return reply,
+    };
     if let Some(rx) = instance.watch_match(source, seq) {
-        if rx.await.is_err() {
-            return match instance.ended() {
-                Some(e) => from_error(&e),
-                None => error(StatusCode::CONFLICT, ErrorClass::Other, format!("message {seq} from rank {source} was refused: no receive will take it")),
-            };
+        match tokio::time::timeout(wait, rx).await {
+            Err(_) => return reply::json(StatusCode::OK, &json!({"matched": false})),
+            Ok(Err(_)) => {
+                return match instance.ended() {
+                    Some(e) => from_error(&e),
+                    None => error(StatusCode::CONFLICT, ErrorClass::Other, format!("message {seq} from rank {source} was refused: no receive will take it")),
+                }
+            }
+            Ok(Ok(_)) => {}
         }
     }
     reply::json(StatusCode::OK, &json!({"matched": true}))

@@ -56,10 +56,13 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     let mut body = req.into_body();
     let mut chunks = Vec::new();
     let mut total = 0u64;
-    while let Some(frame) = body.frame().await {
+    // A body that stalls is not held: like one cut off, its sender may send it again.
+    let timeout = ep.config.body_timeout;
+    while let Some(frame) = tokio::time::timeout(timeout, body.frame()).await.map_err(|_| ()).transpose() {
         let frame = match frame {
-            Ok(f) => f,
-            Err(e) => return error(StatusCode::BAD_REQUEST, ErrorClass::Other, format!("body cut off: {e}")),
+            Ok(Ok(f)) => f,
+            Ok(Err(e)) => return error(StatusCode::BAD_REQUEST, ErrorClass::Other, format!("body cut off: {e}")),
+            Err(()) => return reply::stalled(timeout),
         };
         if let Ok(data) = frame.into_data() {
             total += data.len() as u64;
@@ -93,8 +96,8 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
 }
 
 /// The checks a store and a stream upgrade share, in order: the rank in the
-/// path, a token, the instance (waited for, bounded, if it does not exist
-/// yet), the token's value, the instance still running, the source rank.
+/// path, a token, the instance, the token's value, the instance still
+/// running, the source rank.
 pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
     let instance = admit_ended(ep, domain, rank, headers, source).await?;
     match instance.ended() {
@@ -104,20 +107,29 @@ pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap,
 }
 
 /// `admit`, but an instance that ended passes too (a question about what it received).
+///
+/// An instance that does not exist yet (its *run* request has not arrived)
+/// is answered 503 with `Retry-After`, and the sender tries again: nothing
+/// is held for a caller whose token cannot be checked yet. Where another
+/// rank of the domain lives here, the token is checked against it first.
 pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
     let rank = parse_rank(rank)?;
-    if let Some(size) = ep.domain_size(domain) {
-        if rank >= size {
-            return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("rank {rank} out of range: domain {domain} has {size} ranks")));
-        }
-    }
     if reply::bearer(headers).is_none() {
         return Err(error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'"));
     }
-    let instance = match ep.wait_instance(domain, rank).await {
-        Ok(i) => i,
-        Err(e) if e.class == ErrorClass::Comm => return Err(error(StatusCode::NOT_FOUND, e.class, e.message)),
-        Err(e) => return Err(error(StatusCode::SERVICE_UNAVAILABLE, e.class, e.message)),
+    let instance = match ep.instance(domain, rank) {
+        Some(i) => i,
+        None => {
+            if let Some(sibling) = ep.any_instance_of(domain) {
+                authorize(headers, &sibling)?;
+                if rank >= sibling.size() {
+                    return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("rank {rank} out of range: domain {domain} has {} ranks", sibling.size())));
+                }
+            }
+            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, format!("no instance of domain {domain} rank {rank} here yet; try again"));
+            r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+            return Err(r);
+        }
     };
     authorize(headers, &instance)?;
     if source >= instance.size() {

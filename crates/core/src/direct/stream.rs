@@ -32,7 +32,7 @@ use crate::completion::{Completion, Outcome, Tracking};
 use crate::direct::polled::Polled;
 use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
-use crate::domain::liveness::failure_timeout;
+use crate::domain::liveness::{failure_timeout, startup_timeout};
 use crate::direct::transport::error_from_response;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::runtime::runtime;
@@ -204,6 +204,9 @@ enum Attempt {
     Unsupported,
     /// Not now (refused, reset, restarting): try again.
     Retry(Error),
+    /// The peer's instance does not exist yet (503 with `Retry-After`):
+    /// try again for up to the startup timeout.
+    NotYet(Error),
     /// Never (bad token, ended instance, ...).
     Refused(Error),
 }
@@ -275,7 +278,9 @@ impl Target {
             let _ = BufReader::new(&mut s).read_exact(&mut body);
             error_from_response(status, &body, &self.peer)
         };
+        let retry_after = text.lines().any(|l| l.to_ascii_lowercase().starts_with("retry-after:"));
         match status {
+            StatusCode::SERVICE_UNAVAILABLE if retry_after => Attempt::NotYet(body()),
             // Busy, restarting, or a proxy between us that lost the peer.
             StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS | StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => {
                 Attempt::Retry(body())
@@ -289,24 +294,29 @@ impl Target {
 
     /// Open a stream, trying again until `deadline` while the failure is
     /// transient, or until `stop` says the link is given up.
-    fn open(&self, deadline: Instant, stop: impl Fn() -> Option<Error>) -> Result<Option<TcpStream>> {
+    fn open(&self, mut deadline: Instant, stop: impl Fn() -> Option<Error>) -> Result<Option<TcpStream>> {
         let mut pause = Duration::from_millis(2);
+        let mut not_yet_since: Option<Instant> = None;
         loop {
-            match self.attempt() {
+            let e = match self.attempt() {
                 Attempt::Open(s) => return Ok(Some(s)),
                 Attempt::Unsupported => return Ok(None),
                 Attempt::Refused(e) => return Err(e),
-                Attempt::Retry(e) => {
-                    if let Some(e) = stop() {
-                        return Err(e);
-                    }
-                    if Instant::now() + pause > deadline {
-                        return Err(e);
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(100));
+                Attempt::Retry(e) => e,
+                Attempt::NotYet(e) => {
+                    let since = *not_yet_since.get_or_insert_with(Instant::now);
+                    deadline = deadline.max(since + startup_timeout());
+                    e
                 }
+            };
+            if let Some(e) = stop() {
+                return Err(e);
             }
+            if Instant::now() + pause > deadline {
+                return Err(e);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(100));
         }
     }
 }
@@ -338,7 +348,7 @@ impl Link {
             Attempt::Open(s) => Some(s),
             Attempt::Unsupported => return Ok(None),
             Attempt::Refused(e) => return Err(e),
-            Attempt::Retry(_) => None,
+            Attempt::Retry(_) | Attempt::NotYet(_) => None,
         };
         let link = Arc::new(Link {
             dest,

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use crate::body::Chunks;
 use crate::direct::frame::Envelope;
-use crate::domain::liveness::failure_timeout;
+use crate::domain::liveness::{failure_timeout, startup_timeout};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Requests in flight to one peer before further sends wait their turn.
@@ -87,8 +87,20 @@ impl Transport {
     /// Wait until a receive at rank `dest` took message `seq` from rank
     /// `source` (`direct::matched`, a long poll: outside the in-flight bound).
     pub async fn matched(&self, base: &str, domain: &str, dest: u32, source: u32, seq: u64, token: &str) -> Result<()> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            matched: bool,
+        }
         let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}/matched");
-        self.ask(Method::GET, &uri, &format!("rank {dest} at {base}"), token).await.map(drop)
+        loop {
+            // Each poll is bounded by the receiver; not matched yet: ask again.
+            let body = self.ask(Method::GET, &uri, &format!("rank {dest} at {base}"), token).await?;
+            match serde_json::from_slice::<Answer>(&body) {
+                Ok(a) if a.matched => return Ok(()),
+                Ok(_) => continue,
+                Err(e) => return Err(Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}"))),
+            }
+        }
     }
 
     /// Take back message `seq` from rank `source` at rank `dest` unless a
@@ -121,22 +133,28 @@ impl Transport {
     /// (connection refused or reset, an answer cut off, 502/503/504) is
     /// tried again for up to the failure timeout; pushback (429: the
     /// receiver holds too many unreceived messages) for as long as it
-    /// lasts, since the receiver is there. Ok: a success's body.
+    /// lasts, since the receiver is there; "not yet" (503 with
+    /// `Retry-After`: the instance's *run* request has not arrived) for up
+    /// to the startup timeout. Ok: a success's body.
     async fn retrying(&self, peer: &str, uri: &str, request: impl Fn() -> http::Result<Request<Chunks>>) -> Result<Bytes> {
         let mut pause = Duration::from_millis(1);
         let mut deadline = Instant::now() + failure_timeout();
+        let mut not_yet_since: Option<Instant> = None;
         loop {
             let req = request().map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
             let fault = match self.exchange(req, peer).await {
-                Ok((status, body)) if status.is_success() => return Ok(body),
-                Ok((StatusCode::TOO_MANY_REQUESTS, _)) => {
+                Ok(a) if a.status.is_success() => return Ok(a.body),
+                Ok(a) if a.status == StatusCode::TOO_MANY_REQUESTS => {
                     deadline = Instant::now() + failure_timeout();
                     None
                 }
-                Ok((status @ (StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT), body)) => {
-                    Some(error_from_response(status, &body, peer))
+                Ok(a) if a.status == StatusCode::SERVICE_UNAVAILABLE && a.retry_after => {
+                    let since = *not_yet_since.get_or_insert_with(Instant::now);
+                    deadline = deadline.max(since + startup_timeout());
+                    Some(a.error(peer))
                 }
-                Ok((status, body)) => return Err(error_from_response(status, &body, peer)),
+                Ok(a) if matches!(a.status, StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT) => Some(a.error(peer)),
+                Ok(a) => return Err(a.error(peer)),
                 Err(e) => Some(e),
             };
             if let Some(e) = fault {
@@ -171,8 +189,8 @@ impl Transport {
         let req = req
             .body(body)
             .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-        let (status, bytes) = self.exchange(req, uri).await?;
-        json_answer(status, &bytes, uri)
+        let a = self.exchange(req, uri).await?;
+        json_answer(a.status, &a.body, uri)
     }
 
     /// GET `uri` into the file `to`, as it arrives; returns its size.
@@ -199,33 +217,51 @@ impl Transport {
         Ok(size)
     }
 
-    /// POST the file `from` to `uri`, read as it is sent; the JSON answer.
-    pub async fn upload(&self, uri: &str, from: &Path) -> Result<serde_json::Value> {
+    /// POST the file `from` to `uri` with the endpoint `key`, read as it is sent; the JSON answer.
+    pub async fn upload(&self, uri: &str, from: &Path, key: Option<&str>) -> Result<serde_json::Value> {
         let unreadable = |e: std::io::Error| Error::new(ErrorClass::Arg, format!("cannot read {}: {e}", from.display()));
         let file = tokio::fs::File::open(from).await.map_err(unreadable)?;
         let len = file.metadata().await.map_err(unreadable)?.len();
-        let req = Request::post(uri)
-            .header(http::header::CONTENT_TYPE, "application/octet-stream")
+        let mut req = Request::post(uri).header(http::header::CONTENT_TYPE, "application/octet-stream");
+        if let Some(k) = key {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
+        }
+        let req = req
             .body(Chunks::file(file, len))
             .map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
-        let (status, bytes) = self.exchange(req, uri).await?;
-        json_answer(status, &bytes, uri)
+        let a = self.exchange(req, uri).await?;
+        json_answer(a.status, &a.body, uri)
     }
 
-    async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<(StatusCode, Bytes)> {
+    async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<Answer> {
         let resp = self
             .client
             .request(req)
             .await
             .map_err(|e| unreachable(peer, &e))?;
         let status = resp.status();
+        let retry_after = resp.headers().contains_key(http::header::RETRY_AFTER);
         let body = resp
             .into_body()
             .collect()
             .await
             .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer}: answer cut off: {e}")))?
             .to_bytes();
-        Ok((status, body))
+        Ok(Answer { status, retry_after, body })
+    }
+}
+
+/// An answer read whole.
+struct Answer {
+    status: StatusCode,
+    /// The server said when to try again.
+    retry_after: bool,
+    body: Bytes,
+}
+
+impl Answer {
+    fn error(&self, peer: &str) -> Error {
+        error_from_response(self.status, &self.body, peer)
     }
 }
 

@@ -22,9 +22,13 @@ pub struct Binding {
     pub params: serde_json::Value,
 }
 
+/// A domain id names a path segment (and may one day name a file): no
+/// `.`/`..`, nothing but `[A-Za-z0-9._-]`, at most 128 characters.
 pub fn valid_domain_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
+        && id != "."
+        && id != ".."
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
@@ -35,7 +39,7 @@ impl Binding {
 
     pub fn validate(&self) -> Result<()> {
         if !valid_domain_id(&self.domain) {
-            return err(ErrorClass::Arg, "domain id must be 1-128 characters of [A-Za-z0-9._-]");
+            return err(ErrorClass::Arg, "domain id must be 1-128 characters of [A-Za-z0-9._-], not '.' or '..'");
         }
         if self.endpoints.is_empty() {
             return err(ErrorClass::Arg, "endpoints must list at least one URL");

@@ -29,6 +29,17 @@ const LOOK_EVERY: Duration = Duration::from_millis(200);
 /// Longest a status long-poll is held (an ended peer answers at once).
 const LONG_POLL: Duration = Duration::from_secs(2);
 
+/// How long a sender keeps trying a peer whose endpoint says its instance
+/// does not exist yet (503 with `Retry-After`: its *run* request is still
+/// on its way) — `MPIWS_STARTUP_TIMEOUT`, seconds, default 30.
+pub fn startup_timeout() -> Duration {
+    static T: OnceLock<Duration> = OnceLock::new();
+    *T.get_or_init(|| {
+        let secs = std::env::var("MPIWS_STARTUP_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(30.0);
+        Duration::from_secs_f64(secs.max(0.05))
+    })
+}
+
 /// How long a peer may be unreachable before it is declared gone.
 pub fn failure_timeout() -> Duration {
     static T: OnceLock<Duration> = OnceLock::new();

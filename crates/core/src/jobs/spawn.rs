@@ -33,7 +33,7 @@ pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool
         Err(reply) if call => return reply,
         Err(_) => By::Value, // a spawn answers no results
     };
-    let body = match read_body(req.into_body(), ep.config.max_message as usize, "the request").await {
+    let body = match read_body(req.into_body(), ep.config.max_message as usize, ep.config.body_timeout, "the request").await {
         Ok(b) => b,
         Err(reply) => return reply,
     };

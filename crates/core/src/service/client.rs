@@ -15,13 +15,15 @@ pub struct DomainClient {
     pub domain: String,
     pub token: String,
     pub endpoints: Vec<String>,
+    /// The endpoint key that creates the domain's instances (*run*).
+    key: Option<String>,
     transport: Arc<Transport>,
 }
 
 impl DomainClient {
-    pub fn new(domain: String, token: String, endpoints: Vec<String>) -> Self {
+    pub fn new(domain: String, token: String, endpoints: Vec<String>, key: Option<String>) -> Self {
         let endpoints = endpoints.into_iter().map(|e| e.trim_end_matches('/').to_string()).collect();
-        DomainClient { domain, token, endpoints, transport: Arc::new(Transport::new()) }
+        DomainClient { domain, token, endpoints, key, transport: Arc::new(Transport::new()) }
     }
 
     fn rank_uri(&self, rank: usize) -> String {
@@ -38,7 +40,7 @@ impl DomainClient {
             });
             let uri = format!("{}/run", self.endpoints[rank]);
             async move {
-                let reply = self.transport.call_json::<Value>(Method::POST, &uri, None, Some(&binding)).await;
+                let reply = self.transport.call_json::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding)).await;
                 reply.map_err(|e| Error::new(e.class, format!("rank {rank}: {}", e.message)))
             }
         });

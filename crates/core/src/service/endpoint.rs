@@ -4,20 +4,19 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
-use tokio::sync::Notify;
 
 use crate::direct::transport::Transport;
 use crate::domain::{Binding, Instance};
-use crate::error::{err, ErrorClass, Result};
+use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::runtime::runtime;
+use crate::service::keys::{KeyId, Keys};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -27,14 +26,29 @@ pub struct Config {
     pub port: u16,
     /// Largest message body a store accepts.
     pub max_message: u64,
-    /// How long a store for an instance that does not exist yet is held.
-    pub pending_timeout: Duration,
-    /// How many such stores may be held at once.
-    pub max_pending: usize,
     /// Largest file an upload (`POST /files`) may be.
     pub max_upload: u64,
     /// Where jobs and uploads are kept; a fresh temporary directory if None.
     pub workdir: Option<std::path::PathBuf>,
+    /// The keys the service interface accepts (none: it refuses everyone).
+    pub keys: Keys,
+    /// Host names (besides IP literals and `localhost`) requests may be sent to; `*`: any.
+    pub allow_hosts: Vec<String>,
+    /// Web page origins allowed to call (`*`: any); none by default.
+    pub allow_origins: Vec<String>,
+    /// Connections served at once; further ones wait in the listen queue.
+    pub max_connections: usize,
+    /// A connection that sends no complete request head for this long is closed (idle ones too).
+    pub header_timeout: Duration,
+    /// A request body that stalls for this long is refused (408).
+    pub body_timeout: Duration,
+    /// Largest *run* body (the binding).
+    pub max_binding: usize,
+    /// Most ranks (endpoint URLs) in one binding.
+    pub max_ranks: usize,
+    /// Instances starting or running at once, on the whole endpoint and per key.
+    pub max_instances: usize,
+    pub max_instances_per_key: usize,
 }
 
 impl Default for Config {
@@ -43,16 +57,50 @@ impl Default for Config {
             host: "127.0.0.1".into(),
             port: 0,
             max_message: 1 << 30,
-            pending_timeout: Duration::from_secs(30),
-            max_pending: 4096,
             max_upload: 1 << 40,
             workdir: None,
+            keys: Keys::default(),
+            allow_hosts: Vec::new(),
+            allow_origins: Vec::new(),
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(60),
+            max_binding: 1 << 20,
+            max_ranks: 16384,
+            max_instances: 256,
+            max_instances_per_key: 128,
         }
     }
 }
 
-/// Above this many instances, ended ones are forgotten when a new one comes.
-const KEEP_INSTANCES: usize = 1024;
+/// A key keeps at most this many instances; above it, its ended ones are
+/// forgotten when it creates another (never another key's).
+const KEEP_PER_KEY: usize = 1024;
+
+/// An instance and the key that created it (None: created in-process).
+struct Hosted {
+    instance: Arc<Instance>,
+    owner: Option<KeyId>,
+}
+
+/// Why an instance was not created.
+#[derive(Debug)]
+pub enum Refused {
+    /// A bad binding (400).
+    Invalid(Error),
+    /// The domain or rank exists here already, or belongs to another key (409).
+    Conflict(Error),
+    /// Over the endpoint's bound (503) or the key's (429): try again later.
+    Busy { per_key: bool, error: Error },
+}
+
+impl From<Refused> for Error {
+    fn from(r: Refused) -> Error {
+        match r {
+            Refused::Invalid(e) | Refused::Conflict(e) | Refused::Busy { error: e, .. } => e,
+        }
+    }
+}
 
 pub struct Endpoint {
     pub config: Config,
@@ -60,11 +108,9 @@ pub struct Endpoint {
     pub transport: Arc<Transport>,
     pub jobs: Jobs,
     services: RwLock<Vec<String>>,
-    instances: Mutex<HashMap<(String, u32), Arc<Instance>>>,
-    appeared: Notify,
+    instances: Mutex<HashMap<(String, u32), Hosted>>,
     runs_tx: Mutex<mpsc::Sender<Arc<Instance>>>,
     runs_rx: Mutex<mpsc::Receiver<Arc<Instance>>>,
-    pending: AtomicUsize,
 }
 
 impl Endpoint {
@@ -83,10 +129,8 @@ impl Endpoint {
             jobs: Jobs::new(workdir),
             services: RwLock::new(Vec::new()),
             instances: Mutex::new(HashMap::new()),
-            appeared: Notify::new(),
             runs_tx: Mutex::new(tx),
             runs_rx: Mutex::new(rx),
-            pending: AtomicUsize::new(0),
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
         Ok(ep)
@@ -113,74 +157,67 @@ impl Endpoint {
         self.services.read().clone()
     }
 
-    /// Create an instance for `binding`. `queue` hands it to the service
-    /// layer to start (a *run* request); without it the caller runs it.
-    pub fn create_instance(&self, binding: Binding, queue: bool) -> Result<Arc<Instance>> {
-        binding.validate()?;
+    /// Create an instance for `binding`, owned by the key `owner`. `queue`
+    /// hands it to the service layer to start (a *run* request); without
+    /// it the caller runs it. A domain belongs to the key that created its
+    /// first instance here: another key can neither join nor take it over.
+    pub fn create_instance(&self, binding: Binding, queue: bool, owner: Option<KeyId>) -> std::result::Result<Arc<Instance>, Refused> {
+        binding.validate().map_err(Refused::Invalid)?;
         let key = (binding.domain.clone(), binding.rank);
         let instance = {
             let mut map = self.instances.lock();
-            if let Some(other) = map.values().find(|i| i.binding.domain == binding.domain) {
-                if other.binding.endpoints != binding.endpoints || other.binding.token != binding.token {
-                    return err(ErrorClass::Comm, format!("domain {} is already bound here with other endpoints or token", binding.domain));
+            let conflict = |m: String| Err(Refused::Conflict(Error::new(ErrorClass::Comm, m)));
+            if let Some(other) = map.values().find(|h| h.instance.binding.domain == binding.domain) {
+                if other.owner != owner {
+                    return conflict(format!("domain id {} is taken here by another key", binding.domain));
+                }
+                let b = &other.instance.binding;
+                if b.endpoints != binding.endpoints || b.token != binding.token {
+                    return conflict(format!("domain {} is already bound here with other endpoints or token", binding.domain));
                 }
             }
             if map.contains_key(&key) {
-                return err(ErrorClass::Comm, format!("domain {} rank {} already exists here", key.0, key.1));
+                return conflict(format!("domain {} rank {} already exists here", key.0, key.1));
             }
-            if map.len() >= KEEP_INSTANCES {
-                // Forget ended instances (their status was there to be read).
-                map.retain(|_, i| !i.status().state.is_final());
+            if let Some(owner) = owner {
+                self.admit(&mut map, owner)?;
             }
             let instance = Instance::new(binding, self.transport.clone());
-            map.insert(key, instance.clone());
+            map.insert(key, Hosted { instance: instance.clone(), owner });
             instance
         };
-        self.appeared.notify_waiters();
         if queue {
             let _ = self.runs_tx.lock().send(instance.clone());
         }
         Ok(instance)
     }
 
+    /// Room for one more instance of `owner`: within the endpoint's and
+    /// the key's bounds on live instances; the key's ended ones forgotten
+    /// when it holds too many (their status was there to be read).
+    fn admit(&self, map: &mut HashMap<(String, u32), Hosted>, owner: KeyId) -> std::result::Result<(), Refused> {
+        let live = |h: &Hosted| !h.instance.status().state.is_final();
+        let busy = |per_key: bool, m: String| Err(Refused::Busy { per_key, error: Error::new(ErrorClass::Other, m) });
+        let (max, per_key) = (self.config.max_instances, self.config.max_instances_per_key);
+        if map.values().filter(|h| live(h)).count() >= max {
+            return busy(false, format!("this endpoint runs its maximum of {max} instances (--max-instances); try again later"));
+        }
+        if map.values().filter(|h| h.owner == Some(owner) && live(h)).count() >= per_key {
+            return busy(true, format!("{owner} runs its maximum of {per_key} instances here (--max-instances-per-key); try again later"));
+        }
+        if map.values().filter(|h| h.owner == Some(owner)).count() >= KEEP_PER_KEY {
+            map.retain(|_, h| h.owner != Some(owner) || live(h));
+        }
+        Ok(())
+    }
+
     pub fn instance(&self, domain: &str, rank: u32) -> Option<Arc<Instance>> {
-        self.instances.lock().get(&(domain.to_string(), rank)).cloned()
+        self.instances.lock().get(&(domain.to_string(), rank)).map(|h| h.instance.clone())
     }
 
-    /// Size of `domain` if any of its instances lives here.
-    pub fn domain_size(&self, domain: &str) -> Option<u32> {
-        self.instances.lock().values().find(|i| i.binding.domain == domain).map(|i| i.size())
-    }
-
-    /// Wait (bounded) for an instance that may not have been created yet:
-    /// messages can overtake the *run* request that creates their receiver.
-    pub async fn wait_instance(&self, domain: &str, rank: u32) -> Result<Arc<Instance>> {
-        if let Some(i) = self.instance(domain, rank) {
-            return Ok(i);
-        }
-        if self.pending.fetch_add(1, Ordering::SeqCst) >= self.config.max_pending {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-            return err(ErrorClass::Other, "too many messages waiting for instances that do not exist yet");
-        }
-        let deadline = tokio::time::Instant::now() + self.config.pending_timeout;
-        let found = loop {
-            let notified = self.appeared.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let Some(i) = self.instance(domain, rank) {
-                break Some(i);
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                break self.instance(domain, rank);
-            }
-        };
-        self.pending.fetch_sub(1, Ordering::SeqCst);
-        found.ok_or_else(|| {
-            crate::error::Error::new(
-                ErrorClass::Comm,
-                format!("no instance of domain {domain} rank {rank} here (waited {:?})", self.config.pending_timeout),
-            )
-        })
+    /// Some instance of `domain` here, if any (they share its token and size).
+    pub fn any_instance_of(&self, domain: &str) -> Option<Arc<Instance>> {
+        self.instances.lock().values().find(|h| h.instance.binding.domain == domain).map(|h| h.instance.clone())
     }
 
     /// Block until a *run* request arrives (or `timeout`): the next instance to start.
@@ -192,11 +229,12 @@ impl Endpoint {
         }
     }
 
-    /// What `GET /` answers: services, and domains with their ranks and states.
-    pub fn describe(&self) -> Value {
+    /// What `GET /` answers: who this endpoint is and what it deploys; the
+    /// domains it hosts only to a caller entitled to see them (`visible`).
+    pub fn describe(&self, visible: impl Fn(&Instance) -> bool) -> Value {
         let mut domains: HashMap<String, Vec<Value>> = HashMap::new();
-        for i in self.instances.lock().values() {
-            let s = i.status();
+        for h in self.instances.lock().values().filter(|h| visible(&h.instance)) {
+            let s = h.instance.status();
             domains.entry(s.domain.clone()).or_default().push(json!({
                 "rank": s.rank, "service": s.service, "state": s.state,
             }));

@@ -8,6 +8,8 @@ pub mod cancel;
 pub mod client;
 pub mod describe;
 pub mod endpoint;
+pub mod guard;
+pub mod keys;
 pub mod reply;
 pub mod run;
 pub mod server;

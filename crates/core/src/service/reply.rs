@@ -13,6 +13,8 @@ use serde_json::json;
 use crate::body::Chunks;
 use crate::domain::Instance;
 use crate::error::{Error, ErrorClass};
+use crate::service::keys::{constant_time_eq, Scope};
+use crate::service::Endpoint;
 
 pub type Reply = Response<Chunks>;
 
@@ -39,17 +41,23 @@ pub fn from_error(e: &Error) -> Reply {
     error(status, e.class, e.message.clone())
 }
 
-/// A JSON request's whole body, at most `limit` bytes; else 413, saying
-/// what could not be read.
-pub async fn read_body(body: Incoming, limit: usize, what: &str) -> Result<Bytes, Reply> {
-    match Limited::new(body, limit).collect().await {
-        Ok(b) => Ok(b.to_bytes()),
-        Err(e) => Err(error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}"))),
+/// A JSON request's whole body, at most `limit` bytes within `timeout`;
+/// else 413 or 408, saying what could not be read.
+pub async fn read_body(body: Incoming, limit: usize, timeout: Duration, what: &str) -> Result<Bytes, Reply> {
+    match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) => Err(error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}"))),
+        Err(_) => Err(stalled(timeout)),
     }
 }
 
+/// The answer to a request whose body stopped coming.
+pub fn stalled(timeout: Duration) -> Reply {
+    error(StatusCode::REQUEST_TIMEOUT, ErrorClass::Arg, format!("the request body stalled for {timeout:?} (--body-timeout)"))
+}
+
 /// Longest long-poll a client may ask for.
-const MAX_WAIT: f64 = 300.0;
+pub const MAX_WAIT: Duration = Duration::from_secs(300);
 
 /// The value of `key` in the request's query string, if given.
 pub fn query<'a, B>(req: &'a Request<B>, key: &str) -> Option<&'a str> {
@@ -60,7 +68,7 @@ pub fn query<'a, B>(req: &'a Request<B>, key: &str) -> Option<&'a str> {
 pub fn wait_param<B>(req: &Request<B>) -> Result<Option<Duration>, Reply> {
     match query(req, "wait").map(str::parse::<f64>) {
         None => Ok(None),
-        Some(Ok(secs)) if secs >= 0.0 => Ok(Some(Duration::from_secs_f64(secs.min(MAX_WAIT)))),
+        Some(Ok(secs)) if secs >= 0.0 => Ok(Some(Duration::from_secs_f64(secs.min(MAX_WAIT.as_secs_f64())))),
         Some(_) => Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "wait= takes a number of seconds")),
     }
 }
@@ -90,8 +98,12 @@ pub fn authorize(headers: &HeaderMap, instance: &Instance) -> Result<(), Reply> 
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// `authorize`, or a key with `admin` (which may watch and cancel any instance).
+pub fn authorize_or_admin(ep: &Endpoint, headers: &HeaderMap, instance: &Instance) -> Result<(), Reply> {
+    if ep.config.keys.check(bearer(headers), Scope::Admin).is_ok() {
+        return Ok(());
+    }
+    authorize(headers, instance)
 }
 
 pub fn parse_rank(s: &str) -> Result<u32, Reply> {

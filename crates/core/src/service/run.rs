@@ -1,19 +1,23 @@
 //! `POST /run`: create a service instance from its binding (domain id, rank,
-//! endpoints, token, service, params) and queue it for the service layer.
+//! endpoints, token, service, params), owned by the caller's key, and queue
+//! it for the service layer.
 
-use http::{Request, StatusCode};
+use http::{HeaderValue, Request, StatusCode};
 use hyper::body::Incoming;
 
 use crate::domain::Binding;
 use crate::error::ErrorClass;
+use crate::service::endpoint::Refused;
+use crate::service::guard;
+use crate::service::keys::KeyId;
 use crate::service::reply::{error, from_error, json, read_body, Reply};
 use crate::service::Endpoint;
 
-/// Bindings are small; anything larger is not one.
-const MAX_BINDING: usize = 16 << 20;
-
-pub async fn run(ep: &Endpoint, req: Request<Incoming>) -> Reply {
-    let body = match read_body(req.into_body(), MAX_BINDING, "the binding").await {
+pub async fn run(ep: &Endpoint, req: Request<Incoming>, owner: KeyId) -> Reply {
+    if let Err(reply) = guard::json_body(req.headers()) {
+        return reply;
+    }
+    let body = match read_body(req.into_body(), ep.config.max_binding, ep.config.body_timeout, "the binding (--max-binding)").await {
         Ok(b) => b,
         Err(reply) => return reply,
     };
@@ -21,6 +25,10 @@ pub async fn run(ep: &Endpoint, req: Request<Incoming>) -> Reply {
         Ok(b) => b,
         Err(e) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("malformed binding: {e}")),
     };
+    if binding.endpoints.len() > ep.config.max_ranks {
+        let max = ep.config.max_ranks;
+        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("a domain here has at most {max} ranks (--max-ranks)"));
+    }
     if !ep.services().contains(&binding.service) {
         return error(
             StatusCode::NOT_FOUND,
@@ -28,9 +36,15 @@ pub async fn run(ep: &Endpoint, req: Request<Incoming>) -> Reply {
             format!("no service {:?} is deployed here (deployed: {:?})", binding.service, ep.services()),
         );
     }
-    match ep.create_instance(binding, true) {
+    match ep.create_instance(binding, true, Some(owner)) {
         Ok(i) => json(StatusCode::CREATED, &i.status()),
-        Err(e) if e.class == ErrorClass::Comm => error(StatusCode::CONFLICT, e.class, e.message),
-        Err(e) => from_error(&e),
+        Err(Refused::Conflict(e)) => error(StatusCode::CONFLICT, e.class, e.message),
+        Err(Refused::Busy { per_key, error: e }) => {
+            let status = if per_key { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::SERVICE_UNAVAILABLE };
+            let mut r = error(status, e.class, e.message);
+            r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            r
+        }
+        Err(Refused::Invalid(e)) => from_error(&e),
     }
 }

@@ -1,5 +1,6 @@
-//! Accepts connections (HTTP/1.1 with keep-alive, or h2c) and routes each
-//! request to its operation.
+//! Accepts connections (HTTP/1.1 with keep-alive, or h2c), within the
+//! connection cap and time limits, checks each request (`guard`: host,
+//! origin, credential) and routes it to its operation.
 //!
 //! | method | path                                   | operation  |
 //! |--------|----------------------------------------|------------|
@@ -29,18 +30,38 @@ use std::sync::Arc;
 use http::{Method, Request, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use crate::direct::{matched, store, stream, withdraw};
 use crate::error::ErrorClass;
 use crate::jobs;
 use crate::service::reply::{self, Reply};
+use crate::service::guard::{self, Need};
 use crate::service::{cancel, describe, run, status, Endpoint};
 
+/// Largest request head (request line and headers) read from a connection.
+const MAX_HEAD: usize = 64 << 10;
+/// Most headers in one request.
+const MAX_HEADERS: usize = 100;
+
 pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
+    // One permit per connection served: beyond the cap, connections wait in
+    // the listen queue instead of taking memory and tasks.
+    let slots = Arc::new(Semaphore::new(ep.config.max_connections.max(1)));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(ep.config.header_timeout)
+        .max_buf_size(MAX_HEAD)
+        .max_headers(MAX_HEADERS);
+    builder.http2().timer(TokioTimer::new()).max_header_list_size(MAX_HEAD as u32);
+    let builder = Arc::new(builder);
     loop {
+        let permit = slots.clone().acquire_owned().await.expect("semaphore never closed");
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
             Err(_) => {
@@ -50,26 +71,42 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
             }
         };
         let _ = stream.set_nodelay(true);
-        let ep = ep.clone();
+        let (ep, builder) = (ep.clone(), builder.clone());
         tokio::spawn(async move {
+            // A connection that sends nothing is not held: hyper's head
+            // timeout only starts once it has seen the protocol's first bytes.
+            let mut first = [0u8; 1];
+            if !matches!(tokio::time::timeout(ep.config.header_timeout, stream.peek(&mut first)).await, Ok(Ok(1..))) {
+                return;
+            }
             let svc = service_fn(move |req| {
                 let ep = ep.clone();
                 async move { Ok::<_, std::convert::Infallible>(route(ep, req).await) }
             });
-            let _ = auto::Builder::new(TokioExecutor::new())
-                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                .await;
+            let _ = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).await;
+            drop(permit);
         });
     }
 }
 
 async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
+    if let Err(reply) = guard::origin(&ep, &req) {
+        return reply;
+    }
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // The credential first: a caller without it learns nothing more.
+    let owner = match guard::need(req.method(), &parts) {
+        Need::Key(scope) => match guard::key(&ep, req.headers(), scope) {
+            Ok(key) => Some(key.id),
+            Err(reply) => return reply,
+        },
+        _ => None,
+    };
     let method = req.method().clone();
     match (&method, parts.as_slice()) {
-        (&Method::GET, [""]) => describe::describe(&ep),
-        (&Method::POST, ["run"]) => run::run(&ep, req).await,
+        (&Method::GET, [""]) => describe::describe(&ep, &req),
+        (&Method::POST, ["run"]) => run::run(&ep, req, owner.expect("run needs a key")).await,
         (&Method::GET, ["domains", d, "ranks", r]) => status::status(&ep, d, r, req).await,
         (&Method::DELETE, ["domains", d, "ranks", r]) => cancel::cancel(&ep, d, r, req),
         (&Method::POST, ["domains", d, "ranks", r, "messages"]) => store::store(&ep, d, r, req).await,
@@ -78,8 +115,10 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         (&Method::DELETE, ["domains", d, "ranks", r, "messages", s, q]) => withdraw::withdraw(&ep, d, r, s, q, req).await,
         (&Method::GET, ["programs"]) => jobs::describe::list(&ep),
         (&Method::GET, ["programs", name]) => jobs::describe::describe(&ep, name),
-        (&Method::POST, ["programs", name, "jobs"]) => jobs::spawn::spawn(&ep, name, req, false).await,
-        (&Method::POST, ["programs", name, "call"]) => jobs::spawn::spawn(&ep, name, req, true).await,
+        (&Method::POST, ["programs", name, verb @ ("jobs" | "call")]) => match guard::json_body(req.headers()) {
+            Ok(()) => jobs::spawn::spawn(&ep, name, req, *verb == "call").await,
+            Err(reply) => reply,
+        },
         (&Method::GET, ["jobs", id]) => jobs::status::status(&ep, id, req).await,
         (&Method::DELETE, ["jobs", id]) => jobs::kill::kill(&ep, id).await,
         (&Method::GET, ["jobs", id, "results"]) => jobs::results::results_route(&ep, id, req).await,

@@ -5,7 +5,7 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
 use crate::error::ErrorClass;
-use crate::service::reply::{authorize, error, json, parse_rank, wait_param, Reply};
+use crate::service::reply::{authorize_or_admin, error, json, parse_rank, wait_param, Reply};
 use crate::service::Endpoint;
 
 pub async fn status(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
@@ -16,7 +16,7 @@ pub async fn status(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomi
     let Some(instance) = ep.instance(domain, rank) else {
         return error(StatusCode::NOT_FOUND, ErrorClass::Comm, format!("no instance of domain {domain} rank {rank} here"));
     };
-    if let Err(reply) = authorize(req.headers(), &instance) {
+    if let Err(reply) = authorize_or_admin(ep, req.headers(), &instance) {
         return reply;
     }
     match wait_param(&req) {

@@ -1,0 +1,237 @@
+//! Endpoint keys: who may use the service interface, and for what.
+//!
+//! A keys file has one key per line, optionally followed by the scopes it
+//! grants (`run`, `jobs`, `files`, `admin`, separated by spaces or commas);
+//! a key with no scope has all of them. `#` starts a comment. Requests carry
+//! a key as `Authorization: Bearer <key>`. A key's identity (its line, as
+//! [`KeyId`]) owns what it creates: domains, so that another key cannot take
+//! them over, and its share of the endpoint's instances.
+//!
+//! Pure code: parsing and checking, no I/O but reading the file.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::error::{err, ErrorClass, Result};
+
+/// Shorter keys are refused: a key must not be guessable.
+pub const MIN_KEY_LEN: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Create domain instances (`POST /run`).
+    Run,
+    /// Use deployed programs: spawn, watch, kill jobs, read their results.
+    Jobs,
+    /// Upload, read and delete files.
+    Files,
+    /// See and manage everything on the endpoint: every domain and job.
+    Admin,
+}
+
+impl Scope {
+    const ALL: [Scope; 4] = [Scope::Run, Scope::Jobs, Scope::Files, Scope::Admin];
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Run => "run",
+            Scope::Jobs => "jobs",
+            Scope::Files => "files",
+            Scope::Admin => "admin",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|x| x.name() == s)
+    }
+}
+
+/// Which key (its position in the keys file, from 1): the owner of what it created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyId(pub u32);
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key {}", self.0)
+    }
+}
+
+#[derive(Clone)]
+pub struct Key {
+    pub id: KeyId,
+    secret: Vec<u8>,
+    scopes: u8,
+}
+
+impl Key {
+    pub fn allows(&self, scope: Scope) -> bool {
+        self.scopes & scope.bit() != 0
+    }
+
+    pub fn scopes(&self) -> Vec<&'static str> {
+        Scope::ALL.into_iter().filter(|s| self.allows(*s)).map(Scope::name).collect()
+    }
+}
+
+impl fmt::Debug for Key {
+    // Never print a secret.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({}, {:?})", self.id, self.scopes())
+    }
+}
+
+/// The keys an endpoint accepts. Empty: no request to the service interface
+/// is allowed (an endpoint made only to host a singleton, say).
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    keys: Vec<Key>,
+}
+
+/// Why a request's credential was refused (401 or 403).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Denied {
+    /// No `Authorization: Bearer` header (401).
+    Missing,
+    /// Not a key of this endpoint (401).
+    Unknown,
+    /// A key without the scope (403).
+    Scope(Scope),
+}
+
+impl Keys {
+    /// Parse a keys file's text.
+    pub fn parse(text: &str) -> Result<Keys> {
+        let mut keys = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let mut words = line.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty());
+            let secret = words.next().unwrap_or_default();
+            if secret.len() < MIN_KEY_LEN || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+                return err(ErrorClass::Arg, format!("keys line {}: a key is at least {MIN_KEY_LEN} visible ASCII characters", n + 1));
+            }
+            let mut scopes = 0u8;
+            for w in words {
+                let Some(s) = Scope::parse(w) else {
+                    return err(ErrorClass::Arg, format!("keys line {}: unknown scope {w:?} (run, jobs, files, admin)", n + 1));
+                };
+                scopes |= s.bit();
+            }
+            if scopes == 0 {
+                scopes = Scope::ALL.iter().fold(0, |acc, s| acc | s.bit());
+            }
+            if keys.iter().any(|k: &Key| k.secret == secret.as_bytes()) {
+                return err(ErrorClass::Arg, format!("keys line {}: the same key twice", n + 1));
+            }
+            keys.push(Key { id: KeyId(n as u32 + 1), secret: secret.as_bytes().to_vec(), scopes });
+        }
+        Ok(Keys { keys })
+    }
+
+    pub fn load(path: &Path) -> Result<Keys> {
+        let text = std::fs::read_to_string(path).or_else(|e| err(ErrorClass::Arg, format!("cannot read keys file {}: {e}", path.display())))?;
+        let keys = Keys::parse(&text)?;
+        if keys.is_empty() {
+            return err(ErrorClass::Arg, format!("keys file {} holds no key", path.display()));
+        }
+        Ok(keys)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The key a bearer string is, if any. Every key is compared, each in
+    /// time that depends only on the candidate's length: neither which key
+    /// matched nor any key's length shows in the time taken.
+    pub fn find(&self, bearer: &str) -> Option<&Key> {
+        let mut found = None;
+        for k in &self.keys {
+            if constant_time_eq(bearer.as_bytes(), &k.secret) {
+                found = Some(k);
+            }
+        }
+        found
+    }
+
+    /// The key of a request that needs `scope`.
+    pub fn check(&self, bearer: Option<&str>, scope: Scope) -> std::result::Result<&Key, Denied> {
+        let key = self.find(bearer.ok_or(Denied::Missing)?).ok_or(Denied::Unknown)?;
+        if key.allows(scope) {
+            Ok(key)
+        } else {
+            Err(Denied::Scope(scope))
+        }
+    }
+}
+
+/// Equality in time that depends only on `given`'s length (the attacker's
+/// own), never on where the two differ or on `secret`'s length.
+pub fn constant_time_eq(given: &[u8], secret: &[u8]) -> bool {
+    if secret.is_empty() {
+        return given.is_empty();
+    }
+    let mut diff = (given.len() != secret.len()) as u8;
+    for (i, g) in given.iter().enumerate() {
+        diff |= g ^ secret[i % secret.len()];
+    }
+    diff == 0
+}
+
+/// A new random key (32 bytes from the OS, as 64 hex digits).
+pub fn generate() -> String {
+    crate::jobs::new_id() + &crate::jobs::new_id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn a_key_without_scopes_has_all_and_scopes_limit() {
+        let keys = Keys::parse(&format!("# comment\n{A}\n\n{B} run, files  # trailing\n")).unwrap();
+        let a = keys.check(Some(A), Scope::Admin).unwrap();
+        assert_eq!((a.id, a.scopes()), (KeyId(2), vec!["run", "jobs", "files", "admin"]));
+        assert_eq!(keys.check(Some(B), Scope::Files).unwrap().id, KeyId(4));
+        assert_eq!(keys.check(Some(B), Scope::Jobs).unwrap_err(), Denied::Scope(Scope::Jobs));
+        assert_eq!(keys.check(None, Scope::Run).unwrap_err(), Denied::Missing);
+        assert_eq!(keys.check(Some("aaaaaaaaaaaaaaaaaaa"), Scope::Run).unwrap_err(), Denied::Unknown);
+        assert_eq!(keys.check(Some(&format!("{A}a")), Scope::Run).unwrap_err(), Denied::Unknown);
+        assert_eq!(keys.check(Some(""), Scope::Run).unwrap_err(), Denied::Unknown);
+    }
+
+    #[test]
+    fn bad_keys_files_say_why() {
+        for (text, why) in [
+            ("short", "at least 16"),
+            (&format!("{A} root") as &str, "unknown scope"),
+            (&format!("{A}\n{A} run"), "twice"),
+        ] {
+            let e = Keys::parse(text).unwrap_err();
+            assert!(e.message.contains(why), "{text:?}: {}", e.message);
+        }
+        assert!(Keys::parse("").unwrap().is_empty());
+        assert!(Keys::default().check(Some(A), Scope::Run).is_err());
+    }
+
+    #[test]
+    fn comparison_is_exact() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abcabc", b"abc"));
+        assert!(!constant_time_eq(b"ab", b"abc"));
+        assert!(!constant_time_eq(b"", b"abc"));
+        assert!(constant_time_eq(b"", b""));
+        assert_eq!(generate().len(), 64);
+        assert_ne!(generate(), generate());
+    }
+}

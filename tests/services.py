@@ -50,6 +50,11 @@ def block_on_self(comm, params):
     comm.recv(source=comm.rank, tag=99)
 
 
+def hold_gil(comm, params):
+    """Compute for hours inside one C call, never letting go of the GIL."""
+    return sum(range(10**14))
+
+
 def fail(comm, params):
     raise ValueError("this service always fails")
 

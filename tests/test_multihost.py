@@ -189,7 +189,7 @@ def endpoints(net):
     """One endpoint per host namespace, bound to that host's address."""
     urls = []
     for ns, addr in zip(HOSTS, ADDRS):
-        url = net.serve(ns, "--host", addr, "--port", str(PORT), "--service", "multihost=tests.services:multihost")
+        url = net.serve(ns, "--host", addr, "--insecure", "--port", str(PORT), "--service", "multihost=tests.services:multihost")
         assert url == f"http://{addr}:{PORT}", url
         urls.append(url)
     for url in urls:  # each answers GET / from the first host, across the bridge

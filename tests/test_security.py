@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import secrets
+import signal
 import socket
 import stat
 import subprocess
@@ -311,6 +312,22 @@ def test_web_pages_cannot_drive_a_local_endpoint(api):
 
 
 # ---- the command line and the key file -------------------------------------------------------
+
+def test_sigterm_ends_an_endpoint_whose_service_holds_the_gil(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
+    p = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", "--service", "hold=services:hold_gil"],
+                         stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        url = p.stdout.readline().split(" at ")[-1].strip()
+        status, body, domain, token = Api(url, client_key()).run("hold")
+        assert status == 201, body
+        time.sleep(1.0)                                  # the service is now inside sum(), holding the GIL
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=10) == 128 + signal.SIGTERM
+    finally:
+        p.kill()
+        p.wait()
+
 
 def test_serve_refuses_a_public_address_without_tls():
     p = subprocess.run([sys.executable, "-m", "mpiws", "serve", "--host", "0.0.0.0", "--service", "s=services:block"],

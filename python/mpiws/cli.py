@@ -3,7 +3,6 @@ and use deployed programs: ``usage``, ``call``, ``spawn``, ``job``."""
 
 import argparse
 import json
-import signal
 import sys
 import threading
 
@@ -25,8 +24,12 @@ def _loopback(host):
 
 
 def _serve(a):
+    from . import _core
     from .service.serve import Server, load
 
+    # Before any thread starts: SIGTERM and SIGINT end the process even while
+    # a service holds the GIL (a Python handler would wait for it for ever).
+    _core.exit_on_signals()
     if not _loopback(a.host) and not a.insecure:
         raise SystemExit(
             f"mpiws serve: refusing to listen on {a.host} without TLS: keys and messages would cross the network in "
@@ -40,13 +43,7 @@ def _serve(a):
     made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
     print(f"mpiws: {made} {server.key_file} (clients read it there, or take --key / MPIWS_KEY)", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        stop.wait()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    threading.Event().wait()  # until a signal ends the process
 
 
 def _run(a):
@@ -139,6 +136,20 @@ def _job(a):
     return 0
 
 
+def _key(a):
+    from .keys import client_key, key_file
+
+    if a.path:
+        print(key_file())
+        return 0
+    key = client_key()
+    if key is None:
+        print(f"mpiws key: no key: MPIWS_KEY is not set and {key_file()} does not exist (mpiws serve creates it)", file=sys.stderr)
+        return 1
+    print(key)
+    return 0
+
+
 def _bench(a):
     from .bench import run_bench
 
@@ -217,6 +228,10 @@ def main(argv=None):
     r.add_argument("--key", help=key_help)
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")
     r.set_defaults(func=_run)
+
+    k = sub.add_parser("key", help="print the endpoint key clients send (for curl: -H \"Authorization: Bearer $(mpiws key)\")")
+    k.add_argument("--path", action="store_true", help="print where the user's key file is instead")
+    k.set_defaults(func=_key)
 
     b = sub.add_parser("bench", help="run the benchmarks against MPI (mpi4py + MPICH) and write a report")
     b.add_argument("suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps (default: all)")

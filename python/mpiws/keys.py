@@ -13,6 +13,7 @@ user's endpoints and clients agree with nothing to configure.
 import os
 import secrets
 import stat
+import tempfile
 from pathlib import Path
 
 
@@ -58,15 +59,20 @@ def server_keys(path=None):
         return _read(path), path, False
     path = key_file()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Written whole to a private temporary file, then linked into place:
+    # a server starting at the same moment reads the whole key or makes none.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        key = secrets.token_hex(32)
+        with os.fdopen(fd, "w") as f:
+            f.write(key + "\n")
+        os.link(tmp, path)
+        return key + "\n", path, True
     except FileExistsError:
         _check_private(path)
         return _read(path), path, False
-    key = secrets.token_hex(32)
-    with os.fdopen(fd, "w") as f:
-        f.write(key + "\n")
-    return key + "\n", path, True
+    finally:
+        os.unlink(tmp)
 
 
 def client_key(key=None):

@@ -128,6 +128,14 @@ impl Endpoint {
     }
 }
 
+/// End this process on SIGTERM or SIGINT even while service code holds the
+/// GIL (call before any other thread starts: the signals are blocked in
+/// every thread started afterwards, and a thread of the core waits for them).
+#[pyfunction]
+pub fn exit_on_signals() -> PyResult<()> {
+    mpiws_core::service::shutdown::exit_on_signals(|| {}).py_err()
+}
+
 #[pyclass(module = "mpiws._core", frozen)]
 pub struct Instance {
     pub inner: Arc<CoreInstance>,

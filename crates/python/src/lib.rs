@@ -25,6 +25,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<jobs::JobsClient>()?;
     m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;
     m.add_function(wrap_pyfunction!(request::wait_any, m)?)?;
+    m.add_function(wrap_pyfunction!(endpoint::exit_on_signals, m)?)?;
     m.add("ANY_SOURCE", mpiws_core::mpi::ANY_SOURCE)?;
     m.add("ANY_TAG", mpiws_core::mpi::ANY_TAG)?;
     m.add("PROC_NULL", mpiws_core::mpi::PROC_NULL)?;

@@ -13,6 +13,7 @@ pub mod keys;
 pub mod reply;
 pub mod run;
 pub mod server;
+pub mod shutdown;
 pub mod status;
 
 pub use endpoint::{Config, Endpoint};

@@ -1,0 +1,36 @@
+//! Ending an endpoint's process on SIGTERM or SIGINT, whatever its services
+//! are doing. A signal handler written in Python runs only when the
+//! interpreter gets round to it, which a service holding the GIL (a long C
+//! call) prevents for ever; so the signals are blocked in every thread and
+//! one thread of ours waits for them and ends the process.
+
+use crate::error::{Error, ErrorClass, Result};
+
+/// Block SIGTERM and SIGINT in the calling thread and in every thread it
+/// starts from now on (call it before any other thread exists), and start
+/// the thread that ends the process (status 128 + the signal, as a shell
+/// reports a process killed by it) after `cleanup`.
+pub fn exit_on_signals(cleanup: impl FnOnce() + Send + 'static) -> Result<()> {
+    // SAFETY: plain libc calls on a local, initialised signal set.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(Error::new(ErrorClass::Intern, "cannot block SIGTERM and SIGINT"));
+        }
+        set
+    };
+    std::thread::Builder::new()
+        .name("mpiws-signals".into())
+        .spawn(move || {
+            let mut signal = 0;
+            // SAFETY: `set` is a valid signal set; `signal` a valid out-pointer.
+            while unsafe { libc::sigwait(&set, &mut signal) } != 0 {}
+            cleanup();
+            std::process::exit(128 + signal);
+        })
+        .map(drop)
+        .map_err(|e| Error::new(ErrorClass::Intern, format!("cannot start a thread: {e}")))
+}

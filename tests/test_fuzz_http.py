@@ -88,7 +88,13 @@ def call(url, method, target, body=None, headers=(), content_length=None, timeou
         except OSError:
             pass  # the server answered (and closed) before the whole body was sent
         r = c.getresponse()
-        return r.status, r.read()
+        try:
+            return r.status, r.read()
+        except (http.client.IncompleteRead, ConnectionError) as e:
+            # An answer to a request whose body the server did not read
+            # (a GET with a body, a refused upload) may be cut short when
+            # the server closes: the kernel resets the connection.
+            return r.status, getattr(e, "partial", b"")
     except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine):
         return None
     finally:
@@ -400,7 +406,11 @@ def test_random_requests_leave_the_endpoint_alive_and_answer_no_undocumented_5xx
         try:
             answer = call(url, m, t, b, h, content_length=lie)
         except (socket.timeout, TimeoutError):
-            assert lie is not None and lie > len(b) or may_wait(m, t, h), f"no answer within {TIMEOUT} s {where}"
+            # A body announced and never sent (a longer Content-Length, or
+            # Transfer-Encoding without chunks) is waited for: there is no
+            # idle time limit yet (finding 8).
+            lied = (lie is not None and lie > len(b)) or any(k == "Transfer-Encoding" for k, _ in h)
+            assert lied or may_wait(m, t, h), f"no answer within {TIMEOUT} s {where}"
             answer = None
         if answer is not None:
             status, data = answer

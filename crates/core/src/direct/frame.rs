@@ -4,10 +4,12 @@
 //! A store request is `POST /domains/{domain}/ranks/{dest}/messages` with the
 //! headers below; nothing about the payload is encoded (no base64, no XML).
 
+use std::io::Read;
+
 use bytes::Bytes;
 use http::HeaderMap;
 
-use crate::error::{err, ErrorClass, Result};
+use crate::error::{err, Error, ErrorClass, Result};
 
 pub const H_SOURCE: &str = "mpiws-source";
 pub const H_CONTEXT: &str = "mpiws-context";
@@ -77,14 +79,14 @@ impl Payload {
     /// where a part lies within one chunk (the usual case off a stream).
     pub fn into_parts(self, parts: &[u64]) -> Vec<Bytes> {
         if self.chunks.len() == 1 {
+            let lens = self.part_lengths(parts);
             let whole = self.chunks.into_iter().next().unwrap_or_default();
             let mut at = 0usize;
-            return parts
-                .iter()
-                .map(|&p| {
-                    let end = (at + p as usize).min(whole.len());
-                    let b = whole.slice(at.min(end)..end);
-                    at = end;
+            return lens
+                .into_iter()
+                .map(|l| {
+                    let b = whole.slice(at..at + l);
+                    at += l;
                     b
                 })
                 .collect();
@@ -94,12 +96,7 @@ impl Payload {
 
     /// Split the payload into its logical parts, copying each into one buffer.
     pub fn split_parts(&self, parts: &[u64]) -> Vec<Vec<u8>> {
-        let total = self.len();
-        let lens: Vec<usize> = if parts.is_empty() {
-            vec![total]
-        } else {
-            parts.iter().map(|&p| p as usize).collect()
-        };
+        let lens = self.part_lengths(parts);
         let mut out: Vec<Vec<u8>> = lens.iter().map(|&l| Vec::with_capacity(l)).collect();
         let mut part = 0;
         for c in &self.chunks {
@@ -116,6 +113,37 @@ impl Payload {
         }
         out
     }
+
+    /// The length of each part, cut to the bytes the payload really has:
+    /// a table from the wire never makes us allocate beyond the payload
+    /// (the receiver checks it adds up, `parts_fit`; this is the backstop).
+    /// An empty table is one part, the whole payload.
+    fn part_lengths(&self, parts: &[u64]) -> Vec<usize> {
+        let mut left = self.len();
+        if parts.is_empty() {
+            return vec![left];
+        }
+        parts
+            .iter()
+            .map(|&p| {
+                let l = usize::try_from(p).unwrap_or(usize::MAX).min(left);
+                left -= l;
+                l
+            })
+            .collect()
+    }
+}
+
+/// The sum of a part table, or None if it overflows a u64: a table that
+/// wraps round must never pass for one that adds up.
+pub fn parts_total(parts: &[u64]) -> Option<u64> {
+    parts.iter().try_fold(0u64, |sum, &p| sum.checked_add(p))
+}
+
+/// Whether a part table describes a payload of `len` bytes (an empty table
+/// is one part, so it always does).
+pub fn parts_fit(parts: &[u64], len: u64) -> bool {
+    parts.is_empty() || parts_total(parts) == Some(len)
 }
 
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Result<Option<&'a str>> {
@@ -131,6 +159,19 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Result<Option<&'a str>> {
 fn parse<T: std::str::FromStr>(name: &str, v: &str) -> Result<T> {
     v.parse::<T>()
         .or_else(|_| err(ErrorClass::Arg, format!("header {name}: cannot parse {v:?}")))
+}
+
+/// A comma-separated header of numbers (`mpiws-parts`, `mpiws-forward`):
+/// empty if absent, at most `MAX_PARTS` of them (as on a stream).
+fn list<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<Vec<T>> {
+    let v = match header(h, name)? {
+        None | Some("") => return Ok(Vec::new()),
+        Some(v) => v,
+    };
+    if v.split(',').nth(MAX_PARTS as usize).is_some() {
+        return err(ErrorClass::Arg, format!("header {name}: more than {MAX_PARTS} entries"));
+    }
+    v.split(',').map(|p| parse::<T>(name, p.trim())).collect()
 }
 
 impl Envelope {
@@ -160,25 +201,16 @@ impl Envelope {
             Some("1") | Some("true") => true,
             Some(v) => return err(ErrorClass::Arg, format!("header {H_SYNC}: expected 0 or 1, got {v:?}")),
         };
-        let parts = match header(h, H_PARTS)? {
-            None | Some("") => Vec::new(),
-            Some(v) => v
-                .split(',')
-                .map(|p| parse::<u64>(H_PARTS, p.trim()))
-                .collect::<Result<Vec<u64>>>()?,
-        };
-        if let (false, Some(len)) = (parts.is_empty(), body_len) {
-            if parts.iter().sum::<u64>() != len {
+        let parts = list::<u64>(h, H_PARTS)?;
+        if parts_total(&parts).is_none() {
+            return err(ErrorClass::Arg, format!("header {H_PARTS} adds up to more than 2^64 bytes"));
+        }
+        if let Some(len) = body_len {
+            if !parts_fit(&parts, len) {
                 return err(ErrorClass::Arg, format!("header {H_PARTS} does not add up to the body length {len}"));
             }
         }
-        let forward = match header(h, H_FORWARD)? {
-            None | Some("") => Vec::new(),
-            Some(v) => v
-                .split(',')
-                .map(|p| parse::<u32>(H_FORWARD, p.trim()))
-                .collect::<Result<Vec<u32>>>()?,
-        };
+        let forward = list::<u32>(h, H_FORWARD)?;
         Ok(Envelope { source, context, tag, seq, sync, parts, forward })
     }
 
@@ -245,6 +277,16 @@ mod tests {
         assert_eq!(e.class, ErrorClass::Tag);
         let e = Envelope::from_headers(&headers(&[(H_SOURCE, "0"), (H_PARTS, "1,2")]), Some(5)).unwrap_err();
         assert_eq!(e.class, ErrorClass::Arg);
+    }
+
+    #[test]
+    fn part_tables_that_wrap_round_do_not_add_up() {
+        let huge = 1u64 << 40;
+        let wraps = [huge, 0u64.wrapping_sub(huge) + 1]; // sums to 1 mod 2^64
+        assert_eq!(parts_total(&wraps), None);
+        assert!(!parts_fit(&wraps, 1) && parts_fit(&[], 7) && parts_fit(&[3, 4], 7) && !parts_fit(&[3, 4], 8));
+        let h = headers(&[(H_SOURCE, "0"), (H_PARTS, &format!("{},{}", wraps[0], wraps[1]))]);
+        assert_eq!(Envelope::from_headers(&h, Some(1)).unwrap_err().class, ErrorClass::Arg);
     }
 
     #[test]
@@ -362,6 +404,59 @@ pub fn decode_ranks(b: &[u8]) -> Vec<u32> {
 
 pub fn decode_parts(b: &[u8]) -> Vec<u64> {
     b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// One frame as a stream's reader sees it, its tables read and checked.
+#[derive(Debug)]
+pub enum Frame {
+    /// The sender asks for a (cumulative) acknowledgement.
+    AckRequest,
+    /// A message: its envelope, parts and forward list filled in; exactly
+    /// `length` payload bytes follow, and `length` fits a `usize`.
+    Message(MessageHeader),
+    /// A frame to refuse: the stream is out of step after it, so only
+    /// closing is safe. `env` is None when even its header was malformed.
+    Refused { env: Option<Envelope>, error: Error },
+}
+
+/// Bytes of a message's part and forward tables: counted, never wrapped.
+fn table_len(nparts: u32, nforward: u32) -> Option<usize> {
+    let parts = usize::try_from(nparts).ok()?.checked_mul(8)?;
+    let forward = usize::try_from(nforward).ok()?.checked_mul(4)?;
+    parts.checked_add(forward)
+}
+
+/// Read the next frame's header and tables off a stream (not its payload).
+/// `max` is the largest message accepted. An I/O error means the stream is
+/// closed or cut off.
+pub fn read_frame(r: &mut impl Read, source: u32, max: u64) -> std::io::Result<Frame> {
+    let mut h = [0u8; MSG_HEADER];
+    r.read_exact(&mut h)?;
+    if h[0] == KIND_ACK_REQUEST {
+        return Ok(Frame::AckRequest);
+    }
+    let mut head = match decode_message_header(&h, source) {
+        Ok(head) => head,
+        Err(error) => return Ok(Frame::Refused { env: None, error }),
+    };
+    let Some(len) = table_len(head.nparts, head.nforward) else {
+        let error = Error::new(ErrorClass::Arg, "stream: the part and forward tables are larger than memory");
+        return Ok(Frame::Refused { env: Some(head.env), error });
+    };
+    let mut table = vec![0u8; len];
+    r.read_exact(&mut table)?;
+    let (parts, forward) = table.split_at(8 * head.nparts as usize);
+    head.env.parts = decode_parts(parts);
+    head.env.forward = decode_ranks(forward);
+    let length = head.length;
+    let error = if length > max || usize::try_from(length).is_err() {
+        Error::new(ErrorClass::Count, format!("message of {length} bytes larger than this endpoint's limit of {max} bytes"))
+    } else if !parts_fit(&head.env.parts, length) {
+        Error::new(ErrorClass::Arg, "part lengths do not add up to the message length")
+    } else {
+        return Ok(Frame::Message(head));
+    };
+    Ok(Frame::Refused { env: Some(head.env), error })
 }
 
 pub fn encode_ack(kind: u8, seq: u64, class: i32, text: &str) -> Vec<u8> {

@@ -27,7 +27,7 @@ use parking_lot::Mutex;
 use polling::{Event, Events, Poller};
 
 use crate::completion::{poll_until, spin_budget, Completion, Outcome};
-use crate::direct::frame::{self, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED, MSG_HEADER};
+use crate::direct::frame::{self, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
 use crate::direct::mailbox::Message;
 use crate::direct::polled::Polled;
 use crate::domain::Instance;
@@ -91,57 +91,41 @@ impl Reader {
     /// sends) are told at once.
     fn step(&mut self) -> bool {
         let Some(instance) = self.instance.upgrade() else { return false };
-        let mut h = [0u8; MSG_HEADER];
-        if self.r.read_exact(&mut h).is_err() {
-            return false;
-        }
-        if h[0] == frame::KIND_ACK_REQUEST {
-            (self.unacked, self.unacked_bytes) = (0, 0);
-            return write_ack(&self.writer, ACK_STORED, self.stored, None).is_ok();
-        }
-        let frame::MessageHeader { mut env, length: len, nparts, nforward, ack_now } = match frame::decode_message_header(&h, self.source) {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = write_ack(&self.writer, ACK_ERROR, 0, Some(&e));
+        // The header and tables, their lengths checked (`frame::read_frame`).
+        let head = match frame::read_frame(&mut self.r, self.source, self.max) {
+            Err(_) => return false,
+            Ok(Frame::AckRequest) => {
+                (self.unacked, self.unacked_bytes) = (0, 0);
+                return write_ack(&self.writer, ACK_STORED, self.stored, None).is_ok();
+            }
+            Ok(Frame::Refused { env, error }) => {
+                if let Some(env) = &env {
+                    instance.skip(self.source, env.seq);
+                }
+                let _ = write_ack(&self.writer, ACK_ERROR, env.and_then(|e| e.seq).unwrap_or(0), Some(&error));
                 return false;
             }
+            Ok(Frame::Message(head)) => head,
         };
+        let frame::MessageHeader { env, length: len, ack_now, .. } = head;
         let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
-        let mut table = vec![0u8; 8 * nparts as usize + 4 * nforward as usize];
-        if self.r.read_exact(&mut table).is_err() {
-            return false;
-        }
-        let (parts, forward) = table.split_at(8 * nparts as usize);
-        env.parts = frame::decode_parts(parts);
-        env.forward = frame::decode_ranks(forward);
-        let bad = if len > self.max {
-            Some(Error::new(ErrorClass::Count, format!("message of {len} bytes larger than this endpoint's limit of {} bytes", self.max)))
-        } else if !env.parts.is_empty() && env.parts.iter().sum::<u64>() != len {
-            Some(Error::new(ErrorClass::Arg, "part lengths do not add up to the message length"))
-        } else {
-            None
-        };
-        if let Some(e) = bad {
-            instance.skip(self.source, env.seq);
-            let _ = write_ack(&self.writer, ACK_ERROR, seq, Some(&e));
-            return false;
-        }
-        if len as usize >= PLACE_FROM && env.forward.is_empty() {
-            if let Some((completion, mut buffer)) = instance.claim(&env, len as usize) {
+        let size = len as usize; // read_frame made sure it fits
+        if size >= PLACE_FROM && env.forward.is_empty() {
+            if let Some((completion, mut buffer)) = instance.claim(&env, size) {
                 // A receive is waiting with a big enough buffer: read into it.
-                if self.r.read_exact(&mut buffer.as_mut_slice()[..len as usize]).is_err() {
+                if self.r.read_exact(&mut buffer.as_mut_slice()[..size]).is_err() {
                     // Cut off: the sender sends it again, to this receive.
                     instance.cut(self.source, seq, completion, buffer);
                     return false;
                 }
-                completion.complete(Ok(Outcome::Placed { env, len: len as usize, buffer }));
+                completion.complete(Ok(Outcome::Placed { env, len: size, buffer }));
                 instance.placed(self.source, seq);
                 self.stored(seq, len);
                 let told = if sync { write_ack(&self.writer, ACK_MATCHED, seq, None) } else { self.ack_if_due(ack_now) };
                 return told.is_ok();
             }
         }
-        let mut data = Vec::with_capacity(len as usize);
+        let mut data = Vec::with_capacity(size);
         match (&mut self.r).take(len).read_to_end(&mut data) {
             Ok(n) if n as u64 == len => {}
             _ => return false, // cut off: the sender sees the connection drop

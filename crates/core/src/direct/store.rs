@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::json;
 
-use crate::direct::frame::{Envelope, Payload};
+use crate::direct::frame::{self, Envelope, Payload};
 use crate::direct::mailbox::Message;
 use crate::domain::instance::Delivered;
 use crate::domain::Instance;
@@ -72,7 +72,7 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
             chunks.push(data);
         }
     }
-    if !env.parts.is_empty() && env.parts.iter().sum::<u64>() != total {
+    if !frame::parts_fit(&env.parts, total) {
         return refuse(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "mpiws-parts does not add up to the body length"));
     }
 

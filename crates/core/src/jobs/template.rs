@@ -78,11 +78,13 @@ impl Param {
             Kind::Binary => return Ok(None),
             Kind::String | Kind::Xml => return Ok(Some(Value::String(text.to_string()))),
             Kind::Int => text.trim().parse::<i64>().ok().map(Value::from),
-            Kind::Float => text.trim().parse::<f64>().ok().map(Value::from),
+            // JSON has no infinity or NaN: they would read as null, "not written".
+            Kind::Float => text.trim().parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from),
         };
         match parsed {
             Some(v) => Ok(Some(v)),
-            None => err(ErrorClass::Other, format!("output '{}' is not {}: {:?}", self.name, self.kind_name(), &text[..text.len().min(80)])),
+            // The excerpt is cut at a character, not a byte (found by tests/fuzz_requests.rs).
+            None => err(ErrorClass::Other, format!("output '{}' is not {}: {:?}", self.name, self.kind_name(), text.chars().take(80).collect::<String>())),
         }
     }
 
@@ -232,5 +234,22 @@ mod tests {
         assert!(t.params[2].check_value(&json!(null)).is_err());
         assert_eq!(t.params[0].read_value(b" 7\n").unwrap(), Some(json!(7)));
         assert!(t.params[0].read_value(b"seven").is_err());
+    }
+
+    #[test]
+    fn a_float_output_out_of_json_range_is_an_error_not_null() {
+        let t = Template::parse("p [out:file:f:float]").unwrap();
+        for text in ["200000000E300", "inf", "-inf", "NaN"] {
+            assert!(t.params[0].read_value(text.as_bytes()).is_err(), "{text}");
+        }
+        assert_eq!(t.params[0].read_value(b"1e300").unwrap(), Some(json!(1e300)));
+    }
+
+    #[test]
+    fn an_output_with_a_character_across_byte_80_is_refused_not_a_panic() {
+        let t = Template::parse("p [out:file:n:int]").unwrap();
+        let text = format!("{}あ", "a".repeat(79)); // 'あ' takes bytes 79..82
+        let e = t.params[0].read_value(text.as_bytes()).unwrap_err();
+        assert!(e.message.contains(&"a".repeat(79)), "{}", e.message);
     }
 }

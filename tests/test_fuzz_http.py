@@ -29,6 +29,8 @@ from urllib.parse import quote, urlparse
 import pytest
 import yaml
 
+from mpiws.keys import client_key
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -50,12 +52,13 @@ def endpoint(tmp_path_factory):
     err = open(d / "stderr.txt", "w+")
     proc = subprocess.Popen(
         [sys.executable, "-m", "mpiws", "serve", "--service", "sum=examples.service_sum:service", "--program", ADD,
-         "--workdir", str(d / "work"), "--pending-timeout", "0.2", "--max-message", str(1 << 20),
+         "--workdir", str(d / "work"), "--max-message", str(1 << 20),
          "--max-upload", str(1 << 20)],
         stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT)
     try:
         url = proc.stdout.readline().split(" at ")[-1].strip()
         assert urlparse(url).hostname == "127.0.0.1", url
+        proc.work = d / "work"
         yield proc, url, err
     finally:
         proc.terminate()
@@ -63,14 +66,17 @@ def endpoint(tmp_path_factory):
         err.close()
 
 
-def call(url, method, target, body=None, headers=(), content_length=None, timeout=TIMEOUT):
-    """Every HTTP request of this file goes through here (the one place to
-    add an endpoint key). ``headers`` is a list of pairs (names may repeat);
+def call(url, method, target, body=None, headers=(), content_length=None, timeout=TIMEOUT, key=None):
+    """Every HTTP request of this file goes through here; only the set-up
+    and the state snapshots send the endpoint ``key``, never the fuzz.
+    ``headers`` is a list of pairs (names may repeat);
     ``content_length``: announce that length whatever the body is, then
     half-close. Answers (status, body), or None if the server closed the
     connection without an answer."""
     u = urlparse(url)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    if key:
+        headers = [*headers, ("Authorization", f"Bearer {key}")]
     try:
         c.putrequest(method, target, skip_host=any(k.lower() == "host" for k, _ in headers), skip_accept_encoding=True)
         for k, v in headers:
@@ -102,7 +108,7 @@ def call(url, method, target, body=None, headers=(), content_length=None, timeou
 
 
 def describe(url):
-    status, body = call(url, "GET", "/")
+    status, body = call(url, "GET", "/", key=client_key())   # as the admin key sees it
     assert status == 200, (status, body[:300])
     return json.loads(body)
 
@@ -133,26 +139,21 @@ def may_wait(method, target, headers):
 
 # ---- state: "no state changes without a key" ----------------------------------
 
-#: Set to True once endpoint keys land (issue 11: every service-interface
-#: route needs `Authorization: Bearer <key>`, and this fuzz sends none).
-KEYS_ENFORCED = False
 
-
-def snapshot(url):
-    """What GET / shows of the endpoint's state."""
+def snapshot(proc, url):
+    """The endpoint's state, as its admin sees it: what is deployed, the
+    domains, and the jobs and uploads in its work directory."""
     d = describe(url)
-    return {"services": d.get("services"), "programs": d.get("programs"), "domains": d.get("domains")}
+    listing = lambda sub: sorted(os.listdir(proc.work / sub)) if (proc.work / sub).is_dir() else []
+    return {"services": d.get("services"), "programs": d.get("programs"),
+            "domains": sorted(x["domain"] for x in d.get("domains", [])), "jobs": listing("jobs"), "files": listing("files")}
 
 
 def assert_no_state_change_without_key(before, after):
-    """THE PLACE where "no request without a key changes anything" is
-    asserted. Today nothing needs a key, so only what HTTP cannot change at
-    all (what is deployed) is compared; once keys are enforced the domains
-    must be unchanged too (extend it to jobs and uploads when GET / or an
-    admin listing shows them)."""
-    assert (after["services"], after["programs"]) == (before["services"], before["programs"])
-    if KEYS_ENFORCED:
-        assert after["domains"] == before["domains"], "a request without a key changed the domains"
+    """The fuzz never sends an endpoint key (sometimes a domain's token, with
+    which the domain's own instance may rightly change): no domain, job or
+    upload may appear or go, and nothing deployed may change."""
+    assert after == before, f"a request without a key changed the endpoint's state: {before} -> {after}"
 
 
 # ---- random requests ----------------------------------------------------------
@@ -166,13 +167,14 @@ class State:
         self.domain, self.token = secrets.token_hex(6), secrets.token_hex(8)
         binding = {"domain": self.domain, "rank": 0, "endpoints": [url, url], "token": self.token, "service": "sum",
                    "params": {"n": 10}}
-        status, body = call(url, "POST", "/run", json.dumps(binding).encode(), [("content-type", "application/json")])
+        key = client_key()
+        status, body = call(url, "POST", "/run", json.dumps(binding).encode(), [("content-type", "application/json")], key=key)
         assert status == 201, body
-        status, body = call(url, "POST", "/files", b"41", [("content-type", "application/octet-stream")])
+        status, body = call(url, "POST", "/files", b"41", [("content-type", "application/octet-stream")], key=key)
         assert status == 201, body
         self.upload = json.loads(body)["url"]
         status, body = call(url, "POST", "/programs/add/call", json.dumps({"inputs": {"x": 1, "y": "41"}}).encode(),
-                            [("content-type", "application/json")], timeout=30)
+                            [("content-type", "application/json")], timeout=30, key=key)
         assert status == 200 and json.loads(body)["outputs"]["result"] == 42, body
         self.job = json.loads(body)["id"]
 
@@ -369,7 +371,7 @@ def send_raw(url, data, stall):
             answer = b""
             while len(answer) < 64 and (more := s.recv(4096)):
                 answer += more
-        except (ConnectionError, socket.timeout):
+        except OSError:  # reset, or closed before the half-close (a stalled request is not held)
             return None
     m = re.match(rb"HTTP/1\.[01] (\d{3})", answer)
     return int(m.group(1)) if m else None
@@ -391,7 +393,7 @@ def test_random_requests_leave_the_endpoint_alive_and_answer_no_undocumented_5xx
     print(f"MPIWS_FUZZ_HTTP_SEED={SEED} MPIWS_FUZZ_HTTP_REQUESTS={REQUESTS}")
     rng = random.Random(SEED)
     st = State(url)
-    before = snapshot(url)
+    before = snapshot(proc, url)
     statuses = {}
     deadline = time.monotonic() + max(60.0, REQUESTS * 0.1)
     for i in range(REQUESTS):
@@ -407,8 +409,8 @@ def test_random_requests_leave_the_endpoint_alive_and_answer_no_undocumented_5xx
             answer = call(url, m, t, b, h, content_length=lie)
         except (socket.timeout, TimeoutError):
             # A body announced and never sent (a longer Content-Length, or
-            # Transfer-Encoding without chunks) is waited for: there is no
-            # idle time limit yet (finding 8).
+            # Transfer-Encoding without chunks) is waited for, up to the
+            # endpoint's --body-timeout (longer than this client waits).
             lied = (lie is not None and lie > len(b)) or any(k == "Transfer-Encoding" for k, _ in h)
             assert lied or may_wait(m, t, h), f"no answer within {TIMEOUT} s {where}"
             answer = None
@@ -421,7 +423,7 @@ def test_random_requests_leave_the_endpoint_alive_and_answer_no_undocumented_5xx
             alive(proc, url, err, where)
         assert time.monotonic() < deadline, f"the fuzz ran out of time {where}"
     alive(proc, url, err, "at the end")
-    assert_no_state_change_without_key(before, snapshot(url))
+    assert_no_state_change_without_key(before, snapshot(proc, url))
     print("statuses:", dict(sorted(statuses.items())))
     # The fuzz reached past the first checks: refusals and successes both.
     assert statuses.get(400, 0) > 0 and statuses.get(404, 0) > 0 and any(200 <= s < 300 for s in statuses)
@@ -430,9 +432,9 @@ def test_random_requests_leave_the_endpoint_alive_and_answer_no_undocumented_5xx
 def test_raw_socket_junk_leaves_the_endpoint_alive(endpoint):
     proc, url, err = endpoint
     st = State(url)
-    before = snapshot(url)
+    before = snapshot(proc, url)
     for name, data, stall in raw_cases(url, st):
         status = send_raw(url, data, stall)
         assert status is None or status < 500, f"{name}: answered {status}"
         alive(proc, url, err, f"after raw case {name!r}")
-    assert_no_state_change_without_key(before, snapshot(url))
+    assert_no_state_change_without_key(before, snapshot(proc, url))

@@ -19,6 +19,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from mpiws.keys import client_key
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: 1 TiB, then what makes the table wrap round to the body's length.
@@ -67,7 +69,7 @@ def start_sum(url, n=10):
     """Rank 0 of a 2-rank `sum` domain, waiting for rank 1's partial sum."""
     b = {"domain": secrets.token_hex(6), "rank": 0, "endpoints": [url, url], "token": secrets.token_hex(8),
          "service": "sum", "params": {"n": n}}
-    status, body = call("POST", f"{url}/run", json.dumps(b), {"content-type": "application/json"})
+    status, body = call("POST", f"{url}/run", json.dumps(b), {"content-type": "application/json", "authorization": f"Bearer {client_key()}"})
     assert status == 201, body
     return b["domain"], b["token"]
 

@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::direct::frame::{self, Envelope, Payload};
 use crate::direct::mailbox::Message;
 use crate::domain::instance::Delivered;
+use crate::domain::binding::valid_domain_id;
 use crate::domain::Instance;
 use crate::error::ErrorClass;
 use crate::service::reply::{self, authorize, error, from_error, parse_rank, Reply};
@@ -114,6 +115,10 @@ pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap,
 /// rank of the domain lives here, the token is checked against it first.
 pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
     let rank = parse_rank(rank)?;
+    if !valid_domain_id(domain) {
+        // No instance can ever have it: not "try again".
+        return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid domain id {domain:?}")));
+    }
     if reply::bearer(headers).is_none() {
         return Err(error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'"));
     }

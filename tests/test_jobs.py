@@ -44,7 +44,8 @@ def host(tmp_path_factory):
         f"bump={script(d, 'bump.sh', BUMP)} [in_out:file:n:int]",
         "missing=no-such-program-anywhere [in:val:x:int]",
     ]
-    s = Server({}, programs=programs, workdir=str(d / "work"), max_upload=64 << 20)
+    # pulls from a second endpoint on loopback: allowed explicitly (refused by default)
+    s = Server({}, programs=programs, workdir=str(d / "work"), max_upload=64 << 20, fetch_allow=["127.0.0.1"])
     s.workdir = d / "work"
     yield s
     s.stop()
@@ -112,7 +113,7 @@ def test_a_failing_program_reports_its_exit_status_and_stderr(host):
     assert r["state"] == "failed" and "cannot start no-such-program-anywhere" in r["error"]
 
 
-def test_an_output_passes_to_the_next_job_by_reference_without_a_copy(host):
+def test_an_output_passes_to_the_next_job_by_reference_without_a_fetch(host):
     first = Program(f"{host.url}/programs/copy").call(by="reference", src=b"\x00\x01binary\xff" * 1000)
     ref = first["outputs"]["dst"]
     assert ref["size"] == 9000 and ref["url"].startswith(f"{host.url}/jobs/{first['id']}/files/dst")
@@ -121,10 +122,12 @@ def test_an_output_passes_to_the_next_job_by_reference_without_a_copy(host):
     second = Job(json.loads(body)["url"])
     assert second.wait()["state"] == "done"
     assert second.results()["stdout"].split()[0] == hashlib.sha256(b"\x00\x01binary\xff" * 1000).hexdigest()
-    # the same endpoint: the input is the first job's file itself, linked, not copied
+    # the same endpoint: the input is copied from the first job's file on disk (not
+    # fetched over HTTP), and it is a copy of its own, which the program cannot change
+    # at its source (a hard link it was, until the security review)
     a = os.stat(host.workdir / "jobs" / first["id"] / "dst")
     b = os.stat(host.workdir / "jobs" / second.id / "data")
-    assert (a.st_ino, a.st_dev) == (b.st_ino, b.st_dev)
+    assert (a.st_ino, a.st_dev) != (b.st_ino, b.st_dev) and a.st_size == b.st_size == 9000
 
 
 def test_an_in_out_file_is_copied_so_its_source_is_untouched(host):

@@ -46,7 +46,7 @@ def server(tmp_path_factory):
     (d / "count.sh").write_text(COUNT)
     (d / "count.sh").chmod(0o755)
     s = Server(services.ALL, pending_timeout=1.0, max_message=1 << 20, max_upload=1 << 20, workdir=str(d / "work"),
-               programs=[p.format(dir=d) for p in PROGRAMS])
+               programs=[p.format(dir=d) for p in PROGRAMS], max_spawn_body=1 << 20, fetch_allow=["127.0.0.1"])
     s.workdir = d / "work"
     yield s
     s.stop()
@@ -509,7 +509,8 @@ def test_spawn_refusals(api, server, how):
         api.call("POST", path + "?by=mail", inputs(text="x"), JSON, expect=400)
     for bad in (b"{not json", b"", b"[1]", b'{"inputs": 3}', inputs(), inputs(text="x", z=1), inputs(text=[1]),
                 inputs(text={"base64": "***"}), inputs(text={"url": "ftp://example.org/x"}),
-                inputs(text={"url": f"{api.url}/files/{NO_JOB}"})):                     # not a file of this endpoint
+                inputs(text={"url": f"{api.url}/files/{NO_JOB}"}),                      # not a file of this endpoint
+                inputs(text={"url": "http://10.0.0.1/x"}), inputs(text={"url": "http://127.0.0.2:1/x"})):  # refused hosts
         api.call("POST", path, bad, JSON, expect=400)
     api.call("POST", "/programs/sleep/jobs", inputs(seconds="soon"), JSON, expect=400)
     api.call("POST", path, b" " * ((1 << 20) + 1), JSON, expect=413)                     # the limit is 1 MiB
@@ -532,6 +533,10 @@ def test_job_status_and_kill(api):
     assert s["state"] == "killed" and s["ended"] is not None
     _, s = api.call("DELETE", path, expect=200)                                          # ended: unchanged
     assert s["state"] == "killed"
+    api.call("DELETE", path + "?remove=maybe", expect=400)
+    api.call("DELETE", path + "?remove=true", expect=204)                                # and its files
+    api.call("GET", path, expect=404)
+    api.call("DELETE", path + "?remove=true", expect=404)
     for p in ("", "/results", "/stdout", "/stderr", "/files/n"):
         api.call("GET", f"/jobs/{NO_JOB}{p}", expect=404)
     api.call("DELETE", f"/jobs/{NO_JOB}", expect=404)
@@ -584,6 +589,24 @@ def test_files(api, server):
     with obstructed(server.workdir / "files"):
         api.call("POST", "/files", b"x", RAW, expect=500)
     assert not [f for f in os.listdir(server.workdir / "files") if f.endswith(".part")]
+
+
+def test_full_job_table_and_disk(spec, api):
+    """A second endpoint with small limits: the job table (503, Retry-After)
+    and the disk quota (507); what it answers counts as seen."""
+    from mpiws.service.serve import Server
+
+    small = Server({}, programs=["sleep=sleep [in:val:seconds:float]"], max_jobs=1, max_disk=1 << 20)
+    try:
+        a = Api(spec, small.url)
+        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
+        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=503)
+        a.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=503)
+        a.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=507)           # refused on the header
+        a.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=507)             # chunked, past the quota
+        api.seen |= a.seen
+    finally:
+        small.stop()
 
 
 def test_undocumented_requests_are_refused(api):

@@ -13,15 +13,18 @@ def _serve(a):
 
     services = dict(load(s) for s in a.service)
     server = Server(services, a.host, a.port, programs=a.program, max_message=a.max_message,
-                    pending_timeout=a.pending_timeout, workdir=a.workdir, max_upload=a.max_upload)
+                    pending_timeout=a.pending_timeout, workdir=a.workdir, max_upload=a.max_upload,
+                    fetch_allow=a.fetch_allow, max_fetch=a.max_fetch, fetch_timeout=a.fetch_timeout, max_disk=a.max_disk,
+                    max_jobs=a.max_jobs, job_ttl=a.job_ttl, max_spawn_body=a.max_spawn_body)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # before the URL is out: a stop then is a clean one
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         stop.wait()
     except KeyboardInterrupt:
         pass
+    server.stop()
     return 0
 
 
@@ -133,8 +136,17 @@ def main(argv=None):
     s.add_argument("--pending-timeout", type=float, default=30.0, help="seconds a message waits for its instance to exist")
     s.add_argument("--program", action="append", default=[], metavar="NAME=TEMPLATE",
                    help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
-    s.add_argument("--max-upload", type=int, default=1 << 40, help="largest file an upload may be, in bytes")
-    s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new temporary directory)")
+    s.add_argument("--max-upload", type=int, default=1 << 30, help="largest file an upload may be, in bytes (default 1 GiB)")
+    s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new private temporary directory, "
+                   "removed at exit); made 0700 if missing, refused if a symlink or writable by others")
+    s.add_argument("--fetch-allow", action="append", default=[], metavar="HOST[:PORT]|CIDR",
+                   help="also pull URL inputs from this host or network, though loopback, private or link-local (repeatable)")
+    s.add_argument("--max-fetch", type=int, help="largest URL input a job may pull, in bytes (default: --max-upload)")
+    s.add_argument("--fetch-timeout", type=float, default=300.0, help="seconds a URL input may take to pull (default 300)")
+    s.add_argument("--max-disk", type=int, default=10 << 30, help="disk quota of the work directory in bytes (default 10 GiB)")
+    s.add_argument("--max-jobs", type=int, default=1000, help="most jobs kept at once, running or ended (default 1000)")
+    s.add_argument("--job-ttl", type=float, default=86400.0, help="seconds an ended job or an upload is kept (default 24 h)")
+    s.add_argument("--max-spawn-body", type=int, default=64 << 20, help="largest spawn request body, in bytes (default 64 MiB)")
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")

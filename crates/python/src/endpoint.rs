@@ -15,6 +15,12 @@ use crate::comm::Comm;
 use crate::errors::IntoPy;
 use crate::request::wait_in_slices;
 
+/// A duration in seconds from Python: finite and not negative.
+fn seconds(secs: f64, name: &str) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(secs.max(0.0))
+        .map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name}={secs}: a number of seconds")))
+}
+
 fn json_arg(s: &str) -> PyResult<serde_json::Value> {
     serde_json::from_str(s).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid JSON: {e}")))
 }
@@ -27,16 +33,40 @@ pub struct Endpoint {
 #[pymethods]
 impl Endpoint {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096, max_upload=1u64<<40, workdir=None))]
-    fn new(host: &str, port: u16, max_message: u64, pending_timeout: f64, max_pending: usize, max_upload: u64, workdir: Option<std::path::PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096, max_upload=1u64<<30, workdir=None,
+                        fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=300.0, max_disk=10u64<<30, max_jobs=1000, job_ttl=86400.0, max_spawn_body=64u64<<20))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        host: &str,
+        port: u16,
+        max_message: u64,
+        pending_timeout: f64,
+        max_pending: usize,
+        max_upload: u64,
+        workdir: Option<std::path::PathBuf>,
+        fetch_allow: Vec<String>,
+        max_fetch: Option<u64>,
+        fetch_timeout: f64,
+        max_disk: u64,
+        max_jobs: usize,
+        job_ttl: f64,
+        max_spawn_body: u64,
+    ) -> PyResult<Self> {
         let config = Config {
             host: host.to_string(),
             port,
             max_message,
-            pending_timeout: Duration::from_secs_f64(pending_timeout.max(0.0)),
+            pending_timeout: seconds(pending_timeout, "pending_timeout")?,
             max_pending,
             max_upload,
             workdir,
+            fetch_allow,
+            max_fetch,
+            fetch_timeout: seconds(fetch_timeout, "fetch_timeout")?,
+            max_disk,
+            max_jobs,
+            job_ttl: seconds(job_ttl, "job_ttl")?,
+            max_spawn_body,
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
@@ -54,6 +84,18 @@ impl Endpoint {
     /// Deploy a service name: *run* requests for it are accepted.
     fn deploy(&self, name: &str) {
         self.inner.deploy(name)
+    }
+
+    /// Where this endpoint keeps jobs and uploads.
+    #[getter]
+    fn workdir(&self) -> std::path::PathBuf {
+        self.inner.jobs.workdir().to_path_buf()
+    }
+
+    /// Kill every job and remove the work directory if the endpoint made it.
+    fn close_jobs(&self, py: Python<'_>) {
+        let ep = self.inner.clone();
+        py.detach(|| mpiws_core::runtime::runtime().block_on(ep.jobs.close()))
     }
 
     /// Deploy a command-line program as a service, described by its one-line template.

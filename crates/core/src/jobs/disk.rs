@@ -53,10 +53,6 @@ impl Disk {
         self.used.load(Ordering::SeqCst)
     }
 
-    pub fn max(&self) -> u64 {
-        self.max
-    }
-
     fn full(&self, used: u64, n: u64) -> String {
         format!(
             "the work directory's disk quota is full ({used} of {} bytes used, {n} more asked for): \

@@ -69,7 +69,10 @@ impl Fetcher {
     /// resolves to at least one allowed address); the reason if not.
     pub async fn check(&self, url: &str) -> std::result::Result<(), String> {
         let target = target(url)?;
-        self.addresses(&target).await.map(|_| ())
+        match tokio::time::timeout(self.timeout, self.addresses(&target)).await {
+            Ok(resolved) => resolved.map(|_| ()),
+            Err(_) => Err(format!("{} did not resolve within {} s (mpiws serve --fetch-timeout)", target.host, self.timeout.as_secs_f64())),
+        }
     }
 
     /// Pull `url` into `file`; `claim` counts each piece against the disk

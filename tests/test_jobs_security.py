@@ -57,8 +57,9 @@ def message(body):
     return json.loads(body)["error"]["message"]
 
 
-def upload(server, data):
-    status, _, body = call("POST", f"{server.url}/files", data, {"content-type": "application/octet-stream"})
+def upload(base, data):
+    """Upload ``data`` to the endpoint at URL ``base``; its reference."""
+    status, _, body = call("POST", f"{base}/files", data, {"content-type": "application/octet-stream"})
     assert status == 201, body
     return json.loads(body)
 
@@ -157,7 +158,7 @@ def test_the_deployer_allows_a_host_explicitly(tmp_path):
     other = Server({}, programs=[])
     allowing = Server({}, programs=["digest=sha256sum [in:file:data:binary]"], fetch_allow=["127.0.0.1"])
     try:
-        ref = upload(other, b"shared data")
+        ref = upload(other.url, b"shared data")
         r = run(allowing, "digest", data={"url": ref["url"]})
         assert r["state"] == "done", r
         # the default refuses the very same URL
@@ -197,7 +198,7 @@ def test_redirects_are_not_followed_and_pulls_are_bounded_in_size_and_time(liste
     try:
         r = run(s, "digest", data={"url": f"http://127.0.0.1:{web.server_address[1]}/x"})
         assert r["state"] == "failed" and "redirects are not followed" in r["error"], r
-        big = upload(other, os.urandom(5000))
+        big = upload(other.url, os.urandom(5000))
         r = run(s, "digest", data=big)
         assert r["state"] == "failed" and "larger than 1000 bytes" in r["error"] and "--max-fetch" in r["error"], r
         t = time.monotonic()
@@ -217,16 +218,16 @@ def test_uploads_and_job_outputs_are_bounded_by_the_disk_quota(tmp_path):
     fill = script(tmp_path, "fill.sh", "head -c 3000000 /dev/zero > $1\n")
     s = Server({}, programs=[f"fill={fill} [out:file:out:binary]"], max_disk=2 << 20, max_upload=2 << 20)
     try:
-        first = upload(s, bytes(1500 << 10))
+        first = upload(s.url, bytes(1500 << 10))
         status, _, body = call("POST", f"{s.url}/files", bytes(1000 << 10), {"content-type": "application/octet-stream"})
         assert status == 507 and "--max-disk" in message(body), body
         assert call("DELETE", first["url"])[0] == 204  # gives its bytes back
-        second = upload(s, bytes(1000 << 10))
+        second = upload(s.url, bytes(1000 << 10))
         r = run(s, "fill")
         assert r["state"] == "failed" and "disk quota" in r["error"], r
         assert call("DELETE", second["url"])[0] == 204
         assert call("DELETE", f"{s.url}/jobs/{r['id']}?remove=true")[0] == 204
-        assert upload(s, bytes(1500 << 10))["size"] == 1500 << 10  # all of it was given back
+        assert upload(s.url, bytes(1500 << 10))["size"] == 1500 << 10  # all of it was given back
     finally:
         s.stop()
 
@@ -260,7 +261,7 @@ def test_the_job_table_is_bounded(tmp_path):
 def test_ended_jobs_and_uploads_expire(tmp_path):
     s = Server({}, programs=["copy=cp [in:file:src:binary] [out:file:dst:binary]"], job_ttl=1.0)
     try:
-        ref = upload(s, b"short-lived")
+        ref = upload(s.url, b"short-lived")
         r = run(s, "copy", src=ref)
         job_dir = Path(s.endpoint.workdir) / "jobs" / r["id"]
         assert job_dir.is_dir()
@@ -302,7 +303,7 @@ def test_a_spawn_request_is_bounded():
 
 
 def test_a_program_that_rewrites_its_input_changes_no_one_elses_file(host):
-    ref = upload(host, b"original")
+    ref = upload(host.url, b"original")
     r = run(host, "rewrite", data=ref)
     assert r["state"] == "done"
     assert call("GET", ref["url"])[2] == b"original"
@@ -420,7 +421,7 @@ def test_a_planted_symlink_at_the_old_predictable_name_is_not_followed(tmp_path)
     try:
         s = Server({}, port=port, programs=["copy=cp [in:file:src:binary] [out:file:dst:binary]"])
         try:
-            upload(s, b"private data")
+            upload(s.url, b"private data")
             assert run(s, "copy", src="more")["state"] == "done"
             assert os.listdir(attacker) == []
             work = str(s.endpoint.workdir)
@@ -466,6 +467,8 @@ def test_mpiws_serve_makes_a_fresh_private_workdir_and_removes_it(tmp_path):
     try:
         url = srv.stdout.readline().split(" at ")[-1].strip()
         assert call("GET", f"{url}/programs/echo")[0] == 200
+        assert list(tmp.iterdir()) == []  # made on first use: most endpoints never need one
+        upload(url, b"data")
         (work,) = list(tmp.iterdir())
         assert work.name.startswith("mpiws-") and len(work.name) >= 6 + 32
         assert stat.S_IMODE(work.lstat().st_mode) == 0o700

@@ -86,10 +86,10 @@ impl Endpoint {
         self.inner.deploy(name)
     }
 
-    /// Where this endpoint keeps jobs and uploads.
+    /// Where this endpoint keeps jobs and uploads (made now if it was not yet).
     #[getter]
-    fn workdir(&self) -> std::path::PathBuf {
-        self.inner.jobs.workdir().to_path_buf()
+    fn workdir(&self) -> PyResult<std::path::PathBuf> {
+        self.inner.jobs.workdir().py_err()
     }
 
     /// Kill every job and remove the work directory if the endpoint made it.

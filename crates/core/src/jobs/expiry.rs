@@ -29,7 +29,8 @@ pub async fn expire(jobs: &Jobs) {
         jobs.remove_job(&id).await;
     }
     let Some(cutoff) = SystemTime::now().checked_sub(jobs.ttl) else { return };
-    let Ok(mut entries) = tokio::fs::read_dir(jobs.uploads_dir()).await else { return };
+    let Some(uploads) = jobs.workdir.existing().map(|w| w.join("files")) else { return }; // none made yet
+    let Ok(mut entries) = tokio::fs::read_dir(uploads).await else { return };
     while let Ok(Some(entry)) = entries.next_entry().await {
         let done = entry.file_name().to_str().is_some_and(super::is_id); // not a `.part` still arriving
         let old = entry.metadata().await.ok().and_then(|m| m.modified().ok()).is_some_and(|t| t <= cutoff);

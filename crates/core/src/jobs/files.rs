@@ -30,7 +30,10 @@ pub async fn upload(ep: &Endpoint, req: Request<Incoming>) -> Reply {
         return too_large(max);
     }
     let id = new_id();
-    let dir = ep.jobs.uploads_dir();
+    let dir = match ep.jobs.uploads_dir() {
+        Ok(dir) => dir,
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {}", e.message)),
+    };
     let (part, path) = (dir.join(format!("{id}.part")), dir.join(&id));
     // Refused on its announced length too, before any of it is read.
     if let Err(full) = announced.map_or(Ok(()), |n| ep.jobs.disk.fits(n)) {

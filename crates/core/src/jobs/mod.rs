@@ -82,7 +82,9 @@ impl Jobs {
     pub fn new(config: &Config) -> Result<Jobs> {
         let workdir = WorkDir::open(config.workdir.as_deref())?;
         let disk = Disk::new(config.max_disk);
-        disk.force(safe_file::bytes_under(&workdir.path)); // what a given --workdir already holds
+        if let Some(given) = workdir.existing() {
+            disk.force(safe_file::bytes_under(&given)); // what a given --workdir already holds
+        }
         let fetcher = Fetcher::new(&config.fetch_allow, config.max_fetch.unwrap_or(config.max_upload), config.fetch_timeout)?;
         Ok(Jobs {
             workdir,
@@ -95,8 +97,9 @@ impl Jobs {
         })
     }
 
-    pub fn workdir(&self) -> &Path {
-        &self.workdir.path
+    /// The work directory (made now if it was not yet).
+    pub fn workdir(&self) -> Result<PathBuf> {
+        self.workdir.path()
     }
 
     /// Deploy `template` as program `name` (replacing one of that name).
@@ -192,17 +195,18 @@ impl Jobs {
         self.workdir.remove();
     }
 
-    fn job_dir(&self, id: &str) -> PathBuf {
-        self.workdir.path.join("jobs").join(id)
+    fn job_dir(&self, id: &str) -> Result<PathBuf> {
+        Ok(self.workdir.path()?.join("jobs").join(id))
     }
 
     /// Where upload `id` is kept; None for an id that is not one of ours.
     fn upload_path(&self, id: &str) -> Option<PathBuf> {
-        is_id(id).then(|| self.uploads_dir().join(id))
+        is_id(id).then(|| Some(self.workdir.existing()?.join("files").join(id))).flatten()
     }
 
-    fn uploads_dir(&self) -> PathBuf {
-        self.workdir.path.join("files")
+    /// Where uploads are kept (the work directory is made if need be).
+    fn uploads_dir(&self) -> Result<PathBuf> {
+        Ok(self.workdir.path()?.join("files"))
     }
 
     /// Remove upload `id` and give its bytes back to the quota.

@@ -68,14 +68,18 @@ pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool
         }
     }
     let id = new_id();
-    let dir = ep.jobs.job_dir(&id);
+    let no_dir = |why: String| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {why}"));
+    let dir = match ep.jobs.job_dir(&id) {
+        Ok(dir) => dir,
+        Err(e) => return no_dir(e.message),
+    };
     let job = Job::new(id, program, dir.clone(), ep.jobs.disk.clone());
     if let Err(reply) = ep.jobs.admit(job.clone()) {
         return reply;
     }
     if let Err(e) = make_private_dir(&dir) {
         ep.jobs.jobs.lock().remove(&job.id); // it never started: nothing to end
-        return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {e}"));
+        return no_dir(e.to_string());
     }
     tokio::spawn(job.clone().run(values, files, ep.jobs.fetcher.clone()));
     if call {

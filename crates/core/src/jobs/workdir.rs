@@ -3,20 +3,29 @@
 //! predictable name in `/tmp` could be planted beforehand as a symlink to
 //! somewhere of theirs. So without `--workdir` it is a fresh unguessable
 //! name made with `mkdir` (which fails on anything already there, a
-//! symlink included), mode 0700; a given `--workdir` is made 0700 if
-//! missing and refused if it is a symlink, not ours, or writable by others.
-//! A directory the endpoint made is removed when it stops.
+//! symlink included), mode 0700, on first use (most endpoints, every rank
+//! of `mpiws run`, never run a job: they make none); a given `--workdir`
+//! is checked at start, made 0700 if missing, and refused if it is a
+//! symlink, not ours, or writable by others. A directory the endpoint made
+//! is removed when it stops.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
 
 use crate::error::{err, ErrorClass, Result};
 use crate::jobs::new_id;
 use crate::jobs::safe_file::make_private_dir;
 
 pub struct WorkDir {
-    pub path: PathBuf,
+    /// None until a fresh one is first needed.
+    dir: Mutex<Option<Dir>>,
+}
+
+struct Dir {
+    path: PathBuf,
     /// Made by this endpoint: removed when it stops.
     made: bool,
 }
@@ -25,53 +34,72 @@ pub struct WorkDir {
 pub const SUBDIRS: [&str; 2] = ["jobs", "files"];
 
 impl WorkDir {
+    /// A given directory is checked (and made) now; else one is made on first use.
     pub fn open(given: Option<&Path>) -> Result<WorkDir> {
         let dir = match given {
-            None => fresh()?,
-            Some(path) => existing_or_made(path)?,
+            None => None,
+            Some(path) => Some(with_subdirs(existing_or_made(path)?)?),
         };
-        for sub in SUBDIRS {
-            let path = dir.path.join(sub);
-            match make_private_dir(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => check_ours(&path)?,
-                Err(e) => return err(ErrorClass::Other, format!("cannot make {}: {e}", path.display())),
-            }
+        Ok(WorkDir { dir: Mutex::new(dir) })
+    }
+
+    /// The directory, made now if it is the first time it is needed.
+    pub fn path(&self) -> Result<PathBuf> {
+        let mut dir = self.dir.lock();
+        if dir.is_none() {
+            *dir = Some(with_subdirs(fresh()?)?);
         }
-        Ok(dir)
+        Ok(dir.as_ref().map(|d| d.path.clone()).expect("made above"))
+    }
+
+    /// The directory if there is one yet (nothing is made).
+    pub fn existing(&self) -> Option<PathBuf> {
+        self.dir.lock().as_ref().map(|d| d.path.clone())
     }
 
     /// Remove the directory if this endpoint made it (its jobs have ended).
     pub fn remove(&self) {
-        if self.made {
-            let _ = std::fs::remove_dir_all(&self.path); // does not follow symlinks inside
+        if let Some(d) = self.dir.lock().as_ref().filter(|d| d.made) {
+            let _ = std::fs::remove_dir_all(&d.path); // does not follow symlinks inside
         }
     }
 }
 
+fn with_subdirs(dir: Dir) -> Result<Dir> {
+    for sub in SUBDIRS {
+        let path = dir.path.join(sub);
+        match make_private_dir(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => check_ours(&path)?,
+            Err(e) => return err(ErrorClass::Other, format!("cannot make {}: {e}", path.display())),
+        }
+    }
+    Ok(dir)
+}
+
 /// A new directory with an unguessable name in the temporary directory.
-fn fresh() -> Result<WorkDir> {
+fn fresh() -> Result<Dir> {
     let tmp = std::env::temp_dir();
     let path = tmp.join(format!("mpiws-{}", new_id()));
     match make_private_dir(&path) {
-        Ok(()) => Ok(WorkDir { path, made: true }),
+        Ok(()) => Ok(Dir { path, made: true }),
         Err(e) => err(ErrorClass::Other, format!("cannot make a work directory in {}: {e} (give one with --workdir)", tmp.display())),
     }
 }
 
-fn existing_or_made(path: &Path) -> Result<WorkDir> {
+fn existing_or_made(path: &Path) -> Result<Dir> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == ErrorKind::NotFound => {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).or_else(|e| err(ErrorClass::Other, format!("cannot make {}: {e}", parent.display())))?;
             }
             make_private_dir(path).or_else(|e| err(ErrorClass::Other, format!("cannot make the work directory {}: {e}", path.display())))?;
-            Ok(WorkDir { path: path.to_path_buf(), made: true })
+            Ok(Dir { path: path.to_path_buf(), made: true })
         }
         Err(e) => err(ErrorClass::Other, format!("work directory {}: {e}", path.display())),
         Ok(_) => {
             check_ours(path)?;
-            Ok(WorkDir { path: path.to_path_buf(), made: false })
+            Ok(Dir { path: path.to_path_buf(), made: false })
         }
     }
 }

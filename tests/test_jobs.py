@@ -17,6 +17,7 @@ import pytest
 
 from mpiws import MPI
 from mpiws.jobs import File, Job, Program, upload
+from mpiws.keys import client_key
 from mpiws.service.serve import Server
 
 from conftest import ROOT
@@ -44,15 +45,19 @@ def host(tmp_path_factory):
         f"bump={script(d, 'bump.sh', BUMP)} [in_out:file:n:int]",
         "missing=no-such-program-anywhere [in:val:x:int]",
     ]
-    s = Server({}, programs=programs, workdir=str(d / "work"), max_upload=64 << 20)
+    # pulls from a second endpoint on loopback: allowed explicitly (refused by default)
+    s = Server({}, programs=programs, workdir=str(d / "work"), max_upload=64 << 20, fetch_allow=["127.0.0.1"])
     s.workdir = d / "work"
     yield s
     s.stop()
 
 
 def request(method, url, body=None, headers=None):
+    """A plain HTTP request with the endpoint key (a JSON body says so)."""
     data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    headers = {"authorization": f"Bearer {client_key()}", **({"content-type": "application/json"} if isinstance(body, (dict, list)) else {}),
+               **(headers or {})}
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, r.read()
@@ -112,7 +117,7 @@ def test_a_failing_program_reports_its_exit_status_and_stderr(host):
     assert r["state"] == "failed" and "cannot start no-such-program-anywhere" in r["error"]
 
 
-def test_an_output_passes_to_the_next_job_by_reference_without_a_copy(host):
+def test_an_output_passes_to_the_next_job_by_reference_without_a_fetch(host):
     first = Program(f"{host.url}/programs/copy").call(by="reference", src=b"\x00\x01binary\xff" * 1000)
     ref = first["outputs"]["dst"]
     assert ref["size"] == 9000 and ref["url"].startswith(f"{host.url}/jobs/{first['id']}/files/dst")
@@ -121,10 +126,12 @@ def test_an_output_passes_to_the_next_job_by_reference_without_a_copy(host):
     second = Job(json.loads(body)["url"])
     assert second.wait()["state"] == "done"
     assert second.results()["stdout"].split()[0] == hashlib.sha256(b"\x00\x01binary\xff" * 1000).hexdigest()
-    # the same endpoint: the input is the first job's file itself, linked, not copied
+    # the same endpoint: the input is copied from the first job's file on disk (not
+    # fetched over HTTP), and it is a copy of its own, which the program cannot change
+    # at its source (a hard link it was, until the security review)
     a = os.stat(host.workdir / "jobs" / first["id"] / "dst")
     b = os.stat(host.workdir / "jobs" / second.id / "data")
-    assert (a.st_ino, a.st_dev) == (b.st_ino, b.st_dev)
+    assert (a.st_ino, a.st_dev) != (b.st_ino, b.st_dev) and a.st_size == b.st_size == 9000
 
 
 def test_an_in_out_file_is_copied_so_its_source_is_untouched(host):
@@ -173,7 +180,8 @@ def test_bad_requests_get_clear_errors(host):
     u = host.url
     assert request("POST", f"{u}/programs/nope/jobs", {"inputs": {}})[0] == 404
     assert request("GET", f"{u}/programs/nope")[0] == 404
-    assert request("POST", f"{u}/programs/add/jobs", b"{not json")[0] == 400
+    assert request("POST", f"{u}/programs/add/jobs", b"{not json", {"content-type": "application/json"})[0] == 400
+    assert request("POST", f"{u}/programs/add/jobs", b'{"inputs": {}}')[0] == 415      # not said to be JSON
     assert request("POST", f"{u}/programs/add/jobs", [1])[0] == 400
     assert request("GET", f"{u}/jobs/0123")[0] == 404
     assert request("GET", f"{u}/jobs/0123/results")[0] == 404
@@ -190,6 +198,7 @@ def test_bad_requests_get_clear_errors(host):
     conn = http.client.HTTPConnection(u.split("//")[1], timeout=30)
     conn.putrequest("POST", "/files")
     conn.putheader("Content-Length", str(65 << 20))
+    conn.putheader("Authorization", f"Bearer {client_key()}")
     conn.endheaders()
     big = conn.getresponse()
     assert big.status == 413 and "at most" in json.loads(big.read())["error"]["message"]

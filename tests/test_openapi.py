@@ -54,7 +54,7 @@ def server(tmp_path_factory):
     (d / "keys").chmod(0o600)
     s = Server(services.ALL, max_message=1 << 20, max_upload=1 << 20, workdir=str(d / "work"), keys=str(d / "keys"),
                body_timeout=1.0,
-               programs=[p.format(dir=d) for p in PROGRAMS])
+               programs=[p.format(dir=d) for p in PROGRAMS], max_spawn_body=1 << 20, fetch_allow=["127.0.0.1"])
     s.workdir = d / "work"
     yield s
     s.stop()
@@ -207,10 +207,10 @@ def test_checker_refuses_what_it_should(spec):
 class Api:
     """Makes requests and checks each answer against the document."""
 
-    def __init__(self, spec, url):
+    def __init__(self, spec, url, key=KEY):
         self.spec = spec
         u = urlparse(url)
-        self.host, self.port, self.url = u.hostname, u.port, url
+        self.host, self.port, self.url, self.key = u.hostname, u.port, url, key
         self.seen = set()  # (operationId, status) answered
 
     def find(self, method, path):
@@ -228,7 +228,7 @@ class Api:
         Keyed paths carry the endpoint key unless ``headers`` say otherwise."""
         headers = dict(headers or {})
         if path.startswith(KEYED):
-            headers.setdefault("authorization", f"Bearer {KEY}")
+            headers.setdefault("authorization", f"Bearer {self.key}")
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             if announce is None:
@@ -533,7 +533,8 @@ def test_spawn_refusals(api, server, how):
         api.call("POST", path + "?by=mail", inputs(text="x"), JSON, expect=400)
     for bad in (b"{not json", b"", b"[1]", b'{"inputs": 3}', inputs(), inputs(text="x", z=1), inputs(text=[1]),
                 inputs(text={"base64": "***"}), inputs(text={"url": "ftp://example.org/x"}),
-                inputs(text={"url": f"{api.url}/files/{NO_JOB}"})):                     # not a file of this endpoint
+                inputs(text={"url": f"{api.url}/files/{NO_JOB}"}),                      # not a file of this endpoint
+                inputs(text={"url": "http://10.0.0.1/x"}), inputs(text={"url": "http://127.0.0.2:1/x"})):  # refused hosts
         api.call("POST", path, bad, JSON, expect=400)
     api.call("POST", "/programs/sleep/jobs", inputs(seconds="soon"), JSON, expect=400)
     api.call("POST", path, b" " * ((1 << 20) + 1), JSON, expect=413)                     # the limit is 1 MiB
@@ -556,6 +557,10 @@ def test_job_status_and_kill(api):
     assert s["state"] == "killed" and s["ended"] is not None
     _, s = api.call("DELETE", path, expect=200)                                          # ended: unchanged
     assert s["state"] == "killed"
+    api.call("DELETE", path + "?remove=maybe", expect=400)
+    api.call("DELETE", path + "?remove=true", expect=204)                                # and its files
+    api.call("GET", path, expect=404)
+    api.call("DELETE", path + "?remove=true", expect=404)
     for p in ("", "/results", "/stdout", "/stderr", "/files/n"):
         api.call("GET", f"/jobs/{NO_JOB}{p}", expect=404)
     api.call("DELETE", f"/jobs/{NO_JOB}", expect=404)
@@ -623,6 +628,24 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
     for how in ("jobs", "call"):
         api.call("POST", f"/programs/count/{how}", inputs(text="x"), {"content-type": "text/plain"}, expect=415)
         api.call("POST", f"/programs/count/{how}", b'{"inputs"', JSON, announce=100, expect=408)   # stalls
+
+
+def test_full_job_table_and_disk(spec, api):
+    """A second endpoint with small limits: the job table (503, Retry-After)
+    and the disk quota (507); what it answers counts as seen."""
+    from mpiws.service.serve import Server
+
+    small = Server({}, programs=["sleep=sleep [in:val:seconds:float]"], max_jobs=1, max_disk=1 << 20)
+    try:
+        a = Api(spec, small.url, small.key)
+        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
+        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=503)
+        a.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=503)
+        a.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=507)           # refused on the header
+        a.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=507)             # chunked, past the quota
+        api.seen |= a.seen
+    finally:
+        small.stop()
 
 
 def test_undocumented_requests_are_refused(api):

@@ -24,9 +24,14 @@ class Endpoint:
 
     url: str
     port: int
+    workdir: str
     def __init__(self, host: str = "127.0.0.1", port: int = 0, max_message: int = 1 << 30,
-                 pending_timeout: float = 30.0, max_pending: int = 4096, max_upload: int = 1 << 40,
-                 workdir: Optional[str] = None) -> None: ...
+                 pending_timeout: float = 30.0, max_pending: int = 4096, max_upload: int = 1 << 30,
+                 workdir: Optional[str] = None, fetch_allow: list[str] = [], max_fetch: Optional[int] = None,
+                 fetch_timeout: float = 300.0, max_disk: int = 10 << 30, max_jobs: int = 1000,
+                 job_ttl: float = 86400.0, max_spawn_body: int = 64 << 20) -> None: ...
+    def close_jobs(self) -> None:
+        """Kill every job and remove the work directory if the endpoint made it."""
     def deploy(self, name: str) -> None: ...
     def deploy_program(self, name: str, template: str) -> None:
         """Deploy a command-line program as a service, described by its one-line template."""

@@ -9,7 +9,8 @@ import threading
 
 #: `mpiws serve` flags that are endpoint limits, passed as they are.
 LIMITS = ("max_message", "max_upload", "max_connections", "header_timeout", "body_timeout", "max_binding", "max_ranks",
-          "max_instances", "max_instances_per_key")
+          "max_instances", "max_instances_per_key", "max_fetch", "fetch_timeout", "max_disk", "max_jobs", "job_ttl",
+          "max_spawn_body")
 
 
 def _loopback(host):
@@ -38,7 +39,8 @@ def _serve(a):
     services = dict(load(s) for s in a.service)
     limits = {k: getattr(a, k) for k in LIMITS if getattr(a, k) is not None}
     server = Server(services, a.host, a.port, programs=a.program, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
-                    pickle_allow=a.pickle_allow, allow_hosts=a.allow_host, allow_origins=a.allow_origin, **limits)
+                    pickle_allow=a.pickle_allow, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
+                    fetch_allow=a.fetch_allow, **limits)
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
     made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
@@ -166,7 +168,8 @@ def main(argv=None):
     s.add_argument("--service", action="append", default=[], metavar="NAME=module:function", help="deploy a service (repeatable)")
     s.add_argument("--program", action="append", default=[], metavar="NAME=TEMPLATE",
                    help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
-    s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new temporary directory)")
+    s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new private temporary directory, "
+                   "removed at exit); made 0700 if missing, refused if a symlink or writable by others")
     sec = s.add_argument_group("security (docs/security.md)")
     sec.add_argument("--keys", metavar="FILE", help="keys file: one key per line, optionally with scopes run, jobs, files, "
                      "admin (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)")
@@ -181,7 +184,7 @@ def main(argv=None):
                      help="a type services may also unpickle (repeatable)")
     lim = s.add_argument_group("limits (defaults in docs/security.md)")
     lim.add_argument("--max-message", type=int, help="largest message body, bytes (1 GiB)")
-    lim.add_argument("--max-upload", type=int, help="largest uploaded file, bytes")
+    lim.add_argument("--max-upload", type=int, help="largest uploaded file, bytes (1 GiB)")
     lim.add_argument("--max-connections", type=int, help="connections served at once (1024)")
     lim.add_argument("--header-timeout", type=float, help="seconds to send a request head, idle connections too (30)")
     lim.add_argument("--body-timeout", type=float, help="seconds a request body may stall (60)")
@@ -189,6 +192,14 @@ def main(argv=None):
     lim.add_argument("--max-ranks", type=int, help="most ranks in a domain (16384)")
     lim.add_argument("--max-instances", type=int, help="instances running at once on this endpoint (256)")
     lim.add_argument("--max-instances-per-key", type=int, help="instances running at once per key (128)")
+    lim.add_argument("--fetch-allow", action="append", default=[], metavar="HOST[:PORT]|CIDR",
+                     help="also pull URL inputs from this host or network, though loopback, private or link-local (repeatable)")
+    lim.add_argument("--max-fetch", type=int, help="largest URL input a job may pull, bytes (default: --max-upload)")
+    lim.add_argument("--fetch-timeout", type=float, help="seconds a URL input may take to pull (300)")
+    lim.add_argument("--max-disk", type=int, help="disk quota of the work directory, bytes (10 GiB)")
+    lim.add_argument("--max-jobs", type=int, help="most jobs kept at once, running or ended (1000)")
+    lim.add_argument("--job-ttl", type=float, help="seconds an ended job or an upload is kept (24 h)")
+    lim.add_argument("--max-spawn-body", type=int, help="largest spawn request body, bytes (64 MiB)")
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")

@@ -16,6 +16,12 @@ use crate::comm::Comm;
 use crate::errors::IntoPy;
 use crate::request::wait_in_slices;
 
+/// A duration in seconds from Python: finite and not negative.
+fn seconds(secs: f64, name: &str) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(secs.max(0.0))
+        .map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name}={secs}: a number of seconds")))
+}
+
 fn json_arg(s: &str) -> PyResult<serde_json::Value> {
     serde_json::from_str(s).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid JSON: {e}")))
 }
@@ -33,7 +39,9 @@ impl Endpoint {
     #[new]
     #[pyo3(signature = (host="127.0.0.1", port=0, max_message=None, max_upload=None, workdir=None, keys=None,
                         allow_hosts=Vec::new(), allow_origins=Vec::new(), max_connections=None, header_timeout=None,
-                        body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None))]
+                        body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None,
+                        fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, job_ttl=None,
+                        max_spawn_body=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         host: &str,
@@ -51,9 +59,16 @@ impl Endpoint {
         max_ranks: Option<usize>,
         max_instances: Option<usize>,
         max_instances_per_key: Option<usize>,
+        fetch_allow: Vec<String>,
+        max_fetch: Option<u64>,
+        fetch_timeout: Option<f64>,
+        max_disk: Option<u64>,
+        max_jobs: Option<usize>,
+        job_ttl: Option<f64>,
+        max_spawn_body: Option<u64>,
     ) -> PyResult<Self> {
         let d = Config::default();
-        let secs = |s: Option<f64>, default: Duration| s.map_or(default, |s| Duration::from_secs_f64(s.max(0.001)));
+        let secs = |s: Option<f64>, default: Duration, name: &str| s.map_or(Ok(default), |s| seconds(s, name));
         let config = Config {
             host: host.to_string(),
             port,
@@ -64,12 +79,19 @@ impl Endpoint {
             allow_hosts,
             allow_origins,
             max_connections: max_connections.unwrap_or(d.max_connections),
-            header_timeout: secs(header_timeout, d.header_timeout),
-            body_timeout: secs(body_timeout, d.body_timeout),
+            header_timeout: secs(header_timeout, d.header_timeout, "header_timeout")?,
+            body_timeout: secs(body_timeout, d.body_timeout, "body_timeout")?,
             max_binding: max_binding.unwrap_or(d.max_binding),
             max_ranks: max_ranks.unwrap_or(d.max_ranks),
             max_instances: max_instances.unwrap_or(d.max_instances),
             max_instances_per_key: max_instances_per_key.unwrap_or(d.max_instances_per_key),
+            fetch_allow,
+            max_fetch,
+            fetch_timeout: secs(fetch_timeout, d.fetch_timeout, "fetch_timeout")?,
+            max_disk: max_disk.unwrap_or(d.max_disk),
+            max_jobs: max_jobs.unwrap_or(d.max_jobs),
+            job_ttl: secs(job_ttl, d.job_ttl, "job_ttl")?,
+            max_spawn_body: max_spawn_body.unwrap_or(d.max_spawn_body),
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
@@ -87,6 +109,18 @@ impl Endpoint {
     /// Deploy a service name: *run* requests for it are accepted.
     fn deploy(&self, name: &str) {
         self.inner.deploy(name)
+    }
+
+    /// Where this endpoint keeps jobs and uploads (made now if it was not yet).
+    #[getter]
+    fn workdir(&self) -> PyResult<std::path::PathBuf> {
+        self.inner.jobs.workdir().py_err()
+    }
+
+    /// Kill every job and remove the work directory if the endpoint made it.
+    fn close_jobs(&self, py: Python<'_>) {
+        let ep = self.inner.clone();
+        py.detach(|| mpiws_core::runtime::runtime().block_on(ep.jobs.close()))
     }
 
     /// Deploy a command-line program as a service, described by its one-line template.
@@ -133,7 +167,7 @@ impl Endpoint {
 /// every thread started afterwards, and a thread of the core waits for them).
 #[pyfunction]
 pub fn exit_on_signals() -> PyResult<()> {
-    mpiws_core::service::shutdown::exit_on_signals(|| {}).py_err()
+    mpiws_core::service::shutdown::exit_on_signals().py_err()
 }
 
 #[pyclass(module = "mpiws._core", frozen)]

@@ -84,3 +84,4 @@ class Server:
     def stop(self):
         self._stop.set()
         self._thread.join()
+        self.endpoint.close_jobs()  # jobs end; a work directory the endpoint made is removed

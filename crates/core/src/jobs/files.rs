@@ -2,6 +2,10 @@
 //! size, written to disk as it arrives) and answers its URL, to give a job
 //! as an input; `GET /files/{id}` and `DELETE /files/{id}`. A job's own
 //! files: `GET /jobs/{id}/files/{name}`, `GET /jobs/{id}/stdout|stderr`.
+//!
+//! An upload is at most `max_upload` bytes and counts against the disk
+//! quota (507 when full). Files are served only if they are regular files,
+//! never through a symlink a job may have put in their place.
 
 use std::path::Path;
 
@@ -13,7 +17,9 @@ use tokio::io::AsyncWriteExt;
 
 use crate::body::Chunks;
 use crate::error::ErrorClass;
+use crate::jobs::disk::insufficient_storage;
 use crate::jobs::new_id;
+use crate::jobs::safe_file::{create_new, open_regular};
 use crate::service::reply::{error, json, no_content, Reply};
 use crate::service::Endpoint;
 
@@ -24,9 +30,16 @@ pub async fn upload(ep: &Endpoint, req: Request<Incoming>) -> Reply {
         return too_large(max);
     }
     let id = new_id();
-    let dir = ep.jobs.uploads_dir();
+    let dir = match ep.jobs.uploads_dir() {
+        Ok(dir) => dir,
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {}", e.message)),
+    };
     let (part, path) = (dir.join(format!("{id}.part")), dir.join(&id));
-    let written = receive(req.into_body(), &dir, &part, max).await;
+    // Refused on its announced length too, before any of it is read.
+    if let Err(full) = announced.map_or(Ok(()), |n| ep.jobs.disk.fits(n)) {
+        return insufficient_storage(full);
+    }
+    let written = receive(ep, req.into_body(), &part, max).await;
     // Only a whole upload gets its name: a URL never points at half a file.
     let size = match written {
         Ok(size) => match tokio::fs::rename(&part, &path).await {
@@ -42,26 +55,37 @@ pub async fn upload(ep: &Endpoint, req: Request<Incoming>) -> Reply {
 }
 
 fn too_large(max: u64) -> Reply {
-    error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("an upload is at most {max} bytes"))
+    error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("an upload is at most {max} bytes (mpiws serve --max-upload raises it)"))
 }
 
-async fn receive(mut body: Incoming, dir: &Path, part: &Path, max: u64) -> Result<u64, Reply> {
+/// Write the body to `part`, counting it against the quota; what was
+/// counted is given back if the upload fails.
+async fn receive(ep: &Endpoint, body: Incoming, part: &Path, max: u64) -> Result<u64, Reply> {
+    let mut claimed = 0u64;
+    let written = write_part(ep, body, part, max, &mut claimed).await;
+    if written.is_err() {
+        ep.jobs.disk.release(claimed);
+    }
+    written
+}
+
+async fn write_part(ep: &Endpoint, mut body: Incoming, part: &Path, max: u64, claimed: &mut u64) -> Result<u64, Reply> {
     let disk = |e: std::io::Error| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {e}"));
-    tokio::fs::create_dir_all(dir).await.map_err(disk)?;
-    let mut file = tokio::fs::File::create(part).await.map_err(disk)?;
-    let mut size = 0u64;
+    let mut file = create_new(part).await.map_err(disk)?;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("upload cut off: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            size += data.len() as u64;
-            if size > max {
+            let n = data.len() as u64;
+            if claimed.checked_add(n).is_none_or(|size| size > max) {
                 return Err(too_large(max));
             }
+            ep.jobs.disk.claim(n).map_err(insufficient_storage)?;
+            *claimed += n;
             file.write_all(&data).await.map_err(disk)?;
         }
     }
     file.flush().await.map_err(disk)?;
-    Ok(size)
+    Ok(*claimed)
 }
 
 pub async fn get_upload(ep: &Endpoint, id: &str) -> Reply {
@@ -73,7 +97,7 @@ pub async fn get_upload(ep: &Endpoint, id: &str) -> Reply {
 
 pub async fn remove_upload(ep: &Endpoint, id: &str) -> Reply {
     match ep.jobs.upload_path(id) {
-        Some(path) if tokio::fs::remove_file(&path).await.is_ok() => no_content(),
+        Some(path) if ep.jobs.remove_upload(&path).await => no_content(),
         _ => error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no file {id} here")),
     }
 }
@@ -97,12 +121,8 @@ pub async fn get_job_file(ep: &Endpoint, id: &str, name: &str, printed: bool) ->
 }
 
 async fn send_file(path: &Path, missing: &str) -> Reply {
-    let opened = match tokio::fs::File::open(path).await {
-        Ok(f) => f.metadata().await.map(|m| (f, m)),
-        Err(e) => Err(e),
-    };
-    match opened {
-        Ok((f, m)) if m.is_file() => Response::builder()
+    match open_regular(path).await {
+        Ok((f, m)) => Response::builder()
             .status(StatusCode::OK)
             .header(http::header::CONTENT_TYPE, "application/octet-stream")
             .body(Chunks::file(f, m.len()))

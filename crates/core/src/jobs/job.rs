@@ -1,10 +1,12 @@
 //! One job: stage its inputs into its own directory, run the program there
-//! with the command line its template gives, record how it ended. A kill
-//! ends it at any point (while staging too).
+//! (in a process group of its own) with the command line its template
+//! gives, record how it ended. A kill ends it at any point (while staging
+//! too). What it writes counts against the disk quota, measured while it
+//! runs: a job that fills the quota is ended and fails.
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,10 +14,20 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::{watch, Notify};
 
-use crate::direct::transport::Transport;
+use crate::jobs::disk::Disk;
+use crate::jobs::fetch::Fetcher;
+use crate::jobs::process_group;
+use crate::jobs::safe_file::{bytes_under, create_new, inside};
 use crate::jobs::stage::{stage, Input};
 use crate::jobs::template::{Placement, Word};
 use crate::jobs::Program;
+
+/// How often a running job's disk use is measured.
+const DISK_CHECK: Duration = Duration::from_secs(1);
+
+/// A killed job ends within its group's grace; this only bounds a stuck
+/// file system.
+const KILL_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -50,16 +62,28 @@ pub struct Job {
     state: watch::Sender<State>,
     kill: Notify,
     killed: AtomicBool,
+    disk: Arc<Disk>,
+    /// The bytes of the job's directory counted against the quota.
+    claimed: AtomicU64,
 }
 
-fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 impl Job {
-    pub fn new(id: String, program: Arc<Program>, dir: PathBuf) -> Arc<Job> {
+    pub fn new(id: String, program: Arc<Program>, dir: PathBuf, disk: Arc<Disk>) -> Arc<Job> {
         let state = State { state: Phase::Staging, exit_code: None, error: None, started: now(), ended: None };
-        Arc::new(Job { id, program, dir, state: watch::channel(state).0, kill: Notify::new(), killed: AtomicBool::new(false) })
+        Arc::new(Job {
+            id,
+            program,
+            dir,
+            state: watch::channel(state).0,
+            kill: Notify::new(),
+            killed: AtomicBool::new(false),
+            disk,
+            claimed: AtomicU64::new(0),
+        })
     }
 
     pub fn state(&self) -> State {
@@ -93,6 +117,42 @@ impl Job {
         self.kill.notify_one();
     }
 
+    /// Kill the job if it runs, and wait (bounded) until it has ended.
+    pub async fn end(&self) {
+        if !self.state().state.ended() {
+            self.kill();
+            self.wait(KILL_WAIT).await;
+        }
+    }
+
+    /// Count `n` bytes the job is about to write against the quota.
+    pub fn claim(&self, n: u64) -> Result<(), String> {
+        self.disk.claim(n)?;
+        self.claimed.fetch_add(n, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Measure the job's directory and count what changed; an error if
+    /// it no longer fits the quota (then it is counted all the same).
+    fn account_disk(&self) -> Result<(), String> {
+        let measured = bytes_under(&self.dir);
+        let before = self.claimed.swap(measured, Ordering::SeqCst);
+        if measured <= before {
+            self.disk.release(before - measured);
+            return Ok(());
+        }
+        let more = measured - before;
+        self.disk.claim(more).map_err(|full| {
+            self.disk.force(more);
+            format!("{} wrote more than the disk quota allows: {full}", self.program.name)
+        })
+    }
+
+    /// The job's files are gone: give their bytes back to the quota.
+    pub fn release_disk(&self) {
+        self.disk.release(self.claimed.swap(0, Ordering::SeqCst));
+    }
+
     fn set(&self, phase: Phase, exit_code: Option<i32>, error: Option<String>) {
         self.state.send_modify(|s| {
             if s.state.ended() {
@@ -110,7 +170,10 @@ impl Job {
     /// Where the file of parameter `name` is (a `file` parameter's).
     pub fn file_path(&self, name: &str) -> Option<PathBuf> {
         let p = self.program.template.param(name)?;
-        (p.placement == Placement::File).then(|| self.dir.join(name))
+        if p.placement != Placement::File {
+            return None;
+        }
+        inside(&self.dir, &p.name)
     }
 
     pub fn stdout_path(&self) -> PathBuf {
@@ -123,9 +186,9 @@ impl Job {
 
     /// Stage, run, record. `values` holds the command-line text of each
     /// `val` input, `inputs` the input files to bring.
-    pub async fn run(self: Arc<Self>, values: Vec<(String, String)>, inputs: Vec<Input>, transport: Arc<Transport>) {
+    pub async fn run(self: Arc<Self>, values: Vec<(String, String)>, inputs: Vec<Input>, fetcher: Arc<Fetcher>) {
         let staged = tokio::select! {
-            r = stage(&self.dir, inputs, &transport) => r,
+            r = stage(&self, inputs, &fetcher) => r,
             _ = self.kill.notified() => return self.set(Phase::Killed, None, None),
         };
         if let Err(e) = staged {
@@ -144,8 +207,8 @@ impl Job {
                 }
             }
         });
-        let (stdout, stderr) = match (std::fs::File::create(self.stdout_path()), std::fs::File::create(self.stderr_path())) {
-            (Ok(o), Ok(e)) => (o, e),
+        let (stdout, stderr) = match (create_new(&self.stdout_path()).await, create_new(&self.stderr_path()).await) {
+            (Ok(o), Ok(e)) => (o.into_std().await, e.into_std().await),
             (Err(e), _) | (_, Err(e)) => return self.set(Phase::Failed, None, Some(format!("cannot create the job's output files: {e}"))),
         };
         let child = tokio::process::Command::new(&self.program.executable)
@@ -154,28 +217,53 @@ impl Job {
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
+            .process_group(0) // its own group, which a kill ends whole
             .kill_on_drop(true)
             .spawn();
         let mut child = match child {
             Ok(c) => c,
             Err(e) => return self.set(Phase::Failed, None, Some(format!("cannot start {}: {e}", self.program.executable.display()))),
         };
+        let group = process_group::group_of(&child);
         self.set(Phase::Running, None, None);
-        tokio::select! {
-            status = child.wait() => match status {
-                Ok(s) if s.success() => self.set(Phase::Done, Some(0), None),
-                Ok(s) => {
-                    let error = match s.code() {
-                        Some(c) => format!("{} exited with status {c}", self.program.name),
-                        None => format!("{} ended by a signal", self.program.name),
+        let mut disk_check = tokio::time::interval(DISK_CHECK);
+        loop {
+            tokio::select! {
+                status = child.wait() => {
+                    // The job is over: what it left running in its group ends with it.
+                    if let Some(pgid) = group {
+                        process_group::signal(pgid, libc::SIGKILL);
+                    }
+                    if let Err(over) = self.account_disk() {
+                        return self.set(Phase::Failed, None, Some(over));
+                    }
+                    return match status {
+                        Ok(s) if s.success() => self.set(Phase::Done, Some(0), None),
+                        Ok(s) => {
+                            let error = match s.code() {
+                                Some(c) => format!("{} exited with status {c}", self.program.name),
+                                None => format!("{} ended by a signal", self.program.name),
+                            };
+                            self.set(Phase::Failed, s.code(), Some(error))
+                        }
+                        Err(e) => self.set(Phase::Failed, None, Some(format!("lost the program's process: {e}"))),
                     };
-                    self.set(Phase::Failed, s.code(), Some(error))
                 }
-                Err(e) => self.set(Phase::Failed, None, Some(format!("lost the program's process: {e}"))),
-            },
-            _ = self.kill.notified() => {
-                let _ = child.kill().await;
-                self.set(Phase::Killed, None, None);
+                _ = self.kill.notified() => {
+                    process_group::end(group, &mut child).await;
+                    let _ = self.account_disk();
+                    return self.set(Phase::Killed, None, None);
+                }
+                _ = disk_check.tick() => {
+                    if self.killed.load(Ordering::SeqCst) {
+                        self.kill.notify_one(); // handled by the branch above, next turn
+                        continue;
+                    }
+                    if let Err(over) = self.account_disk() {
+                        process_group::end(group, &mut child).await;
+                        return self.set(Phase::Failed, None, Some(over));
+                    }
+                }
             }
         }
     }

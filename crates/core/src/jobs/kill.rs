@@ -1,25 +1,33 @@
-//! `DELETE /jobs/{id}`: kill a job (its process, or its staging) and answer
-//! its state once it has ended; a job that already ended is left as it is.
-//! Its files stay, to be fetched.
+//! `DELETE /jobs/{id}`: kill a job (its whole process group, or its
+//! staging) and answer its state once it has ended; a job that already
+//! ended is left as it is, its files stay, to be fetched.
+//!
+//! `DELETE /jobs/{id}?remove=true`: kill it if it runs, then remove it and
+//! its files (**204**); the job is then unknown (404), and its bytes are
+//! given back to the disk quota.
 
-use std::time::Duration;
+use http::{Request, StatusCode};
 
-use http::StatusCode;
-
-use crate::service::reply::{json, Reply};
+use crate::error::ErrorClass;
+use crate::service::reply::{error, json, no_content, query, Reply};
 use crate::service::Endpoint;
 
-/// A killed process ends at once; this only bounds a stuck file system.
-const KILL_WAIT: Duration = Duration::from_secs(10);
-
-pub async fn kill(ep: &Endpoint, id: &str) -> Reply {
+pub async fn kill<B>(ep: &Endpoint, id: &str, req: &Request<B>) -> Reply {
+    let remove = match query(req, "remove") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("remove={other}: it is remove=true or remove=false")),
+    };
     let job = match ep.jobs.job_or_404(id) {
         Ok(job) => job,
         Err(reply) => return reply,
     };
-    if !job.state().state.ended() {
-        job.kill();
-        job.wait(KILL_WAIT).await;
+    if remove {
+        return match ep.jobs.remove_job(id).await {
+            true => no_content(),
+            false => error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here")),
+        };
     }
+    job.end().await;
     json(StatusCode::OK, &job.describe(&ep.url()))
 }

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ErrorClass;
 use crate::jobs::job::Job;
-use crate::jobs::size_of;
+use crate::jobs::safe_file::{open_regular, size_of};
 use crate::jobs::template::Param;
 use crate::service::reply::{error, json, query, Reply};
 use crate::service::Endpoint;
@@ -76,11 +76,21 @@ async fn entry(url: &str, path: &Path, param: Option<&Param>, by: By) -> Value {
     if by == By::Reference || size > INLINE_MAX {
         return reference;
     }
-    let Ok(bytes) = tokio::fs::read(path).await else { return reference };
+    let Some(bytes) = read_inline(path).await else { return reference };
     let Some(p) = param else { return Value::String(String::from_utf8_lossy(&bytes).into_owned()) };
     match p.read_value(&bytes) {
         Ok(Some(v)) => v,
         Ok(None) => json!({"base64": base64::engine::general_purpose::STANDARD.encode(&bytes)}),
         Err(e) => json!({"url": url, "size": size, "error": e.message}),
     }
+}
+
+/// A job file's bytes, read as a regular file (never through a symlink),
+/// if it is at most INLINE_MAX.
+async fn read_inline(path: &Path) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let (file, meta) = open_regular(path).await.ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(INLINE_MAX)).ok()?);
+    file.take(INLINE_MAX + 1).read_to_end(&mut bytes).await.ok()?;
+    (bytes.len() as u64 <= INLINE_MAX).then_some(bytes)
 }

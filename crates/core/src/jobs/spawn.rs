@@ -5,7 +5,13 @@
 //! Body: `{"inputs": {NAME: VALUE, ...}}`. A `val` input is a JSON number or
 //! string. A `file` input is sent by value (a string or number: the file's
 //! text; `{"base64": "..."}`: its bytes) or by reference (`{"url": "..."}`:
-//! the job pulls it; a URL of this endpoint's own files is linked).
+//! the job pulls it, from an allowed address only: see [`fetch`]; a URL of
+//! this endpoint's own files is copied from disk, not fetched).
+//!
+//! A request carries at most `max_spawn_body` bytes and exactly the inputs
+//! the template names; the job table holds at most `max_jobs` jobs.
+//!
+//! [`fetch`]: crate::jobs::fetch
 
 use std::time::Duration;
 
@@ -17,7 +23,8 @@ use serde_json::{Map, Value};
 use crate::jobs::job::Job;
 use crate::jobs::results::{by_param, results, By};
 use crate::jobs::stage::{Input, Source};
-use crate::jobs::template::{Direction, Placement};
+use crate::jobs::safe_file::{make_private_dir, size_of};
+use crate::jobs::template::Placement;
 use crate::jobs::{new_id, Program};
 use crate::error::ErrorClass;
 use crate::service::reply::{error, json, read_body, Reply};
@@ -33,7 +40,11 @@ pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool
         Err(reply) if call => return reply,
         Err(_) => By::Value, // a spawn answers no results
     };
-    let body = match read_body(req.into_body(), ep.config.max_message as usize, ep.config.body_timeout, "the request").await {
+    let limit = format!(
+        "the request (at most {} bytes: mpiws serve --max-spawn-body raises it; or upload large inputs with POST /files and pass their URL)",
+        ep.config.max_spawn_body
+    );
+    let body = match read_body(req.into_body(), usize::try_from(ep.config.max_spawn_body).unwrap_or(usize::MAX), ep.config.body_timeout, &limit).await {
         Ok(b) => b,
         Err(reply) => return reply,
     };
@@ -49,14 +60,28 @@ pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool
         Ok(x) => x,
         Err(message) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, message),
     };
-    let id = new_id();
-    let dir = ep.jobs.job_dir(&id);
-    if let Err(e) = tokio::fs::create_dir_all(&dir).await {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {e}"));
+    for input in &files {
+        if let Source::Url(url) = &input.source {
+            if let Err(why) = ep.jobs.fetcher.check(url).await {
+                return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("input '{}': {why}", input.name));
+            }
+        }
     }
-    let job = Job::new(id, program, dir);
-    ep.jobs.add_job(job.clone());
-    tokio::spawn(job.clone().run(values, files, ep.transport.clone()));
+    let id = new_id();
+    let no_dir = |why: String| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {why}"));
+    let dir = match ep.jobs.job_dir(&id) {
+        Ok(dir) => dir,
+        Err(e) => return no_dir(e.message),
+    };
+    let job = Job::new(id, program, dir.clone(), ep.jobs.disk.clone());
+    if let Err(reply) = ep.jobs.admit(job.clone()) {
+        return reply;
+    }
+    if let Err(e) = make_private_dir(&dir) {
+        ep.jobs.jobs.lock().remove(&job.id); // it never started: nothing to end
+        return no_dir(e.to_string());
+    }
+    tokio::spawn(job.clone().run(values, files, ep.jobs.fetcher.clone()));
     if call {
         job.wait(Duration::MAX).await;
         return results(ep, &job, by).await;
@@ -92,7 +117,7 @@ fn check_inputs(ep: &Endpoint, program: &Program, mut inputs: Map<String, Value>
             },
             _ => return Err(not_a_file()),
         };
-        files.push(Input { name: p.name.clone(), source, writable: p.direction == Direction::InOut });
+        files.push(Input { name: p.name.clone(), source });
     }
     if let Some(extra) = inputs.keys().next() {
         return Err(format!("no input '{extra}' ({})", usage(program)));
@@ -105,19 +130,19 @@ fn usage(program: &Program) -> String {
     format!("{} takes {}", program.name, if ins.is_empty() { "no inputs".to_string() } else { ins.join(", ") })
 }
 
-/// A URL input: a file of this endpoint is used where it lies.
+/// A URL input: a file of this endpoint is copied from where it lies.
 fn reference(ep: &Endpoint, url: &str) -> Result<Source, String> {
     if !url.starts_with("http://") {
         return Err(format!("{url:?} is not an http:// URL"));
     }
-    let Some(path) = url.strip_prefix(&ep.url()) else { return Ok(Source::Url(url.to_string())) };
+    let Some(path) = url.strip_prefix(&ep.url()).filter(|p| p.starts_with('/')) else { return Ok(Source::Url(url.to_string())) };
     let local = match path.trim_start_matches('/').split('/').collect::<Vec<_>>()[..] {
         ["files", id] => ep.jobs.upload_path(id),
         ["jobs", id, "files", name] => ep.jobs.job(id).and_then(|j| j.file_path(name)),
         _ => None,
     };
     match local {
-        Some(p) if crate::jobs::size_of(&p).is_some() => Ok(Source::Local(p)),
+        Some(p) if size_of(&p).is_some() => Ok(Source::Local(p)),
         _ => Err(format!("{url} is not a file of this endpoint")),
     }
 }

@@ -1,11 +1,20 @@
 //! Bringing a job's input files into its directory: written from the
-//! request (by value), pulled from a URL (by reference), or, for a file
-//! this endpoint already holds, linked without copying.
+//! request (by value), pulled from a URL (by reference, see [`fetch`]), or
+//! copied from a file this endpoint already holds. Always a copy of its
+//! own: a program that rewrites its input must not change an upload or
+//! another job's output (`std::io::copy` between files uses the kernel's
+//! `copy_file_range`, which shares blocks where the file system can).
+//!
+//! [`fetch`]: crate::jobs::fetch
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::direct::transport::Transport;
+use tokio::io::AsyncWriteExt;
+
 use crate::error::{Error, ErrorClass, Result};
+use crate::jobs::fetch::Fetcher;
+use crate::jobs::job::Job;
+use crate::jobs::safe_file::{create_new, inside, open_regular};
 
 pub enum Source {
     /// Sent by value in the spawn request.
@@ -19,23 +28,35 @@ pub enum Source {
 pub struct Input {
     pub name: String,
     pub source: Source,
-    /// The program may change the file (`in_out`): never share it.
-    pub writable: bool,
 }
 
-pub async fn stage(dir: &Path, inputs: Vec<Input>, transport: &Transport) -> Result<()> {
+pub async fn stage(job: &Job, inputs: Vec<Input>, fetcher: &Fetcher) -> Result<()> {
     for input in inputs {
-        let to = dir.join(&input.name);
-        let what = |e: std::io::Error| Error::new(ErrorClass::Other, format!("input '{}': {e}", input.name));
+        let fail = |why: String| Error::new(ErrorClass::Other, format!("input '{}': {why}", input.name));
+        let to = inside(&job.dir, &input.name).ok_or_else(|| fail("not a plain file name".into()))?;
+        let mut file = create_new(&to).await.map_err(|e| fail(e.to_string()))?;
         match input.source {
-            Source::Bytes(b) => tokio::fs::write(&to, b).await.map_err(what)?,
+            Source::Bytes(b) => {
+                job.claim(b.len() as u64).map_err(fail)?;
+                file.write_all(&b).await.map_err(|e| fail(e.to_string()))?;
+                file.flush().await.map_err(|e| fail(e.to_string()))?;
+            }
             Source::Url(url) => {
-                transport.download(&url, &to).await.map_err(|e| Error::new(e.class, format!("input '{}': {}", input.name, e.message)))?;
+                fetcher.fetch(&url, &mut file, &|n| job.claim(n)).await.map_err(fail)?;
             }
             Source::Local(from) => {
-                // A hard link shares the file's data: no copy, however large.
-                if input.writable || tokio::fs::hard_link(&from, &to).await.is_err() {
-                    tokio::fs::copy(&from, &to).await.map_err(what)?;
+                let (src, meta) = open_regular(&from).await.map_err(|e| fail(e.to_string()))?;
+                job.claim(meta.len()).map_err(fail)?;
+                let (src, dst) = (src.into_std().await, file.into_std().await);
+                let copied = tokio::task::spawn_blocking(move || {
+                    let (mut src, mut dst) = (std::io::Read::take(src, meta.len()), dst);
+                    std::io::copy(&mut src, &mut dst)
+                })
+                .await;
+                match copied {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(fail(e.to_string())),
+                    Err(e) => return Err(fail(e.to_string())),
                 }
             }
         }

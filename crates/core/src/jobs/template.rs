@@ -8,6 +8,12 @@
 //! `out` or `in_out`; placement `val` (the value goes on the command line)
 //! or `file` (a file's name goes there); type `int`, `float`, `string`,
 //! `binary` or `xml`. Every other word is passed as it is.
+//!
+//! A `val` value never becomes an option of the program by accident: one
+//! that starts with `-` (a negative number too) is refused, unless the
+//! template marks the parameter with a fifth field, `dash-ok`:
+//! `[in:val:offset:int:dash-ok]`. A value never holds a NUL byte; an `int`
+//! is a decimal i64 (`-?[0-9]+`), a `float` a finite decimal number.
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -46,6 +52,9 @@ pub struct Param {
     pub placement: Placement,
     #[serde(rename = "type")]
     pub kind: Kind,
+    /// A value may start with '-' (the template's `dash-ok`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dash_ok: bool,
 }
 
 impl Param {
@@ -57,17 +66,34 @@ impl Param {
         self.direction != Direction::In
     }
 
-    /// The command-line text of a value for a `val` parameter, checked against its type.
+    /// The command-line text of a value for a `val` parameter, checked
+    /// against its type, and against becoming an option of the program.
     pub fn check_value(&self, v: &Value) -> Result<String> {
         let bad = || err(ErrorClass::Arg, format!("input '{}' must be {}, not {v}", self.name, self.kind_name()));
-        match (self.kind, v) {
-            (Kind::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
-            (Kind::Float, Value::Number(n)) => Ok(n.to_string()),
-            (Kind::Int, Value::String(s)) if s.trim().parse::<i64>().is_ok() => Ok(s.trim().to_string()),
-            (Kind::Float, Value::String(s)) if s.trim().parse::<f64>().is_ok() => Ok(s.trim().to_string()),
-            (Kind::String | Kind::Xml, Value::String(s)) => Ok(s.clone()),
-            _ => bad(),
+        let text = match (self.kind, v) {
+            (Kind::Int, Value::Number(n)) if n.is_i64() => n.to_string(),
+            (Kind::Float, Value::Number(n)) => n.to_string(),
+            (Kind::Int, Value::String(s)) if is_decimal_i64(s) => s.clone(),
+            (Kind::Float, Value::String(s)) if is_decimal_float(s) => s.clone(),
+            (Kind::String | Kind::Xml, Value::String(s)) => s.clone(),
+            _ => return bad(),
+        };
+        if text.contains('\0') {
+            return err(ErrorClass::Arg, format!("input '{}' holds a NUL byte, which no command line can carry", self.name));
         }
+        if text.starts_with('-') && !self.dash_ok {
+            return err(
+                ErrorClass::Arg,
+                format!(
+                    "input '{}' starts with '-', which the program would read as an option; \
+                     a template that wants such values marks the parameter [in:val:{}:{}:dash-ok]",
+                    self.name,
+                    self.name,
+                    self.kind_word()
+                ),
+            );
+        }
+        Ok(text)
     }
 
     /// An output file's content as a JSON value: parsed for numbers, text
@@ -77,14 +103,24 @@ impl Param {
         let parsed = match self.kind {
             Kind::Binary => return Ok(None),
             Kind::String | Kind::Xml => return Ok(Some(Value::String(text.to_string()))),
-            Kind::Int => text.trim().parse::<i64>().ok().map(Value::from),
-            // JSON has no infinity or NaN: they would read as null, "not written".
-            Kind::Float => text.trim().parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from),
+            Kind::Int => Some(text.trim()).filter(|t| is_decimal_i64(t)).and_then(|t| t.parse::<i64>().ok()).map(Value::from),
+            // JSON has no infinity or NaN (1e999 parses as inf): they would read as null, "not written".
+            Kind::Float => Some(text.trim()).filter(|t| is_decimal_float(t)).and_then(|t| t.parse::<f64>().ok()).filter(|f| f.is_finite()).map(Value::from),
         };
         match parsed {
             Some(v) => Ok(Some(v)),
             // The excerpt is cut at a character, not a byte (found by tests/fuzz_requests.rs).
             None => err(ErrorClass::Other, format!("output '{}' is not {}: {:?}", self.name, self.kind_name(), text.chars().take(80).collect::<String>())),
+        }
+    }
+
+    fn kind_word(&self) -> &'static str {
+        match self.kind {
+            Kind::Int => "int",
+            Kind::Float => "float",
+            Kind::String => "string",
+            Kind::Binary => "binary",
+            Kind::Xml => "xml",
         }
     }
 
@@ -97,6 +133,23 @@ impl Param {
             Kind::Xml => "an XML text",
         }
     }
+}
+
+/// A canonical decimal i64: an optional '-', then digits (no '+', no
+/// spaces, no hex), within i64's range.
+fn is_decimal_i64(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()) && s.parse::<i64>().is_ok()
+}
+
+/// A finite decimal number: an optional '-', a digit, then digits, '.' and
+/// an exponent. Not `inf` or `nan`: few programs read them, and in C's
+/// `strtod` they are spelled otherwise; JSON has no such numbers either.
+fn is_decimal_float(s: &str) -> bool {
+    let body = s.strip_prefix('-').unwrap_or(s);
+    body.as_bytes().first().is_some_and(u8::is_ascii_digit)
+        && body.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+        && s.parse::<f64>().is_ok_and(f64::is_finite)
 }
 
 /// One word of the command line: as written, or a parameter's place.
@@ -152,8 +205,13 @@ impl Template {
 
 fn parse_param(inner: &str) -> Result<Param> {
     let fields: Vec<&str> = inner.split(':').collect();
-    let [direction, placement, name, kind] = fields[..] else {
-        return err(ErrorClass::Arg, format!("template parameter [{inner}]: expected [direction:placement:name:type]"));
+    let ([direction, placement, name, kind] | [direction, placement, name, kind, _]) = fields[..] else {
+        return err(ErrorClass::Arg, format!("template parameter [{inner}]: expected [direction:placement:name:type] or [...:dash-ok]"));
+    };
+    let dash_ok = match fields.get(4) {
+        None => false,
+        Some(&"dash-ok") => true,
+        Some(flag) => return err(ErrorClass::Arg, format!("template parameter [{inner}]: {flag:?} is not dash-ok, the one flag a parameter takes")),
     };
     let direction = match direction {
         "in" => Direction::In,
@@ -183,7 +241,10 @@ fn parse_param(inner: &str) -> Result<Param> {
     if placement == Placement::Val && kind == Kind::Binary {
         return err(ErrorClass::Arg, format!("template parameter [{inner}]: binary data goes in a file"));
     }
-    Ok(Param { name: name.to_string(), direction, placement, kind })
+    if dash_ok && placement != Placement::Val {
+        return err(ErrorClass::Arg, format!("template parameter [{inner}]: dash-ok is for val parameters (a file's name never starts with '-')"));
+    }
+    Ok(Param { name: name.to_string(), direction, placement, kind, dash_ok })
 }
 
 #[cfg(test)]
@@ -216,6 +277,9 @@ mod tests {
             ("p [in:val:x:binary]", "binary data goes in a file"),
             ("p [in:val:x:int] [in:file:x:int]", "twice"),
             ("p [in:val:../x:int]", "a name is"),
+            ("p [in:val:x:int:dash]", "not dash-ok"),
+            ("p [in:file:x:int:dash-ok]", "dash-ok is for val"),
+            ("p [in:val:x:int:dash-ok:more]", "expected [direction"),
         ] {
             let e = Template::parse(text).unwrap_err();
             assert!(e.message.contains(why), "{text:?}: {}", e.message);
@@ -251,5 +315,32 @@ mod tests {
         let text = format!("{}あ", "a".repeat(79)); // 'あ' takes bytes 79..82
         let e = t.params[0].read_value(text.as_bytes()).unwrap_err();
         assert!(e.message.contains(&"a".repeat(79)), "{}", e.message);
+    }
+
+    #[test]
+    fn numbers_are_canonical_decimals() {
+        let t = Template::parse("p [in:val:n:int:dash-ok] [in:val:f:float:dash-ok]").unwrap();
+        for bad in [json!("+5"), json!(" 5"), json!("0x10"), json!("1e3"), json!("9223372036854775808"), json!(18446744073709551615u64), json!("")] {
+            assert!(t.params[0].check_value(&bad).is_err(), "int {bad}");
+        }
+        assert_eq!(t.params[0].check_value(&json!("-9223372036854775808")).unwrap(), "-9223372036854775808");
+        assert_eq!(t.params[0].check_value(&json!(i64::MAX)).unwrap(), i64::MAX.to_string());
+        for bad in [json!("inf"), json!("nan"), json!("-inf"), json!("+1.5"), json!(".5"), json!("1e999"), json!("0x1p3")] {
+            assert!(t.params[1].check_value(&bad).is_err(), "float {bad}");
+        }
+        assert_eq!(t.params[1].check_value(&json!("-1.5e-3")).unwrap(), "-1.5e-3");
+    }
+
+    #[test]
+    fn values_never_become_options_unless_the_template_says_so() {
+        let t = Template::parse("p [in:val:s:string] [in:val:n:int] [in:val:ok:string:dash-ok]").unwrap();
+        for (p, v) in [(0, json!("--help")), (0, json!("-rf")), (1, json!(-5)), (1, json!("-5"))] {
+            let e = t.params[p].check_value(&v).unwrap_err();
+            assert!(e.message.contains("read as an option") && e.message.contains("dash-ok"), "{}", e.message);
+        }
+        assert_eq!(t.params[2].check_value(&json!("--verbose")).unwrap(), "--verbose");
+        assert!(t.params[2].check_value(&json!("a\0b")).unwrap_err().message.contains("NUL"));
+        assert_eq!(t.describe("p")["parameters"][2]["dash_ok"], json!(true));
+        assert!(t.describe("p")["parameters"][0].get("dash_ok").is_none());
     }
 }

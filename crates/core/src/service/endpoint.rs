@@ -28,7 +28,8 @@ pub struct Config {
     pub max_message: u64,
     /// Largest file an upload (`POST /files`) may be.
     pub max_upload: u64,
-    /// Where jobs and uploads are kept; a fresh temporary directory if None.
+    /// Where jobs and uploads are kept; a fresh private temporary
+    /// directory if None (see `jobs::workdir`).
     pub workdir: Option<std::path::PathBuf>,
     /// The keys the service interface accepts (none: it refuses everyone).
     pub keys: Keys,
@@ -49,6 +50,21 @@ pub struct Config {
     /// Instances starting or running at once, on the whole endpoint and per key.
     pub max_instances: usize,
     pub max_instances_per_key: usize,
+    /// Hosts (`HOST[:PORT]`) and networks (CIDR) URL inputs may be pulled
+    /// from besides public addresses (`--fetch-allow`; see `jobs::fetch`).
+    pub fetch_allow: Vec<String>,
+    /// Largest URL input one job may pull; `max_upload` if None.
+    pub max_fetch: Option<u64>,
+    /// Longest a URL input may take to pull.
+    pub fetch_timeout: Duration,
+    /// Disk quota of the work directory: uploads, pulls and job files.
+    pub max_disk: u64,
+    /// Most jobs the endpoint holds (running or ended, until removed).
+    pub max_jobs: usize,
+    /// How long an ended job, or an upload, is kept before it is removed.
+    pub job_ttl: Duration,
+    /// Largest spawn (or call) request body: inputs sent by value.
+    pub max_spawn_body: u64,
 }
 
 impl Default for Config {
@@ -57,7 +73,6 @@ impl Default for Config {
             host: "127.0.0.1".into(),
             port: 0,
             max_message: 1 << 30,
-            max_upload: 1 << 40,
             workdir: None,
             keys: Keys::default(),
             allow_hosts: Vec::new(),
@@ -69,6 +84,14 @@ impl Default for Config {
             max_ranks: 16384,
             max_instances: 256,
             max_instances_per_key: 128,
+            max_upload: 1 << 30,
+            fetch_allow: Vec::new(),
+            max_fetch: None,
+            fetch_timeout: Duration::from_secs(300),
+            max_disk: 10 << 30,
+            max_jobs: 1000,
+            job_ttl: Duration::from_secs(24 * 3600),
+            max_spawn_body: 64 << 20,
         }
     }
 }
@@ -121,18 +144,20 @@ impl Endpoint {
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
         let (tx, rx) = mpsc::channel();
-        let workdir = config.workdir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}", std::process::id(), addr.port())));
+        let jobs = Jobs::new(&config)?;
         let ep = Arc::new(Endpoint {
             config,
             addr,
             transport: Arc::new(Transport::new()),
-            jobs: Jobs::new(workdir),
+            jobs,
             services: RwLock::new(Vec::new()),
             instances: Mutex::new(HashMap::new()),
             runs_tx: Mutex::new(tx),
             runs_rx: Mutex::new(rx),
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
+        runtime().spawn(crate::jobs::expiry::expire_forever(Arc::downgrade(&ep)));
+        crate::service::shutdown::register(&ep);
         Ok(ep)
     }
 

@@ -20,7 +20,7 @@
 //! | GET    | `/programs`, `/programs/{name}`        | describe   |
 //! | POST   | `/programs/{name}/jobs`, `/programs/{name}/call` | spawn |
 //! | GET    | `/jobs/{id}`                           | status     |
-//! | DELETE | `/jobs/{id}`                           | kill       |
+//! | DELETE | `/jobs/{id}[?remove=true]`             | kill (and remove) |
 //! | GET    | `/jobs/{id}/results`                   | results    |
 //! | GET    | `/jobs/{id}/files/{name}`, `/jobs/{id}/stdout`, `/jobs/{id}/stderr` | files |
 //! | POST   | `/files`; GET, DELETE `/files/{id}`    | files      |
@@ -120,7 +120,7 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
             Err(reply) => reply,
         },
         (&Method::GET, ["jobs", id]) => jobs::status::status(&ep, id, req).await,
-        (&Method::DELETE, ["jobs", id]) => jobs::kill::kill(&ep, id).await,
+        (&Method::DELETE, ["jobs", id]) => jobs::kill::kill(&ep, id, &req).await,
         (&Method::GET, ["jobs", id, "results"]) => jobs::results::results_route(&ep, id, req).await,
         (&Method::GET, ["jobs", id, "files", name]) => jobs::files::get_job_file(&ep, id, name, false).await,
         (&Method::GET, ["jobs", id, out @ ("stdout" | "stderr")]) => jobs::files::get_job_file(&ep, id, out, true).await,

@@ -24,9 +24,13 @@ class Endpoint:
 
     url: str
     port: int
+    tls_fingerprint: Optional[str]
+    tls_certificate_file: Optional[str]
     def __init__(self, host: str = "127.0.0.1", port: int = 0, max_message: int = 1 << 30,
                  pending_timeout: float = 30.0, max_pending: int = 4096, max_upload: int = 1 << 40,
-                 workdir: Optional[str] = None) -> None: ...
+                 workdir: Optional[str] = None, tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 tls_self_signed: bool = False, tls_cert_out: Optional[str] = None,
+                 tls_handshake_timeout: float = 10.0) -> None: ...
     def deploy(self, name: str) -> None: ...
     def deploy_program(self, name: str, template: str) -> None:
         """Deploy a command-line program as a service, described by its one-line template."""

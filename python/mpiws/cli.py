@@ -12,10 +12,17 @@ def _serve(a):
     from .service.serve import Server, load
 
     services = dict(load(s) for s in a.service)
+    if a.tls_self_signed and (a.tls_cert or a.tls_key):
+        raise ValueError("give --tls-cert and --tls-key, or --tls-self-signed, not both")
+    if bool(a.tls_cert) != bool(a.tls_key):
+        raise ValueError("--tls-cert and --tls-key go together")
     server = Server(services, a.host, a.port, programs=a.program, max_message=a.max_message,
-                    pending_timeout=a.pending_timeout, workdir=a.workdir, max_upload=a.max_upload)
+                    pending_timeout=a.pending_timeout, workdir=a.workdir, max_upload=a.max_upload,
+                    tls_cert=a.tls_cert, tls_key=a.tls_key, tls_self_signed=a.tls_self_signed,
+                    tls_cert_out=a.tls_cert_out, tls_handshake_timeout=a.tls_handshake_timeout)
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
+    _tell_certificate(server.endpoint)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -23,6 +30,15 @@ def _serve(a):
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _tell_certificate(endpoint):
+    """A self-signed certificate: where it is, its fingerprint, how to trust it."""
+    path = endpoint.tls_certificate_file
+    if path:
+        print(f"mpiws: self-signed TLS certificate in {path}\n"
+              f"mpiws: SHA-256 fingerprint {endpoint.tls_fingerprint}\n"
+              f"mpiws: clients trust it with: export MPIWS_CA_FILE={path}   (or --ca {path})", flush=True)
 
 
 def _run(a):
@@ -135,6 +151,12 @@ def main(argv=None):
                    help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
     s.add_argument("--max-upload", type=int, default=1 << 40, help="largest file an upload may be, in bytes")
     s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new temporary directory)")
+    s.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate chain (with --tls-key)")
+    s.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    s.add_argument("--tls-self-signed", action="store_true",
+                   help="serve https with a certificate made at start-up for localhost, 127.0.0.1, ::1 and --host")
+    s.add_argument("--tls-cert-out", metavar="PEM", help="where --tls-self-signed writes its certificate (default: a new temporary file)")
+    s.add_argument("--tls-handshake-timeout", type=float, default=10.0, help="seconds a connection has to complete its TLS handshake")
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")
@@ -177,7 +199,15 @@ def main(argv=None):
     b.add_argument("--out", help="output directory (default benchmarks/results/bench)")
     b.set_defaults(func=_bench)
 
+    # An endpoint is a client too: of its https peers, and of https job inputs.
+    for client in (s, u, c, sp, j, r):
+        client.add_argument("--ca", metavar="PEM", help="also trust the certificates in this file (sets MPIWS_CA_FILE)")
+
     a = p.parse_args(argv)
+    if getattr(a, "ca", None):
+        import os
+
+        os.environ["MPIWS_CA_FILE"] = os.path.abspath(a.ca)  # read when the core's HTTP client is first made
     from .MPI import Exception as MPIException
 
     try:

@@ -7,6 +7,7 @@ use std::time::Duration;
 use mpiws_core::domain::instance::ErrorReport;
 use mpiws_core::domain::Binding;
 use mpiws_core::mpi::Comm as CoreComm;
+use mpiws_core::service::tls::TlsSetting;
 use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
 use mpiws_core::domain::Instance as CoreInstance;
 use pyo3::prelude::*;
@@ -27,8 +28,29 @@ pub struct Endpoint {
 #[pymethods]
 impl Endpoint {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096, max_upload=1u64<<40, workdir=None))]
-    fn new(host: &str, port: u16, max_message: u64, pending_timeout: f64, max_pending: usize, max_upload: u64, workdir: Option<std::path::PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=1u64<<30, pending_timeout=30.0, max_pending=4096, max_upload=1u64<<40, workdir=None,
+                        tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=10.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        host: &str,
+        port: u16,
+        max_message: u64,
+        pending_timeout: f64,
+        max_pending: usize,
+        max_upload: u64,
+        workdir: Option<std::path::PathBuf>,
+        tls_cert: Option<std::path::PathBuf>,
+        tls_key: Option<std::path::PathBuf>,
+        tls_self_signed: bool,
+        tls_cert_out: Option<std::path::PathBuf>,
+        tls_handshake_timeout: f64,
+    ) -> PyResult<Self> {
+        let tls = match (tls_cert, tls_key, tls_self_signed) {
+            (Some(cert), Some(key), false) => Some(TlsSetting::Files { cert, key }),
+            (None, None, true) => Some(TlsSetting::SelfSigned { cert_out: tls_cert_out }),
+            (None, None, false) => None,
+            _ => return Err(pyo3::exceptions::PyValueError::new_err("TLS: give both tls_cert and tls_key, or tls_self_signed, not both")),
+        };
         let config = Config {
             host: host.to_string(),
             port,
@@ -37,6 +59,8 @@ impl Endpoint {
             max_pending,
             max_upload,
             workdir,
+            tls,
+            tls_handshake_timeout: Duration::from_secs_f64(tls_handshake_timeout.max(0.0)),
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
@@ -49,6 +73,18 @@ impl Endpoint {
     #[getter]
     fn port(&self) -> u16 {
         self.inner.addr.port()
+    }
+
+    /// SHA-256 fingerprint of the served certificate (None over http).
+    #[getter]
+    fn tls_fingerprint(&self) -> Option<String> {
+        self.inner.tls.as_ref().map(|t| t.fingerprint.clone())
+    }
+
+    /// Where a self-signed certificate was written (None otherwise).
+    #[getter]
+    fn tls_certificate_file(&self) -> Option<std::path::PathBuf> {
+        self.inner.tls.as_ref().and_then(|t| t.certificate_file.clone())
     }
 
     /// Deploy a service name: *run* requests for it are accepted.

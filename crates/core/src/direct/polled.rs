@@ -10,9 +10,10 @@
 //! spent, the call sleeps as usual.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::os::fd::AsRawFd;
+
 use crate::completion::{poll_until, spin_budget};
+use crate::direct::socket::Socket;
 
 /// Try `op` (a non-blocking socket call returning a count or -1) until it
 /// makes progress or the spin budget is spent; None: fall back to blocking.
@@ -40,8 +41,8 @@ fn poll_first(mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
     result
 }
 
-/// A TCP stream whose reads and writes poll before they sleep.
-pub struct Polled(pub TcpStream);
+/// A stream socket whose reads and writes poll before they sleep.
+pub struct Polled(pub Socket);
 
 impl Read for Polled {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {

@@ -18,6 +18,7 @@ use crate::domain::{Binding, Instance};
 use crate::error::{err, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::runtime::runtime;
+use crate::service::tls::{ServerTls, TlsSetting};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -35,6 +36,10 @@ pub struct Config {
     pub max_upload: u64,
     /// Where jobs and uploads are kept; a fresh temporary directory if None.
     pub workdir: Option<std::path::PathBuf>,
+    /// Serve https with this certificate (`service::tls`); None: http.
+    pub tls: Option<TlsSetting>,
+    /// How long a connection may take to complete its TLS handshake.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for Config {
@@ -47,6 +52,8 @@ impl Default for Config {
             max_pending: 4096,
             max_upload: 1 << 40,
             workdir: None,
+            tls: None,
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -59,6 +66,8 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     pub transport: Arc<Transport>,
     pub jobs: Jobs,
+    /// Set when serving https.
+    pub tls: Option<ServerTls>,
     services: RwLock<Vec<String>>,
     instances: Mutex<HashMap<(String, u32), Arc<Instance>>>,
     appeared: Notify,
@@ -74,6 +83,7 @@ impl Endpoint {
             .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
+        let tls = config.tls.as_ref().map(|t| ServerTls::start(t, &config.host, addr)).transpose()?;
         let (tx, rx) = mpsc::channel();
         let workdir = config.workdir.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}", std::process::id(), addr.port())));
         let ep = Arc::new(Endpoint {
@@ -81,6 +91,7 @@ impl Endpoint {
             addr,
             transport: Arc::new(Transport::new()),
             jobs: Jobs::new(workdir),
+            tls,
             services: RwLock::new(Vec::new()),
             instances: Mutex::new(HashMap::new()),
             appeared: Notify::new(),
@@ -99,7 +110,8 @@ impl Endpoint {
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),
             ip => ip.to_string(),
         };
-        format!("http://{host}:{}", self.addr.port())
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{host}:{}", self.addr.port())
     }
 
     pub fn deploy(&self, service: &str) {

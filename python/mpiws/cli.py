@@ -3,6 +3,7 @@ and use deployed programs: ``usage``, ``call``, ``spawn``, ``job``."""
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -55,6 +56,10 @@ def _run(a):
         raise SystemExit("mpiws run: give -n N prog.py [args], or --endpoints URL,... --service NAME")
     if a.np < 1:
         raise SystemExit("mpiws run: -n must be at least 1")
+    if bool(a.tls_cert) != bool(a.tls_key):
+        raise SystemExit("mpiws run: --tls-cert and --tls-key go together")
+    if a.tls_cert:
+        os.environ.update(MPIWS_TLS_CERT=os.path.abspath(a.tls_cert), MPIWS_TLS_KEY=os.path.abspath(a.tls_key))
     return run_local(a.np, a.program[0], a.program[1:], prefix=a.prefix, host=a.host, keep_going=a.keep_going)
 
 
@@ -188,6 +193,8 @@ def main(argv=None):
     r.add_argument("--endpoints", help="comma-separated endpoint URLs, one per rank")
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")
+    r.add_argument("--tls-cert", metavar="PEM", help="local ranks serve https with this certificate (with --tls-key; trust its CA with --ca)")
+    r.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")
     r.set_defaults(func=_run)
 
@@ -205,8 +212,6 @@ def main(argv=None):
 
     a = p.parse_args(argv)
     if getattr(a, "ca", None):
-        import os
-
         os.environ["MPIWS_CA_FILE"] = os.path.abspath(a.ca)  # read when the core's HTTP client is first made
     from .MPI import Exception as MPIException
 

@@ -17,8 +17,10 @@ use crate::direct::socket::Socket;
 
 /// Try `op` (a non-blocking socket call returning a count or -1) until it
 /// makes progress or the spin budget is spent; None: fall back to blocking.
-fn poll_first(mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
-    let budget = spin_budget();
+fn poll_first(socket: &Socket, mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
+    // A pumped socket's other end is a task of this process's runtime,
+    // which needs the core that polling would take from it.
+    let budget = if matches!(socket, Socket::Pumped(_)) { std::time::Duration::ZERO } else { spin_budget() };
     if budget.is_zero() {
         return None;
     }
@@ -49,7 +51,7 @@ impl Read for Polled {
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
-        match poll_first(op) {
+        match poll_first(&self.0, op) {
             Some(r) => r,
             None => self.0.read(buf),
         }
@@ -61,7 +63,7 @@ impl Write for Polled {
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-        match poll_first(op) {
+        match poll_first(&self.0, op) {
             Some(r) => r,
             None => self.0.write(buf),
         }

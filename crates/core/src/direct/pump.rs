@@ -7,17 +7,18 @@
 use std::os::unix::net::UnixStream;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto::upgrade::downcast;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::direct::socket::Socket;
+use crate::direct::tls::Wire;
 use crate::runtime::runtime;
 
-/// Copy buffer per direction: a TLS record carries at most 16 KiB, and a
-/// large message crosses in fewer turns with a few records per read.
+/// Copy buffer per direction: a large message crosses in fewer turns.
 const PUMP_BUFFER: usize = 256 * 1024;
 
 /// Pump `tls` through a new socket pair; the returned end is the stream's socket.
@@ -28,13 +29,40 @@ where
     let (mine, theirs) = UnixStream::pair()?;
     theirs.set_nonblocking(true)?;
     let _in_runtime = runtime().enter();
-    let mut theirs = tokio::net::UnixStream::from_std(theirs)?;
+    let (local_r, local_w) = tokio::net::UnixStream::from_std(theirs)?.into_split();
+    let (tls_r, tls_w) = tokio::io::split(tls);
+    // Ends when both directions ended, or at once when one broke (all is
+    // dropped: the other side sees the end).
     runtime().spawn(async move {
-        let mut tls = tls;
-        // Ends when both sides closed, or one broke: the other then sees the end.
-        let _ = tokio::io::copy_bidirectional_with_sizes(&mut tls, &mut theirs, PUMP_BUFFER, PUMP_BUFFER).await;
+        let _ = tokio::try_join!(forward(tls_r, local_w), forward(local_r, tls_w));
     });
     Ok(Socket::Pumped(mine))
+}
+
+/// Copy `from` to `to` until the end, passing on the end. What is ready is
+/// gathered before it is written: a TLS read yields one record (16 KiB at
+/// most), and a write per record would wake the reading thread per record.
+async fn forward<R, W>(mut from: R, mut to: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; PUMP_BUFFER];
+    loop {
+        let mut n = from.read(&mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        while n < buf.len() {
+            match from.read(&mut buf[n..]).now_or_never() {
+                Some(Ok(more)) if more > 0 => n += more,
+                Some(Err(e)) => return Err(e),
+                _ => break, // nothing more now, or the end (seen by the next read)
+            }
+        }
+        to.write_all(&buf[..n]).await?;
+        to.flush().await?;
+    }
 }
 
 /// The socket of a connection the server upgraded, cleartext or TLS, and
@@ -44,6 +72,6 @@ pub fn upgraded_socket(upgraded: Upgraded) -> Option<(Socket, Bytes)> {
         Ok(parts) => return Some((Socket::Tcp(parts.io.into_inner().into_std().ok()?), parts.read_buf)),
         Err(other) => other,
     };
-    let parts = downcast::<TokioIo<tokio_rustls::server::TlsStream<TcpStream>>>(upgraded).ok()?;
+    let parts = downcast::<TokioIo<tokio_rustls::server::TlsStream<Wire>>>(upgraded).ok()?;
     Some((pump(parts.io.into_inner()).ok()?, parts.read_buf))
 }

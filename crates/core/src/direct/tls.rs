@@ -23,6 +23,15 @@ pub const CA_ENV: &str = "MPIWS_CA_FILE";
 /// How long a client waits for a server's TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The TCP connection under a TLS session, read through a buffer: rustls
+/// reads 4 KiB at a time, a system call each without it (a 16 MiB message
+/// took 4096 of them).
+pub type Wire = tokio::io::BufReader<TcpStream>;
+
+pub fn wire(tcp: TcpStream) -> Wire {
+    tokio::io::BufReader::with_capacity(64 * 1024, tcp)
+}
+
 /// The process's client configuration (an error if `MPIWS_CA_FILE` is unusable).
 pub fn client_config() -> Result<Arc<ClientConfig>> {
     static CONFIG: OnceLock<std::result::Result<Arc<ClientConfig>, String>> = OnceLock::new();
@@ -67,14 +76,14 @@ fn server_name(addr: &str) -> Result<ServerName<'static>> {
 /// Connect to `addr` and complete a verified TLS handshake, within
 /// `HANDSHAKE_TIMEOUT`. An untrusted certificate is a final error (class
 /// Other); an unreachable peer a transient one (ProcFailed).
-pub async fn connect(addr: &str, peer: &str) -> Result<TlsStream<TcpStream>> {
+pub async fn connect(addr: &str, peer: &str) -> Result<TlsStream<Wire>> {
     let connector = TlsConnector::from(client_config()?);
     let name = server_name(addr)?;
     let tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {e}")))?;
     let _ = tcp.set_nodelay(true);
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, tcp)).await {
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, wire(tcp))).await {
         Ok(Ok(tls)) => Ok(tls),
         Ok(Err(e)) => Err(refused(peer, &e).unwrap_or_else(|| Error::new(ErrorClass::ProcFailed, format!("{peer}: TLS handshake failed: {e}")))),
         Err(_) => Err(Error::new(ErrorClass::ProcFailed, format!("{peer}: no TLS handshake within {HANDSHAKE_TIMEOUT:?}"))),

@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
+use crate::direct::tls::{wire, Wire};
 use crate::error::{err, Error, ErrorClass, Result};
 
 /// Where the endpoint's certificate comes from (`Config::tls`).
@@ -64,7 +65,7 @@ impl ServerTls {
 
     /// The TLS handshake of a new connection, within `limit`. Err(stream):
     /// the client spoke cleartext HTTP (answer it so); None: no handshake.
-    pub async fn handshake(&self, stream: TcpStream, limit: Duration) -> Option<std::result::Result<TlsStream<TcpStream>, TcpStream>> {
+    pub async fn handshake(&self, stream: TcpStream, limit: Duration) -> Option<std::result::Result<TlsStream<Wire>, TcpStream>> {
         let deadline = tokio::time::Instant::now() + limit;
         let mut first = [0u8; 1];
         match tokio::time::timeout_at(deadline, stream.peek(&mut first)).await {
@@ -72,7 +73,7 @@ impl ServerTls {
             Ok(Ok(1)) => return Some(Err(stream)),
             _ => return None,
         }
-        tokio::time::timeout_at(deadline, self.acceptor.accept(stream)).await.ok()?.ok().map(Ok)
+        tokio::time::timeout_at(deadline, self.acceptor.accept(wire(stream))).await.ok()?.ok().map(Ok)
     }
 }
 

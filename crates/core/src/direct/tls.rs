@@ -118,3 +118,27 @@ fn rustls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rust
     let inner: &'a (dyn std::error::Error + 'static) = e.downcast_ref::<std::io::Error>()?.get_ref()?;
     rustls_error(inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_names_from_addresses() {
+        assert_eq!(server_name("127.0.0.1:8443").unwrap(), ServerName::try_from("127.0.0.1").unwrap());
+        assert_eq!(server_name("[::1]:8443").unwrap(), ServerName::try_from("::1").unwrap());
+        assert_eq!(server_name("example.org:443").unwrap(), ServerName::try_from("example.org").unwrap());
+        assert!(server_name("bad name:1").is_err());
+    }
+
+    #[test]
+    fn a_rustls_error_is_found_inside_nested_io_errors() {
+        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer));
+        let outer = std::io::Error::other(inner);
+        let e = refused("https://x", &outer).expect("a TLS refusal");
+        assert_eq!(e.class, ErrorClass::Other);
+        assert!(e.message.contains("https://x") && e.message.contains("not trusted") && e.message.contains(CA_ENV), "{}", e.message);
+        let plain = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        assert!(refused("https://x", &plain).is_none());
+    }
+}

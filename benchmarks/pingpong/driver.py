@@ -177,7 +177,7 @@ def report(meta, merged, failures):
 
     # spread: how noisy the rounds were
     rows = []
-    for k in keys:
+    for k in keys + [TLS]:
         if k not in merged:
             continue
         spread = sorted(m["t_max"] / m["t_min"] for m in merged[k] if m["t_min"])

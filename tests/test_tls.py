@@ -180,6 +180,9 @@ def test_self_signed_quick_start(serve, tmp_path):
     # Valid for localhost too.
     status, _ = call("GET", s.url.replace("127.0.0.1", "localhost") + "/", ca=str(out))
     assert status == 200
+    # The endpoint trusts its own certificate: its ranks reach each other.
+    results = run_domain([s.url, s.url], ca=str(out))
+    assert results[1]["collectives"]["allreduce"] == 1
 
 
 def _expected_pumped(urls, rank):

@@ -5,7 +5,9 @@
 //! named by `MPIWS_CA_FILE` (`--ca FILE` on the command line sets it). Both
 //! are read once, when the first HTTP client or https stream is made.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
@@ -32,14 +34,32 @@ pub fn wire(tcp: TcpStream) -> Wire {
     tokio::io::BufReader::with_capacity(64 * 1024, tcp)
 }
 
+type Made = Option<std::result::Result<Arc<ClientConfig>, String>>;
+
+/// The client configuration, made at first use; certificates this process
+/// serves with `--tls-self-signed` (trusted by it, so that its own ranks
+/// reach it).
+static CONFIG: Mutex<Made> = Mutex::new(None);
+static OWN: Mutex<Vec<CertificateDer<'static>>> = Mutex::new(Vec::new());
+
 /// The process's client configuration (an error if `MPIWS_CA_FILE` is unusable).
 pub fn client_config() -> Result<Arc<ClientConfig>> {
-    static CONFIG: OnceLock<std::result::Result<Arc<ClientConfig>, String>> = OnceLock::new();
-    CONFIG.get_or_init(build_client_config).clone().map_err(|m| Error::new(ErrorClass::Arg, m))
+    let mut made = CONFIG.lock();
+    made.get_or_insert_with(build_client_config).clone().map_err(|m| Error::new(ErrorClass::Arg, m))
+}
+
+/// Trust `cert` too (a self-signed certificate this process serves with):
+/// clients made from now on trust it.
+pub fn trust_own(cert: CertificateDer<'static>) {
+    OWN.lock().push(cert);
+    *CONFIG.lock() = None;
 }
 
 fn build_client_config() -> std::result::Result<Arc<ClientConfig>, String> {
     let mut roots = RootCertStore::empty();
+    for cert in OWN.lock().iter() {
+        roots.add(cert.clone()).map_err(|e| format!("unusable own certificate: {e}"))?;
+    }
     // Unreadable system roots are not fatal: MPIWS_CA_FILE may be all we need.
     for cert in rustls_native_certs::load_native_certs().certs {
         let _ = roots.add(cert);

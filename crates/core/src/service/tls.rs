@@ -51,6 +51,8 @@ impl ServerTls {
                 let (chain, key, pem) = self_signed(host)?;
                 let path = cert_out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}-cert.pem", std::process::id(), addr.port())));
                 write_new(&path, pem.as_bytes(), cert_out.is_some())?;
+                // Its own ranks (and other endpoints in this process) reach it too.
+                crate::direct::tls::trust_own(chain[0].clone());
                 (chain, key, Some(path))
             }
         };

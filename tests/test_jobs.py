@@ -165,8 +165,8 @@ def _write(path, data):
     ({"x": 1, "y": "1", "z": 2}, "no input 'z'"),
     ({"x": "one", "y": "1"}, "input 'x' must be an int"),
     ({"x": 1, "y": {"base64": "***"}}, "bad base64"),
-    ({"x": 1, "y": {"url": "https://example.org/y"}}, "is not an http:// URL"),
-    ({"x": 1, "y": {"url": "ftp://example.org/y"}}, "is not an http:// URL"),
+    ({"x": 1, "y": {"url": "file:///etc/passwd"}}, "is not an http:// or https:// URL"),
+    ({"x": 1, "y": {"url": "ftp://example.org/y"}}, "is not an http:// or https:// URL"),
     ({"x": 1, "y": [1, 2]}, "input 'y' is a file"),
 ])
 def test_bad_inputs_are_refused_with_the_reason(host, inputs, why):

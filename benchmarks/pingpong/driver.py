@@ -1,4 +1,4 @@
-"""Ping-pong driver: alternate mpiws, MPI-TCP and MPI-shm; tables, JSON, plots.
+"""Ping-pong driver: alternate mpiws, mpiws over TLS, MPI-TCP and MPI-shm; tables, JSON, plots.
 
 Entry point: benchmarks/pingpong/run [--quick] [--out DIR] [--rounds R] [--impls a,b]
 """
@@ -13,6 +13,27 @@ import common  # noqa: E402
 
 PROG = HERE / "bench.py"
 NRANKS = 2
+
+# mpiws with both ranks serving https (`mpiws run --tls-cert/--tls-key`); its
+# certificate is made per run (`tls_files`). Only this suite measures it.
+TLS = "mpiws-tls"
+common.IMPLS.setdefault(TLS, common.Impl(TLS, "mpiws TLS", "mpiws"))
+common.COLORS.setdefault(TLS, "tab:orange")
+
+
+def tls_files(out):
+    """A CA and a certificate for 127.0.0.1 it issued, in ``out``: the
+    environment that makes the local ranks serve, and trust, https."""
+    import trustme
+
+    out.mkdir(parents=True, exist_ok=True)
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    files = {"MPIWS_CA_FILE": out / "ca.pem", "MPIWS_TLS_CERT": out / "cert.pem", "MPIWS_TLS_KEY": out / "key.pem"}
+    ca.cert_pem.write_to_path(str(files["MPIWS_CA_FILE"]))
+    cert.private_key_pem.write_to_path(str(files["MPIWS_TLS_KEY"]))
+    files["MPIWS_TLS_CERT"].write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
+    return {k: str(v) for k, v in files.items()}
 
 # The issue's targets: (title, kind, key, reference, goal, higher_is_better_for_mpiws)
 TARGETS = [
@@ -33,7 +54,16 @@ def parse(argv):
 def main(argv=None):
     a = parse(argv)
     rounds = a.rounds or (3 if a.quick else 5)
-    keys, impls = common.select(a.impls)
+    wanted = a.impls.split(",") if a.impls else list(common.IMPLS)
+    keys, impls = common.select(",".join(k for k in wanted if k != TLS))
+    if TLS in wanted and "mpiws" in common.check_setup():
+        try:
+            common.IMPLS[TLS].env.update(tls_files(Path(a.out) / "tls"))
+            at = keys.index("mpiws") + 1 if "mpiws" in keys else 0
+            keys.insert(at, TLS)
+            impls.insert(at, common.IMPLS[TLS])
+        except ImportError:
+            common.log("pingpong: trustme is missing (scripts/setup.sh installs it): no TLS column")
     args = (["--quick"] if a.quick else []) + a.bench_args
     machine = common.machine()
     common.log("pingpong: %d ranks on %s cores, %d rounds of %s, %s"
@@ -143,10 +173,11 @@ def report(meta, merged, failures):
                                   "Ten 1 KiB Sends back to back, then one reply: shows whether sends pipeline."))
 
     parts += exchange_tables(merged, keys, refs)
+    parts += tls_tables(by, sizes)
 
     # spread: how noisy the rounds were
     rows = []
-    for k in keys:
+    for k in keys + [TLS]:
         if k not in merged:
             continue
         spread = sorted(m["t_max"] / m["t_min"] for m in merged[k] if m["t_min"])
@@ -158,6 +189,28 @@ def report(meta, merged, failures):
     parts.append(common.table("Spread over rounds (max/min time per measurement)",
                               ["impl", "median", "worst", "worst at"], rows))
     return "\n".join(parts)
+
+
+def tls_tables(by, sizes):
+    """mpiws over TLS beside cleartext mpiws and MPI-TCP: latency and bandwidth."""
+    if TLS not in by:
+        return []
+    t = lambda k, s: by.get(k, {}).get(("buffer", str(s)), {}).get("t")
+    hdr = ["size", "mpiws", "mpiws TLS", "MPI-TCP", "TLS/cleartext", "TLS/MPI-TCP"]
+    lat, bw = [], []
+    for s in sizes:
+        ts = [t(k, s) for k in ("mpiws", TLS, "mpi-tcp")]
+        lat.append([common.human_size(s)] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+                   + [common.fmt(common.ratio(ts[1], ts[0]), "%.2f"), common.fmt(common.ratio(ts[1], ts[2]), "%.2f")])
+        if s >= 1024:
+            rates = [x and s / x / 1e6 for x in ts]
+            bw.append([common.human_size(s)] + [common.fmt(x, "%.0f") for x in rates]
+                      + [common.fmt(common.ratio(rates[1], rates[0]), "%.2f"), common.fmt(common.ratio(rates[1], rates[2]), "%.2f")])
+    note = "Both ranks serve https (rustls, ring; a stream runs inside the TLS connection through a local socket pair). "
+    return [common.table("TLS: buffer latency, half round trip (us)", hdr, lat,
+                         note + "Ratio = time with TLS / reference time: above 1 means TLS is slower."),
+            common.table("TLS: buffer bandwidth (MB/s)", hdr, bw,
+                         note + "Ratio = bandwidth with TLS / reference bandwidth: below 1 means TLS is slower.")]
 
 
 VARIANTS = {"sendrecv": "Sendrecv", "sendthenrecv": "Send-then-Receive"}

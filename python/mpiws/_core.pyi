@@ -25,11 +25,21 @@ class Endpoint:
     url: str
     port: int
     workdir: str
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, max_message: int = 1 << 30,
-                 pending_timeout: float = 30.0, max_pending: int = 4096, max_upload: int = 1 << 30,
-                 workdir: Optional[str] = None, fetch_allow: list[str] = [], max_fetch: Optional[int] = None,
-                 fetch_timeout: float = 300.0, max_disk: int = 10 << 30, max_jobs: int = 1000,
-                 job_ttl: float = 86400.0, max_spawn_body: int = 64 << 20) -> None: ...
+    tls_fingerprint: Optional[str]
+    tls_certificate_file: Optional[str]
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, max_message: Optional[int] = None,
+                 max_upload: Optional[int] = None, workdir: Optional[str] = None, keys: Optional[str] = None,
+                 allow_hosts: list[str] = [], allow_origins: list[str] = [], max_connections: Optional[int] = None,
+                 header_timeout: Optional[float] = None, body_timeout: Optional[float] = None,
+                 max_binding: Optional[int] = None, max_ranks: Optional[int] = None,
+                 max_instances: Optional[int] = None, max_instances_per_key: Optional[int] = None,
+                 fetch_allow: list[str] = [], max_fetch: Optional[int] = None, fetch_timeout: Optional[float] = None,
+                 max_disk: Optional[int] = None, max_jobs: Optional[int] = None, job_ttl: Optional[float] = None,
+                 max_spawn_body: Optional[int] = None, tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 tls_self_signed: bool = False, tls_cert_out: Optional[str] = None,
+                 tls_handshake_timeout: Optional[float] = None) -> None:
+        """``keys``: a keys file's text (none: the service interface refuses
+        everyone); the rest: the endpoint's limits (defaults in docs/security.md)."""
     def close_jobs(self) -> None:
         """Kill every job and remove the work directory if the endpoint made it."""
     def deploy(self, name: str) -> None: ...

@@ -3,6 +3,7 @@ and use deployed programs: ``usage``, ``call``, ``spawn``, ``job``."""
 
 import argparse
 import json
+import os
 import sys
 import threading
 
@@ -10,7 +11,7 @@ import threading
 #: `mpiws serve` flags that are endpoint limits, passed as they are.
 LIMITS = ("max_message", "max_upload", "max_connections", "header_timeout", "body_timeout", "max_binding", "max_ranks",
           "max_instances", "max_instances_per_key", "max_fetch", "fetch_timeout", "max_disk", "max_jobs", "job_ttl",
-          "max_spawn_body")
+          "max_spawn_body", "tls_handshake_timeout")
 
 
 def _loopback(host):
@@ -31,21 +32,36 @@ def _serve(a):
     # Before any thread starts: SIGTERM and SIGINT end the process even while
     # a service holds the GIL (a Python handler would wait for it for ever).
     _core.exit_on_signals()
-    if not _loopback(a.host) and not a.insecure:
+    if not _loopback(a.host) and not (a.tls_cert or a.tls_self_signed) and not a.insecure:
         raise SystemExit(
             f"mpiws serve: refusing to listen on {a.host} without TLS: keys and messages would cross the network in "
             "clear text. Serve on loopback, or give --insecure if this network is private and trusted."
         )
     services = dict(load(s) for s in a.service)
+    if a.tls_self_signed and (a.tls_cert or a.tls_key):
+        raise ValueError("give --tls-cert and --tls-key, or --tls-self-signed, not both")
+    if bool(a.tls_cert) != bool(a.tls_key):
+        raise ValueError("--tls-cert and --tls-key go together")
     limits = {k: getattr(a, k) for k in LIMITS if getattr(a, k) is not None}
     server = Server(services, a.host, a.port, programs=a.program, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
                     pickle_allow=a.pickle_allow, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
-                    fetch_allow=a.fetch_allow, **limits)
+                    fetch_allow=a.fetch_allow, tls_cert=a.tls_cert, tls_key=a.tls_key, tls_self_signed=a.tls_self_signed,
+                    tls_cert_out=a.tls_cert_out, **limits)
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
     made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
     print(f"mpiws: {made} {server.key_file} (clients read it there, or take --key / MPIWS_KEY)", flush=True)
+    _tell_certificate(server.endpoint)
     threading.Event().wait()  # until a signal ends the process
+
+
+def _tell_certificate(endpoint):
+    """A self-signed certificate: where it is, its fingerprint, how to trust it."""
+    path = endpoint.tls_certificate_file
+    if path:
+        print(f"mpiws: self-signed TLS certificate in {path}\n"
+              f"mpiws: SHA-256 fingerprint {endpoint.tls_fingerprint}\n"
+              f"mpiws: clients trust it with: export MPIWS_CA_FILE={path}   (or --ca {path})", flush=True)
 
 
 def _run(a):
@@ -62,6 +78,10 @@ def _run(a):
         raise SystemExit("mpiws run: give -n N prog.py [args], or --endpoints URL,... --service NAME")
     if a.np < 1:
         raise SystemExit("mpiws run: -n must be at least 1")
+    if bool(a.tls_cert) != bool(a.tls_key):
+        raise SystemExit("mpiws run: --tls-cert and --tls-key go together")
+    if a.tls_cert:
+        os.environ.update(MPIWS_TLS_CERT=os.path.abspath(a.tls_cert), MPIWS_TLS_KEY=os.path.abspath(a.tls_key))
     return run_local(a.np, a.program[0], a.program[1:], prefix=a.prefix, host=a.host, keep_going=a.keep_going)
 
 
@@ -174,6 +194,11 @@ def main(argv=None):
     sec.add_argument("--keys", metavar="FILE", help="keys file: one key per line, optionally with scopes run, jobs, files, "
                      "admin (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)")
     sec.add_argument("--insecure", action="store_true", help="allow listening on a non-loopback address without TLS")
+    sec.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate chain (with --tls-key)")
+    sec.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    sec.add_argument("--tls-self-signed", action="store_true",
+                     help="serve https with a certificate made at start-up for localhost, 127.0.0.1, ::1 and --host")
+    sec.add_argument("--tls-cert-out", metavar="PEM", help="where --tls-self-signed writes its certificate (default: a new temporary file)")
     sec.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                      help="a host name requests may be addressed to, besides IP addresses and localhost (repeatable; * for any)")
     sec.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
@@ -200,6 +225,7 @@ def main(argv=None):
     lim.add_argument("--max-jobs", type=int, help="most jobs kept at once, running or ended (1000)")
     lim.add_argument("--job-ttl", type=float, help="seconds an ended job or an upload is kept (24 h)")
     lim.add_argument("--max-spawn-body", type=int, help="largest spawn request body, bytes (64 MiB)")
+    lim.add_argument("--tls-handshake-timeout", type=float, help="seconds a connection has to complete its TLS handshake (10)")
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")
@@ -237,6 +263,8 @@ def main(argv=None):
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")
     r.add_argument("--key", help=key_help)
+    r.add_argument("--tls-cert", metavar="PEM", help="local ranks serve https with this certificate (with --tls-key; trust its CA with --ca)")
+    r.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")
     r.set_defaults(func=_run)
 
@@ -252,7 +280,13 @@ def main(argv=None):
     b.add_argument("--out", help="output directory (default benchmarks/results/bench)")
     b.set_defaults(func=_bench)
 
+    # An endpoint is a client too: of its https peers, and of https job inputs.
+    for client in (s, u, c, sp, j, r):
+        client.add_argument("--ca", metavar="PEM", help="also trust the certificates in this file (sets MPIWS_CA_FILE)")
+
     a = p.parse_args(argv)
+    if getattr(a, "ca", None):
+        os.environ["MPIWS_CA_FILE"] = os.path.abspath(a.ca)  # read when the core's HTTP client is first made
     from .MPI import Exception as MPIException
 
     try:

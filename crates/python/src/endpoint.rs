@@ -8,6 +8,7 @@ use mpiws_core::domain::instance::ErrorReport;
 use mpiws_core::domain::Binding;
 use mpiws_core::mpi::Comm as CoreComm;
 use mpiws_core::service::keys::Keys;
+use mpiws_core::service::tls::TlsSetting;
 use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
 use mpiws_core::domain::Instance as CoreInstance;
 use pyo3::prelude::*;
@@ -41,7 +42,8 @@ impl Endpoint {
                         allow_hosts=Vec::new(), allow_origins=Vec::new(), max_connections=None, header_timeout=None,
                         body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None,
                         fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, job_ttl=None,
-                        max_spawn_body=None))]
+                        max_spawn_body=None,
+                        tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         host: &str,
@@ -66,9 +68,20 @@ impl Endpoint {
         max_jobs: Option<usize>,
         job_ttl: Option<f64>,
         max_spawn_body: Option<u64>,
+        tls_cert: Option<std::path::PathBuf>,
+        tls_key: Option<std::path::PathBuf>,
+        tls_self_signed: bool,
+        tls_cert_out: Option<std::path::PathBuf>,
+        tls_handshake_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let d = Config::default();
         let secs = |s: Option<f64>, default: Duration, name: &str| s.map_or(Ok(default), |s| seconds(s, name));
+        let tls = match (tls_cert, tls_key, tls_self_signed) {
+            (Some(cert), Some(key), false) => Some(TlsSetting::Files { cert, key }),
+            (None, None, true) => Some(TlsSetting::SelfSigned { cert_out: tls_cert_out }),
+            (None, None, false) => None,
+            _ => return Err(pyo3::exceptions::PyValueError::new_err("TLS: give both tls_cert and tls_key, or tls_self_signed, not both")),
+        };
         let config = Config {
             host: host.to_string(),
             port,
@@ -92,6 +105,8 @@ impl Endpoint {
             max_jobs: max_jobs.unwrap_or(d.max_jobs),
             job_ttl: secs(job_ttl, d.job_ttl, "job_ttl")?,
             max_spawn_body: max_spawn_body.unwrap_or(d.max_spawn_body),
+            tls,
+            tls_handshake_timeout: secs(tls_handshake_timeout, d.tls_handshake_timeout, "tls_handshake_timeout")?,
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
@@ -104,6 +119,18 @@ impl Endpoint {
     #[getter]
     fn port(&self) -> u16 {
         self.inner.addr.port()
+    }
+
+    /// SHA-256 fingerprint of the served certificate (None over http).
+    #[getter]
+    fn tls_fingerprint(&self) -> Option<String> {
+        self.inner.tls.as_ref().map(|t| t.fingerprint.clone())
+    }
+
+    /// Where a self-signed certificate was written (None otherwise).
+    #[getter]
+    fn tls_certificate_file(&self) -> Option<std::path::PathBuf> {
+        self.inner.tls.as_ref().and_then(|t| t.certificate_file.clone())
     }
 
     /// Deploy a service name: *run* requests for it are accepted.

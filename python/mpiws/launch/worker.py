@@ -43,7 +43,9 @@ def main():
     outcome = {}
     threading.Thread(target=_exit_when_closed, args=(hold_fd, outcome), daemon=True).start()
 
-    endpoint = _core.Endpoint(os.environ.get("MPIWS_HOST", "127.0.0.1"), keys=key)
+    # mpiws run --tls-cert/--tls-key: the local ranks serve https.
+    endpoint = _core.Endpoint(os.environ.get("MPIWS_HOST", "127.0.0.1"), keys=key, tls_cert=os.environ.get("MPIWS_TLS_CERT") or None,
+                              tls_key=os.environ.get("MPIWS_TLS_KEY") or None)
     endpoint.deploy(SERVICE)
     os.write(url_fd, endpoint.url.encode() + b"\n")
     os.close(url_fd)

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 use std::io::{BufReader, Chain, Cursor, Read, Write};
-use std::net::TcpStream;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -30,6 +29,7 @@ use crate::completion::{poll_until, spin_budget, Completion, Outcome};
 use crate::direct::frame::{self, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
 use crate::direct::mailbox::Message;
 use crate::direct::polled::Polled;
+use crate::direct::socket::Socket;
 use crate::domain::Instance;
 use crate::error::{Error, ErrorClass};
 use crate::runtime::runtime;
@@ -45,7 +45,7 @@ const PLACE_FROM: usize = 64 * 1024;
 /// completion that came another way, or its deadline).
 const WAITER_SLICE: Duration = Duration::from_millis(10);
 
-fn write_ack(w: &Mutex<TcpStream>, kind: u8, seq: u64, e: Option<&Error>) -> std::io::Result<()> {
+fn write_ack(w: &Mutex<Socket>, kind: u8, seq: u64, e: Option<&Error>) -> std::io::Result<()> {
     let (class, text) = e.map_or((0, ""), |e| (e.class.code(), e.message.as_str()));
     w.lock().write_all(&frame::encode_ack(kind, seq, class, text))
 }
@@ -56,7 +56,7 @@ pub struct Reader {
     source: u32,
     max: u64,
     r: BufReader<Chain<Cursor<Bytes>, Polled>>,
-    writer: Arc<Mutex<TcpStream>>,
+    writer: Arc<Mutex<Socket>>,
     stored: u64,
     unacked: u32,
     unacked_bytes: u64,
@@ -238,7 +238,7 @@ impl Progress {
 
     /// Serve a stream from `source` (already upgraded; `pre` holds bytes read
     /// past the HTTP exchange).
-    pub fn add(&self, instance: &Arc<Instance>, source: u32, stream: TcpStream, pre: Bytes, max: u64) -> std::io::Result<()> {
+    pub fn add(&self, instance: &Arc<Instance>, source: u32, stream: Socket, pre: Bytes, max: u64) -> std::io::Result<()> {
         stream.set_nonblocking(false)?;
         let writer = Arc::new(Mutex::new(stream.try_clone()?));
         let fd = stream.as_raw_fd();

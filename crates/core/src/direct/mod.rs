@@ -6,14 +6,19 @@
 //! `stream` is the faster channel an HTTP upgrade opens between two ranks;
 //! `inbound` reads the streams that reach an instance (a progress thread, or
 //! the very thread waiting for the message); `polled` is their socket I/O,
-//! which polls briefly before sleeping where cores are free.
+//! which polls briefly before sleeping where cores are free; `socket` is
+//! what they read and write (TCP, or a local pair that `pump` carries over
+//! TLS), `tls` the client's trust and handshake.
 
 pub mod frame;
 pub mod inbound;
 pub mod mailbox;
 pub mod matched;
 pub mod polled;
+pub mod pump;
+pub mod socket;
 pub mod store;
 pub mod stream;
+pub mod tls;
 pub mod transport;
 pub mod withdraw;

@@ -10,14 +10,17 @@
 //! spent, the call sleeps as usual.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::os::fd::AsRawFd;
+
 use crate::completion::{poll_until, spin_budget};
+use crate::direct::socket::Socket;
 
 /// Try `op` (a non-blocking socket call returning a count or -1) until it
 /// makes progress or the spin budget is spent; None: fall back to blocking.
-fn poll_first(mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
-    let budget = spin_budget();
+fn poll_first(socket: &Socket, mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
+    // A pumped socket's other end is a task of this process's runtime,
+    // which needs the core that polling would take from it.
+    let budget = if matches!(socket, Socket::Pumped(_)) { std::time::Duration::ZERO } else { spin_budget() };
     if budget.is_zero() {
         return None;
     }
@@ -40,15 +43,15 @@ fn poll_first(mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
     result
 }
 
-/// A TCP stream whose reads and writes poll before they sleep.
-pub struct Polled(pub TcpStream);
+/// A stream socket whose reads and writes poll before they sleep.
+pub struct Polled(pub Socket);
 
 impl Read for Polled {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
-        match poll_first(op) {
+        match poll_first(&self.0, op) {
             Some(r) => r,
             None => self.0.read(buf),
         }
@@ -60,7 +63,7 @@ impl Write for Polled {
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-        match poll_first(op) {
+        match poll_first(&self.0, op) {
             Some(r) => r,
             None => self.0.write(buf),
         }

@@ -9,6 +9,8 @@
 //! so a small message costs little more than the TCP hop. Everything else is unchanged: same envelope, sequence numbers,
 //! mailbox, acknowledgements (stored, and matched for synchronous sends).
 //! Where the upgrade is refused (a proxy, an old endpoint), stores are used.
+//! To an https peer the stream runs inside the same TLS connection as its
+//! upgrade (`direct::pump`), on either side.
 //!
 //! Upgrade: `POST /domains/{domain}/ranks/{dest}/stream` with `Upgrade:
 //! mpiws-stream/1`, `Connection: upgrade`, the bearer token and
@@ -24,12 +26,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use parking_lot::{Condvar, Mutex};
 
 use crate::body::Chunks;
 use crate::completion::{Completion, Outcome, Tracking};
 use crate::direct::polled::Polled;
+use crate::direct::pump::{pump, upgraded_socket};
+use crate::direct::socket::Socket;
+use crate::direct::tls;
 use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
 use crate::domain::liveness::{failure_timeout, startup_timeout};
@@ -79,12 +83,9 @@ pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, mut req: Request<In
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
-        let Ok(parts) = hyper_util::server::conn::auto::upgrade::downcast::<TokioIo<tokio::net::TcpStream>>(upgraded) else {
-            return;
-        };
-        let Ok(stream) = parts.io.into_inner().into_std() else { return };
+        let Some((stream, read_past)) = upgraded_socket(upgraded) else { return };
         if let Ok(progress) = instance.progress() {
-            let _ = progress.add(&instance, source, stream, parts.read_buf, max);
+            let _ = progress.add(&instance, source, stream, read_past, max);
         }
     });
     Response::builder()
@@ -172,6 +173,8 @@ pub type Undelivered = Arc<Mutex<Option<Error>>>;
 /// Where a link connects to, kept to connect again.
 struct Target {
     addr: String,
+    /// An https peer: the stream goes inside TLS.
+    tls: bool,
     peer: String,
     head: String,
 }
@@ -199,7 +202,7 @@ impl Conn {
 
 /// What one attempt to open a stream gave.
 enum Attempt {
-    Open(TcpStream),
+    Open(Socket),
     /// The endpoint does not speak the stream protocol here.
     Unsupported,
     /// Not now (refused, reset, restarting): try again.
@@ -233,19 +236,43 @@ pub struct Link {
     gone: OnGone,
 }
 
-fn host_port(base: &str) -> Option<&str> {
-    let rest = base.strip_prefix("http://")?;
-    Some(rest.split('/').next().unwrap_or(rest))
+/// `host:port` of an endpoint URL, and whether it is https.
+fn host_port(base: &str) -> Option<(&str, bool)> {
+    let (rest, tls) = match base.strip_prefix("https://") {
+        Some(rest) => (rest, true),
+        None => (base.strip_prefix("http://")?, false),
+    };
+    Some((rest.split('/').next().unwrap_or(rest), tls))
 }
 
 impl Target {
+    /// Connect: TCP, or TLS pumped through a local socket (`direct::pump`).
+    /// Err of class ProcFailed: transient; any other: final (TLS refused).
+    fn connect(&self) -> Result<Socket> {
+        if !self.tls {
+            let s = TcpStream::connect(&self.addr).map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{} is unreachable: {e}", self.peer)))?;
+            return Ok(Socket::Tcp(s));
+        }
+        // The handshake runs on the runtime; this thread waits for it.
+        let (addr, peer) = (self.addr.clone(), self.peer.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        runtime().spawn(async move {
+            let socket = tls::connect(&addr, &peer).await.and_then(|tls| {
+                pump(tls).map_err(|e| Error::new(ErrorClass::Intern, format!("cannot make a socket pair: {e}")))
+            });
+            let _ = tx.send(socket);
+        });
+        rx.recv().unwrap_or_else(|_| err(ErrorClass::Intern, "the TLS connection task ended without an answer"))
+    }
+
     /// Try once to open a stream (connect, upgrade).
     fn attempt(&self) -> Attempt {
-        let mut s = match TcpStream::connect(&self.addr) {
+        let mut s = match self.connect() {
             Ok(s) => s,
-            Err(e) => return Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{} is unreachable: {e}", self.peer))),
+            Err(e) if e.class == ErrorClass::ProcFailed => return Attempt::Retry(e),
+            Err(e) => return Attempt::Refused(e),
         };
-        let _ = s.set_nodelay(true);
+        s.set_nodelay();
         let lost = |e: std::io::Error| Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: stream negotiation failed: {e}", self.peer)));
         if let Err(e) = s.write_all(self.head.as_bytes()) {
             return lost(e);
@@ -294,7 +321,7 @@ impl Target {
 
     /// Open a stream, trying again until `deadline` while the failure is
     /// transient, or until `stop` says the link is given up.
-    fn open(&self, mut deadline: Instant, stop: impl Fn() -> Option<Error>) -> Result<Option<TcpStream>> {
+    fn open(&self, mut deadline: Instant, stop: impl Fn() -> Option<Error>) -> Result<Option<Socket>> {
         let mut pause = Duration::from_millis(2);
         let mut not_yet_since: Option<Instant> = None;
         loop {
@@ -337,13 +364,13 @@ impl Link {
         undelivered: Undelivered,
         gone: OnGone,
     ) -> Result<Option<Arc<Link>>> {
-        let Some(addr) = host_port(base) else { return Ok(None) };
+        let Some((addr, tls)) = host_port(base) else { return Ok(None) };
         let head = format!(
             "POST /domains/{domain}/ranks/{dest}/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
              {}: {source}\r\nConnection: upgrade\r\nUpgrade: {PROTOCOL}\r\nContent-Length: 0\r\n\r\n",
             frame::H_SOURCE
         );
-        let target = Target { addr: addr.to_string(), peer: format!("rank {dest} at {base}"), head };
+        let target = Target { addr: addr.to_string(), tls, peer: format!("rank {dest} at {base}"), head };
         let first = match target.attempt() {
             Attempt::Open(s) => Some(s),
             Attempt::Unsupported => return Ok(None),
@@ -370,7 +397,7 @@ impl Link {
     }
 
     /// Make `s` the current stream, with a thread reading its acknowledgements.
-    fn install(self: &Arc<Self>, conn: &mut Conn, s: TcpStream) -> Result<()> {
+    fn install(self: &Arc<Self>, conn: &mut Conn, s: Socket) -> Result<()> {
         let reader = s.try_clone().map_err(|e| Error::new(ErrorClass::Intern, format!("cannot clone a socket: {e}")))?;
         conn.generation += 1;
         conn.stream = Some(Polled(s));
@@ -551,7 +578,7 @@ impl Link {
         self.in_flight.ended();
     }
 
-    fn read_acks(self: Arc<Self>, s: TcpStream, generation: u64) {
+    fn read_acks(self: Arc<Self>, s: Socket, generation: u64) {
         let mut r = BufReader::new(s);
         loop {
             let mut h = [0u8; ACK_HEADER];

@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -20,14 +21,18 @@ use tokio::sync::Semaphore;
 
 use crate::body::Chunks;
 use crate::direct::frame::Envelope;
+use crate::direct::tls;
 use crate::domain::liveness::{failure_timeout, startup_timeout};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Requests in flight to one peer before further sends wait their turn.
 const PER_PEER_IN_FLIGHT: usize = 32;
 
+type HttpClient = Client<HttpsConnector<HttpConnector>, Chunks>;
+
 pub struct Transport {
-    client: Client<HttpConnector, Chunks>,
+    /// Made at first use, so that `MPIWS_CA_FILE` may be set until then.
+    client: OnceLock<Result<HttpClient>>,
     peers: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
@@ -39,12 +44,23 @@ impl Default for Transport {
 
 impl Transport {
     pub fn new() -> Self {
-        let mut http = HttpConnector::new();
-        http.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new())
-            .http1_max_buf_size(4 << 20)
-            .build(http);
-        Transport { client, peers: Mutex::new(HashMap::new()) }
+        Transport { client: OnceLock::new(), peers: Mutex::new(HashMap::new()) }
+    }
+
+    /// The HTTP client: http and https (verified as `direct::tls` says), HTTP/1.1.
+    fn client(&self) -> Result<&HttpClient> {
+        let made = self.client.get_or_init(|| {
+            let mut http = HttpConnector::new();
+            http.set_nodelay(true);
+            http.enforce_http(false);
+            let https = HttpsConnectorBuilder::new()
+                .with_tls_config((*tls::client_config()?).clone())
+                .https_or_http()
+                .enable_http1()
+                .wrap_connector(http);
+            Ok(Client::builder(TokioExecutor::new()).http1_max_buf_size(4 << 20).build(https))
+        });
+        made.as_ref().map_err(Clone::clone)
     }
 
     fn limit(&self, base: &str) -> Arc<Semaphore> {
@@ -155,6 +171,8 @@ impl Transport {
                 }
                 Ok(a) if matches!(a.status, StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT) => Some(a.error(peer)),
                 Ok(a) => return Err(a.error(peer)),
+                // Final: a TLS refusal, an unusable MPIWS_CA_FILE.
+                Err(e) if e.class != ErrorClass::ProcFailed => return Err(e),
                 Err(e) => Some(e),
             };
             if let Some(e) = fault {
@@ -196,7 +214,7 @@ impl Transport {
     /// GET `uri` into the file `to`, as it arrives; returns its size.
     pub async fn download(&self, uri: &str, to: &Path) -> Result<u64> {
         let req = Request::get(uri).body(Chunks::empty()).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
-        let resp = self.client.request(req).await.map_err(|e| unreachable(uri, &e))?;
+        let resp = self.client()?.request(req).await.map_err(|e| unreachable(uri, &e))?;
         let status = resp.status();
         let mut body = resp.into_body();
         let cut = |e: hyper::Error| Error::new(ErrorClass::Other, format!("{uri}: answer cut off: {e}"));
@@ -235,7 +253,7 @@ impl Transport {
 
     async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<Answer> {
         let resp = self
-            .client
+            .client()?
             .request(req)
             .await
             .map_err(|e| unreachable(peer, &e))?;
@@ -274,6 +292,9 @@ fn json_answer<T: DeserializeOwned>(status: StatusCode, body: &[u8], uri: &str) 
 }
 
 fn unreachable(peer: &str, e: &hyper_util::client::legacy::Error) -> Error {
+    if let Some(refused) = tls::refused(peer, e) {
+        return refused;
+    }
     Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {}", describe(e)))
 }
 

@@ -22,8 +22,10 @@ use bytes::Bytes;
 use http::{Request, Uri};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
-use tokio::io::AsyncWriteExt;
+use rustls_pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 
 use crate::error::{err, ErrorClass, Result};
 
@@ -53,6 +55,8 @@ enum Allow {
 /// Where a URL points.
 #[derive(Debug)]
 struct Target {
+    /// https: the pull runs inside TLS, the server checked as every client does (`direct::tls`).
+    tls: bool,
     host: String,
     port: u16,
     authority: String,
@@ -99,7 +103,25 @@ impl Fetcher {
         claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
     ) -> std::result::Result<u64, String> {
         let target = target(url)?;
-        let stream = self.connect(&target).await?;
+        let tcp = self.connect(&target).await?;
+        if !target.tls {
+            return self.pull(url, &target, tcp, file, claim).await;
+        }
+        let name = ServerName::try_from(target.host.clone()).map_err(|e| format!("{url}: {e}"))?;
+        let config = crate::direct::tls::client_config().map_err(|e| e.message)?;
+        let tls = TlsConnector::from(config).connect(name, tcp).await.map_err(|e| format!("{url}: TLS handshake failed: {e}"))?;
+        self.pull(url, &target, tls, file, claim).await
+    }
+
+    /// The GET itself, over `stream` (TCP, or TLS over it).
+    async fn pull<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+        &self,
+        url: &str,
+        target: &Target,
+        stream: S,
+        file: &mut tokio::fs::File,
+        claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
+    ) -> std::result::Result<u64, String> {
         let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
             .await
             .map_err(|e| format!("{url}: {e}"))?;
@@ -201,21 +223,24 @@ impl Fetcher {
     }
 }
 
-/// An http:// URL's parts; userinfo (`user@host`) is refused, as it would
-/// hide the host from a reader.
+/// An http:// or https:// URL's parts; userinfo (`user@host`) is refused,
+/// as it would hide the host from a reader.
 fn target(url: &str) -> std::result::Result<Target, String> {
     let uri: Uri = url.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-    if uri.scheme_str() != Some("http") {
-        return Err(format!("{url:?} is not an http:// URL"));
-    }
+    let tls = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => return Err(format!("{url:?} is not an http:// or https:// URL")),
+    };
     let Some(authority) = uri.authority() else { return Err(format!("{url:?} names no host")) };
     if authority.as_str().contains('@') {
         return Err(format!("{url:?}: a URL input carries no user name or password"));
     }
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
     Ok(Target {
+        tls,
         host,
-        port: authority.port_u16().unwrap_or(80),
+        port: authority.port_u16().unwrap_or(if tls { 443 } else { 80 }),
         authority: authority.as_str().to_string(),
         path: uri.path_and_query().map_or("/", |p| p.as_str()).to_string(),
     })
@@ -379,7 +404,8 @@ mod tests {
 
     #[test]
     fn urls_are_http_with_a_plain_host() {
-        assert!(target("https://example.org/x").unwrap_err().contains("not an http:// URL"));
+        assert!(target("ftp://example.org/x").unwrap_err().contains("not an http:// or https:// URL"));
+        assert_eq!(target("https://example.org/x").unwrap().port, 443);
         assert!(target("http://u:p@example.org/x").unwrap_err().contains("no user name"));
         let t = target("http://[::1]:8080/a?b=c").unwrap();
         assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("::1", 8080, "/a?b=c"));

@@ -132,8 +132,8 @@ fn usage(program: &Program) -> String {
 
 /// A URL input: a file of this endpoint is copied from where it lies.
 fn reference(ep: &Endpoint, url: &str) -> Result<Source, String> {
-    if !url.starts_with("http://") {
-        return Err(format!("{url:?} is not an http:// URL"));
+    if !url.starts_with("http://") && !url.starts_with("https://") {
+        return Err(format!("{url:?} is not an http:// or https:// URL"));
     }
     let Some(path) = url.strip_prefix(&ep.url()).filter(|p| p.starts_with('/')) else { return Ok(Source::Url(url.to_string())) };
     let local = match path.trim_start_matches('/').split('/').collect::<Vec<_>>()[..] {

@@ -17,6 +17,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::runtime::runtime;
 use crate::service::keys::{KeyId, Keys};
+use crate::service::tls::{ServerTls, TlsSetting};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -65,6 +66,10 @@ pub struct Config {
     pub job_ttl: Duration,
     /// Largest spawn (or call) request body: inputs sent by value.
     pub max_spawn_body: u64,
+    /// Serve https with this certificate (`service::tls`); None: http.
+    pub tls: Option<TlsSetting>,
+    /// How long a connection may take to complete its TLS handshake.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for Config {
@@ -92,6 +97,8 @@ impl Default for Config {
             max_jobs: 1000,
             job_ttl: Duration::from_secs(24 * 3600),
             max_spawn_body: 64 << 20,
+            tls: None,
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -130,6 +137,8 @@ pub struct Endpoint {
     pub addr: SocketAddr,
     pub transport: Arc<Transport>,
     pub jobs: Jobs,
+    /// Set when serving https.
+    pub tls: Option<ServerTls>,
     services: RwLock<Vec<String>>,
     instances: Mutex<HashMap<(String, u32), Hosted>>,
     runs_tx: Mutex<mpsc::Sender<Arc<Instance>>>,
@@ -143,6 +152,7 @@ impl Endpoint {
             .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
+        let tls = config.tls.as_ref().map(|t| ServerTls::start(t, &config.host, addr)).transpose()?;
         let (tx, rx) = mpsc::channel();
         let jobs = Jobs::new(&config)?;
         let ep = Arc::new(Endpoint {
@@ -150,6 +160,7 @@ impl Endpoint {
             addr,
             transport: Arc::new(Transport::new()),
             jobs,
+            tls,
             services: RwLock::new(Vec::new()),
             instances: Mutex::new(HashMap::new()),
             runs_tx: Mutex::new(tx),
@@ -168,7 +179,8 @@ impl Endpoint {
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),
             ip => ip.to_string(),
         };
-        format!("http://{host}:{}", self.addr.port())
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{host}:{}", self.addr.port())
     }
 
     pub fn deploy(&self, service: &str) {

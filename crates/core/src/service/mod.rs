@@ -2,7 +2,7 @@
 //! `endpoint` holds its state, `server` accepts connections and routes each
 //! request to one operation per file (`describe`, `run`, `status`, `cancel`;
 //! the store operation belongs to the direct-communication layer), and
-//! `client` is the other side: starting and watching domains on endpoints.
+//! `tls` makes it https; `client` is the other side: starting and watching domains on endpoints.
 
 pub mod cancel;
 pub mod client;
@@ -15,5 +15,6 @@ pub mod run;
 pub mod server;
 pub mod shutdown;
 pub mod status;
+pub mod tls;
 
 pub use endpoint::{Config, Endpoint};

@@ -1,6 +1,7 @@
-//! Accepts connections (HTTP/1.1 with keep-alive, or h2c), within the
-//! connection cap and time limits, checks each request (`guard`: host,
-//! origin, credential) and routes it to its operation.
+//! Accepts connections (HTTP/1.1 with keep-alive, or h2c; inside TLS when
+//! the endpoint serves https), within the connection cap and time limits,
+//! checks each request (`guard`: host, origin, credential) and routes it to
+//! its operation.
 //!
 //! | method | path                                   | operation  |
 //! |--------|----------------------------------------|------------|
@@ -32,6 +33,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
@@ -79,14 +81,38 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
             if !matches!(tokio::time::timeout(ep.config.header_timeout, stream.peek(&mut first)).await, Ok(Ok(1..))) {
                 return;
             }
-            let svc = service_fn(move |req| {
-                let ep = ep.clone();
-                async move { Ok::<_, std::convert::Infallible>(route(ep, req).await) }
-            });
-            let _ = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).await;
+            match &ep.tls {
+                None => serve_connection(&builder, ep.clone(), stream).await,
+                Some(tls) => match tls.handshake(stream, ep.config.tls_handshake_timeout).await {
+                    Some(Ok(stream)) => serve_connection(&builder, ep.clone(), stream).await,
+                    Some(Err(cleartext)) => refuse_cleartext(&ep, cleartext).await,
+                    None => {} // no handshake in time, or a failed one: closed
+                },
+            }
             drop(permit);
         });
     }
+}
+
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(builder: &auto::Builder<TokioExecutor>, ep: Arc<Endpoint>, stream: S) {
+    let svc = service_fn(move |req| {
+        let ep = ep.clone();
+        async move { Ok::<_, std::convert::Infallible>(route(ep, req).await) }
+    });
+    let _ = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).await;
+}
+
+/// A cleartext HTTP request to an https endpoint: answered 400 saying so
+/// (not a dropped connection, which a client would retry as transient).
+async fn refuse_cleartext(ep: &Endpoint, stream: tokio::net::TcpStream) {
+    let message = format!("this endpoint serves https only: use {}", ep.url());
+    let svc = service_fn(move |_req| {
+        let reply = reply::error(StatusCode::BAD_REQUEST, ErrorClass::Arg, message.clone());
+        async move { Ok::<_, std::convert::Infallible>(reply) }
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(false);
+    let _ = tokio::time::timeout(ep.config.tls_handshake_timeout, builder.serve_connection(TokioIo::new(stream), svc)).await;
 }
 
 async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {

@@ -1,0 +1,77 @@
+//! Streams over TLS: a rustls connection cannot be read and written by
+//! several blocking threads at once (as `stream` / `inbound` do with a TCP
+//! socket), so a task pumps bytes between the TLS connection and one end of
+//! a local socket pair, and the frame code uses the other end: every frame
+//! code path stays the same, only the socket type differs (`Socket`).
+
+use std::os::unix::net::UnixStream;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use hyper::upgrade::Upgraded;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::conn::auto::upgrade::downcast;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::direct::socket::Socket;
+use crate::direct::tls::Wire;
+use crate::runtime::runtime;
+
+/// Copy buffer per direction: a large message crosses in fewer turns.
+const PUMP_BUFFER: usize = 256 * 1024;
+
+/// Pump `tls` through a new socket pair; the returned end is the stream's socket.
+pub fn pump<S>(tls: S) -> std::io::Result<Socket>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mine, theirs) = UnixStream::pair()?;
+    theirs.set_nonblocking(true)?;
+    let _in_runtime = runtime().enter();
+    let (local_r, local_w) = tokio::net::UnixStream::from_std(theirs)?.into_split();
+    let (tls_r, tls_w) = tokio::io::split(tls);
+    // Ends when both directions ended, or at once when one broke (all is
+    // dropped: the other side sees the end).
+    runtime().spawn(async move {
+        let _ = tokio::try_join!(forward(tls_r, local_w), forward(local_r, tls_w));
+    });
+    Ok(Socket::Pumped(mine))
+}
+
+/// Copy `from` to `to` until the end, passing on the end. What is ready is
+/// gathered before it is written: a TLS read yields one record (16 KiB at
+/// most), and a write per record would wake the reading thread per record.
+async fn forward<R, W>(mut from: R, mut to: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; PUMP_BUFFER];
+    loop {
+        let mut n = from.read(&mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        while n < buf.len() {
+            match from.read(&mut buf[n..]).now_or_never() {
+                Some(Ok(more)) if more > 0 => n += more,
+                Some(Err(e)) => return Err(e),
+                _ => break, // nothing more now, or the end (seen by the next read)
+            }
+        }
+        to.write_all(&buf[..n]).await?;
+        to.flush().await?;
+    }
+}
+
+/// The socket of a connection the server upgraded, cleartext or TLS, and
+/// the bytes read past the HTTP exchange.
+pub fn upgraded_socket(upgraded: Upgraded) -> Option<(Socket, Bytes)> {
+    let upgraded = match downcast::<TokioIo<TcpStream>>(upgraded) {
+        Ok(parts) => return Some((Socket::Tcp(parts.io.into_inner().into_std().ok()?), parts.read_buf)),
+        Err(other) => other,
+    };
+    let parts = downcast::<TokioIo<tokio_rustls::server::TlsStream<Wire>>>(upgraded).ok()?;
+    Some((pump(parts.io.into_inner()).ok()?, parts.read_buf))
+}

@@ -1,0 +1,77 @@
+//! The socket a stream's frames cross: a TCP connection to the peer
+//! (cleartext), or one end of a local socket pair whose other end a task
+//! pumps through the peer's TLS connection (`direct::tls_pump`). Frame code
+//! needs only what both have: a raw fd (polled reads and writes, epoll),
+//! `try_clone` (reader and writer threads), `shutdown`, blocking mode.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+pub enum Socket {
+    Tcp(TcpStream),
+    /// Local end of a pair pumped through TLS.
+    Pumped(UnixStream),
+}
+
+impl Socket {
+    pub fn try_clone(&self) -> io::Result<Socket> {
+        Ok(match self {
+            Socket::Tcp(s) => Socket::Tcp(s.try_clone()?),
+            Socket::Pumped(s) => Socket::Pumped(s.try_clone()?),
+        })
+    }
+
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.shutdown(how),
+            Socket::Pumped(s) => s.shutdown(how),
+        }
+    }
+
+    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.set_nonblocking(on),
+            Socket::Pumped(s) => s.set_nonblocking(on),
+        }
+    }
+
+    /// No Nagle delay on TCP; a local pair has none.
+    pub fn set_nodelay(&self) {
+        if let Socket::Tcp(s) = self {
+            let _ = s.set_nodelay(true);
+        }
+    }
+}
+
+impl AsRawFd for Socket {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Socket::Tcp(s) => s.as_raw_fd(),
+            Socket::Pumped(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.read(buf),
+            Socket::Pumped(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.write(buf),
+            Socket::Pumped(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

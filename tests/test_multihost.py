@@ -6,8 +6,10 @@ bridge by a veth pair and given an address 10.213.0.N/24 that exists only
 inside the namespaces. A real endpoint (``mpiws serve --host 10.213.0.N``)
 runs in each host namespace, and ``mpiws run --endpoints ...`` started in the
 first one runs a domain with one rank per host; the ranks exchange messages
-directly over the veth links. Needs root (skipped otherwise); everything is
-removed afterwards, also when a test fails.
+directly over the veth links, inside TLS (a CA and a certificate the test
+makes with trustme), and only holders of the endpoints' key may start
+anything. Needs root (skipped otherwise); everything is removed afterwards,
+also when a test fails.
 """
 
 import json
@@ -35,11 +37,15 @@ VETH_SW = [f"{TAG}s{i}" for i in range(1, NHOSTS + 1)]  # the end on the bridge
 BRIDGE = f"{TAG}br"
 CMD_TIMEOUT = 20
 
-# GET a URL with a timeout; prints the body and exits 0, or prints the error and exits 1.
+# GET a URL with a timeout, trusting MPIWS_CA_FILE and sending MPIWS_KEY if set;
+# prints the body and exits 0, or prints the error and exits 1.
 GET = """
-import sys, urllib.request
+import os, ssl, sys, urllib.request
 try:
-    with urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])) as r:
+    ctx = ssl.create_default_context(cafile=os.environ.get("MPIWS_CA_FILE"))
+    key = os.environ.get("MPIWS_KEY")
+    req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + key} if key else {})
+    with urllib.request.urlopen(req, timeout=float(sys.argv[2]), context=ctx) as r:
         print(r.status, r.read().decode())
 except Exception as e:
     print(type(e).__name__, e)
@@ -185,12 +191,38 @@ def net(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def endpoints(net):
-    """One endpoint per host namespace, bound to that host's address."""
+def tls(tmp_path_factory):
+    """A CA and one certificate for the hosts' addresses; clients and
+    endpoints (which are clients of each other) trust the CA, and send the
+    key the endpoints share (the session's key file, see conftest)."""
+    trustme = pytest.importorskip("trustme")
+    d = tmp_path_factory.mktemp("multihost-tls")
+    ca = trustme.CA()
+    cert = ca.issue_cert(*ADDRS)
+    ca.cert_pem.write_to_path(str(d / "ca.pem"))
+    cert.private_key_pem.write_to_path(str(d / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(d / "cert.pem"))
+    saved = {k: os.environ.get(k) for k in ("MPIWS_CA_FILE", "MPIWS_KEY")}
+    os.environ["MPIWS_CA_FILE"] = str(d / "ca.pem")
+    from mpiws.keys import server_keys
+
+    os.environ["MPIWS_KEY"] = server_keys()[0].split()[0]
+    yield d
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def endpoints(net, tls):
+    """One endpoint per host namespace, bound to that host's address, serving https."""
     urls = []
     for ns, addr in zip(HOSTS, ADDRS):
-        url = net.serve(ns, "--host", addr, "--insecure", "--port", str(PORT), "--service", "multihost=tests.services:multihost")
-        assert url == f"http://{addr}:{PORT}", url
+        url = net.serve(ns, "--host", addr, "--tls-cert", str(tls / "cert.pem"), "--tls-key", str(tls / "key.pem"),
+                        "--port", str(PORT), "--service", "multihost=tests.services:multihost")
+        assert url == f"https://{addr}:{PORT}", url
         urls.append(url)
     for url in urls:  # each answers GET / from the first host, across the bridge
         deadline, d = time.monotonic() + 30, None
@@ -249,7 +281,7 @@ def test_ranks_on_separate_hosts_exchange_directly(net, endpoints):
     print(f"multihost domain of {NHOSTS} ranks ran in {elapsed:.2f}s")
 
 
-def test_a_loopback_endpoint_is_not_reachable_from_another_host(net):
+def test_a_loopback_endpoint_is_not_reachable_from_another_host(net, endpoints):
     url = net.serve(HOSTS[0], "--service", "multihost=tests.services:multihost", name="loopback")
     assert url.startswith("http://127.0.0.1:"), url
     port = url.rsplit(":", 1)[1]
@@ -262,8 +294,8 @@ def test_a_loopback_endpoint_is_not_reachable_from_another_host(net):
     ok, out = http_get(url + "/", ns=HOSTS[1])  # another host's loopback is its own
     assert not ok and "refused" in out, out
     # while the same host's endpoint bound to its network address does answer the other host
-    d = describe(f"http://{ADDRS[0]}:{PORT}", ns=HOSTS[1])
-    assert d is not None and d["url"] == f"http://{ADDRS[0]}:{PORT}", net.logs()
+    d = describe(f"https://{ADDRS[0]}:{PORT}", ns=HOSTS[1])
+    assert d is not None and d["url"] == f"https://{ADDRS[0]}:{PORT}", net.logs()
 
 
 def test_the_hosts_are_unreachable_from_the_root_namespace(net, endpoints):

@@ -168,7 +168,7 @@ def test_stalled_connection_blocks_nobody_and_is_closed(serve, pki):
 
 def test_self_signed_quick_start(serve, tmp_path):
     out = tmp_path / "cert.pem"
-    s = serve("--tls-self-signed", "--tls-cert-out", str(out), lines=4)
+    s = serve("--tls-self-signed", "--tls-cert-out", str(out), lines=5)   # serving, key file, certificate (3)
     assert s.url.startswith("https://")
     text = "".join(s.lines)
     der = ssl.PEM_cert_to_DER_cert(out.read_text())

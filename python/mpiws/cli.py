@@ -8,10 +8,25 @@ import sys
 import threading
 
 
-#: `mpiws serve` flags that are endpoint limits, passed as they are.
-LIMITS = ("max_message", "max_upload", "max_connections", "header_timeout", "body_timeout", "max_binding", "max_ranks",
-          "max_instances", "max_instances_per_key", "max_fetch", "fetch_timeout", "max_disk", "max_jobs", "job_ttl",
-          "max_spawn_body", "tls_handshake_timeout")
+#: `mpiws serve` flags that are endpoint limits, passed to it as they are (unset: its default).
+LIMITS = [
+    ("--max-message", int, "largest message body, bytes (1 GiB)"),
+    ("--max-upload", int, "largest uploaded file, bytes (1 GiB)"),
+    ("--max-connections", int, "connections served at once (1024)"),
+    ("--header-timeout", float, "seconds to send a request head, idle connections too (30)"),
+    ("--body-timeout", float, "seconds a request body may stall (60)"),
+    ("--max-binding", int, "largest run request body, bytes (1 MiB)"),
+    ("--max-ranks", int, "most ranks in a domain (16384)"),
+    ("--max-instances", int, "instances running at once on this endpoint (256)"),
+    ("--max-instances-per-key", int, "instances running at once per key (128)"),
+    ("--max-fetch", int, "largest URL input a job may pull, bytes (default: --max-upload)"),
+    ("--fetch-timeout", float, "seconds a URL input may take to pull (300)"),
+    ("--max-disk", int, "disk quota of the work directory, bytes (10 GiB)"),
+    ("--max-jobs", int, "most jobs kept at once, running or ended (1000)"),
+    ("--job-ttl", float, "seconds an ended job or an upload is kept (24 h)"),
+    ("--max-spawn-body", int, "largest spawn request body, bytes (64 MiB)"),
+    ("--tls-handshake-timeout", float, "seconds a connection has to complete its TLS handshake (10)"),
+]
 
 
 def _loopback(host):
@@ -42,7 +57,7 @@ def _serve(a):
         raise ValueError("give --tls-cert and --tls-key, or --tls-self-signed, not both")
     if bool(a.tls_cert) != bool(a.tls_key):
         raise ValueError("--tls-cert and --tls-key go together")
-    limits = {k: getattr(a, k) for k in LIMITS if getattr(a, k) is not None}
+    limits = {k: getattr(a, k) for k in (flag[2:].replace("-", "_") for flag, _, _ in LIMITS) if getattr(a, k) is not None}
     server = Server(services, a.host, a.port, programs=a.program, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
                     pickle_allow=a.pickle_allow, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                     fetch_allow=a.fetch_allow, tls_cert=a.tls_cert, tls_key=a.tls_key, tls_self_signed=a.tls_self_signed,
@@ -208,24 +223,10 @@ def main(argv=None):
     sec.add_argument("--pickle-allow", action="append", default=[], metavar="module.Name",
                      help="a type services may also unpickle (repeatable)")
     lim = s.add_argument_group("limits (defaults in docs/security.md)")
-    lim.add_argument("--max-message", type=int, help="largest message body, bytes (1 GiB)")
-    lim.add_argument("--max-upload", type=int, help="largest uploaded file, bytes (1 GiB)")
-    lim.add_argument("--max-connections", type=int, help="connections served at once (1024)")
-    lim.add_argument("--header-timeout", type=float, help="seconds to send a request head, idle connections too (30)")
-    lim.add_argument("--body-timeout", type=float, help="seconds a request body may stall (60)")
-    lim.add_argument("--max-binding", type=int, help="largest run request body, bytes (1 MiB)")
-    lim.add_argument("--max-ranks", type=int, help="most ranks in a domain (16384)")
-    lim.add_argument("--max-instances", type=int, help="instances running at once on this endpoint (256)")
-    lim.add_argument("--max-instances-per-key", type=int, help="instances running at once per key (128)")
-    lim.add_argument("--fetch-allow", action="append", default=[], metavar="HOST[:PORT]|CIDR",
+    for flag, kind, text in LIMITS:
+        lim.add_argument(flag, type=kind, help=text)
+    sec.add_argument("--fetch-allow", action="append", default=[], metavar="HOST[:PORT]|CIDR",
                      help="also pull URL inputs from this host or network, though loopback, private or link-local (repeatable)")
-    lim.add_argument("--max-fetch", type=int, help="largest URL input a job may pull, bytes (default: --max-upload)")
-    lim.add_argument("--fetch-timeout", type=float, help="seconds a URL input may take to pull (300)")
-    lim.add_argument("--max-disk", type=int, help="disk quota of the work directory, bytes (10 GiB)")
-    lim.add_argument("--max-jobs", type=int, help="most jobs kept at once, running or ended (1000)")
-    lim.add_argument("--job-ttl", type=float, help="seconds an ended job or an upload is kept (24 h)")
-    lim.add_argument("--max-spawn-body", type=int, help="largest spawn request body, bytes (64 MiB)")
-    lim.add_argument("--tls-handshake-timeout", type=float, help="seconds a connection has to complete its TLS handshake (10)")
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")

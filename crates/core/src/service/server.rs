@@ -76,9 +76,11 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
         let (ep, builder) = (ep.clone(), builder.clone());
         tokio::spawn(async move {
             // A connection that sends nothing is not held: hyper's head
-            // timeout only starts once it has seen the protocol's first bytes.
+            // timeout only starts once it has seen the protocol's first bytes
+            // (under TLS, the handshake's own time limit comes first).
+            let first_bytes = if ep.tls.is_some() { ep.config.tls_handshake_timeout } else { ep.config.header_timeout };
             let mut first = [0u8; 1];
-            if !matches!(tokio::time::timeout(ep.config.header_timeout, stream.peek(&mut first)).await, Ok(Ok(1..))) {
+            if !matches!(tokio::time::timeout(first_bytes, stream.peek(&mut first)).await, Ok(Ok(1..))) {
                 return;
             }
             match &ep.tls {

@@ -165,7 +165,8 @@ class Message:
 class DomainClient:
     """Start, watch and cancel a domain on running endpoints (the launcher's side)."""
 
-    def __init__(self, domain: str, token: str, endpoints: list[str]) -> None: ...
+    def __init__(self, domain: str, token: str, endpoints: list[str], key: Optional[str] = None) -> None:
+        """``key``: the endpoint key that may create instances (*run*) on every endpoint."""
     def start(self, service: str, params: str) -> None: ...
     def status(self, rank: int, wait: Optional[float] = None) -> str: ...
     def cancel(self, rank: int) -> str: ...
@@ -173,9 +174,15 @@ class DomainClient:
 class JobsClient:
     """The HTTP calls a client of deployed programs makes; JSON as strings."""
 
-    def __init__(self) -> None: ...
+    def __init__(self, key: Optional[str] = None) -> None:
+        """``key``: the endpoint key sent with every call (not with downloads: a file's URL is its capability)."""
     def call(self, method: str, url: str, body: Optional[str] = None) -> str: ...
     def upload(self, url: str, path: str) -> str:
         """POST the file at ``path`` to ``url`` (streamed); the JSON answer."""
     def download(self, url: str, path: str) -> int:
         """GET ``url`` into the file at ``path`` (streamed); its size."""
+
+
+def exit_on_signals() -> None:
+    """End this process on SIGTERM or SIGINT even while service code holds the
+    GIL (call before any other thread starts); its endpoints are closed first."""

@@ -184,11 +184,6 @@ pub fn constant_time_eq(given: &[u8], secret: &[u8]) -> bool {
     diff == 0
 }
 
-/// A new random key (32 bytes from the OS, as 64 hex digits).
-pub fn generate() -> String {
-    crate::jobs::new_id() + &crate::jobs::new_id()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,7 +226,5 @@ mod tests {
         assert!(!constant_time_eq(b"ab", b"abc"));
         assert!(!constant_time_eq(b"", b"abc"));
         assert!(constant_time_eq(b"", b""));
-        assert_eq!(generate().len(), 64);
-        assert_ne!(generate(), generate());
     }
 }

@@ -126,7 +126,7 @@ fn param() -> impl Strategy<Value = Param> {
     let d = proptest::sample::select(vec![Direction::In, Direction::Out, Direction::InOut]);
     let p = proptest::sample::select(vec![Placement::Val, Placement::File]);
     let k = proptest::sample::select(vec![Kind::Int, Kind::Float, Kind::String, Kind::Binary, Kind::Xml]);
-    (d, p, k).prop_map(|(direction, placement, kind)| Param { name: "x".into(), direction, placement, kind })
+    (d, p, k, proptest::bool::ANY).prop_map(|(direction, placement, kind, dash_ok)| Param { name: "x".into(), direction, placement, kind, dash_ok })
 }
 
 /// An output file's bytes: numbers as programs print them, text (ASCII and

@@ -55,6 +55,18 @@ def hold_gil(comm, params):
     return sum(range(10**14))
 
 
+def crash(comm, params):
+    """Rank 1 dies at once (abort: no exception, no report); the others wait for it."""
+    if comm.Get_rank() == 1:
+        os.abort()
+    return comm.recv(source=1)
+
+
+def allocate(comm, params):
+    """Hold params['bytes'] bytes of memory."""
+    return len(bytearray(params["bytes"]))
+
+
 def fail(comm, params):
     raise ValueError("this service always fails")
 

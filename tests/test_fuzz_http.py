@@ -122,7 +122,7 @@ ROUTES = [(template, re.compile("^" + re.sub(r"{\w+}", "[^/]+", template) + "$")
 def documented_5xx(method, target):
     """The 5xx statuses docs/openapi.yaml lists for this request's route (none
     for a route or method it does not document)."""
-    path = target.split("?", 1)[0]
+    path = target.split("?", 1)[0].split("#", 1)[0]
     for _, rx, item in ROUTES:
         if rx.match(path) and method.lower() in item:
             return {int(code) for code in item[method.lower()]["responses"] if str(code).startswith("5")}
@@ -170,6 +170,11 @@ class State:
         key = client_key()
         status, body = call(url, "POST", "/run", json.dumps(binding).encode(), [("content-type", "application/json")], key=key)
         assert status == 201, body
+        # Until its process is up, a new instance answers "not yet" (503): wait for it to run.
+        deadline = time.monotonic() + 30
+        while json.loads(body)["state"] == "starting" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            status, body = call(url, "GET", f"/domains/{self.domain}/ranks/0", None, [], key=self.token)
         status, body = call(url, "POST", "/files", b"41", [("content-type", "application/octet-stream")], key=key)
         assert status == 201, body
         self.upload = json.loads(body)["url"]

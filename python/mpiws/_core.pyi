@@ -35,11 +35,16 @@ class Endpoint:
                  max_instances: Optional[int] = None, max_instances_per_key: Optional[int] = None,
                  fetch_allow: list[str] = [], max_fetch: Optional[int] = None, fetch_timeout: Optional[float] = None,
                  max_disk: Optional[int] = None, max_jobs: Optional[int] = None, job_ttl: Optional[float] = None,
-                 max_spawn_body: Optional[int] = None, tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 max_spawn_body: Optional[int] = None, sandbox: Optional[list[str]] = None,
+                 max_instance_memory: Optional[int] = None, max_instance_time: Optional[float] = None,
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  tls_self_signed: bool = False, tls_cert_out: Optional[str] = None,
                  tls_handshake_timeout: Optional[float] = None) -> None:
         """``keys``: a keys file's text (none: the service interface refuses
-        everyone); the rest: the endpoint's limits (defaults in docs/security.md)."""
+        everyone); ``sandbox``: the command that starts an instance's child
+        process (``mpiws.service.sandbox.command``), None: instances are
+        queued for ``next_run``; the rest: the endpoint's limits (defaults in
+        docs/security.md)."""
     def close_jobs(self) -> None:
         """Kill every job and remove the work directory if the endpoint made it."""
     def deploy(self, name: str) -> None: ...
@@ -181,6 +186,15 @@ class JobsClient:
         """POST the file at ``path`` to ``url`` (streamed); the JSON answer."""
     def download(self, url: str, path: str) -> int:
         """GET ``url`` into the file at ``path`` (streamed); its size."""
+
+
+def sandbox_begin(endpoint: Endpoint) -> Instance:
+    """In an instance's child process: create the instance from the binding
+    the endpoint writes on stdin, on ``endpoint``, and report ready."""
+
+
+def sandbox_report(instance: Instance) -> None:
+    """In an instance's child process: report the instance's final status."""
 
 
 def exit_on_signals() -> None:

@@ -26,6 +26,8 @@ LIMITS = [
     ("--job-ttl", float, "seconds an ended job or an upload is kept (24 h)"),
     ("--max-spawn-body", int, "largest spawn request body, bytes (64 MiB)"),
     ("--tls-handshake-timeout", float, "seconds a connection has to complete its TLS handshake (10)"),
+    ("--max-instance-memory", int, "address space of one instance's process, bytes; 0: unbounded (4 GiB)"),
+    ("--max-instance-time", float, "seconds an instance may run before it is ended (24 h)"),
 ]
 
 
@@ -59,7 +61,7 @@ def _serve(a):
         raise ValueError("--tls-cert and --tls-key go together")
     limits = {k: getattr(a, k) for k in (flag[2:].replace("-", "_") for flag, _, _ in LIMITS) if getattr(a, k) is not None}
     server = Server(services, a.host, a.port, programs=a.program, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
-                    pickle_allow=a.pickle_allow, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
+                    pickle_allow=a.pickle_allow, isolation=a.isolation, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                     fetch_allow=a.fetch_allow, tls_cert=a.tls_cert, tls_key=a.tls_key, tls_self_signed=a.tls_self_signed,
                     tls_cert_out=a.tls_cert_out, **limits)
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
@@ -222,6 +224,8 @@ def main(argv=None):
                      help="what services unpickle from peers: plain data and numpy arrays (default), or anything (runs the sender's code)")
     sec.add_argument("--pickle-allow", action="append", default=[], metavar="module.Name",
                      help="a type services may also unpickle (repeatable)")
+    sec.add_argument("--isolation", choices=("process", "thread"), default="process",
+                     help="run each instance in a process of its own (default), or on a thread of this one (faster to start, no isolation)")
     lim = s.add_argument_group("limits (defaults in docs/security.md)")
     for flag, kind, text in LIMITS:
         lim.add_argument(flag, type=kind, help=text)

@@ -8,6 +8,7 @@ use mpiws_core::domain::instance::ErrorReport;
 use mpiws_core::domain::Binding;
 use mpiws_core::mpi::Comm as CoreComm;
 use mpiws_core::service::keys::Keys;
+use mpiws_core::service::sandbox::SandboxSetting;
 use mpiws_core::service::tls::TlsSetting;
 use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
 use mpiws_core::domain::Instance as CoreInstance;
@@ -42,7 +43,7 @@ impl Endpoint {
                         allow_hosts=Vec::new(), allow_origins=Vec::new(), max_connections=None, header_timeout=None,
                         body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None,
                         fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, job_ttl=None,
-                        max_spawn_body=None,
+                        max_spawn_body=None, sandbox=None, max_instance_memory=None, max_instance_time=None,
                         tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -68,6 +69,9 @@ impl Endpoint {
         max_jobs: Option<usize>,
         job_ttl: Option<f64>,
         max_spawn_body: Option<u64>,
+        sandbox: Option<Vec<String>>,
+        max_instance_memory: Option<u64>,
+        max_instance_time: Option<f64>,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
         tls_self_signed: bool,
@@ -107,6 +111,16 @@ impl Endpoint {
             max_spawn_body: max_spawn_body.unwrap_or(d.max_spawn_body),
             tls,
             tls_handshake_timeout: secs(tls_handshake_timeout, d.tls_handshake_timeout, "tls_handshake_timeout")?,
+            sandbox: match sandbox {
+                Some(command) => Some(SandboxSetting {
+                    command,
+                    // 4 GiB unless told; 0: unbounded.
+                    max_memory: Some(max_instance_memory.unwrap_or(4 << 30)).filter(|&m| m > 0),
+                    max_time: secs(max_instance_time, Duration::from_secs(24 * 3600), "max_instance_time")?,
+                    trust: None,
+                }),
+                None => None,
+            },
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
@@ -187,6 +201,20 @@ impl Endpoint {
     fn describe(&self) -> String {
         self.inner.describe(|_| true).to_string()
     }
+}
+
+/// In an instance's child process (`mpiws.service.sandbox`): create the
+/// instance from the binding the endpoint sends, on this process's own
+/// endpoint `endpoint`, and tell the endpoint it is ready.
+#[pyfunction]
+pub fn sandbox_begin(endpoint: &Endpoint) -> PyResult<Instance> {
+    Ok(Instance { inner: mpiws_core::service::sandbox::child::begin(&endpoint.inner).py_err()? })
+}
+
+/// In an instance's child process: report the instance's final status.
+#[pyfunction]
+pub fn sandbox_report(instance: &Instance) -> PyResult<()> {
+    mpiws_core::service::sandbox::child::report(&instance.inner).py_err()
 }
 
 /// End this process on SIGTERM or SIGINT even while service code holds the

@@ -24,6 +24,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::DomainClient>()?;
     m.add_class::<jobs::JobsClient>()?;
     m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;
+    m.add_function(wrap_pyfunction!(endpoint::sandbox_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(endpoint::sandbox_report, m)?)?;
     m.add_function(wrap_pyfunction!(request::wait_any, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::exit_on_signals, m)?)?;
     m.add("ANY_SOURCE", mpiws_core::mpi::ANY_SOURCE)?;

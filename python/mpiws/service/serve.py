@@ -18,6 +18,7 @@ import threading
 
 from .. import _core, keys as keyfiles
 from ..MPI import pickled
+from . import sandbox
 from .runner import fail_to_start, run_instance
 
 
@@ -36,8 +37,13 @@ def load(spec):
 
 
 class Server:
-    """An endpoint and the dispatcher that starts each instance on a thread.
+    """An endpoint that starts each instance of its services.
 
+    ``isolation``: ``"process"`` (the default) runs each instance in a
+    process of its own (``mpiws.service.sandbox``; services must then be
+    module-level functions), bounded by ``max_instance_memory`` (bytes) and
+    ``max_instance_time`` (seconds); ``"thread"`` runs instances on threads
+    of this process, which is faster to start but shares one interpreter.
     ``keys``: a keys file's path (``--keys``), or None for the user's key
     file (created with a new key if missing: ``mpiws.keys``); ``key`` is
     then the first of them, for this process's own clients. ``pickle`` and
@@ -46,11 +52,16 @@ class Server:
     """
 
     def __init__(self, services, host="127.0.0.1", port=0, programs=(), keys=None, pickle="restricted",
-                 pickle_allow=(), **limits):
+                 pickle_allow=(), isolation="process", **limits):
         self.services = dict(services)
         text, self.key_file, self.key_created = keyfiles.server_keys(keys)
         self.key = keyfiles.first_key(text)
         self.loads = pickled.policy(pickle, pickle_allow)
+        if isolation == "process":
+            limits["sandbox"] = sandbox.command(self.services, pickle, pickle_allow, limits.get("max_message"),
+                                                limits.get("body_timeout"))
+        elif isolation != "thread":
+            raise ValueError(f"isolation must be 'process' or 'thread', got {isolation!r}")
         self.endpoint = _core.Endpoint(host, port, keys=text, **limits)
         for name in self.services:
             self.endpoint.deploy(name)

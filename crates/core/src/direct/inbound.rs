@@ -420,9 +420,19 @@ impl Progress {
         }
     }
 
-    /// The instance ended: end the thread once its peers have closed their
-    /// streams (the instance refuses what they send until then).
+    /// The instance ended: acknowledge what it stored now (its process may
+    /// end next: see `service::sandbox`), and end the thread once its peers
+    /// have closed their streams (the instance refuses what they send until then).
     pub fn stop(&self) {
+        let streams: Vec<Arc<Inbound>> = self.streams.lock().values().cloned().collect();
+        for inbound in streams {
+            // A reader busy elsewhere is left alone (a waiter reading it sees the end within its slice).
+            if let Some(mut reader) = inbound.reader.try_lock_for(Duration::from_millis(100)) {
+                if reader.unacked > 0 {
+                    let _ = reader.ack_if_due(true);
+                }
+            }
+        }
         self.stopped.store(true, Ordering::Release);
         let _ = self.poller.notify();
     }

@@ -54,7 +54,25 @@ const BACKGROUND_FROM: usize = 1 << 20;
 // ---- receiving side ----------------------------------------------------------
 
 /// Answer an upgrade request; the stream is then read as `direct::inbound` says.
-pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, mut req: Request<Incoming>) -> Reply {
+pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
+    let max = ep.config.max_message;
+    accept_into(ep, domain, rank, req, move |instance, source, stream, early| {
+        if let Ok(progress) = instance.progress() {
+            let _ = progress.add(&instance, source, stream, early, max);
+        }
+    })
+    .await
+}
+
+/// Answer an upgrade request; once upgraded, `take` gets the stream (the
+/// instance, the source rank, the socket, the bytes read past the upgrade).
+pub async fn accept_into(
+    ep: &Endpoint,
+    domain: &str,
+    rank: &str,
+    mut req: Request<Incoming>,
+    take: impl FnOnce(Arc<crate::domain::Instance>, u32, Socket, Bytes) + Send + 'static,
+) -> Reply {
     let wants = req
         .headers()
         .get(http::header::UPGRADE)
@@ -79,14 +97,11 @@ pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, mut req: Request<In
         Ok(i) => i,
         Err(reply) => return reply,
     };
-    let max = ep.config.max_message;
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
         let Some((stream, read_past)) = upgraded_socket(upgraded) else { return };
-        if let Ok(progress) = instance.progress() {
-            let _ = progress.add(&instance, source, stream, read_past, max);
-        }
+        take(instance, source, stream, read_past);
     });
     Response::builder()
         .status(StatusCode::SWITCHING_PROTOCOLS)

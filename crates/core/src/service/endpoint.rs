@@ -17,6 +17,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::runtime::runtime;
 use crate::service::keys::{KeyId, Keys};
+use crate::service::sandbox::{start::start as start_sandbox, Sandbox, SandboxSetting};
 use crate::service::tls::{ServerTls, TlsSetting};
 
 #[derive(Debug, Clone)]
@@ -70,6 +71,9 @@ pub struct Config {
     pub tls: Option<TlsSetting>,
     /// How long a connection may take to complete its TLS handshake.
     pub tls_handshake_timeout: Duration,
+    /// Run each instance's code in a child process (`service::sandbox`);
+    /// None: the service layer runs queued instances itself (`next_run`).
+    pub sandbox: Option<SandboxSetting>,
 }
 
 impl Default for Config {
@@ -99,6 +103,7 @@ impl Default for Config {
             max_spawn_body: 64 << 20,
             tls: None,
             tls_handshake_timeout: Duration::from_secs(10),
+            sandbox: None,
         }
     }
 }
@@ -111,6 +116,8 @@ const KEEP_PER_KEY: usize = 1024;
 struct Hosted {
     instance: Arc<Instance>,
     owner: Option<KeyId>,
+    /// Where its code runs, if in a child process.
+    sandbox: Option<Arc<Sandbox>>,
 }
 
 /// Why an instance was not created.
@@ -147,12 +154,15 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Bind and start serving.
-    pub fn start(config: Config) -> Result<Arc<Endpoint>> {
+    pub fn start(mut config: Config) -> Result<Arc<Endpoint>> {
         let listener = runtime()
             .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
         let tls = config.tls.as_ref().map(|t| ServerTls::start(t, &config.host, addr)).transpose()?;
+        if let Some(sandbox) = &mut config.sandbox {
+            sandbox.trust = tls.as_ref().and_then(|t| t.certificate_file.clone());
+        }
         let (tx, rx) = mpsc::channel();
         let jobs = Jobs::new(&config)?;
         let ep = Arc::new(Endpoint {
@@ -195,8 +205,9 @@ impl Endpoint {
     }
 
     /// Create an instance for `binding`, owned by the key `owner`. `queue`
-    /// hands it to the service layer to start (a *run* request); without
-    /// it the caller runs it. A domain belongs to the key that created its
+    /// starts it (a *run* request): in a child process if the endpoint
+    /// sandboxes instances, else handed to the service layer; without it
+    /// the caller runs it. A domain belongs to the key that created its
     /// first instance here: another key can neither join nor take it over.
     pub fn create_instance(&self, binding: Binding, queue: bool, owner: Option<KeyId>) -> std::result::Result<Arc<Instance>, Refused> {
         binding.validate().map_err(Refused::Invalid)?;
@@ -220,12 +231,21 @@ impl Endpoint {
                 self.admit(&mut map, owner)?;
             }
             let instance = Instance::new(binding, self.transport.clone());
-            map.insert(key, Hosted { instance: instance.clone(), owner });
+            let sandbox = match (&self.config.sandbox, queue) {
+                (Some(setting), true) => {
+                    let sandbox = Arc::new(Sandbox::default());
+                    start_sandbox(setting, instance.clone(), sandbox.clone());
+                    Some(sandbox)
+                }
+                _ => None,
+            };
+            let queued = queue && sandbox.is_none();
+            map.insert(key, Hosted { instance: instance.clone(), owner, sandbox });
+            if queued {
+                let _ = self.runs_tx.lock().send(instance.clone());
+            }
             instance
         };
-        if queue {
-            let _ = self.runs_tx.lock().send(instance.clone());
-        }
         Ok(instance)
     }
 
@@ -250,6 +270,11 @@ impl Endpoint {
 
     pub fn instance(&self, domain: &str, rank: u32) -> Option<Arc<Instance>> {
         self.instances.lock().get(&(domain.to_string(), rank)).map(|h| h.instance.clone())
+    }
+
+    /// The child process running `domain` rank `rank`'s code, if it runs in one.
+    pub fn sandbox(&self, domain: &str, rank: u32) -> Option<Arc<Sandbox>> {
+        self.instances.lock().get(&(domain.to_string(), rank)).and_then(|h| h.sandbox.clone())
     }
 
     /// Some instance of `domain` here, if any (they share its token and size).

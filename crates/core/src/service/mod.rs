@@ -2,7 +2,7 @@
 //! `endpoint` holds its state, `server` accepts connections and routes each
 //! request to one operation per file (`describe`, `run`, `status`, `cancel`;
 //! the store operation belongs to the direct-communication layer), and
-//! `tls` makes it https; `client` is the other side: starting and watching domains on endpoints.
+//! `tls` makes it https, `sandbox` runs each instance in a process of its own; `client` is the other side: starting and watching domains on endpoints.
 
 pub mod cancel;
 pub mod client;
@@ -12,6 +12,7 @@ pub mod guard;
 pub mod keys;
 pub mod reply;
 pub mod run;
+pub mod sandbox;
 pub mod server;
 pub mod shutdown;
 pub mod status;

@@ -14,7 +14,8 @@
 //! | GET    | `/domains/{domain}/ranks/{rank}/messages/{source}/{seq}/matched` | matched |
 //! | DELETE | `/domains/{domain}/ranks/{rank}/messages/{source}/{seq}` | withdraw |
 //!
-//! and the jobs layer's (`crate::jobs`):
+//! (for an instance running in a child process, the last four are relayed
+//! to it: `sandbox::relay`), and the jobs layer's (`crate::jobs`):
 //!
 //! | method | path                                   | operation  |
 //! |--------|----------------------------------------|------------|
@@ -42,7 +43,7 @@ use crate::error::ErrorClass;
 use crate::jobs;
 use crate::service::reply::{self, Reply};
 use crate::service::guard::{self, Need};
-use crate::service::{cancel, describe, run, status, Endpoint};
+use crate::service::{cancel, describe, run, sandbox, status, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
 const MAX_HEAD: usize = 64 << 10;
@@ -132,6 +133,14 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         _ => None,
     };
     let method = req.method().clone();
+    if ep.config.sandbox.is_some() {
+        if let (&Method::POST, ["domains", d, "ranks", r, "messages" | "stream"])
+        | (&Method::GET, ["domains", d, "ranks", r, "messages", _, _, "matched"])
+        | (&Method::DELETE, ["domains", d, "ranks", r, "messages", _, _]) = (&method, parts.as_slice())
+        {
+            return sandbox::relay::relay(&ep, d, r, req).await;
+        }
+    }
     match (&method, parts.as_slice()) {
         (&Method::GET, [""]) => describe::describe(&ep, &req),
         (&Method::POST, ["run"]) => run::run(&ep, req, owner.expect("run needs a key")).await,

@@ -1,0 +1,127 @@
+"""What running each instance in a process of its own costs, against
+instances on threads of the endpoint, measured on the same machine in
+alternating rounds (medians; the ratio is what to compare):
+
+* start: from ``POST /run`` of a one-rank domain to its status ``done``
+  (an instance that does nothing), one after the other;
+* ping-pong between two ranks of one domain on one endpoint: the round
+  trip of an 8 B buffer and the bandwidth of a 16 MiB one.
+
+Entry point: benchmarks/isolation/run [--quick] [--rounds R] [--out DIR]
+"""
+import argparse
+import http.client
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+MODES = ("process", "thread")
+SIZES = [(8, 2000), (16 << 20, 20)]
+QUICK_SIZES = [(8, 500), (16 << 20, 8)]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Endpoint:
+    """`mpiws serve` with the benchmark's services, in one isolation mode."""
+
+    def __init__(self, mode, key_file):
+        env = dict(os.environ, MPIWS_KEY_FILE=str(key_file))
+        self.p = subprocess.Popen([str(ROOT / ".venv/bin/mpiws"), "serve", "--isolation", mode,
+                                   "--service", "noop=services:noop", "--service", "pingpong=services:pingpong"],
+                                  cwd=HERE, env=env, stdout=subprocess.PIPE, text=True)
+        self.url = self.p.stdout.readline().split(" at ")[-1].strip()
+        self.key = key_file.read_text().split()[0]
+        u = urlparse(self.url)
+        self.host, self.port = u.hostname, u.port
+
+    def call(self, method, path, body=None, auth=None):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        h = {"authorization": f"Bearer {auth or self.key}"}
+        if body is not None:
+            h["content-type"] = "application/json"
+        c.request(method, path, body=json.dumps(body) if body is not None else None, headers=h)
+        r = c.getresponse()
+        data = json.loads(r.read() or b"null")
+        c.close()
+        assert r.status < 300, (r.status, data)
+        return data
+
+    def domain(self, service, size, params):
+        """Run a domain of ``size`` ranks here; rank 0's result."""
+        d, token = secrets.token_hex(8), secrets.token_hex(16)
+        for rank in range(size):
+            self.call("POST", "/run", {"domain": d, "rank": rank, "endpoints": [self.url] * size, "token": token,
+                                       "service": service, "params": params})
+        while True:
+            s = self.call("GET", f"/domains/{d}/ranks/0?wait=60", auth=token)
+            if s["state"] in ("done", "failed", "cancelled"):
+                assert s["state"] == "done", s
+                return s["result"]
+
+    def close(self):
+        self.p.terminate()
+        self.p.wait()
+
+
+def measure(ep, starts, sizes):
+    t = []
+    for _ in range(starts):
+        t0 = time.perf_counter()
+        ep.domain("noop", 1, {})
+        t.append(time.perf_counter() - t0)
+    rt = ep.domain("pingpong", 2, {"sizes": sizes})
+    return {"start_s": statistics.median(t), "rtt_8B_s": rt["8"], "bw_16MiB_MBps": 2 * (16 << 20) / rt[str(16 << 20)] / 1e6}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="benchmarks/isolation/run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions and rounds")
+    ap.add_argument("--rounds", type=int, help="alternating rounds (default 5, quick 3)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="where the JSON goes")
+    a = ap.parse_args(argv)
+    rounds = a.rounds or (3 if a.quick else 5)
+    sizes, starts = (QUICK_SIZES, 10) if a.quick else (SIZES, 30)
+    raw = {m: [] for m in MODES}
+    with tempfile.TemporaryDirectory() as tmp:
+        key_file = Path(tmp) / "cfg" / "key"
+        for r in range(rounds):
+            for mode in MODES:
+                log(f"isolation: round {r + 1}/{rounds}, {mode}")
+                ep = Endpoint(mode, key_file)
+                try:
+                    raw[mode].append(measure(ep, starts, sizes))
+                finally:
+                    ep.close()
+    med = {m: {k: statistics.median(x[k] for x in raw[m]) for k in raw[m][0]} for m in MODES}
+    p, t = med["process"], med["thread"]
+    rows = [("instance start (POST /run to done)", f"{p['start_s'] * 1e3:.1f} ms", f"{t['start_s'] * 1e3:.1f} ms",
+             p["start_s"] / t["start_s"]),
+            ("8 B round trip", f"{p['rtt_8B_s'] * 1e6:.1f} us", f"{t['rtt_8B_s'] * 1e6:.1f} us", p["rtt_8B_s"] / t["rtt_8B_s"]),
+            ("16 MiB bandwidth", f"{p['bw_16MiB_MBps']:.0f} MB/s", f"{t['bw_16MiB_MBps']:.0f} MB/s",
+             p["bw_16MiB_MBps"] / t["bw_16MiB_MBps"])]
+    print(f"\nisolation: medians of {rounds} alternating rounds on {os.cpu_count()} cores\n")
+    print(f"| {'':36} | process | thread | process/thread |\n|---|---|---|---|")
+    for name, pv, tv, ratio in rows:
+        print(f"| {name:36} | {pv} | {tv} | {ratio:.2f} |")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "isolation.json"
+    path.write_text(json.dumps({"bench": "isolation", "rounds": rounds, "quick": a.quick, "medians": med, "raw": raw}, indent=1))
+    log(f"isolation: results in {path}")
+
+
+if __name__ == "__main__":
+    main()

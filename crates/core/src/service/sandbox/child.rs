@@ -1,0 +1,70 @@
+//! The child's half (in `python -m mpiws.service.sandbox`): make the
+//! instance from the binding the endpoint writes on stdin, on the child's
+//! own loopback endpoint; take the streams the endpoint hands over; say
+//! ready; at the end report the outcome. When the endpoint goes (the
+//! hand-over wire ends), the child ends at once: no orphans.
+
+use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use rustls_pki_types::pem::PemObject;
+
+use crate::domain::{Binding, Instance};
+use crate::error::{Error, ErrorClass, Result};
+use crate::service::sandbox::handover::{self, CHILD_FDS};
+use crate::service::Endpoint;
+
+static REPORTS: OnceLock<UnixStream> = OnceLock::new();
+
+/// Create this child's instance on `ep` and say it is ready.
+pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
+    let broken = |what: &str, e: &dyn std::fmt::Display| Error::new(ErrorClass::Intern, format!("sandbox: {what}: {e}"));
+    for fd in [CHILD_FDS.0, CHILD_FDS.1] {
+        // SAFETY: F_GETFD only asks whether the descriptor is open.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+            return Err(broken("not started by an endpoint", &format!("descriptor {fd} is not open")));
+        }
+    }
+    // SAFETY: the endpoint placed the wire's two ends there (`start::place_wire`), for this process only.
+    let (wire, reports) = unsafe { (UnixStream::from_raw_fd(CHILD_FDS.0), UnixStream::from_raw_fd(CHILD_FDS.1)) };
+    if let Some(own) = std::env::var_os(super::TRUST_ENV) {
+        let pem = std::fs::read(&own).map_err(|e| broken("cannot read the endpoint's certificate", &e))?;
+        for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem).flatten() {
+            crate::direct::tls::trust_own(cert);
+        }
+    }
+    let mut text = Vec::new();
+    std::io::stdin().read_to_end(&mut text).map_err(|e| broken("cannot read the binding", &e))?;
+    let binding: Binding = serde_json::from_slice(&text).map_err(|e| broken("malformed binding", &e))?;
+    ep.deploy(&binding.service);
+    let instance = ep.create_instance(binding, false, None).map_err(Error::from)?;
+    let (taker, max) = (instance.clone(), ep.config.max_message);
+    std::thread::Builder::new()
+        .name("mpiws-handover".into())
+        .spawn(move || take_streams(wire, taker, max))
+        .map_err(|e| broken("no thread", &e))?;
+    writeln!(&reports, "ready {}", ep.url()).map_err(|e| broken("cannot report", &e))?;
+    let _ = REPORTS.set(reports);
+    Ok(instance)
+}
+
+/// Report `instance`'s final status to the endpoint.
+pub fn report(instance: &Instance) -> Result<()> {
+    let reports = REPORTS.get().ok_or_else(|| Error::new(ErrorClass::Intern, "sandbox: report before begin"))?;
+    let line = serde_json::to_string(&instance.status()).expect("a status encodes");
+    writeln!(&*reports, "{line}").map_err(|e| Error::new(ErrorClass::Intern, format!("sandbox: cannot report: {e}")))
+}
+
+fn take_streams(wire: UnixStream, instance: Arc<Instance>, max: u64) {
+    while let Ok(Some((source, socket, early))) = handover::receive(&wire) {
+        if let Ok(progress) = instance.progress() {
+            let _ = progress.add(&instance, source, socket, Bytes::from(early), max);
+        }
+    }
+    // The endpoint is gone, or ended this instance: so does this process, now.
+    // SAFETY: _exit ends the process without running anything else.
+    unsafe { libc::_exit(70) }
+}

@@ -1,0 +1,162 @@
+//! The wire between an endpoint and an instance's child process: two socket
+//! pairs, inherited by the child at fixed descriptors ([`CHILD_FDS`]).
+//!
+//! - *hand-over* (endpoint to child): a stream socket the endpoint accepted
+//!   for the instance, as a descriptor (`SCM_RIGHTS`) with a 9-byte header
+//!   `[kind u8][source u32 LE][early u32 LE]`, then `early` bytes the
+//!   endpoint read past the upgrade (the stream's first bytes).
+//! - *reports* (child to endpoint): lines, `ready <url>` once the child's
+//!   instance exists, then the instance's final status as JSON.
+
+use std::io::{self, Read, Write};
+use std::mem::{size_of, MaybeUninit};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+use crate::direct::socket::Socket;
+
+/// Where a child finds the hand-over wire and the reports wire.
+pub const CHILD_FDS: (RawFd, RawFd) = (3, 4);
+
+/// Most bytes read past an upgrade that are handed over with its socket.
+const MAX_EARLY: u32 = 16 << 20;
+
+const HEADER: usize = 9;
+const TCP: u8 = 0;
+const LOCAL: u8 = 1;
+
+/// Hand `socket` (a stream from rank `source`) and its `early` bytes over.
+pub fn send(wire: &UnixStream, source: u32, socket: &Socket, early: &[u8]) -> io::Result<()> {
+    let (kind, fd) = match socket {
+        Socket::Tcp(s) => (TCP, s.as_raw_fd()),
+        Socket::Pumped(s) => (LOCAL, s.as_raw_fd()),
+    };
+    let len = u32::try_from(early.len()).ok().filter(|&l| l <= MAX_EARLY).ok_or_else(|| io::Error::other("too many early bytes"))?;
+    let mut header = [0u8; HEADER];
+    header[0] = kind;
+    header[1..5].copy_from_slice(&source.to_le_bytes());
+    header[5..9].copy_from_slice(&len.to_le_bytes());
+    send_with_fd(wire, &header, fd)?;
+    (&*wire).write_all(early)
+}
+
+/// The next socket handed over: (source, socket, early bytes); None at the end of the wire.
+pub fn receive(wire: &UnixStream) -> io::Result<Option<(u32, Socket, Vec<u8>)>> {
+    let mut header = [0u8; HEADER];
+    let (n, fd) = recv_with_fd(wire, &mut header)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let fd = fd.ok_or_else(|| io::Error::other("hand-over without a socket"))?;
+    (&*wire).read_exact(&mut header[n..])?;
+    let source = u32::from_le_bytes(header[1..5].try_into().expect("4 bytes"));
+    let len = u32::from_le_bytes(header[5..9].try_into().expect("4 bytes"));
+    if len > MAX_EARLY {
+        return Err(io::Error::other("too many early bytes"));
+    }
+    let socket = match header[0] {
+        TCP => Socket::Tcp(TcpStream::from(fd)),
+        LOCAL => Socket::Pumped(UnixStream::from(fd)),
+        k => return Err(io::Error::other(format!("unknown socket kind {k}"))),
+    };
+    let mut early = vec![0u8; len as usize];
+    (&*wire).read_exact(&mut early)?;
+    Ok(Some((source, socket, early)))
+}
+
+fn send_with_fd(wire: &UnixStream, bytes: &[u8], fd: RawFd) -> io::Result<()> {
+    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    // SAFETY: msg points at iov and control, which outlive the call; the
+    // header written is within `control` (CMSG_FIRSTHDR of a buffer of CMSG_SPACE).
+    unsafe {
+        let mut msg: libc::msghdr = MaybeUninit::zeroed().assume_init();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut _;
+        msg.msg_controllen = space as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut RawFd, fd);
+        let sent = loop {
+            let r = libc::sendmsg(wire.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
+            if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break r;
+            }
+        };
+        if sent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The descriptor went with the first byte; the rest is plain data.
+        (&*wire).write_all(&bytes[sent as usize..])
+    }
+}
+
+/// Read up to `buf.len()` bytes and the descriptor that came with them.
+fn recv_with_fd(wire: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut _, iov_len: buf.len() };
+    // SAFETY: a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    // SAFETY: msg points at iov and control, which outlive the call; a
+    // descriptor is read only from a control message the kernel filled in.
+    unsafe {
+        let mut msg: libc::msghdr = MaybeUninit::zeroed().assume_init();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut _;
+        msg.msg_controllen = space as _;
+        let n = loop {
+            let r = libc::recvmsg(wire.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+            if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break r;
+            }
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut fd = None;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if !cmsg.is_null() && (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+            fd = Some(OwnedFd::from_raw_fd(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const RawFd)));
+        }
+        Ok((n as usize, fd))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_socket_and_its_early_bytes_cross_the_wire() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (served, _) = listener.accept().unwrap();
+        send(&a, 7, &Socket::Tcp(served), b"early").unwrap();
+        let (source, socket, early) = receive(&b).unwrap().unwrap();
+        assert_eq!((source, early.as_slice()), (7, &b"early"[..]));
+        // The descriptor received is the same connection.
+        client.write_all(b"ping").unwrap();
+        let Socket::Tcp(mut got) = socket else { panic!("expected a TCP socket") };
+        let mut buf = [0u8; 4];
+        got.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"ping");
+        drop(a);
+        assert!(receive(&b).unwrap().is_none(), "the end of the wire is the end");
+    }
+
+    #[test]
+    fn a_header_without_a_socket_is_refused() {
+        let (a, b) = UnixStream::pair().unwrap();
+        (&a).write_all(&[TCP, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        assert!(receive(&b).is_err());
+    }
+}

@@ -1,0 +1,109 @@
+//! The direct-communication requests of an instance whose code runs in a
+//! child process. The endpoint checks them as for any instance (domain id,
+//! rank, token: `store::admit_ended`), then:
+//! - a stream upgrade is accepted here and the socket handed to the child,
+//!   which reads and writes it itself from then on;
+//! - stores, `matched` and `withdraw` are relayed over HTTP to the child's
+//!   loopback endpoint (bodies streamed through), which checks and answers
+//!   them as any endpoint does.
+//!
+//! A request that comes before the child is ready waits for it (up to
+//! `READY_WAIT`); then the answer is "not yet" (503, `Retry-After`), as for
+//! an instance whose *run* request has not arrived.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+use crate::body::Chunks;
+use crate::direct::store::admit_ended;
+use crate::direct::stream;
+use crate::error::ErrorClass;
+use crate::service::reply::{error, from_error, Reply};
+use crate::service::sandbox::{handover, Sandbox};
+use crate::service::Endpoint;
+
+/// Longest a request waits for the instance's child to be ready before it is told "not yet".
+const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// Headers that belong to one connection, not to the request (RFC 9110 7.6.1).
+const HOP_BY_HOP: [&str; 8] = ["host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
+
+pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
+    let instance = match admit_ended(ep, domain, rank, req.headers(), 0).await {
+        Ok(i) => i,
+        Err(reply) => return reply,
+    };
+    let sandbox = ep.sandbox(domain, instance.rank());
+    let url = match &sandbox {
+        // A child that ended its code lingers a moment, answering questions about what it received.
+        Some(s) if s.url().is_some() => s.url(),
+        // A child takes a moment to start: a request that comes first waits for it (bounded).
+        Some(s) if instance.ended().is_none() => s.url_within(READY_WAIT).await,
+        _ => None,
+    };
+    let (Some(sandbox), Some(url)) = (sandbox, url) else {
+        if let Some(e) = instance.ended() {
+            return from_error(&e);
+        }
+        let mut r = error(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, format!("domain {domain} rank {rank} is starting here; try again"));
+        r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    };
+    if req.method() == Method::POST && req.uri().path().ends_with("/stream") {
+        return stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| hand_over(&sandbox, source, socket, &early)).await;
+    }
+    forward(&url, req).await
+}
+
+fn hand_over(sandbox: &Sandbox, source: u32, socket: crate::direct::socket::Socket, early: &[u8]) {
+    if let Some(ready) = sandbox.ready.lock().as_ref() {
+        // A failed hand-over drops the socket: the peer sees the stream end and opens another.
+        let _ = handover::send(&ready.handover, source, &socket, early);
+    }
+}
+
+/// The request, as it came, to the child (its body streamed through: the
+/// child applies every check and limit to it); the child's answer.
+async fn forward(url: &str, req: Request<Incoming>) -> Reply {
+    static CLIENT: OnceLock<Client<HttpConnector, Incoming>> = OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        Client::builder(TokioExecutor::new()).build(http)
+    });
+    let (mut parts, body) = req.into_parts();
+    let target = format!("{url}{}", parts.uri.path_and_query().map_or("", |p| p.as_str()));
+    let Ok(uri) = target.parse() else {
+        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "request cannot be relayed");
+    };
+    parts.uri = uri;
+    for name in HOP_BY_HOP {
+        parts.headers.remove(name);
+    }
+    let cut = |e: &dyn std::fmt::Display| {
+        // The child is gone or going: its peer tries again, and learns the instance's end from this record.
+        error(StatusCode::BAD_GATEWAY, ErrorClass::ProcFailed, format!("the instance's process did not answer: {e}"))
+    };
+    let answer = match client.request(Request::from_parts(parts, body)).await {
+        Ok(a) => a,
+        Err(e) => return cut(&e),
+    };
+    let (parts, body) = answer.into_parts();
+    match body.collect().await {
+        Ok(b) => {
+            let mut r = Response::from_parts(parts, Chunks::new([b.to_bytes()]));
+            for name in HOP_BY_HOP {
+                r.headers_mut().remove(name);
+            }
+            r
+        }
+        Err(e) => cut(&e),
+    }
+}

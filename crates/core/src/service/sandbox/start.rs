@@ -1,0 +1,172 @@
+//! Start an instance's child process and follow it to its end. The record
+//! of the instance (here, in the endpoint) always ends: with the child's
+//! reported outcome, cancelled (the child is then ended within
+//! `process_group::GRACE`), over its time limit, or with why the child died.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::domain::instance::{ErrorReport, InstanceState};
+use crate::domain::Instance;
+use crate::error::ErrorClass;
+use crate::jobs::process_group;
+use crate::runtime::runtime;
+use crate::service::sandbox::handover::CHILD_FDS;
+use crate::service::sandbox::{Sandbox, SandboxSetting};
+
+/// How long a child that reported its outcome may take to exit.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// Start the child of `instance`; `sandbox` is where it can be reached once ready.
+pub fn start(setting: &SandboxSetting, instance: Arc<Instance>, sandbox: Arc<Sandbox>) {
+    let setting = setting.clone();
+    runtime().spawn(async move {
+        let outcome = follow(&setting, &instance, &sandbox).await;
+        sandbox.close();
+        if let Err((name, message)) = outcome {
+            instance.fail(ErrorReport { class: ErrorClass::Other.code(), name: name.into(), message, traceback: String::new() });
+        }
+    });
+}
+
+/// What the child reports at its end: its instance's final status.
+#[derive(serde::Deserialize)]
+struct Outcome {
+    state: InstanceState,
+    result: Option<serde_json::Value>,
+    error: Option<ErrorReport>,
+}
+
+type Failure = (&'static str, String);
+
+async fn follow(setting: &SandboxSetting, instance: &Arc<Instance>, sandbox: &Sandbox) -> Result<(), Failure> {
+    let cannot = |e: io::Error| ("InstanceNotStarted", format!("the endpoint could not start the instance's process: {e}"));
+    let (handover, handover_child) = UnixStream::pair().map_err(cannot)?;
+    let (reports, reports_child) = UnixStream::pair().map_err(cannot)?;
+    let Some((program, args)) = setting.command.split_first() else {
+        return Err(cannot(io::Error::other("no command")));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).stdin(Stdio::piped()).process_group(0).kill_on_drop(true);
+    if let Some(own) = &setting.trust {
+        cmd.env(super::TRUST_ENV, own);
+    }
+    if setting.max_memory.is_some() {
+        // Few malloc arenas: each reserves 64 MiB of the address space bounded below.
+        cmd.env("MALLOC_ARENA_MAX", "2");
+    }
+    let fds = (handover_child.as_raw_fd(), reports_child.as_raw_fd());
+    let memory = setting.max_memory;
+    // SAFETY: between fork and exec the closure only calls async-signal-safe
+    // functions (fcntl, dup2, close, setrlimit) and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || place_wire(fds, memory));
+    }
+    let mut child = cmd.spawn().map_err(cannot)?;
+    drop((handover_child, reports_child));
+    let group = process_group::group_of(&child);
+
+    let binding = serde_json::to_vec(&instance.binding).expect("a binding encodes");
+    if let Some(mut stdin) = child.stdin.take() {
+        // A child that cannot read its binding fails by itself; it is followed below.
+        let _ = stdin.write_all(&binding).await;
+    }
+    reports.set_nonblocking(true).map_err(cannot)?;
+    let mut lines = BufReader::new(tokio::net::UnixStream::from_std(reports).map_err(cannot)?).lines();
+    let mut handover = Some(handover);
+    let mut status = instance.watch_status();
+    let limit = tokio::time::sleep(setting.max_time);
+    tokio::pin!(limit);
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => match line.strip_prefix("ready ") {
+                    Some(url) => {
+                        if let Some(h) = handover.take() {
+                            sandbox.set_ready(url.to_string(), h);
+                        }
+                        instance.set_running();
+                    }
+                    None => {
+                        apply(instance, &line);
+                        break;
+                    }
+                },
+                _ => break, // the child closed its reports: it is ending
+            },
+            _ = async { status.wait_for(|s| s.state.is_final()).await.map(drop) } => {
+                // Cancelled through the endpoint: the code ends now.
+                process_group::end(group, &mut child).await;
+                return Ok(());
+            }
+            _ = &mut limit => {
+                process_group::end(group, &mut child).await;
+                let t = setting.max_time;
+                return Err(("TimeLimitExceeded", format!("the instance ran longer than this endpoint allows ({t:?}, --max-instance-time) and was ended")));
+            }
+        }
+    }
+    match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        Ok(Ok(exit)) if instance.status().state.is_final() => {
+            let _ = exit;
+            Ok(())
+        }
+        Ok(Ok(exit)) => Err(("InstanceDied", died(exit, setting.max_memory))),
+        _ => {
+            process_group::end(group, &mut child).await;
+            Err(("InstanceDied", "the instance's process did not exit after its code ended, and was ended".into()))
+        }
+    }
+}
+
+/// The child's final status, onto the record.
+fn apply(instance: &Instance, line: &str) {
+    match serde_json::from_str::<Outcome>(line) {
+        Ok(Outcome { state: InstanceState::Done, result, .. }) => instance.finish(result.unwrap_or(serde_json::Value::Null)),
+        Ok(Outcome { state: InstanceState::Failed, error: Some(e), .. }) => instance.fail(e),
+        Ok(Outcome { state: InstanceState::Cancelled, .. }) => instance.cancel(),
+        _ => instance.fail(ErrorReport {
+            class: ErrorClass::Intern.code(),
+            name: "InstanceDied".into(),
+            message: format!("the instance's process reported an unreadable outcome: {:.200}", line),
+            traceback: String::new(),
+        }),
+    }
+}
+
+fn died(exit: ExitStatus, memory: Option<u64>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let how = match (exit.code(), exit.signal()) {
+        (_, Some(sig)) => format!("was killed by signal {sig}"),
+        (Some(code), _) => format!("exited with status {code}"),
+        _ => "ended".to_string(),
+    };
+    let hint = memory.map(|m| format!(" (its memory is bounded to {m} bytes: --max-instance-memory)")).unwrap_or_default();
+    format!("the instance's process {how} before its code ended{hint}")
+}
+
+/// In the forked child: the wire's two ends at `CHILD_FDS`, and the memory bound.
+fn place_wire((handover, reports): (RawFd, RawFd), memory: Option<u64>) -> io::Result<()> {
+    let check = |r: libc::c_int| if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) };
+    // SAFETY: plain descriptor calls on descriptors this process owns.
+    unsafe {
+        // First above the targets, so that neither end overwrites the other.
+        let h = check(libc::fcntl(handover, libc::F_DUPFD, 10))?;
+        let r = check(libc::fcntl(reports, libc::F_DUPFD, 10))?;
+        check(libc::dup2(h, CHILD_FDS.0))?;
+        check(libc::dup2(r, CHILD_FDS.1))?;
+        libc::close(h);
+        libc::close(r);
+        if let Some(m) = memory {
+            let limit = libc::rlimit { rlim_cur: m as libc::rlim_t, rlim_max: m as libc::rlim_t };
+            check(libc::setrlimit(libc::RLIMIT_AS, &limit))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,92 @@
+"""A service instance in a process of its own: what ``mpiws serve`` runs for
+each *run* request (``isolation="process"``, the default), started by the
+endpoint (``mpiws_core::service::sandbox``), never by hand.
+
+The endpoint writes the binding on stdin and keeps the instance's record;
+this process creates the instance on an endpoint of its own (loopback,
+no keys: the endpoint relays it the domain's traffic and hands it the
+streams), runs the service, reports the outcome and exits. Whatever the
+service does (holds the GIL, crashes, runs out of memory, never returns),
+the other instances of the endpoint go on, and a cancel ends this process.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from .. import _core
+from ..MPI import pickled
+from .runner import run_instance
+
+#: How long a child answers questions about its instance after its code ended.
+LINGER_SECONDS = 5.0
+
+
+def command(services, pickle="restricted", pickle_allow=(), max_message=None, body_timeout=None):
+    """The command line that starts a child for an endpoint deploying
+    ``services``; the child checks the domain's traffic with the endpoint's limits."""
+    cmd = [sys.executable, "-m", "mpiws.service.sandbox", "--path", json.dumps(sys.path), "--pickle", pickle]
+    for name, fn in services.items():
+        cmd += ["--service", f"{name}={spec(fn)}"]
+    for allowed in pickle_allow:
+        cmd += ["--pickle-allow", allowed]
+    if max_message is not None:
+        cmd += ["--max-message", str(max_message)]
+    if body_timeout is not None:
+        cmd += ["--body-timeout", str(body_timeout)]
+    return cmd
+
+
+def spec(fn):
+    """``module:function`` naming ``fn`` so that another process imports the same function."""
+    import importlib
+
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if module and module != "__main__" and "." not in name and "<" not in name:
+        try:
+            if getattr(importlib.import_module(module), name, None) is fn:
+                return f"{module}:{name}"
+        except ImportError:
+            pass
+    raise ValueError(f"service {fn!r} must be a module-level function another process can import "
+                     "(to run instances on threads of the endpoint process instead, use isolation='thread')")
+
+
+def main(argv=None):
+    from .serve import load
+
+    p = argparse.ArgumentParser(prog="python -m mpiws.service.sandbox")
+    p.add_argument("--service", action="append", default=[])
+    p.add_argument("--path", default="[]")
+    p.add_argument("--pickle", default="restricted")
+    p.add_argument("--pickle-allow", action="append", default=[])
+    p.add_argument("--max-message", type=int)
+    p.add_argument("--body-timeout", type=float)
+    a = p.parse_args(argv)
+    sys.path[:0] = [d for d in json.loads(a.path) if d not in sys.path]
+    # No keys: its service interface refuses everything; it serves only the domain's traffic.
+    endpoint = _core.Endpoint("127.0.0.1", 0, max_message=a.max_message, body_timeout=a.body_timeout)
+    instance = _core.sandbox_begin(endpoint)
+    try:
+        specs = dict(s.split("=", 1) for s in a.service)
+        _, fn = load(f"{instance.service}={specs[instance.service]}")
+        loads = pickled.policy(a.pickle, a.pickle_allow)
+    except Exception as e:  # noqa: BLE001 - the record says why; nothing else to do
+        from .runner import fail_to_start
+
+        fail_to_start(instance, e)
+    else:
+        run_instance(instance, fn, loads)
+    _core.sandbox_report(instance)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Its peers may still ask what it received (`matched`, `withdraw`) or
+    # wait for acknowledgements: answered for a moment before the process ends.
+    time.sleep(LINGER_SECONDS)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Isolation between the instances of one endpoint (finding 6 of the
+security review): each instance of ``mpiws serve`` runs in a process of its
+own, so one that holds the GIL, crashes, runs out of memory or never ends
+does not stop the others, and a cancel ends its code within seconds."""
+
+import os
+import time
+
+import pytest
+
+import services
+from mpiws.keys import client_key
+from mpiws.service.serve import Server
+from test_security import Api
+
+SERVICES = dict(services.ALL, hold_gil=services.hold_gil, crash=services.crash, allocate=services.allocate)
+
+
+def sandboxes():
+    """Pids of this process's instance children (`mpiws.service.sandbox`)."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"mpiws.service.sandbox" in cmd:
+            found.add(int(pid))
+    return found
+
+
+def start(api, service, size=1, params=None):
+    """Start every rank of a domain of ``service`` on the one endpoint; (domain, token)."""
+    domain, token = None, None
+    for rank in range(size):
+        status, body, domain, token = api.run(service, domain=domain, token=token, rank=rank, size=size, params=params)
+        assert status == 201, body
+    return domain, token
+
+
+def ended(api, domain, token, rank=0, wait=30):
+    status, body = api.status(domain, rank, token, wait=wait)
+    assert status == 200, body
+    assert body["state"] in ("done", "failed", "cancelled"), body
+    return body
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server(SERVICES, max_instance_memory=1 << 30, max_instance_time=20.0)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def api(server):
+    return Api(server.url, client_key())
+
+
+def test_an_instance_holding_the_gil_starves_nobody_and_cancel_ends_it(api):
+    before = sandboxes()
+    hog, hog_token = start(api, "hold_gil")
+    time.sleep(1.0)  # inside sum(), holding its interpreter's GIL
+    hog_pid = sandboxes() - before
+    assert len(hog_pid) == 1, "the hog runs in a process of its own"
+    # Another domain of two ranks starts, communicates and ends meanwhile.
+    domain, token = start(api, "array_sum", size=2, params={"n": 1000})
+    for rank in range(2):
+        body = ended(api, domain, token, rank)
+        assert body["state"] == "done" and body["result"] == 499500.0 + rank, body
+    t0 = time.monotonic()
+    status, body, _ = api.call("DELETE", f"/domains/{hog}/ranks/0", auth=hog_token)
+    assert status == 200 and body["state"] == "cancelled", body
+    while sandboxes() & hog_pid and time.monotonic() - t0 < 10:
+        time.sleep(0.1)
+    assert not sandboxes() & hog_pid, "the cancelled instance's process is gone"
+    assert time.monotonic() - t0 < 5, "within the grace of SIGTERM then SIGKILL"
+
+
+def test_a_crashed_instance_is_reported_and_its_peer_fails_instead_of_hanging(api):
+    domain, token = start(api, "crash", size=2)
+    dead = ended(api, domain, token, rank=1)
+    assert dead["state"] == "failed" and dead["error"]["name"] == "InstanceDied", dead
+    assert "signal 6" in dead["error"]["message"]
+    waiting = ended(api, domain, token, rank=0)
+    assert waiting["state"] == "failed" and "PROC_FAILED" in waiting["error"]["name"], waiting
+    # The endpoint goes on.
+    d2, t2 = start(api, "array_sum", params={"n": 10})
+    assert ended(api, d2, t2)["result"] == 45.0
+
+
+def test_memory_is_bounded_per_instance(api):
+    domain, token = start(api, "allocate", params={"bytes": 2 << 30})
+    body = ended(api, domain, token)
+    assert body["state"] == "failed" and body["error"]["name"] == "MemoryError", body
+    domain, token = start(api, "allocate", params={"bytes": 64 << 20})
+    assert ended(api, domain, token)["result"] == 64 << 20
+
+
+def test_time_is_bounded_per_instance(tmp_path):
+    s = Server(SERVICES, max_instance_time=1.0)
+    try:
+        api = Api(s.url, client_key())
+        t0 = time.monotonic()
+        domain, token = start(api, "block")
+        body = ended(api, domain, token)
+        assert body["state"] == "failed" and body["error"]["name"] == "TimeLimitExceeded", body
+        assert "--max-instance-time" in body["error"]["message"]
+        assert time.monotonic() - t0 < 10
+    finally:
+        s.stop()
+
+
+def test_a_service_another_process_cannot_import_is_refused_at_start():
+    with pytest.raises(ValueError, match="module-level function"):
+        Server({"f": lambda comm, params: None})
+    Server({"f": lambda comm, params: None}, isolation="thread").stop()  # on threads it may be anything
+
+
+def test_services_of_a_sandboxed_endpoint_communicate_as_before(api):
+    # exchange: two ranks swap objects, over streams handed to the children.
+    domain, token = start(api, "exchange", size=3, params={"marker": "m"})
+    for rank in range(3):
+        body = ended(api, domain, token, rank)
+        assert body["state"] == "done", body
+        assert body["result"] == [["m", r] for r in range(3) if r != rank]

@@ -34,7 +34,8 @@ class Endpoint:
                  max_binding: Optional[int] = None, max_ranks: Optional[int] = None,
                  max_instances: Optional[int] = None, max_instances_per_key: Optional[int] = None,
                  fetch_allow: list[str] = [], max_fetch: Optional[int] = None, fetch_timeout: Optional[float] = None,
-                 max_disk: Optional[int] = None, max_jobs: Optional[int] = None, job_ttl: Optional[float] = None,
+                 max_disk: Optional[int] = None, max_jobs: Optional[int] = None,
+                 max_jobs_per_key: Optional[int] = None, job_ttl: Optional[float] = None,
                  max_spawn_body: Optional[int] = None, tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  tls_self_signed: bool = False, tls_cert_out: Optional[str] = None,
                  tls_handshake_timeout: Optional[float] = None) -> None:

@@ -3,11 +3,13 @@ real HTTP: URL inputs cannot reach the deployer's own network (SSRF), are
 bounded in size and time; the disk, the job table and what is kept are
 bounded; inputs are copies; job files are never read through symlinks;
 a kill ends a job's whole process group; values never become options; the
-work directory is private and cannot be planted."""
+work directory is private and cannot be planted; jobs and uploads belong to
+the key that made them."""
 
 import http.client
 import json
 import os
+import secrets
 import signal
 import socket
 import stat
@@ -481,3 +483,148 @@ def test_mpiws_serve_makes_a_fresh_private_workdir_and_removes_it(tmp_path):
         srv.send_signal(signal.SIGTERM)
         srv.wait(timeout=20)
     assert list(tmp.iterdir()) == []
+
+
+# ---- 10. jobs and uploads belong to the key that made them -------------------
+
+KEY_A, KEY_B, KEY_ADMIN = (c * 16 + secrets.token_hex(8) for c in "abc")
+
+
+def as_key(key):
+    return {"authorization": f"Bearer {key}"}
+
+
+def keys_file(d):
+    """Two tenants (jobs, files) and an admin key with no other scope."""
+    keys = d / "keys"
+    keys.write_text(f"{KEY_A} jobs files\n{KEY_B} jobs,files\n{KEY_ADMIN} admin\n")
+    keys.chmod(0o600)
+    return str(keys)
+
+
+@pytest.fixture(scope="module")
+def tenants(tmp_path_factory):
+    """An endpoint with keys A and B (``jobs files``) and an ``admin`` key."""
+    s = Server({}, keys=keys_file(tmp_path_factory.mktemp("tenants")),
+               programs=["sleep=sleep [in:val:seconds:float]", "copy=cp [in:file:src:binary] [out:file:dst:binary]"])
+    yield s
+    s.stop()
+
+
+def spawn_as(key, server, program, **inputs):
+    status, _, body = call("POST", f"{server.url}/programs/{program}/jobs", {"inputs": inputs}, as_key(key))
+    assert status == 201, body
+    return json.loads(body)
+
+
+def test_another_key_cannot_watch_read_or_kill_a_job_nor_learn_it_exists(tenants):
+    job = spawn_as(KEY_A, tenants, "sleep", seconds=60)
+    assert wait_for(lambda: json.loads(call("GET", job["url"], headers=as_key(KEY_A))[2])["state"] == "running")
+    missing = f"{tenants.url}/jobs/{'0' * 32}"
+    for method, suffix in (("GET", ""), ("GET", "?wait=30"), ("GET", "/results"), ("GET", "/results?by=reference"),
+                           ("DELETE", ""), ("DELETE", "?remove=true")):
+        start = time.monotonic()
+        theirs = call(method, job["url"] + suffix, headers=as_key(KEY_B))
+        assert time.monotonic() - start < 10, "a long poll on another key's job waited"
+        none = call(method, missing + suffix, headers=as_key(KEY_B))
+        assert theirs[0] == none[0] == 404, (method, suffix, theirs)
+        # word for word the answer for a job that does not exist
+        assert theirs[2] == none[2].replace(b"0" * 32, job["id"].encode()), (theirs[2], none[2])
+    # untouched: still running, its owner sees it
+    status, _, body = call("GET", job["url"], headers=as_key(KEY_A))
+    assert status == 200 and json.loads(body)["state"] == "running"
+    # its files stay capability URLs: whoever holds the URL reads them (no key at all)
+    assert call("GET", f"{job['url']}/stdout", headers={"authorization": ""})[0] == 200
+    # admin may act on any job
+    status, _, body = call("GET", job["url"], headers=as_key(KEY_ADMIN))
+    assert status == 200 and json.loads(body)["id"] == job["id"]
+    status, _, body = call("DELETE", job["url"], headers=as_key(KEY_ADMIN))
+    assert status == 200 and json.loads(body)["state"] == "killed", body
+    status, _, body = call("GET", f"{job['url']}/results", headers=as_key(KEY_ADMIN))
+    assert status == 200 and json.loads(body)["state"] == "killed", body
+    assert call("DELETE", f"{job['url']}?remove=true", headers=as_key(KEY_ADMIN))[0] == 204
+    assert call("GET", job["url"], headers=as_key(KEY_A))[0] == 404
+    # and the admin key may not spawn: it has no 'jobs' scope
+    status, _, body = call("POST", f"{tenants.url}/programs/sleep/jobs", {"inputs": {"seconds": 0}}, as_key(KEY_ADMIN))
+    assert status == 403 and "'jobs'" in message(body), body
+
+
+def test_another_key_cannot_delete_an_upload_but_may_use_it_by_reference(tenants):
+    status, _, body = call("POST", f"{tenants.url}/files", b"A's data", {**as_key(KEY_A), "content-type": "application/octet-stream"})
+    assert status == 201, body
+    ref = json.loads(body)
+    missing = f"{tenants.url}/files/{'0' * 32}"
+    theirs, none = call("DELETE", ref["url"], headers=as_key(KEY_B)), call("DELETE", missing, headers=as_key(KEY_B))
+    assert theirs[0] == none[0] == 404 and theirs[2] == none[2].replace(b"0" * 32, ref["url"].rsplit("/", 1)[1].encode())
+    assert call("GET", ref["url"], headers={"authorization": ""})[2] == b"A's data"  # still there, by its URL
+    # a job of B given A's upload, and A's job output, by reference: linked from disk
+    status, _, body = call("POST", f"{tenants.url}/programs/copy/call?by=reference", {"inputs": {"src": {"url": ref["url"]}}},
+                           as_key(KEY_B))
+    assert status == 200, body
+    out = json.loads(body)["outputs"]["dst"]["url"]
+    status, _, body = call("POST", f"{tenants.url}/programs/copy/call", {"inputs": {"src": {"url": out}}}, as_key(KEY_A))
+    assert status == 200 and json.loads(body)["outputs"]["dst"] == {"base64": "QSdzIGRhdGE="}, body
+    assert call("DELETE", ref["url"], headers=as_key(KEY_A))[0] == 204
+    # admin may remove anyone's upload
+    status, _, body = call("POST", f"{tenants.url}/files", b"B's", {**as_key(KEY_B), "content-type": "application/octet-stream"})
+    b_ref = json.loads(body)
+    assert call("DELETE", b_ref["url"], headers=as_key(KEY_A))[0] == 404
+    assert call("DELETE", b_ref["url"], headers=as_key(KEY_ADMIN))[0] == 204
+    assert call("GET", b_ref["url"])[0] == 404
+
+
+def test_get_jobs_lists_the_callers_own_jobs_and_every_job_to_admin(tenants):
+    def listed(key):
+        status, _, body = call("GET", f"{tenants.url}/jobs", headers=as_key(key))
+        assert status == 200, body
+        return json.loads(body)
+
+    a = [spawn_as(KEY_A, tenants, "sleep", seconds=30) for _ in range(2)]
+    b = spawn_as(KEY_B, tenants, "sleep", seconds=30)
+    try:
+        mine = listed(KEY_A)
+        ids = [j["id"] for j in mine]
+        assert a[0]["id"] in ids and a[1]["id"] in ids and b["id"] not in ids
+        assert ids.index(a[0]["id"]) < ids.index(a[1]["id"])  # oldest first
+        assert all(j["owner"] == 1 for j in mine)
+        entry = next(j for j in mine if j["id"] == a[0]["id"])
+        assert set(entry) == {"id", "url", "program", "state", "created", "owner"}
+        assert entry["url"] == a[0]["url"] and entry["program"] == "sleep" and entry["created"] == a[0]["started"]
+        assert b["id"] in {j["id"] for j in listed(KEY_B)} and not {x["id"] for x in a} & {j["id"] for j in listed(KEY_B)}
+        everyone = listed(KEY_ADMIN)
+        assert {x["id"] for x in a + [b]} <= {j["id"] for j in everyone}
+        assert [j["created"] for j in everyone] == sorted(j["created"] for j in everyone)  # oldest first
+        # GET /: a count of the jobs, to admin only
+        for key in (None, KEY_A):
+            status, _, body = call("GET", f"{tenants.url}/", headers={"authorization": f"Bearer {key}" if key else ""})
+            assert status == 200 and "jobs" not in json.loads(body), body
+        status, _, body = call("GET", f"{tenants.url}/", headers=as_key(KEY_ADMIN))
+        assert json.loads(body)["jobs"] == len(everyone)
+        # a key with neither 'jobs' nor 'admin' lists nothing
+        assert call("GET", f"{tenants.url}/jobs", headers={"authorization": ""})[0] == 401
+    finally:
+        for j in a + [b]:
+            call("DELETE", f"{j['url']}?remove=true", headers=as_key(KEY_ADMIN))
+
+
+def test_a_key_holds_at_most_max_jobs_per_key(tmp_path):
+    """`mpiws serve --max-jobs-per-key`: above it, 429 with Retry-After, naming the flag; other keys are not held back."""
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", "--port", str(port), "--keys", keys_file(tmp_path),
+                            "--program", "sleep=sleep [in:val:seconds:float]", "--max-jobs-per-key", "2"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        url = srv.stdout.readline().split(" at ")[-1].strip()
+        server = type("Endpoint", (), {"url": url})
+        first = spawn_as(KEY_A, server, "sleep", seconds=60)
+        spawn_as(KEY_A, server, "sleep", seconds=60)
+        status, headers, body = call("POST", f"{url}/programs/sleep/jobs", {"inputs": {"seconds": 0}}, as_key(KEY_A))
+        assert status == 429 and "--max-jobs-per-key" in message(body) and int(headers["Retry-After"]) >= 1, body
+        status, _, body = call("POST", f"{url}/programs/sleep/call", {"inputs": {"seconds": 0}}, as_key(KEY_A))
+        assert status == 429, body
+        spawn_as(KEY_B, server, "sleep", seconds=0)  # another key's share is its own
+        assert call("DELETE", f"{first['url']}?remove=true", headers=as_key(KEY_A))[0] == 204
+        spawn_as(KEY_A, server, "sleep", seconds=0)
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(timeout=20)

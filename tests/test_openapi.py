@@ -323,6 +323,8 @@ def test_describe(api):
     assert [x["domain"] for x in d["domains"]] == [domain]
     _, d = api.call("GET", "/", headers=auth(KEY), expect=200)                           # admin: all
     assert d["url"] == api.url and "block" in d["services"]
+    assert isinstance(d["jobs"], int)                                                    # admin only
+    assert "jobs" not in api.call("GET", "/", headers=auth(KEY_RUN), expect=200)[1]
     assert d["programs"] == sorted(p.split("=")[0] for p in PROGRAMS)
     assert d["domains"] == sorted(d["domains"], key=lambda x: x["domain"])
     mine = [x for x in d["domains"] if x["domain"] == domain]
@@ -546,6 +548,10 @@ def test_job_status_and_kill(api):
     _, job = api.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
     path = f"/jobs/{job['id']}"
     assert job["url"] == api.url + path and job["state"] in ("staging", "running") and job["ended"] is None
+    _, listed = api.call("GET", "/jobs", expect=200)                                    # the key's own jobs
+    (entry,) = [j for j in listed if j["id"] == job["id"]]
+    assert entry == {"id": job["id"], "url": job["url"], "program": "sleep", "state": entry["state"], "created": job["started"],
+                     "owner": 1}
     _, s = api.call("GET", path + "?wait=0.2", expect=200)                               # times out, still running
     assert s["state"] == "running" and s["exit_code"] is None
     api.call("GET", path + "?wait=soon", expect=400)
@@ -618,7 +624,7 @@ def test_files(api, server):
 def test_keyed_operations_refuse_callers_without_the_key(api):
     """Every operation of the jobs layer: no key 401, a key without the scope 403."""
     calls = [("GET", "/programs"), ("GET", "/programs/count"), ("POST", "/programs/count/jobs"),
-             ("POST", "/programs/count/call"), ("GET", f"/jobs/{NO_JOB}"), ("DELETE", f"/jobs/{NO_JOB}"),
+             ("POST", "/programs/count/call"), ("GET", "/jobs"), ("GET", f"/jobs/{NO_JOB}"), ("DELETE", f"/jobs/{NO_JOB}"),
              ("GET", f"/jobs/{NO_JOB}/results"), ("POST", "/files"), ("DELETE", f"/files/{NO_JOB}")]
     for method, path in calls:
         body = inputs(text="x") if method == "POST" else None
@@ -630,20 +636,28 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
         api.call("POST", f"/programs/count/{how}", b'{"inputs"', JSON, announce=100, expect=408)   # stalls
 
 
-def test_full_job_table_and_disk(spec, api):
-    """A second endpoint with small limits: the job table (503, Retry-After)
-    and the disk quota (507); what it answers counts as seen."""
+def test_full_job_table_and_disk(spec, api, tmp_path):
+    """A second endpoint with small limits, and two keys: a key's share of
+    the job table (429, Retry-After), the whole table (503, Retry-After) and
+    the disk quota (507); what it answers counts as seen."""
     from mpiws.service.serve import Server
 
-    small = Server({}, programs=["sleep=sleep [in:val:seconds:float]"], max_jobs=1, max_disk=1 << 20)
+    one, other = ("j" * 16 + secrets.token_hex(8) for _ in range(2))
+    (tmp_path / "keys").write_text(f"{one}\n{other}\n")
+    (tmp_path / "keys").chmod(0o600)
+    small = Server({}, programs=["sleep=sleep [in:val:seconds:float]"], keys=str(tmp_path / "keys"), max_jobs=2,
+                   max_jobs_per_key=1, max_disk=1 << 20)
     try:
-        a = Api(spec, small.url, small.key)
+        a, b = Api(spec, small.url, one), Api(spec, small.url, other)
         a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
-        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=503)
-        a.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=503)
+        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=429)      # the key's share
+        a.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=429)
+        b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)      # another key's is its own
+        b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=503)      # the whole table
+        b.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=503)
         a.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=507)           # refused on the header
         a.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=507)             # chunked, past the quota
-        api.seen |= a.seen
+        api.seen |= a.seen | b.seen
     finally:
         small.stop()
 

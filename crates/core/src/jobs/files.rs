@@ -3,6 +3,10 @@
 //! as an input; `GET /files/{id}` and `DELETE /files/{id}`. A job's own
 //! files: `GET /jobs/{id}/files/{name}`, `GET /jobs/{id}/stdout|stderr`.
 //!
+//! An upload belongs to the key that uploaded it: only that key (or one
+//! with `admin`) may remove it; to another, it does not exist (404). Its
+//! bytes, like a job's files, are read by URL alone (a capability).
+//!
 //! An upload is at most `max_upload` bytes and counts against the disk
 //! quota (507 when full). Files are served only if they are regular files,
 //! never through a symlink a job may have put in their place.
@@ -20,10 +24,11 @@ use crate::error::ErrorClass;
 use crate::jobs::disk::insufficient_storage;
 use crate::jobs::new_id;
 use crate::jobs::safe_file::{create_new, open_regular};
+use crate::service::keys::Key;
 use crate::service::reply::{error, json, no_content, Reply};
 use crate::service::Endpoint;
 
-pub async fn upload(ep: &Endpoint, req: Request<Incoming>) -> Reply {
+pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Reply {
     let max = ep.config.max_upload;
     let announced = req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if announced.is_some_and(|n| n > max) {
@@ -41,11 +46,18 @@ pub async fn upload(ep: &Endpoint, req: Request<Incoming>) -> Reply {
     }
     let written = receive(ep, req.into_body(), &part, max).await;
     // Only a whole upload gets its name: a URL never points at half a file.
+    // Its owner is known before it has its name (expiry forgets both).
     let size = match written {
-        Ok(size) => match tokio::fs::rename(&part, &path).await {
-            Ok(()) => size,
-            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot keep the upload: {e}")),
-        },
+        Ok(size) => {
+            ep.jobs.uploads.lock().insert(id.clone(), caller.id);
+            match tokio::fs::rename(&part, &path).await {
+                Ok(()) => size,
+                Err(e) => {
+                    ep.jobs.uploads.lock().remove(&id);
+                    return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot keep the upload: {e}"));
+                }
+            }
+        }
         Err(reply) => {
             let _ = tokio::fs::remove_file(&part).await;
             return reply;
@@ -95,8 +107,10 @@ pub async fn get_upload(ep: &Endpoint, id: &str) -> Reply {
     }
 }
 
-pub async fn remove_upload(ep: &Endpoint, id: &str) -> Reply {
-    match ep.jobs.upload_path(id) {
+/// Only by the key that uploaded it, or one with `admin`; to any other,
+/// the 404 of an upload that does not exist.
+pub async fn remove_upload(ep: &Endpoint, caller: &Key, id: &str) -> Reply {
+    match ep.jobs.own_upload_path(id, caller) {
         Some(path) if ep.jobs.remove_upload(&path).await => no_content(),
         _ => error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no file {id} here")),
     }

@@ -21,6 +21,7 @@ use crate::jobs::safe_file::{bytes_under, create_new, inside};
 use crate::jobs::stage::{stage, Input};
 use crate::jobs::template::{Placement, Word};
 use crate::jobs::Program;
+use crate::service::keys::KeyId;
 
 /// How often a running job's disk use is measured.
 const DISK_CHECK: Duration = Duration::from_secs(1);
@@ -58,6 +59,9 @@ pub struct State {
 pub struct Job {
     pub id: String,
     pub program: Arc<Program>,
+    /// The key that spawned it: only that key (or one with `admin`) may
+    /// watch it, read its results, kill it or see it listed.
+    pub owner: KeyId,
     pub dir: PathBuf,
     state: watch::Sender<State>,
     kill: Notify,
@@ -72,11 +76,12 @@ pub(crate) fn now() -> f64 {
 }
 
 impl Job {
-    pub fn new(id: String, program: Arc<Program>, dir: PathBuf, disk: Arc<Disk>) -> Arc<Job> {
+    pub fn new(id: String, program: Arc<Program>, owner: KeyId, dir: PathBuf, disk: Arc<Disk>) -> Arc<Job> {
         let state = State { state: Phase::Staging, exit_code: None, error: None, started: now(), ended: None };
         Arc::new(Job {
             id,
             program,
+            owner,
             dir,
             state: watch::channel(state).0,
             kill: Notify::new(),

@@ -5,20 +5,24 @@
 //! `DELETE /jobs/{id}?remove=true`: kill it if it runs, then remove it and
 //! its files (**204**); the job is then unknown (404), and its bytes are
 //! given back to the disk quota.
+//!
+//! Only by the key that spawned the job, or one with `admin`: to any other,
+//! the job does not exist (404).
 
 use http::{Request, StatusCode};
 
 use crate::error::ErrorClass;
+use crate::service::keys::Key;
 use crate::service::reply::{error, json, no_content, query, Reply};
 use crate::service::Endpoint;
 
-pub async fn kill<B>(ep: &Endpoint, id: &str, req: &Request<B>) -> Reply {
+pub async fn kill<B>(ep: &Endpoint, caller: &Key, id: &str, req: &Request<B>) -> Reply {
     let remove = match query(req, "remove") {
         None | Some("false") => false,
         Some("true") => true,
         Some(other) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("remove={other}: it is remove=true or remove=false")),
     };
-    let job = match ep.jobs.job_or_404(id) {
+    let job = match ep.jobs.own_job_or_404(id, caller) {
         Ok(job) => job,
         Err(reply) => return reply,
     };

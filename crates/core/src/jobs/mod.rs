@@ -8,8 +8,15 @@
 //! [`Jobs`] is an endpoint's register of programs, jobs and uploaded files;
 //! [`job`] runs one job (stage inputs, run, record the outcome) and
 //! [`stage`] brings its input files. One HTTP operation per file:
-//! [`describe`], [`spawn`] (also *call*), [`status`], [`results`], [`kill`],
-//! [`files`] (uploads and downloads).
+//! [`describe`], [`spawn`] (also *call*), [`status`], [`list`],
+//! [`results`], [`kill`], [`files`] (uploads and downloads).
+//!
+//! Jobs and uploads belong to the key that made them: another key is told
+//! there is no such job or upload (404, exactly as for one that does not
+//! exist), unless it has `admin`. Reading a file's bytes is the exception:
+//! a job's or an upload's file URL is a capability (its id is 128 random
+//! bits), so that a job of another key, or another endpoint, can be given it
+//! by reference.
 //!
 //! What keeps a client from harming the endpoint's machine through them:
 //! [`workdir`] (a private work directory), [`safe_file`] (no job file is
@@ -26,6 +33,7 @@ pub mod fetch;
 pub mod files;
 pub mod job;
 pub mod kill;
+pub mod list;
 pub mod process_group;
 pub mod results;
 pub mod safe_file;
@@ -45,6 +53,7 @@ use http::StatusCode;
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::{err, ErrorClass, Result};
+use crate::service::keys::{Key, KeyId, Scope};
 use crate::service::reply::{error, Reply};
 use crate::service::Config;
 use disk::Disk;
@@ -66,9 +75,14 @@ pub struct Jobs {
     workdir: WorkDir,
     programs: RwLock<BTreeMap<String, Arc<Program>>>,
     jobs: Mutex<HashMap<String, Arc<Job>>>,
+    /// Who uploaded each upload of this run of the endpoint (one left in a
+    /// given `--workdir` by an earlier run has no owner: only `admin` may
+    /// remove it, and it expires).
+    uploads: Mutex<HashMap<String, KeyId>>,
     pub disk: Arc<Disk>,
     pub fetcher: Arc<Fetcher>,
     max_jobs: usize,
+    max_jobs_per_key: usize,
     /// How long ended jobs and uploads are kept.
     pub ttl: Duration,
 }
@@ -90,9 +104,11 @@ impl Jobs {
             workdir,
             programs: RwLock::new(BTreeMap::new()),
             jobs: Mutex::new(HashMap::new()),
+            uploads: Mutex::new(HashMap::new()),
             disk: Arc::new(disk),
             fetcher: Arc::new(fetcher),
             max_jobs: config.max_jobs,
+            max_jobs_per_key: config.max_jobs_per_key,
             ttl: config.job_ttl,
         })
     }
@@ -131,9 +147,31 @@ impl Jobs {
         self.jobs.lock().get(id).cloned()
     }
 
-    /// Job `id`, or the 404 every job operation answers without it.
+    /// Job `id`, or the 404 every job operation answers without it (the
+    /// job's files: their URLs are capabilities, whoever calls).
     pub fn job_or_404(&self, id: &str) -> std::result::Result<Arc<Job>, Reply> {
-        self.job(id).ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here")))
+        self.job(id).ok_or_else(|| no_job(id))
+    }
+
+    /// Job `id` if `caller` may act on it (it spawned it, or has `admin`);
+    /// else the very 404 of a job that does not exist: another key does not
+    /// learn that it exists.
+    pub fn own_job_or_404(&self, id: &str, caller: &Key) -> std::result::Result<Arc<Job>, Reply> {
+        self.job(id).filter(|job| may_act(caller, job.owner)).ok_or_else(|| no_job(id))
+    }
+
+    /// The jobs `caller` may see (its own; every one to `admin`), oldest
+    /// first: at most `max_jobs`, the table's bound.
+    pub fn jobs_of(&self, caller: &Key) -> Vec<Arc<Job>> {
+        let mut mine: Vec<(f64, Arc<Job>)> =
+            self.jobs.lock().values().filter(|j| may_act(caller, j.owner)).map(|j| (j.state().started, j.clone())).collect();
+        mine.sort_by(|(a, ja), (b, jb)| a.total_cmp(b).then_with(|| ja.id.cmp(&jb.id)));
+        mine.into_iter().map(|(_, j)| j).collect()
+    }
+
+    /// How many jobs the table holds (running or ended).
+    pub fn count(&self) -> usize {
+        self.jobs.lock().len()
     }
 
     /// Program `name`, or the 404 every program operation answers without it.
@@ -142,28 +180,42 @@ impl Jobs {
             .ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")))
     }
 
-    /// Enter `job` in the table, if there is room (`max_jobs`); else the
-    /// 503 that says when an ended job will have made room.
+    /// Enter `job` in the table, if there is room (`max_jobs`) and its key
+    /// holds fewer than `max_jobs_per_key`; else the 503 (the table is
+    /// full) or 429 (the key's share is) that says when an ended job will
+    /// have made room.
     fn admit(&self, job: Arc<Job>) -> std::result::Result<(), Reply> {
         let mut jobs = self.jobs.lock();
         if jobs.len() >= self.max_jobs {
-            let now = job::now();
-            let soonest = jobs.values().filter_map(|j| j.state().ended).map(|ended| ended + self.ttl.as_secs_f64() - now).fold(f64::INFINITY, f64::min);
-            let retry = if soonest.is_finite() { Duration::from_secs_f64(soonest.clamp(1.0, 86400.0)) } else { RETRY_FULL };
-            let mut reply = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                ErrorClass::Other,
-                format!(
-                    "this endpoint holds {} jobs, its limit: retry later, remove ended jobs (DELETE /jobs/{{id}}?remove=true), \
-                     or raise it (mpiws serve --max-jobs)",
-                    jobs.len()
-                ),
+            let message = format!(
+                "this endpoint holds {} jobs, its limit: retry later, remove ended jobs (DELETE /jobs/{{id}}?remove=true), \
+                 or raise it (mpiws serve --max-jobs)",
+                jobs.len()
             );
-            reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(retry.as_secs().max(1)));
-            return Err(reply);
+            return Err(full(StatusCode::SERVICE_UNAVAILABLE, message, self.retry_after(jobs.values())));
+        }
+        let owner = job.owner;
+        let held = jobs.values().filter(|j| j.owner == owner).count();
+        if held >= self.max_jobs_per_key {
+            let message = format!(
+                "{owner} holds {held} jobs here, its limit: retry later, remove its ended jobs (DELETE /jobs/{{id}}?remove=true), \
+                 or raise it (mpiws serve --max-jobs-per-key)"
+            );
+            return Err(full(StatusCode::TOO_MANY_REQUESTS, message, self.retry_after(jobs.values().filter(|j| j.owner == owner))));
         }
         jobs.insert(job.id.clone(), job);
         Ok(())
+    }
+
+    /// When the first of `jobs` that has ended expires (and so makes room).
+    fn retry_after<'a>(&self, jobs: impl Iterator<Item = &'a Arc<Job>>) -> Duration {
+        let now = job::now();
+        let soonest = jobs.filter_map(|j| j.state().ended).map(|ended| ended + self.ttl.as_secs_f64() - now).fold(f64::INFINITY, f64::min);
+        if soonest.is_finite() {
+            Duration::from_secs_f64(soonest.clamp(1.0, 86400.0))
+        } else {
+            RETRY_FULL
+        }
     }
 
     /// Take job `id` out of the table and remove its files (killing it
@@ -204,20 +256,51 @@ impl Jobs {
         is_id(id).then(|| Some(self.workdir.existing()?.join("files").join(id))).flatten()
     }
 
+    /// Where upload `id` is kept, if `caller` may remove it: it uploaded
+    /// it, or has `admin`. None otherwise, as for an upload that does not
+    /// exist.
+    fn own_upload_path(&self, id: &str, caller: &Key) -> Option<PathBuf> {
+        let owner = self.uploads.lock().get(id).copied();
+        let allowed = caller.allows(Scope::Admin) || owner == Some(caller.id);
+        allowed.then(|| self.upload_path(id)).flatten()
+    }
+
     /// Where uploads are kept (the work directory is made if need be).
     fn uploads_dir(&self) -> Result<PathBuf> {
         Ok(self.workdir.path()?.join("files"))
     }
 
-    /// Remove upload `id` and give its bytes back to the quota.
+    /// Remove the upload at `path` (`files/{id}`), forget its owner and
+    /// give its bytes back to the quota.
     async fn remove_upload(&self, path: &Path) -> bool {
         let size = safe_file::size_of(path);
         let removed = tokio::fs::remove_file(path).await.is_ok();
         if removed {
             self.disk.release(size.unwrap_or(0));
         }
+        if let Some(id) = path.file_name().and_then(|n| n.to_str()) {
+            self.uploads.lock().remove(id);
+        }
         removed
     }
+}
+
+/// A key may act on what `owner` made if it is that key, or has `admin`.
+fn may_act(caller: &Key, owner: KeyId) -> bool {
+    caller.id == owner || caller.allows(Scope::Admin)
+}
+
+/// What a job operation answers for a job that does not exist, and for one
+/// of another key: the same, word for word.
+fn no_job(id: &str) -> Reply {
+    error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"))
+}
+
+/// The answer of a full job table (503) or of a key's full share (429).
+fn full(status: StatusCode, message: String, retry: Duration) -> Reply {
+    let mut reply = error(status, ErrorClass::Other, message);
+    reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(retry.as_secs().max(1)));
+    reply
 }
 
 /// A fresh unguessable id: job and file URLs are capabilities.
@@ -231,4 +314,100 @@ pub fn new_id() -> String {
 
 fn is_id(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::keys::Keys;
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbb";
+    const ADMIN: &str = "cccccccccccccccccccc";
+    const NO_JOB: &str = "00000000000000000000000000000000";
+
+    fn table(max_jobs: usize, max_jobs_per_key: usize) -> (Jobs, Keys) {
+        let jobs = Jobs::new(&Config { max_jobs, max_jobs_per_key, ..Config::default() }).unwrap();
+        jobs.deploy("sleep", "sleep [in:val:seconds:float]").unwrap();
+        (jobs, Keys::parse(&format!("{A} jobs\n{B} jobs files\n{ADMIN} admin\n")).unwrap())
+    }
+
+    fn key<'a>(keys: &'a Keys, secret: &str) -> &'a Key {
+        keys.find(secret).unwrap()
+    }
+
+    /// A job of `owner`, entered in the table (no directory: it never runs).
+    fn spawn(jobs: &Jobs, owner: &Key) -> std::result::Result<Arc<Job>, Reply> {
+        let id = new_id();
+        let job = Job::new(id.clone(), jobs.program("sleep").unwrap(), owner.id, PathBuf::from("/nonexistent").join(&id), jobs.disk.clone());
+        jobs.admit(job.clone()).map(|()| job)
+    }
+
+    async fn body(reply: Reply) -> (StatusCode, Option<String>, String) {
+        use http_body_util::BodyExt;
+        let retry = reply.headers().get(http::header::RETRY_AFTER).map(|v| v.to_str().unwrap().to_string());
+        let status = reply.status();
+        let bytes = reply.into_body().collect().await.unwrap().to_bytes();
+        (status, retry, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[test]
+    fn another_keys_job_is_answered_as_one_that_does_not_exist() {
+        let (jobs, keys) = table(10, 5);
+        let (a, b, admin) = (key(&keys, A), key(&keys, B), key(&keys, ADMIN));
+        let job = spawn(&jobs, a).unwrap();
+        assert!(jobs.own_job_or_404(&job.id, a).is_ok());
+        assert!(jobs.own_job_or_404(&job.id, admin).is_ok());
+        let rt = crate::runtime::runtime();
+        let theirs = rt.block_on(body(jobs.own_job_or_404(&job.id, b).err().unwrap()));
+        let missing = rt.block_on(body(jobs.job_or_404(NO_JOB).err().unwrap()));
+        assert_eq!(theirs.0, StatusCode::NOT_FOUND);
+        assert_eq!(theirs, (missing.0, missing.1, missing.2.replace(NO_JOB, &job.id)), "word for word");
+        // the capability routes (job files) still find it, whoever asks
+        assert!(jobs.job_or_404(&job.id).is_ok());
+        let listed = |k: &Key| jobs.jobs_of(k).iter().map(|j| j.id.clone()).collect::<Vec<_>>();
+        let job2 = spawn(&jobs, b).unwrap();
+        assert_eq!(listed(a), vec![job.id.clone()]);
+        assert_eq!(listed(b), vec![job2.id.clone()]);
+        assert_eq!(listed(admin).len(), 2);
+        assert_eq!(jobs.count(), 2);
+    }
+
+    #[test]
+    fn a_key_holds_at_most_its_share_of_the_table() {
+        let (jobs, keys) = table(3, 2);
+        let (a, b) = (key(&keys, A), key(&keys, B));
+        spawn(&jobs, a).unwrap();
+        spawn(&jobs, a).unwrap();
+        let rt = crate::runtime::runtime();
+        let (status, retry, message) = rt.block_on(body(spawn(&jobs, a).err().unwrap()));
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(retry.as_deref(), Some("60")); // none of its jobs has ended
+        assert!(message.contains("--max-jobs-per-key") && message.contains("key 1 holds 2 jobs"), "{message}");
+        spawn(&jobs, b).unwrap(); // another key is not held back by it
+        let (status, retry, message) = rt.block_on(body(spawn(&jobs, b).err().unwrap()));
+        assert_eq!((status, retry.is_some()), (StatusCode::SERVICE_UNAVAILABLE, true));
+        assert!(message.contains("--max-jobs)"), "{message}");
+    }
+
+    #[test]
+    fn uploads_are_removed_only_by_their_key_or_admin() {
+        let (jobs, keys) = table(3, 2);
+        let (a, b, admin) = (key(&keys, A), key(&keys, B), key(&keys, ADMIN));
+        let dir = jobs.uploads_dir().unwrap();
+        let id = new_id();
+        std::fs::write(dir.join(&id), b"x").unwrap();
+        jobs.uploads.lock().insert(id.clone(), a.id);
+        assert!(jobs.own_upload_path(&id, b).is_none());
+        assert_eq!(jobs.own_upload_path(&id, a), jobs.upload_path(&id));
+        assert_eq!(jobs.own_upload_path(&id, admin), jobs.upload_path(&id));
+        let unowned = new_id(); // left by an earlier run of a given --workdir
+        std::fs::write(dir.join(&unowned), b"y").unwrap();
+        assert!(jobs.own_upload_path(&unowned, a).is_none());
+        assert!(jobs.own_upload_path(&unowned, admin).is_some());
+        let rt = crate::runtime::runtime();
+        assert!(rt.block_on(jobs.remove_upload(&jobs.upload_path(&id).unwrap())));
+        assert!(jobs.uploads.lock().is_empty(), "its owner is forgotten with it");
+        rt.block_on(jobs.close());
+    }
 }

@@ -3,6 +3,8 @@
 //! `string`/`xml` one its text, a `binary` one `{"base64": ...}`; by
 //! reference (and, by value, for a file over 16 MiB) `{"url", "size"}`, a
 //! URL to download it from (or to pass to another job as its input).
+//! Only to the job's own key, or one with `admin` (404 to any other); the
+//! URLs themselves are capabilities, to be handed on.
 
 use std::path::Path;
 
@@ -15,6 +17,7 @@ use crate::error::ErrorClass;
 use crate::jobs::job::Job;
 use crate::jobs::safe_file::{open_regular, size_of};
 use crate::jobs::template::Param;
+use crate::service::keys::Key;
 use crate::service::reply::{error, json, query, Reply};
 use crate::service::Endpoint;
 
@@ -35,8 +38,8 @@ pub fn by_param<B>(req: &Request<B>) -> Result<By, Reply> {
     }
 }
 
-pub async fn results_route(ep: &Endpoint, id: &str, req: Request<Incoming>) -> Reply {
-    let job = match ep.jobs.job_or_404(id) {
+pub async fn results_route(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incoming>) -> Reply {
+    let job = match ep.jobs.own_job_or_404(id, caller) {
         Ok(job) => job,
         Err(reply) => return reply,
     };

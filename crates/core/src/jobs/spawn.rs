@@ -9,7 +9,9 @@
 //! this endpoint's own files is copied from disk, not fetched).
 //!
 //! A request carries at most `max_spawn_body` bytes and exactly the inputs
-//! the template names; the job table holds at most `max_jobs` jobs.
+//! the template names; the job table holds at most `max_jobs` jobs, and
+//! at most `max_jobs_per_key` of one key. The job belongs to the caller's
+//! key.
 //!
 //! [`fetch`]: crate::jobs::fetch
 
@@ -27,10 +29,11 @@ use crate::jobs::safe_file::{make_private_dir, size_of};
 use crate::jobs::template::Placement;
 use crate::jobs::{new_id, Program};
 use crate::error::ErrorClass;
+use crate::service::keys::Key;
 use crate::service::reply::{error, json, read_body, Reply};
 use crate::service::Endpoint;
 
-pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool) -> Reply {
+pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>, call: bool) -> Reply {
     let program = match ep.jobs.program_or_404(name) {
         Ok(p) => p,
         Err(reply) => return reply,
@@ -73,7 +76,7 @@ pub async fn spawn(ep: &Endpoint, name: &str, req: Request<Incoming>, call: bool
         Ok(dir) => dir,
         Err(e) => return no_dir(e.message),
     };
-    let job = Job::new(id, program, dir.clone(), ep.jobs.disk.clone());
+    let job = Job::new(id, program, caller.id, dir.clone(), ep.jobs.disk.clone());
     if let Err(reply) = ep.jobs.admit(job.clone()) {
         return reply;
     }

@@ -5,11 +5,14 @@
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
+use crate::service::keys::Key;
 use crate::service::reply::{json, wait_param, Reply};
 use crate::service::Endpoint;
 
-pub async fn status(ep: &Endpoint, id: &str, req: Request<Incoming>) -> Reply {
-    let job = match ep.jobs.job_or_404(id) {
+/// Only the job's own key, or one with `admin`, is answered; to any other
+/// the job does not exist (404).
+pub async fn status(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incoming>) -> Reply {
+    let job = match ep.jobs.own_job_or_404(id, caller) {
         Ok(job) => job,
         Err(reply) => return reply,
     };

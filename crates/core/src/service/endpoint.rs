@@ -61,8 +61,10 @@ pub struct Config {
     pub fetch_timeout: Duration,
     /// Disk quota of the work directory: uploads, pulls and job files.
     pub max_disk: u64,
-    /// Most jobs the endpoint holds (running or ended, until removed).
+    /// Most jobs the endpoint holds (running or ended, until removed), and
+    /// most of them one key holds.
     pub max_jobs: usize,
+    pub max_jobs_per_key: usize,
     /// How long an ended job, or an upload, is kept before it is removed.
     pub job_ttl: Duration,
     /// Largest spawn (or call) request body: inputs sent by value.
@@ -99,6 +101,7 @@ impl Default for Config {
             fetch_timeout: Duration::from_secs(300),
             max_disk: 10 << 30,
             max_jobs: 1000,
+            max_jobs_per_key: 500,
             job_ttl: Duration::from_secs(24 * 3600),
             max_spawn_body: 64 << 20,
             tls: None,

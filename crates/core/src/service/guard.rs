@@ -19,6 +19,10 @@ pub enum Need {
     Nothing,
     /// An endpoint key with this scope.
     Key(Scope),
+    /// An endpoint key with this scope, or with `admin`: acting on jobs and
+    /// uploads that exist (list, watch, read results, kill, remove), which
+    /// are their own key's, and every one `admin`'s.
+    KeyOrAdmin(Scope),
     /// The domain's token, or a key with `admin` (status and cancel).
     TokenOrAdmin,
     /// The domain's token (what ranks send each other).
@@ -37,19 +41,40 @@ pub fn need(method: &Method, parts: &[&str]) -> Need {
         ["domains", _, "ranks", _] => Need::TokenOrAdmin,
         ["domains", ..] => Need::Token,
         ["jobs", _, "files", _] | ["jobs", _, "stdout" | "stderr"] | ["files", _] if method == Method::GET => Need::Capability,
-        ["programs", ..] | ["jobs", ..] => Need::Key(Scope::Jobs),
-        ["files", ..] => Need::Key(Scope::Files),
+        ["programs", ..] => Need::Key(Scope::Jobs),
+        ["jobs", ..] => Need::KeyOrAdmin(Scope::Jobs),
+        ["files"] => Need::Key(Scope::Files),
+        ["files", ..] => Need::KeyOrAdmin(Scope::Files),
         _ => Need::Nothing, // no such route: 404
     }
 }
 
 /// The key a `Need::Key` route was called with, or the 401/403 answer.
 pub fn key<'a>(ep: &'a Endpoint, headers: &HeaderMap, scope: Scope) -> Result<&'a Key, Reply> {
-    ep.config.keys.check(bearer(headers), scope).map_err(|d| match d {
+    ep.config.keys.check(bearer(headers), scope).map_err(denied)
+}
+
+/// The key a `Need::KeyOrAdmin` route was called with: one with `scope`,
+/// or with `admin`; else the 401/403 answer (403 names `scope`).
+pub fn key_or_admin<'a>(ep: &'a Endpoint, headers: &HeaderMap, scope: Scope) -> Result<&'a Key, Reply> {
+    match ep.config.keys.check(bearer(headers), scope) {
+        Err(Denied::Scope(s)) => ep.config.keys.check(bearer(headers), Scope::Admin).map_err(|_| denied(Denied::Scope(s))),
+        found => found.map_err(denied),
+    }
+}
+
+/// The 401 of a route that needs a key and has none. (`need` asks for one
+/// before such a route is reached; a route is never answered by a panic.)
+pub fn no_key() -> Reply {
+    denied(Denied::Missing)
+}
+
+fn denied(d: Denied) -> Reply {
+    match d {
         Denied::Missing => error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <endpoint key>'"),
         Denied::Unknown => error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "not a key of this endpoint"),
         Denied::Scope(s) => error(StatusCode::FORBIDDEN, ErrorClass::Arg, format!("this key does not grant '{}'", s.name())),
-    })
+    }
 }
 
 /// `Host` and `Origin`, checked before anything else.
@@ -115,9 +140,12 @@ mod tests {
         assert_eq!(need(&Method::DELETE, &p("/domains/d/ranks/0")), Need::TokenOrAdmin);
         assert_eq!(need(&Method::POST, &p("/domains/d/ranks/0/messages")), Need::Token);
         assert_eq!(need(&Method::GET, &p("/programs")), Need::Key(Scope::Jobs));
-        assert_eq!(need(&Method::DELETE, &p("/jobs/x")), Need::Key(Scope::Jobs));
+        assert_eq!(need(&Method::POST, &p("/programs/x/jobs")), Need::Key(Scope::Jobs));
+        assert_eq!(need(&Method::DELETE, &p("/jobs/x")), Need::KeyOrAdmin(Scope::Jobs));
+        assert_eq!(need(&Method::GET, &p("/jobs")), Need::KeyOrAdmin(Scope::Jobs));
+        assert_eq!(need(&Method::GET, &p("/jobs/x/results")), Need::KeyOrAdmin(Scope::Jobs));
         assert_eq!(need(&Method::GET, &p("/jobs/x/files/out")), Need::Capability);
-        assert_eq!(need(&Method::DELETE, &p("/files/x")), Need::Key(Scope::Files));
+        assert_eq!(need(&Method::DELETE, &p("/files/x")), Need::KeyOrAdmin(Scope::Files));
         assert_eq!(need(&Method::POST, &p("/files")), Need::Key(Scope::Files));
         assert_eq!(need(&Method::GET, &p("/files/x")), Need::Capability);
     }

@@ -21,6 +21,7 @@
 //! |--------|----------------------------------------|------------|
 //! | GET    | `/programs`, `/programs/{name}`        | describe   |
 //! | POST   | `/programs/{name}/jobs`, `/programs/{name}/call` | spawn |
+//! | GET    | `/jobs`                                | list (the caller's own; all to `admin`) |
 //! | GET    | `/jobs/{id}`                           | status     |
 //! | DELETE | `/jobs/{id}[?remove=true]`             | kill (and remove) |
 //! | GET    | `/jobs/{id}/results`                   | results    |
@@ -124,10 +125,15 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
     }
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    // The credential first: a caller without it learns nothing more.
+    // The credential first: a caller without it learns nothing more. The
+    // key owns what the request creates (an instance, a job, an upload).
     let owner = match guard::need(req.method(), &parts) {
         Need::Key(scope) => match guard::key(&ep, req.headers(), scope) {
-            Ok(key) => Some(key.id),
+            Ok(key) => Some(key),
+            Err(reply) => return reply,
+        },
+        Need::KeyOrAdmin(scope) => match guard::key_or_admin(&ep, req.headers(), scope) {
+            Ok(key) => Some(key),
             Err(reply) => return reply,
         },
         _ => None,
@@ -143,7 +149,10 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
     }
     match (&method, parts.as_slice()) {
         (&Method::GET, [""]) => describe::describe(&ep, &req),
-        (&Method::POST, ["run"]) => run::run(&ep, req, owner.expect("run needs a key")).await,
+        (&Method::POST, ["run"]) => match owner {
+            Some(key) => run::run(&ep, req, key.id).await,
+            None => guard::no_key(),
+        },
         (&Method::GET, ["domains", d, "ranks", r]) => status::status(&ep, d, r, req).await,
         (&Method::DELETE, ["domains", d, "ranks", r]) => cancel::cancel(&ep, d, r, req),
         (&Method::POST, ["domains", d, "ranks", r, "messages"]) => store::store(&ep, d, r, req).await,
@@ -152,22 +161,42 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         (&Method::DELETE, ["domains", d, "ranks", r, "messages", s, q]) => withdraw::withdraw(&ep, d, r, s, q, req).await,
         (&Method::GET, ["programs"]) => jobs::describe::list(&ep),
         (&Method::GET, ["programs", name]) => jobs::describe::describe(&ep, name),
-        (&Method::POST, ["programs", name, verb @ ("jobs" | "call")]) => match guard::json_body(req.headers()) {
-            Ok(()) => jobs::spawn::spawn(&ep, name, req, *verb == "call").await,
-            Err(reply) => reply,
+        (&Method::POST, ["programs", name, verb @ ("jobs" | "call")]) => match (owner, guard::json_body(req.headers())) {
+            (Some(key), Ok(())) => jobs::spawn::spawn(&ep, key, name, req, *verb == "call").await,
+            (Some(_), Err(reply)) => reply,
+            (None, _) => guard::no_key(),
         },
-        (&Method::GET, ["jobs", id]) => jobs::status::status(&ep, id, req).await,
-        (&Method::DELETE, ["jobs", id]) => jobs::kill::kill(&ep, id, &req).await,
-        (&Method::GET, ["jobs", id, "results"]) => jobs::results::results_route(&ep, id, req).await,
+        (&Method::GET, ["jobs"]) => match owner {
+            Some(key) => jobs::list::list(&ep, key),
+            None => guard::no_key(),
+        },
+        (&Method::GET, ["jobs", id]) => match owner {
+            Some(key) => jobs::status::status(&ep, key, id, req).await,
+            None => guard::no_key(),
+        },
+        (&Method::DELETE, ["jobs", id]) => match owner {
+            Some(key) => jobs::kill::kill(&ep, key, id, &req).await,
+            None => guard::no_key(),
+        },
+        (&Method::GET, ["jobs", id, "results"]) => match owner {
+            Some(key) => jobs::results::results_route(&ep, key, id, req).await,
+            None => guard::no_key(),
+        },
         (&Method::GET, ["jobs", id, "files", name]) => jobs::files::get_job_file(&ep, id, name, false).await,
         (&Method::GET, ["jobs", id, out @ ("stdout" | "stderr")]) => jobs::files::get_job_file(&ep, id, out, true).await,
-        (&Method::POST, ["files"]) => jobs::files::upload(&ep, req).await,
+        (&Method::POST, ["files"]) => match owner {
+            Some(key) => jobs::files::upload(&ep, key, req).await,
+            None => guard::no_key(),
+        },
         (&Method::GET, ["files", id]) => jobs::files::get_upload(&ep, id).await,
-        (&Method::DELETE, ["files", id]) => jobs::files::remove_upload(&ep, id).await,
+        (&Method::DELETE, ["files", id]) => match owner {
+            Some(key) => jobs::files::remove_upload(&ep, key, id).await,
+            None => guard::no_key(),
+        },
         (
             _,
             [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _]
-            | ["domains", _, "ranks", _, "messages", _, _, "matched"] | ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs", _]
+            | ["domains", _, "ranks", _, "messages", _, _, "matched"] | ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs"] | ["jobs", _]
             | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _] | ["files"] | ["files", _],
         ) => {
             reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))

@@ -238,6 +238,19 @@ def test_uploads_and_job_outputs_are_bounded_by_the_disk_quota(tmp_path):
         s.stop()
 
 
+def test_uploads_are_bounded_in_number_per_key(tmp_path):
+    s = Server({}, max_uploads_per_key=2)
+    try:
+        raw = {"content-type": "application/octet-stream"}
+        urls = [json.loads(call("POST", s.url + "/files", b"x", raw)[2])["url"] for _ in range(2)]
+        status, headers, body = call("POST", s.url + "/files", b"x", raw)
+        assert status == 429 and headers["Retry-After"] and "--max-uploads-per-key" in json.loads(body)["error"]["message"]
+        assert call("DELETE", urls[0])[0] == 204
+        assert call("POST", s.url + "/files", b"x", raw)[0] == 201   # room again
+    finally:
+        s.stop()
+
+
 def test_the_default_upload_limit_is_one_gib(tmp_path):
     s = Server({})
     try:

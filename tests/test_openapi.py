@@ -638,15 +638,15 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
 
 def test_full_job_table_and_disk(spec, api, tmp_path):
     """A second endpoint with small limits, and two keys: a key's share of
-    the job table (429, Retry-After), the whole table (503, Retry-After) and
-    the disk quota (507); what it answers counts as seen."""
+    the job table (429, Retry-After), the whole table (503, Retry-After),
+    the disk quota (507) and a key's uploads (429); what it answers counts as seen."""
     from mpiws.service.serve import Server
 
     one, other = ("j" * 16 + secrets.token_hex(8) for _ in range(2))
     (tmp_path / "keys").write_text(f"{one}\n{other}\n")
     (tmp_path / "keys").chmod(0o600)
     small = Server({}, programs=["sleep=sleep [in:val:seconds:float]"], keys=str(tmp_path / "keys"), max_jobs=2,
-                   max_jobs_per_key=1, max_disk=1 << 20)
+                   max_jobs_per_key=1, max_uploads_per_key=2, max_disk=1 << 20)
     try:
         a, b = Api(spec, small.url, one), Api(spec, small.url, other)
         a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
@@ -657,6 +657,9 @@ def test_full_job_table_and_disk(spec, api, tmp_path):
         b.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=503)
         a.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=507)           # refused on the header
         a.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=507)             # chunked, past the quota
+        b.call("POST", "/files", b"1", RAW, expect=201)
+        b.call("POST", "/files", b"2", RAW, expect=201)
+        b.call("POST", "/files", b"3", RAW, expect=429)                                    # the key's uploads
         api.seen |= a.seen | b.seen
     finally:
         small.stop()

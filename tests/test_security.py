@@ -247,6 +247,20 @@ def test_idle_connections_are_closed_and_do_not_lock_clients_out(api):
             s.close()
 
 
+def test_an_idle_http2_connection_is_closed(api):
+    # h2c with prior knowledge: the preface and an empty SETTINGS frame, then nothing.
+    s = socket.create_connection((api.host, api.port))
+    try:
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+        s.settimeout(10)
+        t0 = time.monotonic()
+        while s.recv(4096):   # the server's SETTINGS, its ack, then GOAWAY and a ping this client ignores
+            pass
+        assert time.monotonic() - t0 < 8, "closed after twice the head timeout (1.5 s here)"
+    finally:
+        s.close()
+
+
 def test_an_oversized_head_is_refused(api):
     status, _, _ = api.call("GET", "/", headers={"x-junk": "j" * (100 << 10)})
     assert status == 431

@@ -24,6 +24,7 @@ LIMITS = [
     ("--max-disk", int, "disk quota of the work directory, bytes (10 GiB)"),
     ("--max-jobs", int, "most jobs kept at once, running or ended (1000)"),
     ("--max-jobs-per-key", int, "most jobs one key holds at once, running or ended (500)"),
+    ("--max-uploads-per-key", int, "uploads one key keeps at once (1000)"),
     ("--job-ttl", float, "seconds an ended job or an upload is kept (24 h)"),
     ("--max-spawn-body", int, "largest spawn request body, bytes (64 MiB)"),
     ("--tls-handshake-timeout", float, "seconds a connection has to complete its TLS handshake (10)"),

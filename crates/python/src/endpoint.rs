@@ -42,7 +42,7 @@ impl Endpoint {
     #[pyo3(signature = (host="127.0.0.1", port=0, max_message=None, max_upload=None, workdir=None, keys=None,
                         allow_hosts=Vec::new(), allow_origins=Vec::new(), max_connections=None, header_timeout=None,
                         body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None,
-                        fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, max_jobs_per_key=None, job_ttl=None,
+                        fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, max_jobs_per_key=None, max_uploads_per_key=None, job_ttl=None,
                         max_spawn_body=None, sandbox=None, max_instance_memory=None, max_instance_time=None,
                         tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=None))]
     #[allow(clippy::too_many_arguments)]
@@ -68,6 +68,7 @@ impl Endpoint {
         max_disk: Option<u64>,
         max_jobs: Option<usize>,
         max_jobs_per_key: Option<usize>,
+        max_uploads_per_key: Option<usize>,
         job_ttl: Option<f64>,
         max_spawn_body: Option<u64>,
         sandbox: Option<Vec<String>>,
@@ -109,6 +110,7 @@ impl Endpoint {
             max_disk: max_disk.unwrap_or(d.max_disk),
             max_jobs: max_jobs.unwrap_or(d.max_jobs),
             max_jobs_per_key: max_jobs_per_key.unwrap_or(d.max_jobs_per_key),
+            max_uploads_per_key: max_uploads_per_key.unwrap_or(d.max_uploads_per_key),
             job_ttl: secs(job_ttl, d.job_ttl, "job_ttl")?,
             max_spawn_body: max_spawn_body.unwrap_or(d.max_spawn_body),
             tls,

@@ -83,6 +83,8 @@ pub struct Jobs {
     pub fetcher: Arc<Fetcher>,
     max_jobs: usize,
     max_jobs_per_key: usize,
+    /// Most uploads one key keeps here at once.
+    pub max_uploads_per_key: usize,
     /// How long ended jobs and uploads are kept.
     pub ttl: Duration,
 }
@@ -109,6 +111,7 @@ impl Jobs {
             fetcher: Arc::new(fetcher),
             max_jobs: config.max_jobs,
             max_jobs_per_key: config.max_jobs_per_key,
+            max_uploads_per_key: config.max_uploads_per_key,
             ttl: config.job_ttl,
         })
     }

@@ -65,6 +65,8 @@ pub struct Config {
     /// most of them one key holds.
     pub max_jobs: usize,
     pub max_jobs_per_key: usize,
+    /// Most uploads one key keeps at once (each until deleted or expired).
+    pub max_uploads_per_key: usize,
     /// How long an ended job, or an upload, is kept before it is removed.
     pub job_ttl: Duration,
     /// Largest spawn (or call) request body: inputs sent by value.
@@ -102,6 +104,7 @@ impl Default for Config {
             max_disk: 10 << 30,
             max_jobs: 1000,
             max_jobs_per_key: 500,
+            max_uploads_per_key: 1000,
             job_ttl: Duration::from_secs(24 * 3600),
             max_spawn_body: 64 << 20,
             tls: None,

@@ -9,6 +9,7 @@ pub mod client;
 pub mod describe;
 pub mod endpoint;
 pub mod guard;
+pub mod idle;
 pub mod keys;
 pub mod reply;
 pub mod run;

@@ -1,5 +1,6 @@
 //! Accepts connections (HTTP/1.1 with keep-alive, or h2c; inside TLS when
-//! the endpoint serves https), within the connection cap and time limits,
+//! the endpoint serves https), within the connection cap and time limits
+//! (idle ones end: `idle`),
 //! checks each request (`guard`: host, origin, credential) and routes it to
 //! its operation.
 //!
@@ -44,6 +45,7 @@ use crate::error::ErrorClass;
 use crate::jobs;
 use crate::service::reply::{self, Reply};
 use crate::service::guard::{self, Need};
+use crate::service::idle::Idle;
 use crate::service::{cancel, describe, run, sandbox, status, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
@@ -99,11 +101,28 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
 }
 
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(builder: &auto::Builder<TokioExecutor>, ep: Arc<Endpoint>, stream: S) {
-    let svc = service_fn(move |req| {
-        let ep = ep.clone();
-        async move { Ok::<_, std::convert::Infallible>(route(ep, req).await) }
-    });
-    let _ = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc).await;
+    let idle = Idle::new();
+    let timeout = ep.config.header_timeout;
+    let svc = {
+        let idle = idle.clone();
+        service_fn(move |req| {
+            let (ep, busy) = (ep.clone(), idle.busy());
+            async move {
+                let reply = route(ep, req).await;
+                drop(busy);
+                Ok::<_, std::convert::Infallible>(reply)
+            }
+        })
+    };
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = idle.expired(timeout) => conn.as_mut().graceful_shutdown(),
+    }
+    // A client that does not take part in the shutdown (HTTP/2 waits for
+    // its ping's answer) is cut off after another timeout.
+    let _ = tokio::time::timeout(timeout, conn).await;
 }
 
 /// A cleartext HTTP request to an https endpoint: answered 400 saying so

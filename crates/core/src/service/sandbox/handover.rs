@@ -67,65 +67,66 @@ pub fn receive(wire: &UnixStream) -> io::Result<Option<(u32, Socket, Vec<u8>)>> 
 
 fn send_with_fd(wire: &UnixStream, bytes: &[u8], fd: RawFd) -> io::Result<()> {
     let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
-    // SAFETY: CMSG_SPACE is a pure size computation.
-    let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: msg points at iov and control, which outlive the call; the
-    // header written is within `control` (CMSG_FIRSTHDR of a buffer of CMSG_SPACE).
-    unsafe {
-        let mut msg: libc::msghdr = MaybeUninit::zeroed().assume_init();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr() as *mut _;
-        msg.msg_controllen = space as _;
+    let mut control = vec![0u8; control_space()];
+    let msg = header(&mut iov, &mut control);
+    // SAFETY: the control buffer has room for one descriptor (CMSG_SPACE),
+    // so CMSG_FIRSTHDR is within it; msg points at buffers that outlive the call.
+    let sent = unsafe {
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
         (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut RawFd, fd);
-        let sent = loop {
-            let r = libc::sendmsg(wire.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
-            if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                break r;
-            }
-        };
-        if sent < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // The descriptor went with the first byte; the rest is plain data.
-        (&*wire).write_all(&bytes[sent as usize..])
-    }
+        retrying(|| libc::sendmsg(wire.as_raw_fd(), &msg, libc::MSG_NOSIGNAL))?
+    };
+    // The descriptor went with the first byte; the rest is plain data.
+    (&*wire).write_all(&bytes[sent..])
 }
 
 /// Read up to `buf.len()` bytes and the descriptor that came with them.
 fn recv_with_fd(wire: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut _, iov_len: buf.len() };
-    // SAFETY: a pure size computation.
-    let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: msg points at iov and control, which outlive the call; a
-    // descriptor is read only from a control message the kernel filled in.
+    let mut control = vec![0u8; control_space()];
+    let mut msg = header(&mut iov, &mut control);
+    // SAFETY: msg points at buffers that outlive the call; a descriptor is
+    // read only from a control message the kernel filled in.
     unsafe {
-        let mut msg: libc::msghdr = MaybeUninit::zeroed().assume_init();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr() as *mut _;
-        msg.msg_controllen = space as _;
-        let n = loop {
-            let r = libc::recvmsg(wire.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
-            if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                break r;
-            }
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut fd = None;
+        let n = retrying(|| libc::recvmsg(wire.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC))?;
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        if !cmsg.is_null() && (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-            fd = Some(OwnedFd::from_raw_fd(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const RawFd)));
+        let fd = (!cmsg.is_null() && (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS)
+            .then(|| OwnedFd::from_raw_fd(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const RawFd)));
+        Ok((n, fd))
+    }
+}
+
+/// Room for one descriptor in a control message.
+fn control_space() -> usize {
+    // SAFETY: a pure size computation.
+    unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) as usize }
+}
+
+/// A message header over one buffer, with a control buffer.
+fn header(iov: &mut libc::iovec, control: &mut [u8]) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { MaybeUninit::zeroed().assume_init() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut _;
+    msg.msg_controllen = control.len() as _;
+    msg
+}
+
+/// A system call's byte count, tried again when a signal interrupted it.
+fn retrying(mut call: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        let r = call();
+        if r >= 0 {
+            return Ok(r as usize);
         }
-        Ok((n as usize, fd))
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 

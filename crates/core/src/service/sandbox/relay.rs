@@ -4,8 +4,8 @@
 //! - a stream upgrade is accepted here and the socket handed to the child,
 //!   which reads and writes it itself from then on;
 //! - stores, `matched` and `withdraw` are relayed over HTTP to the child's
-//!   loopback endpoint (bodies streamed through), which checks and answers
-//!   them as any endpoint does.
+//!   loopback endpoint, which checks and answers them as any endpoint
+//!   does; a store's body is read here first, within the same limits.
 //!
 //! A request that comes before the child is ready waits for it (up to
 //! `READY_WAIT`); then the answer is "not yet" (503, `Retry-After`), as for
@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use http::{HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt;
+use bytes::Bytes;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -23,9 +24,10 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::body::Chunks;
 use crate::direct::store::admit_ended;
+use crate::direct::frame::Envelope;
 use crate::direct::stream;
 use crate::error::ErrorClass;
-use crate::service::reply::{error, from_error, Reply};
+use crate::service::reply::{error, from_error, stalled, Reply};
 use crate::service::sandbox::{handover, Sandbox};
 use crate::service::Endpoint;
 
@@ -59,7 +61,7 @@ pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     if req.method() == Method::POST && req.uri().path().ends_with("/stream") {
         return stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| hand_over(&sandbox, source, socket, &early)).await;
     }
-    forward(&url, req).await
+    forward(ep, &url, domain, rank, req).await
 }
 
 fn hand_over(sandbox: &Sandbox, source: u32, socket: crate::direct::socket::Socket, early: &[u8]) {
@@ -69,16 +71,33 @@ fn hand_over(sandbox: &Sandbox, source: u32, socket: crate::direct::socket::Sock
     }
 }
 
-/// The request, as it came, to the child (its body streamed through: the
-/// child applies every check and limit to it); the child's answer.
-async fn forward(url: &str, req: Request<Incoming>) -> Reply {
-    static CLIENT: OnceLock<Client<HttpConnector, Incoming>> = OnceLock::new();
+/// The request to the child, its body read first (whole, within the
+/// endpoint's limits: a child that answers before reading a body would cut
+/// the connection under it); the child's answer.
+async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
+    static CLIENT: OnceLock<Client<HttpConnector, Chunks>> = OnceLock::new();
     let client = CLIENT.get_or_init(|| {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
-        Client::builder(TokioExecutor::new()).build(http)
+        // A connection per request: none is reused just as the child closes it.
+        Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(http)
     });
     let (mut parts, body) = req.into_parts();
+    let body = match read_store_body(ep, &parts, body).await {
+        Ok(b) => b,
+        Err(Refusal::Final(reply, Some((source, seq)))) => {
+            // As the child's store would: a message refused for good is skipped,
+            // so later ones from its sender are not held back.
+            let skip = format!("{url}/domains/{domain}/ranks/{rank}/messages/{source}/{seq}");
+            let mut req = Request::delete(skip).body(Chunks::empty()).expect("valid request");
+            if let Some(auth) = parts.headers.get(http::header::AUTHORIZATION) {
+                req.headers_mut().insert(http::header::AUTHORIZATION, auth.clone());
+            }
+            let _ = client.request(req).await;
+            return reply;
+        }
+        Err(Refusal::Final(reply, None) | Refusal::Retry(reply)) => return reply,
+    };
     let target = format!("{url}{}", parts.uri.path_and_query().map_or("", |p| p.as_str()));
     let Ok(uri) = target.parse() else {
         return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "request cannot be relayed");
@@ -91,7 +110,7 @@ async fn forward(url: &str, req: Request<Incoming>) -> Reply {
         // The child is gone or going: its peer tries again, and learns the instance's end from this record.
         error(StatusCode::BAD_GATEWAY, ErrorClass::ProcFailed, format!("the instance's process did not answer: {e}"))
     };
-    let answer = match client.request(Request::from_parts(parts, body)).await {
+    let answer = match client.request(Request::from_parts(parts, Chunks::new([body]))).await {
         Ok(a) => a,
         Err(e) => return cut(&e),
     };
@@ -105,5 +124,31 @@ async fn forward(url: &str, req: Request<Incoming>) -> Reply {
             r
         }
         Err(e) => cut(&e),
+    }
+}
+
+/// Why a body was not read: a final refusal (with the message's source and
+/// sequence number, to be skipped), or one its sender may try again.
+enum Refusal {
+    Final(Reply, Option<(u32, u64)>),
+    Retry(Reply),
+}
+
+/// The request's body, within `--max-message` and `--body-timeout`, refused
+/// as a store refuses it (413 on the announced length before reading).
+async fn read_store_body(ep: &Endpoint, parts: &http::request::Parts, body: Incoming) -> Result<Bytes, Refusal> {
+    let max = ep.config.max_message;
+    let length = parts.headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let message = || Envelope::from_headers(&parts.headers, length).ok().and_then(|e| Some((e.source, e.seq?)));
+    let too_large = || error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Count, format!("message larger than this endpoint's limit of {max} bytes"));
+    if length.is_some_and(|l| l > max) {
+        return Err(Refusal::Final(too_large(), message()));
+    }
+    let limit = usize::try_from(max).unwrap_or(usize::MAX);
+    match tokio::time::timeout(ep.config.body_timeout, Limited::new(body, limit).collect()).await {
+        Ok(Ok(b)) => Ok(b.to_bytes()),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(Refusal::Final(too_large(), message())),
+        Ok(Err(e)) => Err(Refusal::Retry(error(StatusCode::BAD_REQUEST, ErrorClass::Other, format!("body cut off: {e}")))),
+        Err(_) => Err(Refusal::Retry(stalled(ep.config.body_timeout))),
     }
 }

@@ -3,9 +3,12 @@ instances on threads of the endpoint, measured on the same machine in
 alternating rounds (medians; the ratio is what to compare):
 
 * start: from ``POST /run`` of a one-rank domain to its status ``done``
-  (an instance that does nothing), one after the other;
+  (an instance that does nothing), at a sporadic pace (the endpoint's
+  spare processes are ready), and for a domain of 8 ranks started at once
+  (more than the spares: processes start meanwhile);
 * ping-pong between two ranks of one domain on one endpoint: the round
-  trip of an 8 B buffer and the bandwidth of a 16 MiB one.
+  trip of an 8 B buffer and the bandwidth of a 16 MiB one, in steady state
+  (after the endpoint has started the spares that replace the two).
 
 Entry point: benchmarks/isolation/run [--quick] [--rounds R] [--out DIR]
 """
@@ -25,6 +28,8 @@ from urllib.parse import urlparse
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 MODES = ("process", "thread")
+#: Instances of one domain started at once on the endpoint (the spares are 2).
+BURST = 8
 SIZES = [(8, 2000), (16 << 20, 20)]
 QUICK_SIZES = [(8, 500), (16 << 20, 8)]
 
@@ -59,16 +64,20 @@ class Endpoint:
         return data
 
     def domain(self, service, size, params):
-        """Run a domain of ``size`` ranks here; rank 0's result."""
+        """Run a domain of ``size`` ranks here, to the end of every rank; rank 0's result."""
         d, token = secrets.token_hex(8), secrets.token_hex(16)
         for rank in range(size):
             self.call("POST", "/run", {"domain": d, "rank": rank, "endpoints": [self.url] * size, "token": token,
                                        "service": service, "params": params})
-        while True:
-            s = self.call("GET", f"/domains/{d}/ranks/0?wait=60", auth=token)
-            if s["state"] in ("done", "failed", "cancelled"):
-                assert s["state"] == "done", s
-                return s["result"]
+        results = []
+        for rank in range(size):  # every rank ended
+            while True:
+                s = self.call("GET", f"/domains/{d}/ranks/{rank}?wait=60", auth=token)
+                if s["state"] in ("done", "failed", "cancelled"):
+                    assert s["state"] == "done", s
+                    results.append(s["result"])
+                    break
+        return results[0]
 
     def close(self):
         self.p.terminate()
@@ -78,11 +87,18 @@ class Endpoint:
 def measure(ep, starts, sizes):
     t = []
     for _ in range(starts):
+        time.sleep(0.5)  # sporadic requests: the endpoint has its spare processes ready
         t0 = time.perf_counter()
         ep.domain("noop", 1, {})
         t.append(time.perf_counter() - t0)
+    time.sleep(1.0)
+    t0 = time.perf_counter()
+    ep.domain("noop", BURST, {})  # BURST instances at once: more than the spares
+    burst = time.perf_counter() - t0
+    time.sleep(6.0)  # the burst's processes have ended and the spares have started again
     rt = ep.domain("pingpong", 2, {"sizes": sizes})
-    return {"start_s": statistics.median(t), "rtt_8B_s": rt["8"], "bw_16MiB_MBps": 2 * (16 << 20) / rt[str(16 << 20)] / 1e6}
+    return {"start_s": statistics.median(t), "burst_s": burst, "rtt_8B_s": rt["8"],
+            "bw_16MiB_MBps": 2 * (16 << 20) / rt[str(16 << 20)] / 1e6}
 
 
 def main(argv=None):
@@ -107,15 +123,17 @@ def main(argv=None):
                     ep.close()
     med = {m: {k: statistics.median(x[k] for x in raw[m]) for k in raw[m][0]} for m in MODES}
     p, t = med["process"], med["thread"]
-    rows = [("instance start (POST /run to done)", f"{p['start_s'] * 1e3:.1f} ms", f"{t['start_s'] * 1e3:.1f} ms",
+    rows = [("instance start, spare ready (run to done)", f"{p['start_s'] * 1e3:.1f} ms", f"{t['start_s'] * 1e3:.1f} ms",
              p["start_s"] / t["start_s"]),
+            (f"domain of {BURST} ranks on it (run to done)", f"{p['burst_s'] * 1e3:.0f} ms", f"{t['burst_s'] * 1e3:.1f} ms",
+             p["burst_s"] / t["burst_s"]),
             ("8 B round trip", f"{p['rtt_8B_s'] * 1e6:.1f} us", f"{t['rtt_8B_s'] * 1e6:.1f} us", p["rtt_8B_s"] / t["rtt_8B_s"]),
             ("16 MiB bandwidth", f"{p['bw_16MiB_MBps']:.0f} MB/s", f"{t['bw_16MiB_MBps']:.0f} MB/s",
              p["bw_16MiB_MBps"] / t["bw_16MiB_MBps"])]
     print(f"\nisolation: medians of {rounds} alternating rounds on {os.cpu_count()} cores\n")
-    print(f"| {'':36} | process | thread | process/thread |\n|---|---|---|---|")
+    print(f"| {'':42} | process | thread | process/thread |\n|---|---|---|---|")
     for name, pv, tv, ratio in rows:
-        print(f"| {name:36} | {pv} | {tv} | {ratio:.2f} |")
+        print(f"| {name:42} | {pv} | {tv} | {ratio:.2f} |")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "isolation.json"

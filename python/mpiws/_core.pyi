@@ -39,6 +39,7 @@ class Endpoint:
                  job_ttl: Optional[float] = None,
                  max_spawn_body: Optional[int] = None, sandbox: Optional[list[str]] = None,
                  max_instance_memory: Optional[int] = None, max_instance_time: Optional[float] = None,
+                 spare_instances: Optional[int] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  tls_self_signed: bool = False, tls_cert_out: Optional[str] = None,
                  tls_handshake_timeout: Optional[float] = None) -> None:

@@ -30,6 +30,7 @@ LIMITS = [
     ("--tls-handshake-timeout", float, "seconds a connection has to complete its TLS handshake (10)"),
     ("--max-instance-memory", int, "address space of one instance's process, bytes; 0: unbounded (4 GiB)"),
     ("--max-instance-time", float, "seconds an instance may run before it is ended (24 h)"),
+    ("--spare-instances", int, "instance processes kept started ahead of need, so instances start at once (2)"),
 ]
 
 

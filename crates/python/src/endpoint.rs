@@ -43,7 +43,7 @@ impl Endpoint {
                         allow_hosts=Vec::new(), allow_origins=Vec::new(), max_connections=None, header_timeout=None,
                         body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None,
                         fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, max_jobs_per_key=None, max_uploads_per_key=None, job_ttl=None,
-                        max_spawn_body=None, sandbox=None, max_instance_memory=None, max_instance_time=None,
+                        max_spawn_body=None, sandbox=None, max_instance_memory=None, max_instance_time=None, spare_instances=None,
                         tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -74,6 +74,7 @@ impl Endpoint {
         sandbox: Option<Vec<String>>,
         max_instance_memory: Option<u64>,
         max_instance_time: Option<f64>,
+        spare_instances: Option<usize>,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
         tls_self_signed: bool,
@@ -122,6 +123,7 @@ impl Endpoint {
                     max_memory: Some(max_instance_memory.unwrap_or(4 << 30)).filter(|&m| m > 0),
                     max_time: secs(max_instance_time, Duration::from_secs(24 * 3600), "max_instance_time")?,
                     trust: None,
+                    spares: spare_instances.unwrap_or(2),
                 }),
                 None => None,
             },

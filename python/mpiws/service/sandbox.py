@@ -1,6 +1,6 @@
 """A service instance in a process of its own: what ``mpiws serve`` runs for
 each *run* request (``isolation="process"``, the default), started by the
-endpoint (``mpiws_core::service::sandbox``), never by hand.
+endpoint (``mpiws_core::service::sandbox``) ahead of need, never by hand.
 
 The endpoint writes the binding on stdin and keeps the instance's record;
 this process creates the instance on an endpoint of its own (loopback,
@@ -66,19 +66,25 @@ def main(argv=None):
     p.add_argument("--body-timeout", type=float)
     a = p.parse_args(argv)
     sys.path[:0] = [d for d in json.loads(a.path) if d not in sys.path]
+    # Imported before the binding comes: a child is started ahead of need, so
+    # an instance does not wait for this.
+    services, failed = {}, None
+    try:
+        services = dict(load(spec) for spec in a.service)
+        loads = pickled.policy(a.pickle, a.pickle_allow)
+    except Exception as e:  # noqa: BLE001 - the instance's record says why
+        failed = e
     # No keys: its service interface refuses everything; it serves only the domain's traffic.
     endpoint = _core.Endpoint("127.0.0.1", 0, max_message=a.max_message, body_timeout=a.body_timeout)
-    instance = _core.sandbox_begin(endpoint)
-    try:
-        specs = dict(s.split("=", 1) for s in a.service)
-        _, fn = load(f"{instance.service}={specs[instance.service]}")
-        loads = pickled.policy(a.pickle, a.pickle_allow)
-    except Exception as e:  # noqa: BLE001 - the record says why; nothing else to do
+    instance = _core.sandbox_begin(endpoint)  # waits for the binding
+    if failed is None and instance.service not in services:
+        failed = LookupError(f"no service {instance.service!r} here")
+    if failed is not None:
         from .runner import fail_to_start
 
-        fail_to_start(instance, e)
+        fail_to_start(instance, failed)
     else:
-        run_instance(instance, fn, loads)
+        run_instance(instance, services[instance.service], loads)
     _core.sandbox_report(instance)
     sys.stdout.flush()
     sys.stderr.flush()

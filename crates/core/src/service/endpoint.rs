@@ -17,7 +17,8 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::runtime::runtime;
 use crate::service::keys::{KeyId, Keys};
-use crate::service::sandbox::{start::start as start_sandbox, Sandbox, SandboxSetting};
+use crate::service::sandbox::start::Spares;
+use crate::service::sandbox::{Sandbox, SandboxSetting};
 use crate::service::tls::{ServerTls, TlsSetting};
 
 #[derive(Debug, Clone)]
@@ -154,6 +155,8 @@ pub struct Endpoint {
     pub tls: Option<ServerTls>,
     services: RwLock<Vec<String>>,
     instances: Mutex<HashMap<(String, u32), Hosted>>,
+    /// Children started ahead for instances, when they run in processes.
+    spares: Option<Arc<Spares>>,
     runs_tx: Mutex<mpsc::Sender<Arc<Instance>>>,
     runs_rx: Mutex<mpsc::Receiver<Arc<Instance>>>,
 }
@@ -171,6 +174,7 @@ impl Endpoint {
         }
         let (tx, rx) = mpsc::channel();
         let jobs = Jobs::new(&config)?;
+        let spares = config.sandbox.as_ref().map(Spares::new);
         let ep = Arc::new(Endpoint {
             config,
             addr,
@@ -179,6 +183,7 @@ impl Endpoint {
             tls,
             services: RwLock::new(Vec::new()),
             instances: Mutex::new(HashMap::new()),
+            spares,
             runs_tx: Mutex::new(tx),
             runs_rx: Mutex::new(rx),
         });
@@ -237,10 +242,10 @@ impl Endpoint {
                 self.admit(&mut map, owner)?;
             }
             let instance = Instance::new(binding, self.transport.clone());
-            let sandbox = match (&self.config.sandbox, queue) {
-                (Some(setting), true) => {
+            let sandbox = match (&self.spares, queue) {
+                (Some(spares), true) => {
                     let sandbox = Arc::new(Sandbox::default());
-                    start_sandbox(setting, instance.clone(), sandbox.clone());
+                    spares.start(instance.clone(), sandbox.clone());
                     Some(sandbox)
                 }
                 _ => None,

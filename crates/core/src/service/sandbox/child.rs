@@ -38,6 +38,11 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
     }
     let mut text = Vec::new();
     std::io::stdin().read_to_end(&mut text).map_err(|e| broken("cannot read the binding", &e))?;
+    if text.is_empty() {
+        // A spare whose endpoint ended before giving it an instance: nothing to do.
+        // SAFETY: _exit ends the process without running anything else.
+        unsafe { libc::_exit(0) }
+    }
     let binding: Binding = serde_json::from_slice(&text).map_err(|e| broken("malformed binding", &e))?;
     ep.deploy(&binding.service);
     let instance = ep.create_instance(binding, false, None).map_err(Error::from)?;

@@ -40,6 +40,8 @@ pub struct SandboxSetting {
     pub max_memory: Option<u64>,
     /// How long an instance may run before it is ended.
     pub max_time: Duration,
+    /// Children kept started ahead of need, waiting for an instance.
+    pub spares: usize,
     /// The endpoint's own self-signed certificate, which its children trust
     /// as it does (set by `Endpoint::start`).
     pub trust: Option<std::path::PathBuf>,

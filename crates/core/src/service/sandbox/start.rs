@@ -1,4 +1,4 @@
-//! Start an instance's child process and follow it to its end. The record
+//! Start an instance's child process (one started ahead: `Spares`) and follow it to its end. The record
 //! of the instance (here, in the endpoint) always ends: with the child's
 //! reported outcome, cancelled (the child is then ended within
 //! `process_group::GRACE`), over its time limit, or with why the child died.
@@ -10,7 +10,9 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Child;
 
 use crate::domain::instance::{ErrorReport, InstanceState};
 use crate::domain::Instance;
@@ -23,34 +25,79 @@ use crate::service::sandbox::{Sandbox, SandboxSetting};
 /// How long a child that reported its outcome may take to exit.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
 
-/// Start the child of `instance`; `sandbox` is where it can be reached once ready.
-pub fn start(setting: &SandboxSetting, instance: Arc<Instance>, sandbox: Arc<Sandbox>) {
-    let setting = setting.clone();
-    runtime().spawn(async move {
-        let outcome = follow(&setting, &instance, &sandbox).await;
-        sandbox.close();
-        if let Err((name, message)) = outcome {
-            instance.fail(ErrorReport { class: ErrorClass::Other.code(), name: name.into(), message, traceback: String::new() });
+/// Children started ahead of need (`SandboxSetting::spares`), each waiting
+/// for a binding: an instance starts without waiting for an interpreter to
+/// start and import its service.
+pub struct Spares {
+    setting: SandboxSetting,
+    ready: Mutex<Vec<Spare>>,
+}
+
+/// A child started ahead of need, waiting for its binding on stdin.
+struct Spare {
+    child: Child,
+    handover: UnixStream,
+    reports: UnixStream,
+}
+
+impl Spares {
+    /// Start the spares (in the runtime).
+    pub fn new(setting: &SandboxSetting) -> Arc<Spares> {
+        let spares = Arc::new(Spares { setting: setting.clone(), ready: Mutex::new(Vec::new()) });
+        let _in_runtime = runtime().enter();
+        spares.refill();
+        spares
+    }
+
+    /// Start `instance` in a child; `sandbox` is where it can be reached once ready.
+    pub fn start(self: &Arc<Self>, instance: Arc<Instance>, sandbox: Arc<Sandbox>) {
+        let spares = self.clone();
+        runtime().spawn(async move {
+            let outcome = match spares.take() {
+                Ok(spare) => {
+                    spares.refill();
+                    follow(&spares.setting, spare, &instance, &sandbox).await
+                }
+                Err(e) => Err(cannot(e)),
+            };
+            sandbox.close();
+            if let Err((name, message)) = outcome {
+                instance.fail(ErrorReport { class: ErrorClass::Other.code(), name: name.into(), message, traceback: String::new() });
+            }
+        });
+    }
+
+    /// A spare still alive, or a new child.
+    fn take(&self) -> io::Result<Spare> {
+        loop {
+            let Some(mut spare) = self.ready.lock().pop() else { break };
+            if matches!(spare.child.try_wait(), Ok(None)) {
+                return Ok(spare);
+            }
         }
-    });
+        spawn(&self.setting)
+    }
+
+    fn refill(&self) {
+        while self.ready.lock().len() < self.setting.spares {
+            match spawn(&self.setting) {
+                Ok(spare) => self.ready.lock().push(spare),
+                Err(_) => break, // the next instance tries again, and says why
+            }
+        }
+    }
 }
 
-/// What the child reports at its end: its instance's final status.
-#[derive(serde::Deserialize)]
-struct Outcome {
-    state: InstanceState,
-    result: Option<serde_json::Value>,
-    error: Option<ErrorReport>,
+fn cannot(e: io::Error) -> Failure {
+    ("InstanceNotStarted", format!("the endpoint could not start the instance's process: {e}"))
 }
 
-type Failure = (&'static str, String);
-
-async fn follow(setting: &SandboxSetting, instance: &Arc<Instance>, sandbox: &Sandbox) -> Result<(), Failure> {
-    let cannot = |e: io::Error| ("InstanceNotStarted", format!("the endpoint could not start the instance's process: {e}"));
-    let (handover, handover_child) = UnixStream::pair().map_err(cannot)?;
-    let (reports, reports_child) = UnixStream::pair().map_err(cannot)?;
+/// A new child, its wire in place, waiting for its binding.
+fn spawn(setting: &SandboxSetting) -> io::Result<Spare> {
+    let (handover, handover_child) = UnixStream::pair()?;
+    let (reports, reports_child) = UnixStream::pair()?;
     let Some((program, args)) = setting.command.split_first() else {
-        return Err(cannot(io::Error::other("no command")));
+        return Err(io::Error::other("no command"));
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args).stdin(Stdio::piped()).process_group(0).kill_on_drop(true);
@@ -68,8 +115,22 @@ async fn follow(setting: &SandboxSetting, instance: &Arc<Instance>, sandbox: &Sa
     unsafe {
         cmd.pre_exec(move || place_wire(fds, memory));
     }
-    let mut child = cmd.spawn().map_err(cannot)?;
-    drop((handover_child, reports_child));
+    let child = cmd.spawn()?;
+    Ok(Spare { child, handover, reports })
+}
+
+/// What the child reports at its end: its instance's final status.
+#[derive(serde::Deserialize)]
+struct Outcome {
+    state: InstanceState,
+    result: Option<serde_json::Value>,
+    error: Option<ErrorReport>,
+}
+
+type Failure = (&'static str, String);
+
+async fn follow(setting: &SandboxSetting, spare: Spare, instance: &Arc<Instance>, sandbox: &Sandbox) -> Result<(), Failure> {
+    let Spare { mut child, handover, reports } = spare;
     let group = process_group::group_of(&child);
 
     let binding = serde_json::to_vec(&instance.binding).expect("a binding encodes");

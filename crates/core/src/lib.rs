@@ -7,7 +7,8 @@
 //!
 //! - [`service`] — the **service interface**. An [`service::Endpoint`] is one
 //!   HTTP server hosting deployed services; `run` creates a service instance
-//!   of a domain, `status`/`cancel` manage it, `describe` lists what is there.
+//!   of a domain, `status`/`cancel` manage it, `describe` lists what is there;
+//!   [`service::sandbox`] runs each instance's code in a process of its own.
 //!   [`service::client`] is the launcher's side of those operations.
 //! - [`domain`] — a communication domain as one endpoint sees it: the
 //!   [`domain::Binding`] (domain id, rank, endpoint list, token) and the

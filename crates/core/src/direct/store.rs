@@ -48,7 +48,20 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         return refuse(too_large(max));
     }
     if instance.holds_back(env.source) {
-        // Pushback, not a refusal: the sender tries again later, same sequence number.
+        // Pushback, not a refusal: the sender tries again later, same sequence
+        // number. The body (within the limit) is read and dropped first: an
+        // answer sent while the body is still coming can be lost with the
+        // connection (reset) at clients that write and read at once, such as
+        // an endpoint relaying to an instance's process.
+        let mut body = req.into_body();
+        let deadline = tokio::time::Instant::now() + ep.config.body_timeout;
+        let mut drained = 0u64;
+        while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, body.frame()).await {
+            drained += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if drained > max {
+                break;
+            }
+        }
         let mut r = error(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, "the receiver holds too many unreceived messages; try again");
         r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
         return r;

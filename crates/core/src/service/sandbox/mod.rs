@@ -6,9 +6,10 @@
 //! its state for `status`, the domain's token) and the child does the
 //! work:
 //!
-//! - [`start`]: spawn the child (its own process group, a memory bound),
-//!   give it the binding, follow its reports, and end it on cancel, on its
-//!   time limit, or when it dies (the record says why);
+//! - [`start`]: keep children started ahead of need (`Spares`: each in its
+//!   own process group, with a memory bound, its services imported), give
+//!   one the binding, follow its reports, and end it on cancel, on its time
+//!   limit, or when it dies (the record says why);
 //! - [`relay`]: the domain's traffic to the instance: a stream upgrade is
 //!   accepted here and its socket handed to the child (then the child reads
 //!   and writes it directly: no copy, no extra hop); the other direct

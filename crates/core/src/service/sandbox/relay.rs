@@ -42,6 +42,13 @@ pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         Ok(i) => i,
         Err(reply) => return reply,
     };
+    let question = req.method() != Method::POST; // `matched`, `withdraw`: about messages sent before
+    if let Some(e) = instance.ended() {
+        // Nothing more goes to an instance that ended, nor anything to one cancelled (its process is ending).
+        if !question || e.class == ErrorClass::Cancelled {
+            return from_error(&e);
+        }
+    }
     let sandbox = ep.sandbox(domain, instance.rank());
     let url = match &sandbox {
         // A child that ended its code lingers a moment, answering questions about what it received.

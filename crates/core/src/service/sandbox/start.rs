@@ -174,10 +174,7 @@ async fn follow(setting: &SandboxSetting, spare: Spare, instance: &Arc<Instance>
         }
     }
     match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-        Ok(Ok(exit)) if instance.status().state.is_final() => {
-            let _ = exit;
-            Ok(())
-        }
+        Ok(Ok(_)) if instance.status().state.is_final() => Ok(()),
         Ok(Ok(exit)) => Err(("InstanceDied", died(exit, setting.max_memory))),
         _ => {
             process_group::end(group, &mut child).await;

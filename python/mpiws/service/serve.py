@@ -71,8 +71,11 @@ class Server:
                 raise ValueError(f"program must be NAME=TEMPLATE, got {spec!r}")
             self.endpoint.deploy_program(name.strip(), template)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._dispatch, name="mpiws-dispatch", daemon=True)
-        self._thread.start()
+        # On threads, a dispatcher starts each instance; in processes the endpoint does.
+        self._thread = None
+        if isolation == "thread":
+            self._thread = threading.Thread(target=self._dispatch, name="mpiws-dispatch", daemon=True)
+            self._thread.start()
 
     @property
     def url(self):
@@ -94,5 +97,6 @@ class Server:
 
     def stop(self):
         self._stop.set()
-        self._thread.join()
+        if self._thread:
+            self._thread.join()
         self.endpoint.close_jobs()  # jobs end; a work directory the endpoint made is removed

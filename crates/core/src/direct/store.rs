@@ -8,6 +8,7 @@
 //! mailbox skips its sequence number so later messages are not held back.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
@@ -20,7 +21,7 @@ use crate::domain::instance::Delivered;
 use crate::domain::binding::valid_domain_id;
 use crate::domain::Instance;
 use crate::error::ErrorClass;
-use crate::service::reply::{self, authorize, error, from_error, parse_rank, Reply};
+use crate::service::reply::{self, authorize, error, from_error, parse_rank, retry_later, Reply};
 use crate::service::Endpoint;
 
 pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
@@ -62,9 +63,8 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
                 break;
             }
         }
-        let mut r = error(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, "the receiver holds too many unreceived messages; try again");
-        r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
-        return r;
+        let message = "the receiver holds too many unreceived messages; try again";
+        return retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, Duration::from_secs(1));
     }
 
     let mut body = req.into_body();
@@ -144,9 +144,8 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
                     return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("rank {rank} out of range: domain {domain} has {} ranks", sibling.size())));
                 }
             }
-            let mut r = error(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, format!("no instance of domain {domain} rank {rank} here yet; try again"));
-            r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
-            return Err(r);
+            let message = format!("no instance of domain {domain} rank {rank} here yet; try again");
+            return Err(retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1)));
         }
     };
     authorize(headers, &instance)?;

@@ -34,15 +34,8 @@ pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
     if announced.is_some_and(|n| n > max) {
         return too_large(max);
     }
-    let per_key = ep.jobs.max_uploads_per_key;
-    if ep.jobs.uploads.lock().values().filter(|&&k| k == caller.id).count() >= per_key {
-        let mut r = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            ErrorClass::Other,
-            format!("{} keeps its maximum of {per_key} uploads here (--max-uploads-per-key): delete some, or wait for them to expire", caller.id),
-        );
-        r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("60"));
-        return r;
+    if let Err(reply) = ep.jobs.upload_room(caller) {
+        return reply;
     }
     let id = new_id();
     let dir = match ep.jobs.uploads_dir() {

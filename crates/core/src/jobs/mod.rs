@@ -54,7 +54,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{err, ErrorClass, Result};
 use crate::service::keys::{Key, KeyId, Scope};
-use crate::service::reply::{error, Reply};
+use crate::service::reply::{error, retry_later, Reply};
 use crate::service::Config;
 use disk::Disk;
 use fetch::Fetcher;
@@ -84,12 +84,12 @@ pub struct Jobs {
     max_jobs: usize,
     max_jobs_per_key: usize,
     /// Most uploads one key keeps here at once.
-    pub max_uploads_per_key: usize,
+    max_uploads_per_key: usize,
     /// How long ended jobs and uploads are kept.
     pub ttl: Duration,
 }
 
-/// When the job table is full and no ended job is due to expire soon.
+/// When to try again when the job table, or a key's uploads, is full and nothing is due to expire soon.
 const RETRY_FULL: Duration = Duration::from_secs(60);
 
 impl Jobs {
@@ -183,6 +183,17 @@ impl Jobs {
             .ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")))
     }
 
+    /// Room for another upload of `caller` (fewer than `max_uploads_per_key`
+    /// of its own), else the 429 that says so.
+    pub fn upload_room(&self, caller: &Key) -> std::result::Result<(), Reply> {
+        let per_key = self.max_uploads_per_key;
+        if self.uploads.lock().values().filter(|&&k| k == caller.id).count() < per_key {
+            return Ok(());
+        }
+        let message = format!("{} keeps its maximum of {per_key} uploads here (--max-uploads-per-key): delete some, or wait for them to expire", caller.id);
+        Err(retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, RETRY_FULL))
+    }
+
     /// Enter `job` in the table, if there is room (`max_jobs`) and its key
     /// holds fewer than `max_jobs_per_key`; else the 503 (the table is
     /// full) or 429 (the key's share is) that says when an ended job will
@@ -195,7 +206,7 @@ impl Jobs {
                  or raise it (mpiws serve --max-jobs)",
                 jobs.len()
             );
-            return Err(full(StatusCode::SERVICE_UNAVAILABLE, message, self.retry_after(jobs.values())));
+            return Err(retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Other, message, self.retry_after(jobs.values())));
         }
         let owner = job.owner;
         let held = jobs.values().filter(|j| j.owner == owner).count();
@@ -204,7 +215,7 @@ impl Jobs {
                 "{owner} holds {held} jobs here, its limit: retry later, remove its ended jobs (DELETE /jobs/{{id}}?remove=true), \
                  or raise it (mpiws serve --max-jobs-per-key)"
             );
-            return Err(full(StatusCode::TOO_MANY_REQUESTS, message, self.retry_after(jobs.values().filter(|j| j.owner == owner))));
+            return Err(retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, self.retry_after(jobs.values().filter(|j| j.owner == owner))));
         }
         jobs.insert(job.id.clone(), job);
         Ok(())
@@ -297,13 +308,6 @@ fn may_act(caller: &Key, owner: KeyId) -> bool {
 /// of another key: the same, word for word.
 fn no_job(id: &str) -> Reply {
     error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"))
-}
-
-/// The answer of a full job table (503) or of a key's full share (429).
-fn full(status: StatusCode, message: String, retry: Duration) -> Reply {
-    let mut reply = error(status, ErrorClass::Other, message);
-    reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(retry.as_secs().max(1)));
-    reply
 }
 
 /// A fresh unguessable id: job and file URLs are capabilities.

@@ -56,6 +56,13 @@ pub fn stalled(timeout: Duration) -> Reply {
     error(StatusCode::REQUEST_TIMEOUT, ErrorClass::Arg, format!("the request body stalled for {timeout:?} (--body-timeout)"))
 }
 
+/// An error the caller may retry: with `Retry-After` (whole seconds, at least one).
+pub fn retry_later(status: StatusCode, class: ErrorClass, message: impl Into<String>, after: Duration) -> Reply {
+    let mut r = error(status, class, message);
+    r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(after.as_secs().max(1)));
+    r
+}
+
 /// Longest long-poll a client may ask for.
 pub const MAX_WAIT: Duration = Duration::from_secs(300);
 

@@ -2,7 +2,9 @@
 //! endpoints, token, service, params), owned by the caller's key, and queue
 //! it for the service layer.
 
-use http::{HeaderValue, Request, StatusCode};
+use std::time::Duration;
+
+use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
 use crate::domain::Binding;
@@ -10,7 +12,7 @@ use crate::error::ErrorClass;
 use crate::service::endpoint::Refused;
 use crate::service::guard;
 use crate::service::keys::KeyId;
-use crate::service::reply::{error, from_error, json, read_body, Reply};
+use crate::service::reply::{error, from_error, json, read_body, retry_later, Reply};
 use crate::service::Endpoint;
 
 pub async fn run(ep: &Endpoint, req: Request<Incoming>, owner: KeyId) -> Reply {
@@ -41,9 +43,7 @@ pub async fn run(ep: &Endpoint, req: Request<Incoming>, owner: KeyId) -> Reply {
         Err(Refused::Conflict(e)) => error(StatusCode::CONFLICT, e.class, e.message),
         Err(Refused::Busy { per_key, error: e }) => {
             let status = if per_key { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::SERVICE_UNAVAILABLE };
-            let mut r = error(status, e.class, e.message);
-            r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-            r
+            retry_later(status, e.class, e.message, Duration::from_secs(1))
         }
         Err(Refused::Invalid(e)) => from_error(&e),
     }

@@ -14,7 +14,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
@@ -27,7 +27,7 @@ use crate::direct::store::admit_ended;
 use crate::direct::frame::Envelope;
 use crate::direct::stream;
 use crate::error::ErrorClass;
-use crate::service::reply::{error, from_error, stalled, Reply};
+use crate::service::reply::{error, from_error, retry_later, stalled, Reply};
 use crate::service::sandbox::{handover, Sandbox};
 use crate::service::Endpoint;
 
@@ -51,19 +51,18 @@ pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     }
     let sandbox = ep.sandbox(domain, instance.rank());
     let url = match &sandbox {
-        // A child that ended its code lingers a moment, answering questions about what it received.
-        Some(s) if s.url().is_some() => s.url(),
         // A child takes a moment to start: a request that comes first waits for it (bounded).
         Some(s) if instance.ended().is_none() => s.url_within(READY_WAIT).await,
-        _ => None,
+        // A child that ended its code lingers a moment, answering questions about what it received.
+        Some(s) => s.url(),
+        None => None,
     };
     let (Some(sandbox), Some(url)) = (sandbox, url) else {
         if let Some(e) = instance.ended() {
             return from_error(&e);
         }
-        let mut r = error(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, format!("domain {domain} rank {rank} is starting here; try again"));
-        r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
+        let message = format!("domain {domain} rank {rank} is starting here; try again");
+        return retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1));
     };
     if req.method() == Method::POST && req.uri().path().ends_with("/stream") {
         return stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| hand_over(&sandbox, source, socket, &early)).await;

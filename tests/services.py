@@ -113,7 +113,49 @@ def multihost(comm, params):
         dest, src = (me + step) % n, (me - step) % n
         pairs[str(src)] = comm.sendrecv({"from": me, "to": dest, "netns": ident["netns"], "url": ident["url"]},
                                         dest=dest, sendtag=100 + step, source=src, recvtag=100 + step)
-    return {"me": ident, "ring_obj": ring_obj, "ring_buf": ring_buf, "pairs": pairs}
+    # collectives, and a synchronous send (its completion waits for the match)
+    total = np.zeros(1024, dtype="i8")
+    comm.Allreduce(np.full(1024, me + 1, dtype="i8"), total, op=MPI.SUM)
+    colls = {
+        "allreduce": comm.allreduce(me + 1),
+        "Allreduce": sorted(set(total.tolist())),
+        "bcast": comm.bcast(ident["url"] if me == n - 1 else None, root=n - 1),
+        "allgather": comm.allgather(me),
+        "alltoall": comm.alltoall([10 * me + d for d in range(n)]),
+    }
+    comm.Barrier()
+    req = comm.irecv(source=left, tag=3)
+    comm.ssend(me, dest=right, tag=3)
+    colls["ssend"] = req.wait()
+    return {"me": ident, "ring_obj": ring_obj, "ring_buf": ring_buf, "pairs": pairs, "colls": colls}
+
+
+def check_multihost(results, urls):
+    """Assert what ``multihost`` returned on each rank ({rank: result}) for a
+    domain over endpoints ``urls``; returns the ranks' identities."""
+    n = len(urls)
+    assert sorted(results) == list(range(n)), sorted(results)
+    me = [results[r]["me"] for r in range(n)]
+    assert [m["rank"] for m in me] == list(range(n))
+    assert [m["url"] for m in me] == urls
+    for r in range(n):
+        left = (r - 1) % n
+        got = results[r]
+        # ring of objects: the left neighbour's identity, sent from its host
+        assert got["ring_obj"] == me[left], (r, got["ring_obj"])
+        # ring of buffers: int32 values, all left + 1, from the left neighbour
+        count = got["ring_buf"]["count"]
+        assert got["ring_buf"] == {"count": count, "source": left, "values": [left + 1], "sum": count * (left + 1)}
+        # sendrecv with every other rank
+        assert sorted(got["pairs"]) == sorted(str(s) for s in range(n) if s != r)
+        for s, msg in got["pairs"].items():
+            s = int(s)
+            assert msg == {"from": s, "to": r, "netns": me[s]["netns"], "url": urls[s]}, (r, s, msg)
+        assert got["colls"] == {
+            "allreduce": n * (n + 1) // 2, "Allreduce": [n * (n + 1) // 2], "bcast": urls[-1],
+            "allgather": list(range(n)), "alltoall": [10 * s + r for s in range(n)], "ssend": left,
+        }, (r, got["colls"])
+    return me
 
 
 ALL = {f.__name__: f for f in (recv_object, recv_repr, recv_raw, recv_many, exchange, block, block_on_self, fail, array_sum)}

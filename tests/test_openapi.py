@@ -29,7 +29,7 @@ NOT_PROVOKED = {("run", "429"), ("run", "503"), ("store", "502"), ("matched", "5
 #: The endpoint's keys: every scope, `run` only, `files` only.
 KEY, KEY_RUN, KEY_FILES = ("k" * 16 + secrets.token_hex(8) for _ in range(3))
 #: Paths that take an endpoint key (the rest take a domain token, or nothing).
-KEYED = ("/run", "/programs", "/jobs", "/files")
+KEYED = ("/run", "/rendezvous", "/programs", "/jobs", "/files")
 
 #: The jobs layer's programs (NAME=TEMPLATE; {dir} is the fixture's directory).
 COUNT = "#!/bin/sh\necho counting\necho 'a note' >&2\nwc -c < \"$1\" | tr -d ' ' > \"$2\"\n"
@@ -356,6 +356,33 @@ def test_run(api):
     api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 
 
+def test_rendezvous(api, server):
+    json_h = {"content-type": "application/json"}
+
+    def reg(rank, size=2, url="http://10.0.0.9:7070"):
+        return json.dumps({"rank": rank, "size": size, "url": url})
+
+    api.call("POST", "/rendezvous", reg(0), json_h, expect=503)                             # none open yet
+    server.endpoint.open_rendezvous(2)
+    assert api.call("GET", "/rendezvous", expect=200)[1] == {"size": 2, "registered": 0, "closed": False}
+    api.call("POST", "/rendezvous", reg(1), json_h, expect=200)
+    api.call("POST", "/rendezvous", reg(1), json_h, expect=200)                             # again: harmless
+    api.call("POST", "/rendezvous", reg(1, url="http://10.0.0.8:7070"), json_h, expect=409) # rank taken
+    api.call("POST", "/rendezvous", reg(0, size=3), json_h, expect=409)                     # another size
+    api.call("POST", "/rendezvous", reg(2), json_h, expect=400)                             # rank >= size
+    api.call("POST", "/rendezvous", reg(0, url="file:///etc"), json_h, expect=400)
+    api.call("POST", "/rendezvous", b"{", json_h, expect=400)
+    api.call("POST", "/rendezvous", b" " * 5000, json_h, expect=413)
+    api.call("POST", "/rendezvous", reg(0), {"content-type": "text/plain"}, expect=415)
+    api.call("POST", "/rendezvous", b'{"rank"', json_h, announce=100, expect=408)
+    for method in ("GET", "POST"):
+        api.call(method, "/rendezvous", reg(0) if method == "POST" else None, {**json_h, "authorization": "none"}, expect=401)
+        api.call(method, "/rendezvous", reg(0) if method == "POST" else None, {**json_h, **auth(KEY_FILES)}, expect=403)
+    assert api.call("GET", "/rendezvous", expect=200)[1] == {"size": 2, "registered": 1, "closed": False}
+    server.endpoint.close_rendezvous()
+    assert api.call("GET", "/rendezvous", expect=200)[1]["closed"] is True
+
+
 def test_status_and_cancel(api):
     domain, token = start(api, "block")
     path = f"/domains/{domain}/ranks/0"
@@ -670,6 +697,7 @@ def test_undocumented_requests_are_refused(api):
     api.undocumented("GET", "/nowhere", 404)
     api.undocumented("GET", "/domains/d/ranks/0/mailbox", 404)
     api.undocumented("PUT", "/run", 405)
+    api.undocumented("PUT", "/rendezvous", 405)
     api.undocumented("GET", "/run", 405)
     api.undocumented("POST", "/", 405)
     api.undocumented("POST", "/domains/d/ranks/0", 405)

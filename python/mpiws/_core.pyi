@@ -55,6 +55,12 @@ class Endpoint:
         """Deploy a command-line program as a service, described by its one-line template."""
     def next_run(self, timeout: Optional[float] = None) -> Optional[Instance]:
         """The next instance a *run* request created (to be started by the caller)."""
+    def open_rendezvous(self, size: int) -> None:
+        """Open this endpoint's rendezvous (``POST /rendezvous``) for a domain of ``size`` ranks."""
+    def rendezvous_wait(self, timeout: float) -> list[str]:
+        """Every rank's URL once all registered; TimeoutError naming the missing ranks."""
+    def close_rendezvous(self) -> None:
+        """The gathered domain has ended: its ranks (watching ``GET /rendezvous``) may go."""
     def create_instance(self, domain: str, rank: int, endpoints: list[str], token: str,
                         service: str = "", params: str = "null") -> Instance:
         """An instance created without a *run* request (singleton domains)."""
@@ -199,6 +205,10 @@ def sandbox_begin(endpoint: Endpoint) -> Instance:
 def sandbox_report(instance: Instance) -> None:
     """In an instance's child process: report the instance's final status."""
 
+
+def rendezvous_register(rendezvous: str, key: str, rank: int, size: int, url: str, timeout: float) -> None:
+    """Register this rank's endpoint ``url`` at the rendezvous, trying again
+    while it is unreachable or not open yet, for up to ``timeout`` seconds."""
 
 def exit_on_signals() -> None:
     """End this process on SIGTERM or SIGINT even while service code holds the

@@ -85,6 +85,20 @@ def _tell_certificate(endpoint):
 
 
 def _run(a):
+    if a.rendezvous or a.slurm:
+        if not a.program:
+            raise SystemExit("mpiws run: give the program to run: mpiws run --rendezvous URL ... prog.py [args]")
+        if bool(a.tls_cert) != bool(a.tls_key):
+            raise SystemExit("mpiws run: --tls-cert and --tls-key go together")
+        if a.slurm:
+            from .launch.slurm import run_slurm
+
+            return run_slurm(a.program[0], a.program[1:], size=a.size or a.np, prefix=a.prefix, keep_going=a.keep_going,
+                             host=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key)
+        from .launch.rendezvous import run_rank
+
+        return run_rank(a.program[0], a.program[1:], a.rendezvous, size=a.size, rank=a.rank, host=a.host, port=a.port,
+                        advertise=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key, keep_going=a.keep_going)
     if a.endpoints:
         from .launch.remote import run_remote
 
@@ -96,6 +110,7 @@ def _run(a):
 
     if not a.program:
         raise SystemExit("mpiws run: give -n N prog.py [args], or --endpoints URL,... --service NAME")
+    a.np = 1 if a.np is None else a.np
     if a.np < 1:
         raise SystemExit("mpiws run: -n must be at least 1")
     if bool(a.tls_cert) != bool(a.tls_key):
@@ -262,7 +277,7 @@ def main(argv=None):
     j.set_defaults(func=_job)
 
     r = sub.add_parser("run", help="run a domain: N local ranks of a script, or a service on endpoints")
-    r.add_argument("-n", "-np", dest="np", type=int, default=1, help="number of local ranks")
+    r.add_argument("-n", "-np", dest="np", type=int, help="number of local ranks (default 1; with --slurm: tasks)")
     r.add_argument("-l", "--prefix", action="store_true", help="prefix output lines with the rank")
     r.add_argument("--host", default="127.0.0.1", help="address the local ranks bind")
     r.add_argument("-k", "--keep-going", action="store_true",
@@ -271,6 +286,15 @@ def main(argv=None):
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")
     r.add_argument("--key", help=key_help)
+    r.add_argument("--slurm", action="store_true",
+                   help="inside a Slurm allocation: one rank per task, started with srun (-n: tasks, default SLURM_NTASKS)")
+    r.add_argument("--rendezvous", metavar="URL",
+                   help="be one rank of a domain started by others: register at URL (rank 0 serves it), key from MPIWS_KEY")
+    r.add_argument("--size", type=int, help="with --rendezvous: ranks in the domain (default: MPIWS_SIZE, SLURM_NTASKS, ...)")
+    r.add_argument("--rank", type=int,
+                   help="with --rendezvous: this rank (default: MPIWS_RANK, SLURM_PROCID, JOB_COMPLETION_INDEX, ...)")
+    r.add_argument("--port", type=int, help="with --rendezvous: port this rank's endpoint binds (rank 0: the URL's)")
+    r.add_argument("--advertise", metavar="HOST", help="with --rendezvous or --slurm: the name or address peers reach this rank at")
     r.add_argument("--tls-cert", metavar="PEM", help="local ranks serve https with this certificate (with --tls-key; trust its CA with --ca)")
     r.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")

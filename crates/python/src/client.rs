@@ -41,3 +41,12 @@ impl DomainClient {
             .map(|v| v.to_string())
     }
 }
+
+/// Register this rank's endpoint `url` at the rendezvous `rendezvous`
+/// (`service::rendezvous::register`), trying for up to `timeout` seconds.
+#[pyfunction]
+pub fn rendezvous_register(py: Python<'_>, rendezvous: &str, key: &str, rank: u32, size: u32, url: String, timeout: f64) -> PyResult<()> {
+    let timeout = std::time::Duration::try_from_secs_f64(timeout).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
+    let registration = mpiws_core::service::rendezvous::Registration { rank, size, url };
+    py.detach(|| runtime().block_on(mpiws_core::service::rendezvous::register(rendezvous, key, &registration, timeout))).py_err()
+}

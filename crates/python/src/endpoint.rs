@@ -187,6 +187,31 @@ impl Endpoint {
         Ok(found.map(|inner| Instance { inner }))
     }
 
+    /// Open this endpoint's rendezvous for a domain of `size` ranks.
+    fn open_rendezvous(&self, size: u32) {
+        self.inner.rendezvous.open(size);
+    }
+
+    /// The domain gathered at the rendezvous has ended: its ranks may go.
+    fn close_rendezvous(&self) {
+        self.inner.rendezvous.close();
+    }
+
+    /// The URLs of every rank of the open rendezvous, once all registered
+    /// within `timeout` seconds; TimeoutError naming the missing ranks.
+    fn rendezvous_wait(&self, py: Python<'_>, timeout: f64) -> PyResult<Vec<String>> {
+        let ep = self.inner.clone();
+        let mut outcome = Err(Vec::new());
+        // In slices, so that Ctrl-C is seen while ranks are awaited.
+        wait_in_slices(py, Some(timeout), |slice| {
+            outcome = ep.rendezvous.wait(slice);
+            outcome.is_ok()
+        })?;
+        outcome.map_err(|missing| {
+            pyo3::exceptions::PyTimeoutError::new_err(format!("ranks {missing:?} did not register at the rendezvous within {timeout} s"))
+        })
+    }
+
     /// Create an instance directly (no *run* request): used for singletons.
     #[pyo3(signature = (domain, rank, endpoints, token, service="", params="null"))]
     fn create_instance(

@@ -4,6 +4,7 @@ fails, cancel the others and report the first failure."""
 import json
 import queue
 import secrets
+import sys
 import threading
 
 from .. import _core
@@ -86,3 +87,40 @@ class Domain:
                 if s["state"] == "failed" and not keep_going:
                     self.cancel_all(except_rank=rank)
         return statuses, failure
+
+
+def _exited(err):
+    """For a rank that called ``sys.exit(arg)``: (status, what to say), like
+    mpiexec; else None. A non-integer ``arg`` is a message and status 1."""
+    if err.get("name") != "SystemExit":
+        return None
+    msg = err.get("message", "")
+    if msg.lstrip("-").isdigit():
+        return min(max(int(msg), 1), 255), ""
+    return 1, f": {msg}"
+
+
+def exit_status(statuses, failure, log, grace, ended=None):
+    """A launcher's exit status for a domain that ended with ``statuses``
+    and the first ``failure`` (None: all done), saying what failed through
+    ``log`` (and the traceback on stderr), as mpiexec does. ``ended(rank)``
+    tells how a rank's process ended, if the launcher knows (else None)."""
+    if failure is None:
+        return 0
+    err = failure.get("error") or {}
+    exited = _exited(err)
+    if exited is not None:
+        log(f"rank {failure['rank']} exited with status {exited[0]}{exited[1]}")
+        return exited[0]
+    rank = failure["rank"]
+    if err.get("name") == "unreachable" and ended is not None:
+        how = ended(rank)
+        if how is not None:  # its endpoint went away with its process: say how the process ended
+            err = {"name": "process ended", "message": how}
+    log(f"rank {rank} {failure['state']} first: {err.get('name', '')}: {err.get('message', '')}")
+    if err.get("traceback"):
+        sys.stderr.write(err["traceback"])
+    stuck = [r for r, s in enumerate(statuses) if s is None]
+    if stuck:
+        log(f"ranks {stuck} did not stop within {grace} s of the failure: killed")
+    return 1

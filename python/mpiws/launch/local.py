@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from .domain import Domain
+from .domain import Domain, exit_status
 from .worker import SERVICE
 
 #: How long a rank process may take to report its endpoint URL.
@@ -49,17 +49,6 @@ def _ended(proc, within):
         return proc.wait(timeout=within)
     except subprocess.TimeoutExpired:
         return None
-
-
-def _exited(err):
-    """For a rank that called ``sys.exit(arg)``: (status, what to say), like
-    mpiexec; else None. A non-integer ``arg`` is a message and status 1."""
-    if err.get("name") != "SystemExit":
-        return None
-    msg = err.get("message", "")
-    if msg.lstrip("-").isdigit():
-        return min(max(int(msg), 1), 255), ""
-    return 1, f": {msg}"
 
 
 def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None, keep_going=False):
@@ -119,24 +108,13 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
         for rank, p in enumerate(procs):
             threading.Thread(target=watch_process, args=(rank, p), daemon=True).start()
         statuses, failure = domain.wait(events, grace=grace, keep_going=keep_going)
-        if failure is not None:
-            err = failure.get("error") or {}
-            exited = _exited(err)
-            if exited is not None:
-                log(f"rank {failure['rank']} exited with status {exited[0]}{exited[1]}")
-                return exited[0]
-            rank = failure["rank"]
-            if err.get("name") == "unreachable" and _ended(procs[rank], 1.0) is not None:
-                # its endpoint went away with its process: say how the process ended
-                err = {"name": "process ended", "message": f"exit status {procs[rank].returncode}"}
-            log(f"rank {rank} {failure['state']} first: {err.get('name', '')}: {err.get('message', '')}")
-            if err.get("traceback"):
-                sys.stderr.write(err["traceback"])
-            stuck = [r for r, s in enumerate(statuses) if s is None]
-            if stuck:
-                log(f"ranks {stuck} did not stop within {grace} s of the failure: killed")
-            return 1
-        return 0
+
+        def ended(rank):
+            if _ended(procs[rank], 1.0) is not None:
+                return f"exit status {procs[rank].returncode}"
+            return None
+
+        return exit_status(statuses, failure, log, grace, ended)
     finally:
         for h in holds:
             os.close(h)

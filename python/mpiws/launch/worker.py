@@ -50,16 +50,21 @@ def main():
     os.write(url_fd, endpoint.url.encode() + b"\n")
     os.close(url_fd)
 
-    instance = endpoint.next_run(120.0)
+    outcome["code"] = run_program(endpoint, program, args)
+
+
+def run_program(endpoint, program, args, wait=120.0):
+    """Run ``program`` as the rank that the next *run* request on
+    ``endpoint`` creates (within ``wait`` seconds); its exit status."""
+    instance = endpoint.next_run(wait)
     if instance is None:
-        print("mpiws worker: no run request within 120 s", file=sys.stderr)
-        outcome["code"] = 3
-        return
+        print(f"mpiws: no run request within {wait:g} s", file=sys.stderr)
+        return 3
     binding.set_process(instance)
     sys.argv = [program, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
     ok = run_instance(instance, lambda comm, params: runpy.run_path(program, run_name="__main__") and None)
-    outcome["code"] = 0 if ok else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -8,13 +8,17 @@
 //! the very thread waiting for the message); `polled` is their socket I/O,
 //! which polls briefly before sleeping where cores are free; `socket` is
 //! what they read and write (TCP, or a local pair that `pump` carries over
-//! TLS), `tls` the client's trust and handshake.
+//! TLS), `tls` the client's trust and handshake. Every outbound connection
+//! is opened by `proxy` (directly or through the environment's HTTP proxy);
+//! `connector` hands those to the HTTP client.
 
+pub mod connector;
 pub mod frame;
 pub mod inbound;
 pub mod mailbox;
 pub mod matched;
 pub mod polled;
+pub mod proxy;
 pub mod pump;
 pub mod socket;
 pub mod store;

@@ -19,7 +19,6 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,7 +32,7 @@ use crate::completion::{Completion, Outcome, Tracking};
 use crate::direct::polled::Polled;
 use crate::direct::pump::{pump, upgraded_socket};
 use crate::direct::socket::Socket;
-use crate::direct::tls;
+use crate::direct::{proxy, tls};
 use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
 use crate::domain::liveness::{failure_timeout, startup_timeout};
@@ -261,23 +260,29 @@ fn host_port(base: &str) -> Option<(&str, bool)> {
 }
 
 impl Target {
-    /// Connect: TCP, or TLS pumped through a local socket (`direct::pump`).
+    /// Connect: TCP, or TLS pumped through a local socket (`direct::pump`);
+    /// through the environment's proxy with `CONNECT` where it names one.
     /// Err of class ProcFailed: transient; any other: final (TLS refused).
     fn connect(&self) -> Result<Socket> {
-        if !self.tls {
-            let s = TcpStream::connect(&self.addr).map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{} is unreachable: {e}", self.peer)))?;
-            return Ok(Socket::Tcp(s));
-        }
-        // The handshake runs on the runtime; this thread waits for it.
-        let (addr, peer) = (self.addr.clone(), self.peer.clone());
+        // Connecting runs on the runtime; this thread waits for it.
+        let (addr, peer, tls) = (self.addr.clone(), self.peer.clone(), self.tls);
         let (tx, rx) = std::sync::mpsc::channel();
         runtime().spawn(async move {
-            let socket = tls::connect(&addr, &peer).await.and_then(|tls| {
-                pump(tls).map_err(|e| Error::new(ErrorClass::Intern, format!("cannot make a socket pair: {e}")))
-            });
+            let local = |e: std::io::Error| Error::new(ErrorClass::Intern, format!("cannot make a local socket: {e}"));
+            let socket = if tls {
+                match tls::connect(&addr, &peer).await {
+                    Ok(tls) => pump(tls).map_err(local),
+                    Err(e) => Err(e),
+                }
+            } else {
+                match proxy::open("http", &addr, &peer, true).await {
+                    Ok(opened) => opened.tcp.into_std().and_then(|s| s.set_nonblocking(false).map(|()| Socket::Tcp(s))).map_err(local),
+                    Err(e) => Err(e),
+                }
+            };
             let _ = tx.send(socket);
         });
-        rx.recv().unwrap_or_else(|_| err(ErrorClass::Intern, "the TLS connection task ended without an answer"))
+        rx.recv().unwrap_or_else(|_| err(ErrorClass::Intern, "the connection task ended without an answer"))
     }
 
     /// Try once to open a stream (connect, upgrade).
@@ -285,6 +290,9 @@ impl Target {
         let mut s = match self.connect() {
             Ok(s) => s,
             Err(e) if e.class == ErrorClass::ProcFailed => return Attempt::Retry(e),
+            // A proxy that will not tunnel to an http peer (many allow CONNECT
+            // only to port 443): stores, which it forwards, take over.
+            Err(_) if !self.tls && matches!(proxy::for_url("http", &self.addr), Ok(Some(_))) => return Attempt::Unsupported,
             Err(e) => return Attempt::Refused(e),
         };
         s.set_nodelay();

@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use crate::direct::proxy;
 use crate::error::{Error, ErrorClass, Result};
 
 /// The environment variable naming extra trusted certificates (PEM).
@@ -93,16 +94,13 @@ fn server_name(addr: &str) -> Result<ServerName<'static>> {
     ServerName::try_from(host.to_string()).map_err(|e| Error::new(ErrorClass::Arg, format!("{host} is not a valid TLS server name: {e}")))
 }
 
-/// Connect to `addr` and complete a verified TLS handshake, within
+/// Connect to `addr` (through the environment's proxy, `direct::proxy`) and complete a verified TLS handshake, within
 /// `HANDSHAKE_TIMEOUT`. An untrusted certificate is a final error (class
 /// Other); an unreachable peer a transient one (ProcFailed).
 pub async fn connect(addr: &str, peer: &str) -> Result<TlsStream<Wire>> {
     let connector = TlsConnector::from(client_config()?);
     let name = server_name(addr)?;
-    let tcp = TcpStream::connect(addr)
-        .await
-        .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {e}")))?;
-    let _ = tcp.set_nodelay(true);
+    let tcp = proxy::open("https", addr, peer, true).await?.tcp;
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, wire(tcp))).await {
         Ok(Ok(tls)) => Ok(tls),
         Ok(Err(e)) => Err(refused(peer, &e).unwrap_or_else(|| Error::new(ErrorClass::ProcFailed, format!("{peer}: TLS handshake failed: {e}")))),

@@ -1,6 +1,8 @@
 //! The client side of direct communication: one HTTP/1.1 connection pool per
 //! process, persistent connections, and a bound on requests in flight to any
 //! one peer (beyond it, sends queue here instead of opening more sockets).
+//! Connections are opened by `direct::connector`, through the environment's
+//! proxy where it names one.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,7 +13,6 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use parking_lot::Mutex;
@@ -20,15 +21,16 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 
 use crate::body::Chunks;
+use crate::direct::connector::Connector;
 use crate::direct::frame::Envelope;
-use crate::direct::tls;
+use crate::direct::{proxy, tls};
 use crate::domain::liveness::{failure_timeout, startup_timeout};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Requests in flight to one peer before further sends wait their turn.
 const PER_PEER_IN_FLIGHT: usize = 32;
 
-type HttpClient = Client<HttpsConnector<HttpConnector>, Chunks>;
+type HttpClient = Client<HttpsConnector<Connector>, Chunks>;
 
 pub struct Transport {
     /// Made at first use, so that `MPIWS_CA_FILE` may be set until then.
@@ -50,14 +52,11 @@ impl Transport {
     /// The HTTP client: http and https (verified as `direct::tls` says), HTTP/1.1.
     fn client(&self) -> Result<&HttpClient> {
         let made = self.client.get_or_init(|| {
-            let mut http = HttpConnector::new();
-            http.set_nodelay(true);
-            http.enforce_http(false);
             let https = HttpsConnectorBuilder::new()
                 .with_tls_config((*tls::client_config()?).clone())
                 .https_or_http()
                 .enable_http1()
-                .wrap_connector(http);
+                .wrap_connector(Connector);
             Ok(Client::builder(TokioExecutor::new()).http1_max_buf_size(4 << 20).build(https))
         });
         made.as_ref().map_err(Clone::clone)
@@ -208,19 +207,31 @@ impl Transport {
             .body(body)
             .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
         let a = self.exchange(req, uri).await?;
-        json_answer(a.status, &a.body, uri)
+        a.json(uri)
+    }
+
+    /// POST a JSON body once, not retried: Ok(Ok(body)) on success,
+    /// Ok(Err((status, error))) for an error answer, Err if none came.
+    pub async fn post_once(&self, uri: &str, key: Option<&str>, body: &serde_json::Value) -> Result<std::result::Result<Bytes, (StatusCode, Error)>> {
+        let mut req = Request::post(uri).header(http::header::CONTENT_TYPE, "application/json");
+        if let Some(k) = key {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
+        }
+        let req = req.body(Chunks::json(body)).map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
+        let a = self.exchange(req, uri).await?;
+        Ok(if a.status.is_success() { Ok(a.body) } else { Err((a.status, a.error(uri))) })
     }
 
     /// GET `uri` into the file `to`, as it arrives; returns its size.
     pub async fn download(&self, uri: &str, to: &Path) -> Result<u64> {
         let req = Request::get(uri).body(Chunks::empty()).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
-        let resp = self.client()?.request(req).await.map_err(|e| unreachable(uri, &e))?;
+        let (resp, via) = self.send(req, uri).await?;
         let status = resp.status();
         let mut body = resp.into_body();
         let cut = |e: hyper::Error| Error::new(ErrorClass::Other, format!("{uri}: answer cut off: {e}"));
         if !status.is_success() {
             let bytes = body.collect().await.map_err(cut)?.to_bytes();
-            return Err(error_from_response(status, &bytes, uri));
+            return Err(error_from_response(status, &bytes, &through(uri, via.as_ref())));
         }
         let disk = |e: std::io::Error| Error::new(ErrorClass::Other, format!("cannot write {}: {e}", to.display()));
         let mut file = tokio::fs::File::create(to).await.map_err(disk)?;
@@ -248,24 +259,42 @@ impl Transport {
             .body(Chunks::file(file, len))
             .map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
         let a = self.exchange(req, uri).await?;
-        json_answer(a.status, &a.body, uri)
+        a.json(uri)
+    }
+
+    /// Send `req`; a plain http request that goes to a proxy in absolute
+    /// form carries the proxy's credentials. Also: that proxy.
+    async fn send(&self, mut req: Request<Chunks>, peer: &str) -> Result<(http::Response<hyper::body::Incoming>, Option<proxy::Proxy>)> {
+        let via = match (req.uri().scheme_str(), req.uri().authority()) {
+            (Some("http"), Some(a)) => {
+                let authority = if a.port().is_some() { a.to_string() } else { format!("{a}:80") };
+                proxy::for_url("http", &authority)?
+            }
+            _ => None,
+        };
+        if let Some(auth) = via.as_ref().and_then(|p| p.auth()) {
+            req.headers_mut().insert(http::header::PROXY_AUTHORIZATION, auth.clone());
+        }
+        let resp = self.client()?.request(req).await.map_err(|e| unreachable(peer, &e))?;
+        Ok((resp, via))
     }
 
     async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<Answer> {
-        let resp = self
-            .client()?
-            .request(req)
-            .await
-            .map_err(|e| unreachable(peer, &e))?;
+        let (resp, via) = self.send(req, peer).await?;
         let status = resp.status();
         let retry_after = resp.headers().contains_key(http::header::RETRY_AFTER);
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer}: answer cut off: {e}")))?
-            .to_bytes();
-        Ok(Answer { status, retry_after, body })
+        // A forward proxy refusing our credentials: 407, or (tinyproxy 1.11)
+        // 401 asking for Basic ones, which an mpiws endpoint never does.
+        let basic = resp.headers().get(http::header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("Basic"));
+        let proxy_refused = via.is_some() && (status == StatusCode::PROXY_AUTHENTICATION_REQUIRED || (status == StatusCode::UNAUTHORIZED && basic));
+        let body = match resp.into_body().collect().await {
+            Ok(body) => body.to_bytes(),
+            // An error answer cut short (a proxy refusing a request before
+            // reading its body closes the connection): its status says enough.
+            Err(_) if status.is_client_error() || status.is_server_error() => Bytes::new(),
+            Err(e) => return Err(Error::new(ErrorClass::ProcFailed, format!("{peer}: answer cut off: {e}"))),
+        };
+        Ok(Answer { status, retry_after, body, via, proxy_refused })
     }
 }
 
@@ -275,25 +304,50 @@ struct Answer {
     /// The server said when to try again.
     retry_after: bool,
     body: Bytes,
+    /// The proxy that forwarded the request, if one did.
+    via: Option<proxy::Proxy>,
+    /// That proxy refused the credentials in its URL.
+    proxy_refused: bool,
 }
 
 impl Answer {
     fn error(&self, peer: &str) -> Error {
-        error_from_response(self.status, &self.body, peer)
+        match &self.via {
+            Some(p) if self.proxy_refused => {
+                proxy::credentials_refused(&p.name(), &format!("a request to {peer}"), &self.status.to_string())
+            }
+            _ => error_from_response(self.status, &self.body, &through(peer, self.via.as_ref())),
+        }
+    }
+
+    /// A success's JSON body, decoded; an error answer as an Error.
+    fn json<T: DeserializeOwned>(&self, uri: &str) -> Result<T> {
+        if !self.status.is_success() {
+            return Err(self.error(uri));
+        }
+        serde_json::from_slice(&self.body).map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
     }
 }
 
-/// A success's JSON body, decoded; an error answer as an Error.
-fn json_answer<T: DeserializeOwned>(status: StatusCode, body: &[u8], uri: &str) -> Result<T> {
-    if !status.is_success() {
-        return Err(error_from_response(status, body, uri));
+/// `peer`, and the proxy between, for messages: an answer may be the proxy's.
+fn through(peer: &str, via: Option<&proxy::Proxy>) -> String {
+    match via {
+        Some(p) => format!("{peer} (through {})", p.name()),
+        None => peer.to_string(),
     }
-    serde_json::from_slice(body).map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
 }
 
 fn unreachable(peer: &str, e: &hyper_util::client::legacy::Error) -> Error {
     if let Some(refused) = tls::refused(peer, e) {
         return refused;
+    }
+    // `direct::proxy::open` said what failed, naming the peer and any proxy.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(ours) = c.downcast_ref::<Error>() {
+            return ours.clone();
+        }
+        cause = c.source();
     }
     Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {}", describe(e)))
 }

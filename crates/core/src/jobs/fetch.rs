@@ -14,6 +14,11 @@
 //! that resolves differently the next time (DNS rebinding) gains nothing.
 //! Redirects are not followed. Each pull is bounded in size (`max_fetch`)
 //! and time (`fetch_timeout`), and its bytes count against the disk quota.
+//!
+//! Through the environment's proxy (`direct::proxy`), the same rules are
+//! checked on the addresses the name resolves to here (or the name is
+//! allowed by `--fetch-allow HOST`, for hosts only the proxy can resolve);
+//! the proxy then connects on its own, under its own rules.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -27,6 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use crate::direct::proxy::{self, Proxy};
 use crate::error::{err, ErrorClass, Result};
 
 /// How long a connection outlives its pull's time limit, at most.
@@ -73,6 +79,9 @@ impl Fetcher {
     /// resolves to at least one allowed address); the reason if not.
     pub async fn check(&self, url: &str) -> std::result::Result<(), String> {
         let target = target(url)?;
+        if self.proxy(&target)?.is_some() && self.allows_name(&target) {
+            return Ok(());
+        }
         match tokio::time::timeout(self.timeout, self.addresses(&target)).await {
             Ok(resolved) => resolved.map(|_| ()),
             Err(_) => Err(format!("{} did not resolve within {} s (mpiws serve --fetch-timeout)", target.host, self.timeout.as_secs_f64())),
@@ -103,22 +112,25 @@ impl Fetcher {
         claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
     ) -> std::result::Result<u64, String> {
         let target = target(url)?;
-        let tcp = self.connect(&target).await?;
+        let (tcp, forward) = self.connect(&target).await?;
         if !target.tls {
-            return self.pull(url, &target, tcp, file, claim).await;
+            return self.pull(url, &target, tcp, forward.as_ref(), file, claim).await;
         }
         let name = ServerName::try_from(target.host.clone()).map_err(|e| format!("{url}: {e}"))?;
         let config = crate::direct::tls::client_config().map_err(|e| e.message)?;
         let tls = TlsConnector::from(config).connect(name, tcp).await.map_err(|e| format!("{url}: TLS handshake failed: {e}"))?;
-        self.pull(url, &target, tls, file, claim).await
+        self.pull(url, &target, tls, None, file, claim).await
     }
 
-    /// The GET itself, over `stream` (TCP, or TLS over it).
+    /// The GET itself, over `stream` (TCP, or TLS over it; or to the
+    /// proxy that `forward`s it, in absolute form).
+    #[allow(clippy::too_many_arguments)]
     async fn pull<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         &self,
         url: &str,
         target: &Target,
         stream: S,
+        forward: Option<&Proxy>,
         file: &mut tokio::fs::File,
         claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
     ) -> std::result::Result<u64, String> {
@@ -128,11 +140,17 @@ impl Fetcher {
         // The connection ends with the exchange; at the latest a little after
         // the pull's time limit (which, being first, names the reason).
         tokio::spawn(tokio::time::timeout(self.timeout + CONNECTION_GRACE, conn));
-        let req = Request::get(target.path.as_str())
+        let mut req = match forward {
+            Some(proxy) => match proxy.auth() {
+                Some(auth) => Request::get(url).header(http::header::PROXY_AUTHORIZATION, auth.clone()),
+                None => Request::get(url),
+            },
+            None => Request::get(target.path.as_str()),
+        };
+        req = req
             .header(http::header::HOST, target.authority.as_str())
-            .header(http::header::USER_AGENT, concat!("mpiws/", env!("CARGO_PKG_VERSION")))
-            .body(Empty::new())
-            .map_err(|e| format!("bad URL {url}: {e}"))?;
+            .header(http::header::USER_AGENT, concat!("mpiws/", env!("CARGO_PKG_VERSION")));
+        let req = req.body(Empty::new()).map_err(|e| format!("bad URL {url}: {e}"))?;
         let resp = sender.send_request(req).await.map_err(|e| format!("{url}: {e}"))?;
         let status = resp.status();
         if status.is_redirection() {
@@ -164,8 +182,26 @@ impl Fetcher {
         format!("{url} is larger than {} bytes, the size limit of a URL input (mpiws serve --max-fetch raises it)", self.max_size)
     }
 
-    /// Connect to the first allowed address of `target` that answers.
-    async fn connect(&self, target: &Target) -> std::result::Result<TcpStream, String> {
+    /// The environment's proxy for `target`, if one is named for it.
+    fn proxy(&self, target: &Target) -> std::result::Result<Option<Proxy>, String> {
+        proxy::for_url(target.scheme(), &target.host_port()).map_err(|e| e.message)
+    }
+
+    /// Does a `--fetch-allow HOST[:PORT]` name `target`'s host?
+    fn allows_name(&self, target: &Target) -> bool {
+        self.allow.iter().any(|a| matches!(a, Allow::Name { name, port } if name.eq_ignore_ascii_case(&target.host) && port.is_none_or(|p| p == target.port)))
+    }
+
+    /// Connect to the first allowed address of `target` that answers, or to
+    /// the proxy for it (with the proxy, if requests go to it in absolute form).
+    async fn connect(&self, target: &Target) -> std::result::Result<(TcpStream, Option<Proxy>), String> {
+        if self.proxy(target)?.is_some() {
+            if !self.allows_name(target) {
+                self.addresses(target).await?;
+            }
+            let opened = proxy::open(target.scheme(), &target.host_port(), &target.authority, false).await.map_err(|e| e.message)?;
+            return Ok((opened.tcp, opened.forward));
+        }
         let mut last = String::new();
         for addr in self.addresses(target).await? {
             match TcpStream::connect(addr).await {
@@ -174,7 +210,7 @@ impl Fetcher {
                     let peer = stream.peer_addr().map_err(|e| format!("{}: {e}", target.authority))?;
                     self.verdict(&target.host, peer)?;
                     let _ = stream.set_nodelay(true);
-                    return Ok(stream);
+                    return Ok((stream, None));
                 }
                 Err(e) => last = format!("cannot connect to {} ({addr}): {e}", target.authority),
             }
@@ -220,6 +256,17 @@ impl Fetcher {
             )),
             _ => Ok(()),
         }
+    }
+}
+
+impl Target {
+    fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
+    }
+
+    /// `host:port`, an IPv6 host in brackets.
+    fn host_port(&self) -> String {
+        if self.host.contains(':') { format!("[{}]:{}", self.host, self.port) } else { format!("{}:{}", self.host, self.port) }
     }
 }
 

@@ -16,6 +16,7 @@ use crate::domain::{Binding, Instance};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::runtime::runtime;
+use crate::service::rendezvous::Rendezvous;
 use crate::service::keys::{KeyId, Keys};
 use crate::service::sandbox::start::Spares;
 use crate::service::sandbox::{Sandbox, SandboxSetting};
@@ -159,6 +160,8 @@ pub struct Endpoint {
     spares: Option<Arc<Spares>>,
     runs_tx: Mutex<mpsc::Sender<Arc<Instance>>>,
     runs_rx: Mutex<mpsc::Receiver<Arc<Instance>>>,
+    /// Where the ranks of a domain this endpoint's owner starts are (`POST /rendezvous`).
+    pub rendezvous: Rendezvous,
 }
 
 impl Endpoint {
@@ -186,6 +189,7 @@ impl Endpoint {
             spares,
             runs_tx: Mutex::new(tx),
             runs_rx: Mutex::new(rx),
+            rendezvous: Rendezvous::default(),
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
         runtime().spawn(crate::jobs::expiry::expire_forever(Arc::downgrade(&ep)));

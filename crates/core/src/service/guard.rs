@@ -37,7 +37,7 @@ pub enum Need {
 pub fn need(method: &Method, parts: &[&str]) -> Need {
     match parts {
         [""] => Need::Nothing,
-        ["run"] => Need::Key(Scope::Run),
+        ["run" | "rendezvous"] => Need::Key(Scope::Run),
         ["domains", _, "ranks", _] => Need::TokenOrAdmin,
         ["domains", ..] => Need::Token,
         ["jobs", _, "files", _] | ["jobs", _, "stdout" | "stderr"] | ["files", _] if method == Method::GET => Need::Capability,
@@ -137,6 +137,7 @@ mod tests {
         assert_eq!(need(&Method::GET, &p("/")), Need::Nothing);
         assert_eq!(need(&Method::POST, &p("/run")), Need::Key(Scope::Run));
         assert_eq!(need(&Method::GET, &p("/run")), Need::Key(Scope::Run));
+        assert_eq!(need(&Method::POST, &p("/rendezvous")), Need::Key(Scope::Run));
         assert_eq!(need(&Method::DELETE, &p("/domains/d/ranks/0")), Need::TokenOrAdmin);
         assert_eq!(need(&Method::POST, &p("/domains/d/ranks/0/messages")), Need::Token);
         assert_eq!(need(&Method::GET, &p("/programs")), Need::Key(Scope::Jobs));

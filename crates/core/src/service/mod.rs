@@ -2,7 +2,9 @@
 //! `endpoint` holds its state, `server` accepts connections and routes each
 //! request to one operation per file (`describe`, `run`, `status`, `cancel`;
 //! the store operation belongs to the direct-communication layer), and
-//! `tls` makes it https, `sandbox` runs each instance in a process of its own; `client` is the other side: starting and watching domains on endpoints.
+//! `tls` makes it https, `sandbox` runs each instance in a process of its own,
+//! `rendezvous` collects where ranks started by others are; `client` is the
+//! other side: starting and watching domains on endpoints.
 
 pub mod cancel;
 pub mod client;
@@ -11,6 +13,7 @@ pub mod endpoint;
 pub mod guard;
 pub mod idle;
 pub mod keys;
+pub mod rendezvous;
 pub mod reply;
 pub mod run;
 pub mod sandbox;

@@ -8,6 +8,7 @@
 //! |--------|----------------------------------------|------------|
 //! | GET    | `/`                                    | describe   |
 //! | POST   | `/run`                                 | run        |
+//! | POST, GET | `/rendezvous`                       | rendezvous (a rank says where it is; its state) |
 //! | GET    | `/domains/{domain}/ranks/{rank}`       | status     |
 //! | DELETE | `/domains/{domain}/ranks/{rank}`       | cancel     |
 //! | POST   | `/domains/{domain}/ranks/{rank}/messages` | store   |
@@ -46,7 +47,7 @@ use crate::jobs;
 use crate::service::reply::{self, Reply};
 use crate::service::guard::{self, Need};
 use crate::service::idle::Idle;
-use crate::service::{cancel, describe, run, sandbox, status, Endpoint};
+use crate::service::{cancel, describe, rendezvous, run, sandbox, status, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
 const MAX_HEAD: usize = 64 << 10;
@@ -172,6 +173,8 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
             Some(key) => run::run(&ep, req, key.id).await,
             None => guard::no_key(),
         },
+        (&Method::POST, ["rendezvous"]) => rendezvous::post(&ep, req).await,
+        (&Method::GET, ["rendezvous"]) => rendezvous::get(&ep),
         (&Method::GET, ["domains", d, "ranks", r]) => status::status(&ep, d, r, req).await,
         (&Method::DELETE, ["domains", d, "ranks", r]) => cancel::cancel(&ep, d, r, req),
         (&Method::POST, ["domains", d, "ranks", r, "messages"]) => store::store(&ep, d, r, req).await,
@@ -214,7 +217,7 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         },
         (
             _,
-            [""] | ["run"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _]
+            [""] | ["run"] | ["rendezvous"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _]
             | ["domains", _, "ranks", _, "messages", _, _, "matched"] | ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs"] | ["jobs", _]
             | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _] | ["files"] | ["files", _],
         ) => {

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 # suite -> whether it takes --ranks
-SUITES = {"pingpong": False, "collectives": True, "overlap": False, "apps": True}
+SUITES = {"pingpong": False, "collectives": True, "overlap": False, "apps": True, "wan": False}
 
 
 def benchmarks_dir():

@@ -243,3 +243,18 @@ fn binomial_broadcast_is_forwarded_by_endpoints_before_their_application_calls_i
     });
     assert!(out.iter().all(|b| b[0] == Bytes::from_static(b"forwarded before asked")));
 }
+
+#[test]
+fn a_pipelined_broadcast_delivers_every_byte_from_any_root() {
+    // 3 MiB + 5 B: several segments and a short last one.
+    let len = (3 << 20) + 5;
+    let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();
+    for root in [0, 2] {
+        let d = data.clone();
+        let out = on_ranks(4, move |c| {
+            let mine = (c.rank == root).then(|| d.clone());
+            c.collective(Call::Bcast { root, data: mine, len: Some(len) }, Some("pipeline"), None, T).unwrap()
+        });
+        assert!(out.iter().all(|b| b[0] == data), "root {root}");
+    }
+}

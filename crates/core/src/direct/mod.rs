@@ -10,7 +10,8 @@
 //! what they read and write (TCP, or a local pair that `pump` carries over
 //! TLS), `tls` the client's trust and handshake. Every outbound connection
 //! is opened by `proxy` (directly or through the environment's HTTP proxy);
-//! `connector` hands those to the HTTP client.
+//! `connector` hands those to the HTTP client; `rtt` keeps the round trips
+//! measured as streams open.
 
 pub mod connector;
 pub mod frame;
@@ -19,6 +20,7 @@ pub mod mailbox;
 pub mod matched;
 pub mod polled;
 pub mod proxy;
+pub mod rtt;
 pub mod pump;
 pub mod socket;
 pub mod store;

@@ -32,7 +32,7 @@ use crate::completion::{Completion, Outcome, Tracking};
 use crate::direct::polled::Polled;
 use crate::direct::pump::{pump, upgraded_socket};
 use crate::direct::socket::Socket;
-use crate::direct::{proxy, tls};
+use crate::direct::{proxy, rtt, tls};
 use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
 use crate::domain::liveness::{failure_timeout, startup_timeout};
@@ -297,6 +297,7 @@ impl Target {
         };
         s.set_nodelay();
         let lost = |e: std::io::Error| Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: stream negotiation failed: {e}", self.peer)));
+        let asked = Instant::now();
         if let Err(e) = s.write_all(self.head.as_bytes()) {
             return lost(e);
         }
@@ -315,6 +316,7 @@ impl Target {
         let text = String::from_utf8_lossy(&answer).to_string();
         let code: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
         if code == 101 {
+            rtt::record(asked.elapsed());
             return Attempt::Open(s);
         }
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);

@@ -34,6 +34,8 @@ pub struct Comm {
     derived: Arc<AtomicU64>,
     /// Collective calls started so far: their sequence numbers (tags).
     collectives: Arc<AtomicU64>,
+    /// Whether the ranks are far apart, once measured (`collective::network`).
+    far: Arc<std::sync::OnceLock<bool>>,
     /// Communicators made so far by `Create_group` per (group, tag).
     group_calls: Arc<parking_lot::Mutex<std::collections::HashMap<(Vec<u32>, u64), u64>>>,
 }
@@ -74,6 +76,7 @@ impl Comm {
             rank,
             derived: Arc::new(AtomicU64::new(0)),
             collectives: Arc::new(AtomicU64::new(0)),
+            far: Arc::default(),
             group_calls: Arc::default(),
         }
     }
@@ -104,6 +107,16 @@ impl Comm {
         let g = group.iter().fold(mix(group.len() as u64), |h, &w| mix(h ^ w as u64));
         let c = mix(self.context ^ mix(g ^ mix(tag.wrapping_add(0x5EED))) ^ mix(n));
         (c & !COLLECTIVE_BIT).max(SELF_CONTEXT + 1)
+    }
+
+    /// Whether the ranks are far apart: measured and agreed at the first
+    /// collective that asks (`collective::network`), then remembered.
+    pub fn far_apart(&self, timeout: Option<std::time::Duration>) -> crate::error::Result<bool> {
+        if let Some(&far) = self.far.get() {
+            return Ok(far);
+        }
+        let far = crate::mpi::collective::network::measure(self, timeout)?;
+        Ok(*self.far.get_or_init(|| far))
     }
 
     /// The sequence number of the next collective call on this communicator.

@@ -1,5 +1,6 @@
-//! Broadcast: serial (the root sends to each rank), binomial tree, and
-//! scatter + ring allgather for large buffers of a size every rank knows.
+//! Broadcast: serial (the root sends to each rank), binomial tree,
+//! scatter + ring allgather for large buffers of a size every rank knows,
+//! and a pipeline of segments down a chain, for large buffers across slow links.
 
 use bytes::{Bytes, BytesMut};
 
@@ -45,6 +46,42 @@ pub fn scatter_allgather(s: &mut Schedule, root: u32, data: Option<Bytes>, len: 
     let mut out = BytesMut::with_capacity(len);
     for b in all {
         out.extend_from_slice(&b);
+    }
+    Ok(out.freeze())
+}
+
+/// The segment a pipelined broadcast of `len` bytes over `n` ranks moves at
+/// a time: small enough that the chain fills fast, large enough that each
+/// message's own cost is small beside its transfer.
+fn segment(len: usize, n: u32) -> usize {
+    (len / (8 * n as usize).max(1)).clamp(256 << 10, 4 << 20)
+}
+
+/// A chain from the root, the buffer in segments: each rank forwards
+/// segment k to the next while it receives k + 1 (sends do not wait).
+pub fn pipeline(s: &mut Schedule, root: u32, data: Option<Bytes>, len: usize) -> Result<Bytes> {
+    let n = s.size;
+    let seg = segment(len, n);
+    let count = len.div_ceil(seg).max(1);
+    let vr = (s.rank + n - root) % n;
+    let next = (vr + 1 < n).then(|| (s.rank + 1) % n);
+    if vr == 0 {
+        let d = data.unwrap_or_default();
+        if let Some(next) = next {
+            for k in 0..count {
+                s.send(next, &[d.slice((k * seg).min(d.len())..((k + 1) * seg).min(d.len()))])?;
+            }
+        }
+        return Ok(d);
+    }
+    let prev = (s.rank + n - 1) % n;
+    let mut out = BytesMut::with_capacity(len);
+    for _ in 0..count {
+        let piece = s.recv_one(prev)?;
+        if let Some(next) = next {
+            s.send(next, &[piece.clone()])?;
+        }
+        out.extend_from_slice(&piece);
     }
     Ok(out.freeze())
 }

@@ -9,13 +9,15 @@
 //!
 //! An algorithm is chosen by name ([`ALGORITHMS`]), forced per call, by the
 //! environment (`MPIWS_ALGO_BCAST=binomial`, ...) or picked here by message
-//! size and number of ranks. Ranks must agree on it, so the choice uses only
-//! what every rank knows: the communicator size and the agreed size hint.
+//! size, number of ranks and how far apart they are ([`network`]). Ranks
+//! must agree on it, so the choice uses only what every rank knows: the
+//! communicator size, the agreed size hint and the agreed network.
 
 pub mod allgather;
 pub mod barrier;
 pub mod bcast;
 pub mod gather;
+pub mod network;
 pub mod op;
 pub mod reduce;
 pub mod schedule;
@@ -53,7 +55,7 @@ pub enum Call {
 /// Algorithm names per collective; the first is the fallback.
 pub const ALGORITHMS: &[(&str, &[&str])] = &[
     ("barrier", &["dissemination", "binomial", "serial"]),
-    ("bcast", &["binomial", "serial", "scatter_allgather"]),
+    ("bcast", &["binomial", "serial", "scatter_allgather", "pipeline"]),
     ("gather", &["binomial", "serial"]),
     ("scatter", &["binomial", "serial"]),
     ("allgather", &["recursive_doubling", "ring"]),
@@ -104,8 +106,9 @@ impl Call {
 /// The algorithm to run: `forced` (a call's or the environment's choice),
 /// else by size and ranks. Unknown names are an MPI_ERR_ARG.
 /// `crowded`: the domain runs on one host with more ranks than cores
-/// (`Instance::crowded`, the same on every rank, as the choice must be).
-pub fn choose(name: &str, forced: Option<&str>, size: Option<usize>, ranks: u32, crowded: bool) -> Result<&'static str> {
+/// (`Instance::crowded`, the same on every rank, as the choice must be);
+/// `wide`: the ranks are far apart (`network`, agreed likewise).
+pub fn choose(name: &str, forced: Option<&str>, size: Option<usize>, ranks: u32, crowded: bool, wide: bool) -> Result<&'static str> {
     let known = ALGORITHMS.iter().find(|(c, _)| *c == name).map(|(_, a)| *a).unwrap_or(&[]);
     let env = std::env::var(format!("MPIWS_ALGO_{}", name.to_uppercase())).ok();
     if let Some(f) = forced.or(env.as_deref()).filter(|f| !f.is_empty() && *f != "auto") {
@@ -116,6 +119,12 @@ pub fn choose(name: &str, forced: Option<&str>, size: Option<usize>, ranks: u32,
     }
     let big = |limit: usize| size.is_some_and(|s| s >= limit);
     Ok(match name {
+        // Far apart, a tree level costs a whole buffer's transfer, and a
+        // pipeline down a chain would overlap the levels; not chosen yet:
+        // measured through rate-limited links (benchmarks/wan), a rank
+        // receives the first of a burst of messages only once the whole
+        // burst has crossed, so the chain does not overlap (8 ranks: 3.0 s
+        // against binomial's 2.1 s for 8 MiB at 100 Mbit/s).
         // Measured on one host (benchmarks/collectives): the forwarded
         // binomial tree beats scatter+allgather up to 8 ranks at every size.
         "bcast" if ranks > 8 && big(512 << 10) => "scatter_allgather",
@@ -126,10 +135,10 @@ pub fn choose(name: &str, forced: Option<&str>, size: Option<usize>, ranks: u32,
         // On one crowded host (4 and 8 ranks on 2 cores) binomial beat
         // dissemination, 107 vs 216 us and 377 vs 602 us: fewer messages in
         // flight at once for ranks that share cores.
-        "barrier" if crowded => "binomial",
+        "barrier" if crowded && !wide => "binomial",
         // Likewise small allreduces (4 ranks on 2 cores, 8 B: 155 vs 260 us;
         // 4 KiB: 166 vs 280 us): a reduce up a tree, a forwarded broadcast down.
-        "allreduce" if crowded => "reduce_bcast",
+        "allreduce" if crowded && !wide => "reduce_bcast",
         _ => known.first().copied().unwrap_or("default"),
     })
 }
@@ -175,7 +184,11 @@ impl Comm {
         if !blocks_ok {
             return err(ErrorClass::Count, format!("{} needs one block per rank ({n})", call.name()));
         }
-        let algo = choose(call.name(), algorithm, call.agreed_size(hint), n, self.instance.crowded)?;
+        let size = call.agreed_size(hint);
+        let pick = |wide| choose(call.name(), algorithm, size, n, self.instance.crowded, wide);
+        // Measured only where it changes the choice (the measuring synchronizes the ranks once).
+        let (near, far) = (pick(false)?, pick(true)?);
+        let algo = if near != far && self.far_apart(timeout)? { far } else { near };
         Ok((Schedule::new(self, timeout), algo))
     }
 }
@@ -211,6 +224,7 @@ fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Vec<Bytes>> {
         Call::Bcast { root, data, len } => vec![match (algo, len) {
             ("serial", _) => bcast::serial(s, root, data)?,
             ("scatter_allgather", Some(len)) => bcast::scatter_allgather(s, root, data, len)?,
+            ("pipeline", Some(len)) => bcast::pipeline(s, root, data, len)?,
             _ => bcast::binomial(s, root, data)?,
         }],
         Call::Gather { root, data } => match algo {
@@ -241,4 +255,26 @@ fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Vec<Bytes>> {
         Call::Scan { data, op } => reduce::scan(s, data, &op, false)?.map_or_else(Vec::new, one),
         Call::Exscan { data, op } => reduce::scan(s, data, &op, true)?.map_or_else(Vec::new, one),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn far_apart_ranks_take_fewer_rounds() {
+        let mib = Some(64 << 20);
+        // crowded on one host, near: fewer messages at once
+        assert_eq!(choose("barrier", None, None, 8, true, false).unwrap(), "binomial");
+        assert_eq!(choose("allreduce", None, Some(8), 8, true, false).unwrap(), "reduce_bcast");
+        assert_eq!(choose("bcast", None, mib, 8, true, false).unwrap(), "binomial");
+        // far apart: log2 n rounds
+        assert_eq!(choose("barrier", None, None, 8, true, true).unwrap(), "dissemination");
+        assert_eq!(choose("allreduce", None, Some(1024), 8, true, true).unwrap(), "recursive_doubling");
+        assert_eq!(choose("bcast", None, mib, 8, false, true).unwrap(), "binomial");
+        // not crowded: the same whether near or far (nothing to measure)
+        assert_eq!(choose("barrier", None, None, 8, false, false).unwrap(), choose("barrier", None, None, 8, false, true).unwrap());
+        // a forced choice wins
+        assert_eq!(choose("bcast", Some("serial"), mib, 8, false, true).unwrap(), "serial");
+    }
 }

@@ -1,0 +1,41 @@
+//! Near or far: whether a communicator's ranks talk across slow links.
+//!
+//! The algorithm of a collective must be the same on every rank, so this is
+//! agreed, once per communicator, at the first collective whose algorithm
+//! it would change (`collective::choose`): a dissemination barrier, which opens streams to log2 n peers and
+//! times them (`direct::rtt`), then an allreduce (recursive doubling) of the
+//! largest median round trip any rank has seen. Far (at least `WIDE_RTT`,
+//! or `MPIWS_WIDE_RTT_MS`): each round costs a wide-area latency, so the
+//! algorithms with the fewest rounds win over those that suit ranks crowded
+//! on one host (fewer messages at once, more rounds).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::op::{Dtype, Op, OpKind};
+use super::{barrier, reduce, Schedule};
+use crate::direct::rtt;
+use crate::error::Result;
+use crate::mpi::Comm;
+
+/// Round trips from this long on make a network wide.
+pub const WIDE_RTT: Duration = Duration::from_millis(2);
+
+fn wide_rtt() -> Duration {
+    std::env::var("MPIWS_WIDE_RTT_MS").ok().and_then(|v| v.parse::<f64>().ok()).map_or(WIDE_RTT, |ms| Duration::from_secs_f64(ms / 1e3))
+}
+
+/// Whether `comm`'s ranks are far apart, measured and agreed now.
+pub fn measure(comm: &Comm, timeout: Option<Duration>) -> Result<bool> {
+    let mut s = Schedule::new(comm, timeout);
+    let out = barrier::dissemination(&mut s);
+    s.finish(()).and(out)?;
+    let local = rtt::median().unwrap_or_default().as_micros() as u64;
+    let max = Op { kind: OpKind::Max, dtype: Dtype::U64 };
+    let mut s = Schedule::new(comm, timeout);
+    let out = reduce::allreduce_recursive_doubling(&mut s, Bytes::copy_from_slice(&local.to_ne_bytes()), &max);
+    let agreed = s.finish(()).and(out)?;
+    let micros = u64::from_ne_bytes(agreed.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
+    Ok(Duration::from_micros(micros) >= wide_rtt())
+}

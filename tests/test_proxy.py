@@ -36,9 +36,10 @@ HTTP_PORT, HTTPS_PORT = 8470, 8471
 USER, PASSWORD = "mpiws", "pr0xy-s3cret"
 
 
-def _install(*packages):
-    """The OS packages, installed if missing; skips where that is impossible."""
-    missing = [p for p in packages if shutil.which(p) is None]
+def _install(**packages):
+    """The OS packages (program=package), installed if a program is missing;
+    skips where that is impossible."""
+    missing = [pkg for prog, pkg in packages.items() if shutil.which(prog) is None]
     if not missing:
         return
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
@@ -52,7 +53,7 @@ def _install(*packages):
 
 @pytest.fixture(scope="module")
 def net(request, tmp_path_factory):
-    _install("tinyproxy", "squid", "nft")
+    _install(tinyproxy="tinyproxy", squid="squid", nft="nftables")
     n = network(request, tmp_path_factory, "px", 4, "10.214.0")
     # the proxies drop root: their logs go where any user may write (not pytest's 0700 tree)
     n.logs_dir = Path(tempfile.mkdtemp(prefix="mpiws-proxy-"))

@@ -20,8 +20,8 @@ traffic went through it:
 import hashlib
 import json
 import os
-import sys
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -166,20 +166,31 @@ def _serve(net, i, scheme, env, tls=None):
 
 
 def _domain(net, env, scheme, tls=None):
-    """Endpoints on hosts 1-3 (host 3's with ``env``: its proxy settings),
-    a domain over them started from host 3 (with ``env``); returns
-    (mpiws run's CompletedProcess, urls, names of the servers)."""
-    base = dict(os.environ)
-    served = [_serve(net, i, scheme, base, tls) for i in (0, 1)] + [_serve(net, 2, scheme, dict(base, **env), tls)]
+    """Endpoints on hosts 1-3 (host 3's with ``env``: its proxy settings), a
+    domain over them started from host 3 (with ``env``), every rank's results
+    checked; the endpoints are stopped afterwards."""
+    served = [_serve(net, i, scheme, dict(os.environ), tls) for i in (0, 1)] + [_serve(net, 2, scheme, dict(os.environ, **env), tls)]
     urls = [u for u, _ in served]
-    for url in urls:
-        deadline = time.monotonic() + 30
-        while describe(url, ns=net.hosts[0]) is None:
-            assert time.monotonic() < deadline, f"{url} does not answer from {net.hosts[0]}\n{net.logs()}"
-            time.sleep(0.2)
-    p = in_ns(net.hosts[2], *mpiws_cmd(), "run", "--endpoints", ",".join(urls), "--service", "multihost",
-              "--params", json.dumps({"payload": 65536}), check=False, timeout=180, env=dict(base, **env))
-    return p, urls, [n for _, n in served]
+    try:
+        for url in urls:
+            deadline = time.monotonic() + 30
+            while describe(url, ns=net.hosts[0]) is None:
+                assert time.monotonic() < deadline, f"{url} does not answer from {net.hosts[0]}\n{net.logs()}"
+                time.sleep(0.2)
+        p = in_ns(net.hosts[2], *mpiws_cmd(), "run", "--endpoints", ",".join(urls), "--service", "multihost",
+                  "--params", json.dumps({"payload": 65536}), check=False, timeout=180, env=dict(os.environ, **env))
+        assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{net.logs()}"
+        check_multihost(rank_results(p.stdout), urls)
+    finally:
+        for _, name in served:
+            net.stop(name)
+
+
+def _new_lines(log, run):
+    """``run()``'s result, and what it added to the log file ``log``."""
+    before = len(log.read_text()) if log.exists() else 0
+    result = run()
+    return result, log.read_text()[before:]
 
 
 def _proxy_env(url, scheme="http"):
@@ -197,53 +208,27 @@ def test_the_firewall_lets_host_3_reach_only_the_proxy(net, tinyproxy):
 
 
 def test_a_domain_through_tinyproxy_with_credentials(net, tinyproxy):
-    before = tinyproxy.read_text() if tinyproxy.exists() else ""
     env = _proxy_env(f"http://{USER}:{PASSWORD}@{net.proxy_addr}:{PROXY_PORT}")
-    p, urls, names = _domain(net, env, "http")
-    try:
-        info = f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{net.logs()}"
-        assert p.returncode == 0, info
-        check_multihost(rank_results(p.stdout), urls)
-        log = tinyproxy.read_text()[len(before):]
-        # host 3's streams to hosts 1 and 2 were tunnelled through the proxy
-        for addr in net.addrs[:2]:
-            assert f"Request (file descriptor" in log and f"CONNECT {addr}:{HTTP_PORT} HTTP/1.1" in log, log[-3000:]
-    finally:
-        for n in names:
-            net.stop(n)
+    _, log = _new_lines(tinyproxy, lambda: _domain(net, env, "http"))
+    # host 3's streams to hosts 1 and 2 were tunnelled through the proxy
+    for addr in net.addrs[:2]:
+        assert f"Request (file descriptor" in log and f"CONNECT {addr}:{HTTP_PORT} HTTP/1.1" in log, log[-3000:]
 
 
 def test_a_domain_through_squid_that_tunnels_only_to_tls_ports(net, squid):
     env = _proxy_env(f"http://{net.proxy_addr}:{PROXY_PORT + 1}")
-    p, urls, names = _domain(net, env, "http")
-    try:
-        info = f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{net.logs()}"
-        assert p.returncode == 0, info
-        check_multihost(rank_results(p.stdout), urls)
-        log = squid.read_text()
-        # the streams' tunnels were refused; the messages went as forwarded stores
-        assert f"TCP_DENIED/403" in log and f"CONNECT {net.addrs[0]}:{HTTP_PORT}" in log, log[-3000:]
-        assert f"POST http://{net.addrs[0]}:{HTTP_PORT}/domains/" in log, log[-3000:]
-        assert f"POST http://{net.addrs[1]}:{HTTP_PORT}/domains/" in log, log[-3000:]
-    finally:
-        for n in names:
-            net.stop(n)
+    _, log = _new_lines(squid, lambda: _domain(net, env, "http"))
+    # the streams' tunnels were refused; the messages went as forwarded stores
+    assert f"TCP_DENIED/403" in log and f"CONNECT {net.addrs[0]}:{HTTP_PORT}" in log, log[-3000:]
+    for addr in net.addrs[:2]:
+        assert f"POST http://{addr}:{HTTP_PORT}/domains/" in log, log[-3000:]
 
 
 def test_an_https_domain_through_squid(net, squid, tls):
-    before = squid.read_text() if squid.exists() else ""
     env = _proxy_env(f"http://{net.proxy_addr}:{PROXY_PORT + 1}", "https")
-    p, urls, names = _domain(net, env, "https", tls)
-    try:
-        info = f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{net.logs()}"
-        assert p.returncode == 0, info
-        check_multihost(rank_results(p.stdout), urls)
-        log = squid.read_text()[len(before):]
-        for addr in net.addrs[:2]:
-            assert f"TCP_TUNNEL/200" in log and f"CONNECT {addr}:{HTTPS_PORT}" in log, log[-3000:]
-    finally:
-        for n in names:
-            net.stop(n)
+    _, log = _new_lines(squid, lambda: _domain(net, env, "https", tls))
+    for addr in net.addrs[:2]:
+        assert f"TCP_TUNNEL/200" in log and f"CONNECT {addr}:{HTTPS_PORT}" in log, log[-3000:]
 
 
 # Run from host 2 (which reaches host 3 directly): a job on host 3 whose input
@@ -267,11 +252,10 @@ def test_a_job_pulls_its_url_input_through_the_proxy(net, tinyproxy):
     url = net.serve(net.hosts[2], "--host", net.addrs[2], "--port", "8472", "--insecure", "--fetch-allow", f"{net.subnet}.0/24",
                     "--program", "digest=sha256sum [in:file:data:binary]", name="jobs", env=env)
     source = f"http://{net.addrs[0]}:8480/data.bin"
-    before = tinyproxy.read_text()
-    p = in_ns(net.hosts[1], sys.executable, "-c", PULL, f"{url}/programs/digest", source, check=False, timeout=60)
+    p, log = _new_lines(tinyproxy, lambda: in_ns(net.hosts[1], sys.executable, "-c", PULL, f"{url}/programs/digest", source,
+                                                 check=False, timeout=60))
     assert p.returncode == 0 and p.stdout.startswith("done "), f"{p.stdout}\n{p.stderr}\n{net.logs()}"
     assert hashlib.sha256(data).hexdigest() in p.stdout, p.stdout
-    log = tinyproxy.read_text()[len(before):]
     assert f"GET {source}" in log, log
 
 

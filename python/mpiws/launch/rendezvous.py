@@ -55,11 +55,19 @@ def endpoint_url(scheme, host, port):
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
-def advertised_host(host):
-    """The address peers reach a rank bound to ``host`` at: ``host`` itself,
-    or for a wildcard bind this machine's address."""
+def advertised_host(host, toward=None):
+    """The address peers reach a rank bound to ``host`` at: ``host`` itself;
+    for a wildcard bind, the address this machine reaches ``toward`` (host,
+    port) from (no packet is sent), else its name's address."""
     if host not in ("0.0.0.0", "::", ""):
         return host
+    if toward is not None:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect(toward)
+                return s.getsockname()[0]
+        except OSError:
+            pass  # no route yet (a name not resolving yet): the machine's name
     return socket.gethostbyname(socket.gethostname())
 
 
@@ -80,7 +88,7 @@ def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", 
     serves = rank == 0 and not os.environ.get(LAUNCHER_ENV)
     if serves and port not in (None, where.port):
         raise Refused(f"rank 0 serves the rendezvous, so it listens on the URL's port {where.port}, not --port {port}")
-    advertise = advertise or advertised_host(host)
+    advertise = advertise or advertised_host(host, (where.hostname, where.port))
     # Peers and the rendezvous reach this endpoint under names it must accept.
     endpoint = _core.Endpoint(host, where.port if serves else (port or 0), keys=key, tls_cert=tls_cert, tls_key=tls_key,
                               allow_hosts=[where.hostname, advertise])

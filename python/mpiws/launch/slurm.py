@@ -34,6 +34,9 @@ def run_slurm(program, args, size=None, prefix=False, keep_going=False, host=Non
     size = size or from_env(("SLURM_NTASKS",), "size")
     key = secrets.token_hex(32)
     host = host or advertised_host("0.0.0.0")  # this node, as the others reach it
+    if host.startswith("127.") and int(os.environ.get("SLURM_JOB_NUM_NODES", "1")) > 1:
+        raise Refused(f"this node's name resolves to {host}, which the allocation's other nodes cannot reach: "
+                      "give the address they reach this node at with --advertise")
     endpoint = _core.Endpoint(host, 0, keys=key)
     endpoint.open_rendezvous(size)
     rendezvous = endpoint_url("http", host, endpoint.port)

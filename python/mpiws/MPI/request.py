@@ -444,6 +444,9 @@ class _Expired:
     def cancel(self):
         return False  # already withdrawn
 
+    def withdraw(self):
+        return True  # the handler thread withdrew it first: the owner's timeout stands
+
 
 _EXPIRED = _Expired()
 

@@ -696,6 +696,7 @@ def test_full_job_table_and_disk(spec, api, tmp_path):
 def test_undocumented_requests_are_refused(api):
     api.undocumented("GET", "/nowhere", 404)
     api.undocumented("GET", "/domains/d/ranks/0/mailbox", 404)
+    api.undocumented("DELETE", "/domains/d/ranks/1/messages//0", 404)    # an empty segment is no parameter
     api.undocumented("PUT", "/run", 405)
     api.undocumented("PUT", "/rendezvous", 405)
     api.undocumented("GET", "/run", 405)

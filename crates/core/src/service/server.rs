@@ -145,6 +145,11 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
     }
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // An empty segment (`/messages//0`) names nothing: no operation takes it
+    // for one of its parameters.
+    if parts.len() > 1 && parts.iter().any(|p| p.is_empty()) {
+        return reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}"));
+    }
     // The credential first: a caller without it learns nothing more. The
     // key owns what the request creates (an instance, a job, an upload).
     let owner = match guard::need(req.method(), &parts) {

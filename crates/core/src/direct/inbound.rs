@@ -370,22 +370,16 @@ impl Progress {
                     break;
                 }
             }
-            // Frames already in our buffer raise no readiness event: file
-            // them now, or nobody would (unless the bound parks the stream:
-            // then unparking reads them).
-            let mut park = None;
-            while open && reader.buffered() {
-                if reader.parks() {
-                    park = Some((reader.instance.clone(), reader.source));
-                    break;
-                }
-                open = reader.step();
-            }
+            // Frames already in our buffer raise no readiness event: the
+            // progress thread files them. Not this thread: reading on while
+            // a peer keeps sending (a burst through a slow link) would hold
+            // this receive until the peer pauses.
+            let more = open && reader.buffered();
             drop(reader);
-            if let Some((instance, source)) = park {
-                self.park(&inbound, &instance, source);
-            } else {
-                self.settle(&inbound, open);
+            self.settle(&inbound, open);
+            if more {
+                self.buffered.lock().push(inbound.key);
+                let _ = self.poller.notify();
             }
             if !open {
                 continue; // the stream ended: wait another way

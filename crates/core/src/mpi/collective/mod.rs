@@ -119,12 +119,11 @@ pub fn choose(name: &str, forced: Option<&str>, size: Option<usize>, ranks: u32,
     }
     let big = |limit: usize| size.is_some_and(|s| s >= limit);
     Ok(match name {
-        // Far apart, a tree level costs a whole buffer's transfer, and a
-        // pipeline down a chain would overlap the levels; not chosen yet:
-        // measured through rate-limited links (benchmarks/wan), a rank
-        // receives the first of a burst of messages only once the whole
-        // burst has crossed, so the chain does not overlap (8 ranks: 3.0 s
-        // against binomial's 2.1 s for 8 MiB at 100 Mbit/s).
+        // Far apart, a tree level costs a whole buffer's transfer: segments
+        // down a chain overlap the levels (about len / rate + (n - 2)
+        // segments; 8 ranks, 8 MiB at 100 Mbit/s: 0.94 s against the
+        // binomial tree's 2.1 s, benchmarks/wan).
+        "bcast" if wide && ranks > 2 && big(1 << 20) => "pipeline",
         // Measured on one host (benchmarks/collectives): the forwarded
         // binomial tree beats scatter+allgather up to 8 ranks at every size.
         "bcast" if ranks > 8 && big(512 << 10) => "scatter_allgather",
@@ -262,16 +261,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn far_apart_ranks_take_fewer_rounds() {
+    fn far_apart_ranks_take_fewer_rounds_and_pipelines() {
         let mib = Some(64 << 20);
         // crowded on one host, near: fewer messages at once
         assert_eq!(choose("barrier", None, None, 8, true, false).unwrap(), "binomial");
         assert_eq!(choose("allreduce", None, Some(8), 8, true, false).unwrap(), "reduce_bcast");
         assert_eq!(choose("bcast", None, mib, 8, true, false).unwrap(), "binomial");
-        // far apart: log2 n rounds
+        // far apart: log2 n rounds, and a pipeline for large broadcasts
         assert_eq!(choose("barrier", None, None, 8, true, true).unwrap(), "dissemination");
         assert_eq!(choose("allreduce", None, Some(1024), 8, true, true).unwrap(), "recursive_doubling");
-        assert_eq!(choose("bcast", None, mib, 8, false, true).unwrap(), "binomial");
+        assert_eq!(choose("bcast", None, mib, 8, false, true).unwrap(), "pipeline");
+        assert_eq!(choose("bcast", None, Some(1024), 8, false, true).unwrap(), "binomial");
+        assert_eq!(choose("bcast", None, mib, 2, false, true).unwrap(), "binomial");
         // not crowded: the same whether near or far (nothing to measure)
         assert_eq!(choose("barrier", None, None, 8, false, false).unwrap(), choose("barrier", None, None, 8, false, true).unwrap());
         // a forced choice wins

@@ -5,9 +5,10 @@
 //! it would change (`collective::choose`): a dissemination barrier, which opens streams to log2 n peers and
 //! times them (`direct::rtt`), then an allreduce (recursive doubling) of the
 //! largest median round trip any rank has seen. Far (at least `WIDE_RTT`,
-//! or `MPIWS_WIDE_RTT_MS`): each round costs a wide-area latency, so the
-//! algorithms with the fewest rounds win over those that suit ranks crowded
-//! on one host (fewer messages at once, more rounds).
+//! or `MPIWS_WIDE_RTT_MS`): each round costs a wide-area latency and each
+//! tree level a buffer's transfer, so the algorithms with the fewest rounds,
+//! and a pipeline for large broadcasts, win over those that suit ranks
+//! crowded on one host (fewer messages at once, more rounds).
 
 use std::time::Duration;
 

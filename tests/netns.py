@@ -8,6 +8,7 @@ when a test fails. ``network()`` is the body of a module fixture: it skips,
 with the reason, only where namespaces cannot be made (not Linux, not root).
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -173,6 +174,24 @@ class Network:
             for dev in [*self.veth_host, *self.veth_sw, self.bridge]:  # only if a move into a namespace failed
                 if Path(f"/sys/class/net/{dev}").exists():
                     sh("ip", "link", "del", dev, check=False)
+
+
+@contextlib.contextmanager
+def certificates(d, addrs, **env):
+    """A CA and one certificate for ``addrs`` (trustme), written to ``d``
+    (ca.pem, cert.pem, key.pem); meanwhile this process, and what it
+    starts, trusts the CA (``MPIWS_CA_FILE``) and has ``env`` set."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert(*addrs)
+    ca.cert_pem.write_to_path(str(d / "ca.pem"))
+    cert.private_key_pem.write_to_path(str(d / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(d / "cert.pem"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MPIWS_CA_FILE", str(d / "ca.pem"))
+        for k, v in env.items():
+            mp.setenv(k, v)
+        yield d
 
 
 def network(request, tmp_path_factory, name, nhosts, subnet):

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from services import check_multihost
-from netns import describe, http_get, in_ns, link_bytes, network, rank_results, sh
+from netns import certificates, describe, http_get, in_ns, link_bytes, network, rank_results, sh
 from netns import mpiws_cmd as _mpiws
 
 NHOSTS = 3
@@ -37,24 +37,10 @@ def tls(net, tmp_path_factory):
     """A CA and one certificate for the hosts' addresses; clients and
     endpoints (which are clients of each other) trust the CA, and send the
     key the endpoints share (the session's key file, see conftest)."""
-    trustme = pytest.importorskip("trustme")
-    d = tmp_path_factory.mktemp("multihost-tls")
-    ca = trustme.CA()
-    cert = ca.issue_cert(*net.addrs)
-    ca.cert_pem.write_to_path(str(d / "ca.pem"))
-    cert.private_key_pem.write_to_path(str(d / "key.pem"))
-    cert.cert_chain_pems[0].write_to_path(str(d / "cert.pem"))
-    saved = {k: os.environ.get(k) for k in ("MPIWS_CA_FILE", "MPIWS_KEY")}
-    os.environ["MPIWS_CA_FILE"] = str(d / "ca.pem")
     from mpiws.keys import server_keys
 
-    os.environ["MPIWS_KEY"] = server_keys()[0].split()[0]
-    yield d
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with certificates(tmp_path_factory.mktemp("multihost-tls"), net.addrs, MPIWS_KEY=server_keys()[0].split()[0]) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")

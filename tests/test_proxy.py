@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from netns import describe, http_get, in_ns, mpiws_cmd, network, rank_results, sh
+from netns import certificates, describe, http_get, in_ns, mpiws_cmd, network, rank_results, sh
 from services import check_multihost
 
 PROXY_PORT = 3128
@@ -79,20 +79,8 @@ table inet mpiws_egress {{
 
 @pytest.fixture(scope="module")
 def tls(net, tmp_path_factory):
-    trustme = pytest.importorskip("trustme")
-    d = tmp_path_factory.mktemp("proxy-tls")
-    ca = trustme.CA()
-    cert = ca.issue_cert(*net.addrs[:3])
-    ca.cert_pem.write_to_path(str(d / "ca.pem"))
-    cert.private_key_pem.write_to_path(str(d / "key.pem"))
-    cert.cert_chain_pems[0].write_to_path(str(d / "cert.pem"))
-    saved = os.environ.get("MPIWS_CA_FILE")
-    os.environ["MPIWS_CA_FILE"] = str(d / "ca.pem")  # for this process's checks (netns.describe)
-    yield d
-    if saved is None:
-        os.environ.pop("MPIWS_CA_FILE")
-    else:
-        os.environ["MPIWS_CA_FILE"] = saved
+    with certificates(tmp_path_factory.mktemp("proxy-tls"), net.addrs[:3]) as d:
+        yield d
 
 
 def _wait_port(net, ns, addr, port, name):

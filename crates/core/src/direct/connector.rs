@@ -37,9 +37,7 @@ impl tower_service::Service<Uri> for Connector {
     fn call(&mut self, dst: Uri) -> Self::Future {
         Box::pin(async move {
             let scheme = dst.scheme_str().unwrap_or("http").to_string();
-            let Some(host) = dst.host() else { return Err(Error::new(ErrorClass::Arg, format!("{dst} names no host"))) };
-            let port = dst.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
-            let authority = if host.contains(':') && !host.starts_with('[') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+            let Some(authority) = proxy::authority(&dst) else { return Err(Error::new(ErrorClass::Arg, format!("{dst} names no host"))) };
             let peer = format!("{scheme}://{authority}");
             let opened = proxy::open(&scheme, &authority, &peer, false).await?;
             Ok(Outbound { io: TokioIo::new(opened.tcp), forwarded: opened.forward.is_some() })

@@ -68,10 +68,20 @@ impl Proxy {
         format!("the proxy http://{}", self.addr)
     }
 
-    /// The `Proxy-Authorization` a forwarded request carries.
-    pub fn auth(&self) -> Option<&HeaderValue> {
-        self.auth.as_ref()
+    /// Give a request forwarded to this proxy its credentials, if any.
+    pub fn authorize(&self, headers: &mut http::HeaderMap) {
+        if let Some(auth) = &self.auth {
+            headers.insert(http::header::PROXY_AUTHORIZATION, auth.clone());
+        }
     }
+}
+
+/// `host:port` of a URI (the scheme's default port if it names none; an
+/// IPv6 host in brackets, as URIs write it).
+pub fn authority(uri: &Uri) -> Option<String> {
+    let host = uri.host()?;
+    let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+    Some(format!("{host}:{port}"))
 }
 
 /// The proxy for `scheme://authority`, if the environment names one and the
@@ -206,6 +216,15 @@ mod tests {
         assert_eq!(down.class, ErrorClass::ProcFailed);
         let garbage = verdict(b"\r\n\r\n", "the proxy http://p:3128", "h:1").unwrap_err();
         assert!(garbage.message.contains("no HTTP answer"), "{}", garbage.message);
+    }
+
+    #[test]
+    fn authorities_carry_the_default_port() {
+        let a = |u: &str| authority(&u.parse::<Uri>().unwrap());
+        assert_eq!(a("http://peer.example/x").as_deref(), Some("peer.example:80"));
+        assert_eq!(a("https://peer.example/x").as_deref(), Some("peer.example:443"));
+        assert_eq!(a("http://[::1]:8000/").as_deref(), Some("[::1]:8000"));
+        assert_eq!(a("/no/host"), None);
     }
 
     #[test]

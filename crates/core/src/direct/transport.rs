@@ -265,15 +265,12 @@ impl Transport {
     /// Send `req`; a plain http request that goes to a proxy in absolute
     /// form carries the proxy's credentials. Also: that proxy.
     async fn send(&self, mut req: Request<Chunks>, peer: &str) -> Result<(http::Response<hyper::body::Incoming>, Option<proxy::Proxy>)> {
-        let via = match (req.uri().scheme_str(), req.uri().authority()) {
-            (Some("http"), Some(a)) => {
-                let authority = if a.port().is_some() { a.to_string() } else { format!("{a}:80") };
-                proxy::for_url("http", &authority)?
-            }
+        let via = match (req.uri().scheme_str(), proxy::authority(req.uri())) {
+            (Some("http"), Some(authority)) => proxy::for_url("http", &authority)?,
             _ => None,
         };
-        if let Some(auth) = via.as_ref().and_then(|p| p.auth()) {
-            req.headers_mut().insert(http::header::PROXY_AUTHORIZATION, auth.clone());
+        if let Some(p) = &via {
+            p.authorize(req.headers_mut());
         }
         let resp = self.client()?.request(req).await.map_err(|e| unreachable(peer, &e))?;
         Ok((resp, via))

@@ -140,17 +140,14 @@ impl Fetcher {
         // The connection ends with the exchange; at the latest a little after
         // the pull's time limit (which, being first, names the reason).
         tokio::spawn(tokio::time::timeout(self.timeout + CONNECTION_GRACE, conn));
-        let mut req = match forward {
-            Some(proxy) => match proxy.auth() {
-                Some(auth) => Request::get(url).header(http::header::PROXY_AUTHORIZATION, auth.clone()),
-                None => Request::get(url),
-            },
-            None => Request::get(target.path.as_str()),
-        };
-        req = req
+        let mut req = Request::get(if forward.is_some() { url } else { target.path.as_str() })
             .header(http::header::HOST, target.authority.as_str())
-            .header(http::header::USER_AGENT, concat!("mpiws/", env!("CARGO_PKG_VERSION")));
-        let req = req.body(Empty::new()).map_err(|e| format!("bad URL {url}: {e}"))?;
+            .header(http::header::USER_AGENT, concat!("mpiws/", env!("CARGO_PKG_VERSION")))
+            .body(Empty::new())
+            .map_err(|e| format!("bad URL {url}: {e}"))?;
+        if let Some(proxy) = forward {
+            proxy.authorize(req.headers_mut());
+        }
         let resp = sender.send_request(req).await.map_err(|e| format!("{url}: {e}"))?;
         let status = resp.status();
         if status.is_redirection() {

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,6 +56,21 @@ def sh(*args, check=True, timeout=CMD_TIMEOUT, **kw):
 
 def in_ns(ns, *args, **kw):
     return sh("ip", "netns", "exec", ns, *args, **kw)
+
+
+def install_packages(**packages):
+    """The OS packages (program=package), installed with apt-get if a program
+    is missing; skips where that is impossible."""
+    missing = [pkg for prog, pkg in packages.items() if shutil.which(prog) is None]
+    if not missing:
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        pytest.skip(f"{', '.join(missing)} missing and not installable here (needs root and apt-get)")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    p = sh("apt-get", "install", "-y", "-q", *missing, check=False, timeout=600, env=env)
+    if p.returncode != 0:
+        sh("apt-get", "update", "-q", check=False, timeout=600, env=env)
+        sh("apt-get", "install", "-y", "-q", *missing, timeout=600, env=env)
 
 
 def http_get(url, ns=None, timeout=3.0):
@@ -107,6 +123,9 @@ class Network:
         self.veth_sw = [f"{tag}s{i}" for i in range(1, nhosts + 1)]  # the end on the bridge
         self.bridge = f"{tag}br"
         self.procs = []  # (name, Popen, stdout path, stderr path)
+        # for daemons that drop root (proxies): where any user may write, not pytest's 0700 tree
+        self.shared = Path(tempfile.mkdtemp(prefix=f"mpiws-{tag}-"))
+        self.shared.chmod(0o777)
 
     def build(self):
         sh("ip", "netns", "add", self.switch)
@@ -146,6 +165,39 @@ class Network:
             time.sleep(0.1)
         raise AssertionError(f"server {name} did not start (exit {p.poll()})\n{self.logs()}")
 
+    def wait_port(self, ns, addr, port, name):
+        """Until something listens on ``addr:port``, seen from ``ns`` (30 s at most)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if in_ns(ns, "bash", "-c", f"exec 3<>/dev/tcp/{addr}/{port}", check=False).returncode == 0:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"{name} does not listen on {addr}:{port}\n{self.logs()}")
+
+    def tinyproxy(self, ns, addr, port, credentials=None):
+        """Start tinyproxy (the OS package) in ``ns`` on ``addr:port``,
+        tunnelling to any port, for this network's hosts, with Basic
+        ``credentials`` (user, password) if given. Returns its log's path."""
+        logs_dir = self.shared
+        log = logs_dir / "tinyproxy.log"
+        conf = self.tmp / f"tinyproxy-{port}.conf"
+        auth = f"BasicAuth {credentials[0]} {credentials[1]}\n" if credentials else ""
+        conf.write_text(f"""
+User nobody
+Group nogroup
+Port {port}
+Listen {addr}
+Timeout 600
+MaxClients 100
+Allow {self.subnet}.0/24
+{auth}LogFile "{log}"
+LogLevel Connect
+PidFile "{logs_dir}/tinyproxy.pid"
+""")
+        self.start(ns, ["tinyproxy", "-d", "-c", str(conf)], "tinyproxy")
+        self.wait_port(ns, addr, port, "tinyproxy")
+        return log
+
     def logs(self):
         parts = []
         for name, p, out, err in self.procs:
@@ -169,6 +221,7 @@ class Network:
         try:
             self.stop()
         finally:
+            shutil.rmtree(self.shared, ignore_errors=True)
             for ns in [*self.hosts, self.switch]:
                 sh("ip", "netns", "del", ns, check=False)
             for dev in [*self.veth_host, *self.veth_sw, self.bridge]:  # only if a move into a namespace failed

@@ -12,6 +12,7 @@ import pickle
 import re
 import secrets
 import socket
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -23,11 +24,11 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 #: Documented answers this test does not provoke: the bounds on running
 #: instances (tests/test_security.py provokes them on a small endpoint).
-# The 502s: an instance's process ending while a request to it is relayed (a race no test can aim at).
-NOT_PROVOKED = {("run", "429"), ("run", "503"), ("store", "502"), ("matched", "502"), ("withdraw", "502")}
+# The 502s: an instance's process, or an endpoint behind a relay, ending while a request to it is relayed (a race no test can aim at).
+NOT_PROVOKED = {("run", "429"), ("run", "503"), ("store", "502"), ("matched", "502"), ("withdraw", "502"), ("relayed", "502")}
 
-#: The endpoint's keys: every scope, `run` only, `files` only.
-KEY, KEY_RUN, KEY_FILES = ("k" * 16 + secrets.token_hex(8) for _ in range(3))
+#: The endpoint's keys: every scope, `run` only, `files` only, `relay` only.
+KEY, KEY_RUN, KEY_FILES, KEY_RELAY = ("k" * 16 + secrets.token_hex(8) for _ in range(4))
 #: Paths that take an endpoint key (the rest take a domain token, or nothing).
 KEYED = ("/run", "/rendezvous", "/programs", "/jobs", "/files")
 
@@ -51,11 +52,12 @@ def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("openapi")
     (d / "count.sh").write_text(COUNT)
     (d / "count.sh").chmod(0o755)
-    (d / "keys").write_text(f"{KEY}\n{KEY_RUN} run\n{KEY_FILES} files\n")
+    (d / "keys").write_text(f"{KEY}\n{KEY_RUN} run\n{KEY_FILES} files\n{KEY_RELAY} relay\n")
     (d / "keys").chmod(0o600)
     s = Server(services.ALL, max_message=1 << 20, max_upload=1 << 20, workdir=str(d / "work"), keys=str(d / "keys"),
                body_timeout=1.0,
-               programs=[p.format(dir=d) for p in PROGRAMS], max_spawn_body=1 << 20, fetch_allow=["127.0.0.1"])
+               programs=[p.format(dir=d) for p in PROGRAMS], max_spawn_body=1 << 20, fetch_allow=["127.0.0.1"],
+               relay=True, relay_max_connections=4)
     s.workdir = d / "work"
     yield s
     s.stop()
@@ -381,6 +383,27 @@ def test_rendezvous(api, server):
     assert api.call("GET", "/rendezvous", expect=200)[1] == {"size": 2, "registered": 1, "closed": False}
     server.endpoint.close_rendezvous()
     assert api.call("GET", "/rendezvous", expect=200)[1]["closed"] is True
+
+
+def test_relay(api):
+    from mpiws import _core
+
+    up = {"upgrade": "mpiws-relay/1", "connection": "upgrade"}
+    api.call("POST", "/relay/x", b"", {**up, "authorization": "none"}, expect=401)
+    api.call("POST", "/relay/x", b"", {**up, **auth(KEY_RUN)}, expect=403)
+    api.call("POST", "/relay/x", b"", auth(KEY), expect=400)                     # not an upgrade
+    api.call("POST", "/relay/a%20b", b"", {**up, **auth(KEY)}, expect=400)       # not a name
+    api.call("POST", "/relay/x", b"", {**up, **auth(KEY_RELAY)}, expect=101)     # (and closed at once)
+    # an endpoint behind this one (in this process), keeping its connections here
+    _core.Endpoint(keys=f"{KEY}\n", via_relay=f"{api.url}/relay/lab", relay_key=KEY_RELAY)
+    deadline = time.monotonic() + 20
+    while api.raw("GET", "/relay/lab/programs", headers=auth(KEY))[0] != 200:
+        assert time.monotonic() < deadline, "the endpoint behind the relay never answered"
+        time.sleep(0.1)
+    assert api.call("GET", "/relay/lab/programs", headers=auth(KEY), expect=200)[1] == []
+    api.call("POST", "/relay/lab", b"", {**up, **auth(KEY)}, expect=409)               # KEY_RELAY's name
+    api.call("POST", "/relay/lab", b"", {**up, **auth(KEY_RELAY)}, expect=429)         # its 4 connections are there
+    api.call("GET", "/relay/nobody/programs", headers=auth(KEY), expect=503)          # after 10 s
 
 
 def test_status_and_cancel(api):

@@ -20,15 +20,12 @@ traffic went through it:
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
-from netns import certificates, describe, http_get, in_ns, mpiws_cmd, network, rank_results, sh
+from netns import certificates, describe, http_get, in_ns, install_packages, mpiws_cmd, network, rank_results
 from services import check_multihost
 
 PROXY_PORT = 3128
@@ -36,29 +33,10 @@ HTTP_PORT, HTTPS_PORT = 8470, 8471
 USER, PASSWORD = "mpiws", "pr0xy-s3cret"
 
 
-def _install(**packages):
-    """The OS packages (program=package), installed if a program is missing;
-    skips where that is impossible."""
-    missing = [pkg for prog, pkg in packages.items() if shutil.which(prog) is None]
-    if not missing:
-        return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip(f"{', '.join(missing)} missing and not installable here (needs root and apt-get)")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    p = sh("apt-get", "install", "-y", "-q", *missing, check=False, timeout=600, env=env)
-    if p.returncode != 0:
-        sh("apt-get", "update", "-q", check=False, timeout=600, env=env)
-        sh("apt-get", "install", "-y", "-q", *missing, timeout=600, env=env)
-
-
 @pytest.fixture(scope="module")
 def net(request, tmp_path_factory):
-    _install(tinyproxy="tinyproxy", squid="squid", nft="nftables")
+    install_packages(tinyproxy="tinyproxy", squid="squid", nft="nftables")
     n = network(request, tmp_path_factory, "px", 4, "10.214.0")
-    # the proxies drop root: their logs go where any user may write (not pytest's 0700 tree)
-    n.logs_dir = Path(tempfile.mkdtemp(prefix="mpiws-proxy-"))
-    n.logs_dir.chmod(0o777)
-    request.addfinalizer(lambda: shutil.rmtree(n.logs_dir, ignore_errors=True))
     n.gw = n.hosts[3]
     n.proxy_addr = n.addrs[3]
     # host 3 (index 2): nothing leaves it but to the proxy (and answers on connections others opened)
@@ -83,43 +61,17 @@ def tls(net, tmp_path_factory):
         yield d
 
 
-def _wait_port(net, ns, addr, port, name):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if in_ns(ns, "bash", "-c", f"exec 3<>/dev/tcp/{addr}/{port}", check=False).returncode == 0:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{name} does not listen on {addr}:{port}\n{net.logs()}")
-
-
 @pytest.fixture(scope="module")
 def tinyproxy(net):
     """tinyproxy on the gateway host, with Basic credentials, tunnelling to any port."""
-    log = net.logs_dir / "tinyproxy.log"
-    conf = net.tmp / "tinyproxy.conf"
-    conf.write_text(f"""
-User nobody
-Group nogroup
-Port {PROXY_PORT}
-Listen {net.proxy_addr}
-Timeout 600
-MaxClients 100
-Allow {net.subnet}.0/24
-BasicAuth {USER} {PASSWORD}
-LogFile "{log}"
-LogLevel Connect
-PidFile "{net.logs_dir}/tinyproxy.pid"
-""")
-    net.start(net.gw, ["tinyproxy", "-d", "-c", str(conf)], "tinyproxy")
-    _wait_port(net, net.gw, net.proxy_addr, PROXY_PORT, "tinyproxy")
-    return log
+    return net.tinyproxy(net.gw, net.proxy_addr, PROXY_PORT, credentials=(USER, PASSWORD))
 
 
 @pytest.fixture(scope="module")
 def squid(net):
     """squid on the gateway host, configured as shipped: CONNECT only to TLS
     ports (here the https endpoints' port), plain requests forwarded."""
-    d = net.logs_dir / "squid"
+    d = net.shared / "squid"
     d.mkdir()
     d.chmod(0o777)
     conf = d / "squid.conf"
@@ -139,7 +91,7 @@ coredump_dir {d}
 shutdown_lifetime 1 seconds
 """)
     net.start(net.gw, ["squid", "-N", "-f", str(conf)], "squid")
-    _wait_port(net, net.gw, net.proxy_addr, PROXY_PORT + 1, "squid")
+    net.wait_port(net.gw, net.proxy_addr, PROXY_PORT + 1, "squid")
     return d / "access.log"
 
 
@@ -235,7 +187,7 @@ def test_a_job_pulls_its_url_input_through_the_proxy(net, tinyproxy):
     data = os.urandom(256 * 1024)
     (www / "data.bin").write_bytes(data)
     net.start(net.hosts[0], [sys.executable, "-m", "http.server", "--bind", net.addrs[0], "8480", "--directory", str(www)], "www")
-    _wait_port(net, net.hosts[0], net.addrs[0], 8480, "the web server")
+    net.wait_port(net.hosts[0], net.addrs[0], 8480, "the web server")
     env = dict(os.environ, **_proxy_env(f"http://{USER}:{PASSWORD}@{net.proxy_addr}:{PROXY_PORT}"))
     url = net.serve(net.hosts[2], "--host", net.addrs[2], "--port", "8472", "--insecure", "--fetch-allow", f"{net.subnet}.0/24",
                     "--program", "digest=sha256sum [in:file:data:binary]", name="jobs", env=env)

@@ -169,6 +169,64 @@ def bulk(server, addr, size, conns=1):
     return last - t0, max(sent.values()) - t0
 
 
+def chain(tp, n, size, latency_ms, rate_mbit):
+    """A broadcast's best case with plain TCP: ``size`` bytes passed down a
+    chain of ``n`` nodes, each reached through a link of its own (as the
+    suite's endpoints are), every node forwarding each chunk as soon as it
+    has it (a pipeline: what a segmented broadcast does at best). Returns
+    the seconds from the first send to the last byte at the chain's end."""
+    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(n - 1)]
+    links = [tp.link("127.0.0.1:%d" % s.getsockname()[1], latency_ms=latency_ms, rate_mbit=rate_mbit) for s in socks]
+    done = threading.Event()
+    ended = {}
+    errors = []
+
+    def node(i):  # node i + 1 of the chain
+        try:
+            conn, _ = socks[i].accept()
+            out = _connect(links[i + 1]) if i + 1 < len(links) else None
+            buf = bytearray(CHUNK)
+            view = memoryview(buf)
+            left = size
+            while left:
+                k = conn.recv_into(buf, min(left, CHUNK))
+                if not k:
+                    raise ConnectionError("chain: early EOF")
+                if out is not None:
+                    out.sendall(view[:k])
+                left -= k
+            ended[i] = time.perf_counter()
+            if out is not None:
+                out.close()
+            conn.close()
+        except OSError as e:
+            errors.append(e)
+        finally:
+            if i == len(links) - 1 or errors:
+                done.set()
+
+    threads = [threading.Thread(target=node, args=(i,), daemon=True) for i in range(len(links))]
+    for t in threads:
+        t.start()
+    payload = memoryview(os.urandom(CHUNK))
+    try:
+        with _connect(links[0]) as s:
+            t0 = time.perf_counter()
+            left = size
+            while left:
+                k = min(left, CHUNK)
+                s.sendall(payload[:k])
+                left -= k
+            if not done.wait(600) or errors:
+                raise RuntimeError("chain: %s" % (errors or "did not finish"))
+        return ended[len(links) - 1] - t0
+    finally:
+        for link in links:
+            tp.remove(link)
+        for sk in socks:
+            sk.close()
+
+
 # ----------------------------------------------------------------- main
 
 # (label, one-way latency ms, jitter ms, rate Mbit/s or None, via proxy, parallel connections)

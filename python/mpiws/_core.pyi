@@ -42,11 +42,16 @@ class Endpoint:
                  spare_instances: Optional[int] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  tls_self_signed: bool = False, tls_cert_out: Optional[str] = None,
-                 tls_handshake_timeout: Optional[float] = None) -> None:
+                 tls_handshake_timeout: Optional[float] = None,
+                 relay: bool = False, relay_max_connections: Optional[int] = None,
+                 via_relay: Optional[str] = None, relay_key: Optional[str] = None) -> None:
         """``keys``: a keys file's text (none: the service interface refuses
         everyone); ``sandbox``: the command that starts an instance's child
         process (``mpiws.service.sandbox.command``), None: instances are
-        queued for ``next_run``; the rest: the endpoint's limits (defaults in
+        queued for ``next_run``; ``relay``: serve as a relay for endpoints
+        that accept no connections; ``via_relay``: be one, reached at that
+        relay URL (``http(s)://HOST:PORT/relay/NAME``), registered there with
+        ``relay_key``; the rest: the endpoint's limits (defaults in
         docs/security.md)."""
     def close_jobs(self) -> None:
         """Kill every job and remove the work directory if the endpoint made it."""

@@ -31,7 +31,20 @@ LIMITS = [
     ("--max-instance-memory", int, "address space of one instance's process, bytes; 0: unbounded (4 GiB)"),
     ("--max-instance-time", float, "seconds an instance may run before it is ended (24 h)"),
     ("--spare-instances", int, "instance processes kept started ahead of need, so instances start at once (2)"),
+    ("--relay-max-connections", int, "with --relay: connections one name keeps open to this relay (256)"),
 ]
+
+
+def _relay_key(via_relay, key=None):
+    """The key an endpoint behind a relay registers with: MPIWS_RELAY_KEY, else the client's key."""
+    if not via_relay:
+        return None
+    from .keys import client_key
+
+    found = os.environ.get("MPIWS_RELAY_KEY") or client_key(key)
+    if not found:
+        raise SystemExit("mpiws: --via-relay needs a key of the relay (with the 'relay' scope) in MPIWS_RELAY_KEY or MPIWS_KEY")
+    return found
 
 
 def _loopback(host):
@@ -66,10 +79,12 @@ def _serve(a):
     server = Server(services, a.host, a.port, programs=a.program, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
                     pickle_allow=a.pickle_allow, isolation=a.isolation, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                     fetch_allow=a.fetch_allow, tls_cert=a.tls_cert, tls_key=a.tls_key, tls_self_signed=a.tls_self_signed,
-                    tls_cert_out=a.tls_cert_out, **limits)
+                    tls_cert_out=a.tls_cert_out, relay=a.relay, via_relay=a.via_relay, relay_key=_relay_key(a.via_relay), **limits)
     names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
     made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
+    if a.relay:
+        print(f"mpiws: relaying for endpoints that accept no connections, at {server.url}/relay/NAME", flush=True)
     print(f"mpiws: {made} {server.key_file} (clients read it there, or take --key / MPIWS_KEY)", flush=True)
     _tell_certificate(server.endpoint)
     threading.Event().wait()  # until a signal ends the process
@@ -98,7 +113,8 @@ def _run(a):
         from .launch.rendezvous import run_rank
 
         return run_rank(a.program[0], a.program[1:], a.rendezvous, size=a.size, rank=a.rank, host=a.host, port=a.port,
-                        advertise=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key, keep_going=a.keep_going)
+                        advertise=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key, keep_going=a.keep_going,
+                        relay=a.relay, via_relay=a.via_relay)
     if a.endpoints:
         from .launch.remote import run_remote
 
@@ -227,7 +243,7 @@ def main(argv=None):
                    "removed at exit); made 0700 if missing, refused if a symlink or writable by others")
     sec = s.add_argument_group("security (docs/security.md)")
     sec.add_argument("--keys", metavar="FILE", help="keys file: one key per line, optionally with scopes run, jobs, files, "
-                     "admin (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)")
+                     "admin, relay (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)")
     sec.add_argument("--insecure", action="store_true", help="allow listening on a non-loopback address without TLS")
     sec.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate chain (with --tls-key)")
     sec.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
@@ -249,6 +265,12 @@ def main(argv=None):
         lim.add_argument(flag, type=kind, help=text)
     sec.add_argument("--fetch-allow", action="append", default=[], metavar="HOST[:PORT]|CIDR",
                      help="also pull URL inputs from this host or network, though loopback, private or link-local (repeatable)")
+    web = s.add_argument_group("across the web (docs/deploy.md)")
+    web.add_argument("--relay", action="store_true",
+                     help="also relay: endpoints that accept no connections are reached here, at URL/relay/NAME")
+    web.add_argument("--via-relay", metavar="URL",
+                     help="accept no connections from outside: be reached through the relay at URL (http(s)://HOST:PORT/relay/NAME), "
+                     "registered with MPIWS_RELAY_KEY (else the client key)")
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")
@@ -295,6 +317,9 @@ def main(argv=None):
                    help="with --rendezvous: this rank (default: MPIWS_RANK, SLURM_PROCID, JOB_COMPLETION_INDEX, ...)")
     r.add_argument("--port", type=int, help="with --rendezvous: port this rank's endpoint binds (rank 0: the URL's)")
     r.add_argument("--advertise", metavar="HOST", help="with --rendezvous or --slurm: the name or address peers reach this rank at")
+    r.add_argument("--relay", action="store_true", help="with --rendezvous: this rank's endpoint also relays for ranks that accept no connections")
+    r.add_argument("--via-relay", metavar="URL",
+                   help="with --rendezvous: this rank accepts no connections; peers reach it through the relay at URL (http(s)://HOST:PORT/relay/NAME)")
     r.add_argument("--tls-cert", metavar="PEM", help="local ranks serve https with this certificate (with --tls-key; trust its CA with --ca)")
     r.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")

@@ -1,15 +1,16 @@
 //! The HTTP body type used by the server and the client: a queue of byte
-//! chunks sent as they are (payload buffers are never concatenated), or a
-//! file read as it is sent (job files of any size, never held in memory).
+//! chunks sent as they are (payload buffers are never concatenated), a
+//! file read as it is sent (job files of any size, never held in memory),
+//! or another connection's body passed on as it arrives (a relay's).
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, ReadBuf};
 use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
 use serde::Serialize;
 
 #[derive(Debug, Default)]
@@ -17,6 +18,7 @@ pub struct Chunks {
     chunks: VecDeque<Bytes>,
     remaining: u64,
     file: Option<tokio::fs::File>,
+    relayed: Option<Incoming>,
 }
 
 /// How much of a file one body frame carries.
@@ -26,12 +28,18 @@ impl Chunks {
     pub fn new(chunks: impl IntoIterator<Item = Bytes>) -> Self {
         let chunks: VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
         let remaining = chunks.iter().map(|c| c.len() as u64).sum();
-        Chunks { chunks, remaining, file: None }
+        Chunks { chunks, remaining, ..Chunks::default() }
     }
 
     /// The first `len` bytes of `file`, read as they are sent.
     pub fn file(file: tokio::fs::File, len: u64) -> Self {
-        Chunks { chunks: VecDeque::new(), remaining: len, file: (len > 0).then_some(file) }
+        Chunks { remaining: len, file: (len > 0).then_some(file), ..Chunks::default() }
+    }
+
+    /// Another connection's body, passed on frame by frame; if it breaks,
+    /// so does this one (the receiver sees a cut body, never a shorter one).
+    pub fn relayed(body: Incoming) -> Self {
+        Chunks { relayed: Some(body), ..Chunks::default() }
     }
 
     pub fn empty() -> Self {
@@ -45,12 +53,15 @@ impl Chunks {
 
 impl Body for Chunks {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = hyper::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        if let Some(relayed) = self.relayed.as_mut() {
+            return Pin::new(relayed).poll_frame(cx);
+        }
         if let Some(c) = self.chunks.pop_front() {
             self.remaining -= c.len() as u64;
             return Poll::Ready(Some(Ok(Frame::data(c))));
@@ -80,10 +91,16 @@ impl Body for Chunks {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.chunks.is_empty() && self.file.is_none()
+        match &self.relayed {
+            Some(relayed) => relayed.is_end_stream(),
+            None => self.chunks.is_empty() && self.file.is_none(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.remaining)
+        match &self.relayed {
+            Some(relayed) => relayed.size_hint(),
+            None => SizeHint::with_exact(self.remaining),
+        }
     }
 }

@@ -8,6 +8,7 @@ use mpiws_core::domain::instance::ErrorReport;
 use mpiws_core::domain::Binding;
 use mpiws_core::mpi::Comm as CoreComm;
 use mpiws_core::service::keys::Keys;
+use mpiws_core::service::reverse::ViaRelay;
 use mpiws_core::service::sandbox::SandboxSetting;
 use mpiws_core::service::tls::TlsSetting;
 use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
@@ -44,7 +45,8 @@ impl Endpoint {
                         body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None,
                         fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, max_jobs_per_key=None, max_uploads_per_key=None, job_ttl=None,
                         max_spawn_body=None, sandbox=None, max_instance_memory=None, max_instance_time=None, spare_instances=None,
-                        tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=None))]
+                        tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=None,
+                        relay=false, relay_max_connections=None, via_relay=None, relay_key=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         host: &str,
@@ -80,6 +82,10 @@ impl Endpoint {
         tls_self_signed: bool,
         tls_cert_out: Option<std::path::PathBuf>,
         tls_handshake_timeout: Option<f64>,
+        relay: bool,
+        relay_max_connections: Option<usize>,
+        via_relay: Option<&str>,
+        relay_key: Option<&str>,
     ) -> PyResult<Self> {
         let d = Config::default();
         let secs = |s: Option<f64>, default: Duration, name: &str| s.map_or(Ok(default), |s| seconds(s, name));
@@ -126,6 +132,13 @@ impl Endpoint {
                     spares: spare_instances.unwrap_or(2),
                 }),
                 None => None,
+            },
+            relay,
+            relay_max_connections: relay_max_connections.unwrap_or(d.relay_max_connections),
+            via_relay: match (via_relay, relay_key) {
+                (Some(url), Some(key)) => Some(ViaRelay::new(url, key).py_err()?),
+                (Some(_), None) => return Err(pyo3::exceptions::PyValueError::new_err("via_relay needs relay_key: a key of the relay with the 'relay' scope")),
+                (None, _) => None,
             },
         };
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })

@@ -72,7 +72,7 @@ def advertised_host(host, toward=None):
 
 
 def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", port=None, advertise=None,
-             tls_cert=None, tls_key=None, keep_going=False, log=None):
+             tls_cert=None, tls_key=None, keep_going=False, log=None, relay=False, via_relay=None):
     """Be one rank; returns the exit status."""
     log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
     size = size if size is not None else from_env(SIZE_ENV, "size")
@@ -91,9 +91,11 @@ def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", 
     advertise = advertise or advertised_host(host, (where.hostname, where.port))
     # Peers and the rendezvous reach this endpoint under names it must accept.
     endpoint = _core.Endpoint(host, where.port if serves else (port or 0), keys=key, tls_cert=tls_cert, tls_key=tls_key,
-                              allow_hosts=[where.hostname, advertise])
+                              allow_hosts=[where.hostname, advertise], relay=relay, via_relay=via_relay,
+                              relay_key=os.environ.get("MPIWS_RELAY_KEY", key) if via_relay else None)
     endpoint.deploy(SERVICE)
-    me = endpoint_url("https" if tls_cert else "http", advertise, endpoint.port)
+    # Behind a relay, peers reach this rank at the relay's URL for it.
+    me = endpoint.url if via_relay else endpoint_url("https" if tls_cert else "http", advertise, endpoint.port)
     watched = {}
     watcher = None
     if serves:

@@ -72,6 +72,11 @@ pub fn upgraded_socket(upgraded: Upgraded) -> Option<(Socket, Bytes)> {
         Ok(parts) => return Some((Socket::Tcp(parts.io.into_inner().into_std().ok()?), parts.read_buf)),
         Err(other) => other,
     };
-    let parts = downcast::<TokioIo<tokio_rustls::server::TlsStream<Wire>>>(upgraded).ok()?;
+    let upgraded = match downcast::<TokioIo<tokio_rustls::server::TlsStream<Wire>>>(upgraded) {
+        Ok(parts) => return Some((pump(parts.io.into_inner()).ok()?, parts.read_buf)),
+        Err(other) => other,
+    };
+    // A connection this endpoint opened to its https relay (`service::reverse`).
+    let parts = downcast::<TokioIo<tokio_rustls::client::TlsStream<Wire>>>(upgraded).ok()?;
     Some((pump(parts.io.into_inner()).ok()?, parts.read_buf))
 }

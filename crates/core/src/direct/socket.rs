@@ -75,3 +75,20 @@ impl Write for Socket {
         Ok(())
     }
 }
+
+/// TCP keep-alive probes on an idle connection (after 30 s, every 10 s,
+/// given up after 3 unanswered): a peer that vanished without closing
+/// (its host gone, a NAT that forgot the mapping) ends the connection in
+/// about a minute instead of leaving it open forever; and the probes keep
+/// a NAT's or firewall's mapping of a connection waiting idle alive.
+pub fn keep_alive(tcp: &impl AsRawFd) {
+    let fd = tcp.as_raw_fd();
+    let set = |level, name, value: libc::c_int| {
+        // SAFETY: a valid socket fd and a c_int option value of the right size.
+        unsafe { libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 30);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 10);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+}

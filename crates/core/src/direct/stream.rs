@@ -23,11 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use parking_lot::{Condvar, Mutex};
 
-use crate::body::Chunks;
 use crate::completion::{Completion, Outcome, Tracking};
 use crate::direct::polled::Polled;
 use crate::direct::pump::{pump, upgraded_socket};
@@ -40,7 +39,7 @@ use crate::direct::transport::error_from_response;
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::runtime::runtime;
 use crate::service::reply::{error, Reply};
-use crate::service::Endpoint;
+use crate::service::{upgrade, Endpoint};
 
 pub const PROTOCOL: &str = "mpiws-stream/1";
 
@@ -72,20 +71,8 @@ pub async fn accept_into(
     mut req: Request<Incoming>,
     take: impl FnOnce(Arc<crate::domain::Instance>, u32, Socket, Bytes) + Send + 'static,
 ) -> Reply {
-    let wants = req
-        .headers()
-        .get(http::header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case(PROTOCOL));
     // HTTP/1.1 upgrades only with the `upgrade` token in Connection; a proxy strips both headers otherwise.
-    let connection_upgrade = req
-        .headers()
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
-    if !wants || !connection_upgrade {
+    if !upgrade::asks(&req, PROTOCOL) {
         return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("expected 'Connection: upgrade' and 'Upgrade: {PROTOCOL}'"));
     }
     let source = match req.headers().get(frame::H_SOURCE).and_then(|v| v.to_str().ok()).map(|v| v.trim().parse::<u32>()) {
@@ -102,12 +89,7 @@ pub async fn accept_into(
         let Some((stream, read_past)) = upgraded_socket(upgraded) else { return };
         take(instance, source, stream, read_past);
     });
-    Response::builder()
-        .status(StatusCode::SWITCHING_PROTOCOLS)
-        .header(http::header::CONNECTION, "upgrade")
-        .header(http::header::UPGRADE, PROTOCOL)
-        .body(Chunks::empty())
-        .expect("valid response")
+    upgrade::granted(PROTOCOL)
 }
 
 // ---- sending side ------------------------------------------------------------
@@ -250,13 +232,15 @@ pub struct Link {
     gone: OnGone,
 }
 
-/// `host:port` of an endpoint URL, and whether it is https.
-fn host_port(base: &str) -> Option<(&str, bool)> {
+/// `host:port` of an endpoint URL, its path (an endpoint behind a relay
+/// has one: `/relay/NAME`), and whether it is https.
+fn host_port(base: &str) -> Option<(&str, &str, bool)> {
     let (rest, tls) = match base.strip_prefix("https://") {
         Some(rest) => (rest, true),
         None => (base.strip_prefix("http://")?, false),
     };
-    Some((rest.split('/').next().unwrap_or(rest), tls))
+    let (addr, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    Some((addr, path.trim_end_matches('/'), tls))
 }
 
 impl Target {
@@ -389,9 +373,9 @@ impl Link {
         undelivered: Undelivered,
         gone: OnGone,
     ) -> Result<Option<Arc<Link>>> {
-        let Some((addr, tls)) = host_port(base) else { return Ok(None) };
+        let Some((addr, path, tls)) = host_port(base) else { return Ok(None) };
         let head = format!(
-            "POST /domains/{domain}/ranks/{dest}/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+            "POST {path}/domains/{domain}/ranks/{dest}/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
              {}: {source}\r\nConnection: upgrade\r\nUpgrade: {PROTOCOL}\r\nContent-Length: 0\r\n\r\n",
             frame::H_SOURCE
         );
@@ -675,5 +659,18 @@ impl Link {
         for (_, p) in pending {
             self.settle(p, Err(e.clone()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_port;
+
+    #[test]
+    fn a_base_url_gives_its_address_and_path() {
+        assert_eq!(host_port("http://10.0.0.1:80"), Some(("10.0.0.1:80", "", false)));
+        assert_eq!(host_port("https://[::1]:8443/"), Some(("[::1]:8443", "", true)));
+        assert_eq!(host_port("https://relay:443/relay/lab"), Some(("relay:443", "/relay/lab", true)));
+        assert_eq!(host_port("ftp://x"), None);
     }
 }

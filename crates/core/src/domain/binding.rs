@@ -59,8 +59,12 @@ impl Binding {
     /// How many ranks (this one included) have their endpoint on this rank's host.
     pub fn local_ranks(&self) -> usize {
         let host = |u: &str| {
-            let rest = u.split_once("://").map_or(u, |(_, r)| r);
-            let authority = rest.split('/').next().unwrap_or(rest);
+            let rest = u.split_once("://").map_or(u, |(_, r)| r).trim_end_matches('/');
+            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if !path.is_empty() {
+                // Behind a relay (`/relay/NAME`): on a host of its own, not the relay's.
+                return rest.to_string();
+            }
             authority.rsplit_once(':').map_or(authority, |(h, _)| h).to_string()
         };
         let mine = host(&self.endpoints[self.rank as usize]);
@@ -70,5 +74,25 @@ impl Binding {
     /// Endpoint URL of `rank`, without a trailing slash.
     pub fn url_of(&self, rank: u32) -> &str {
         self.endpoints[rank as usize].trim_end_matches('/')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(rank: u32, endpoints: &[&str]) -> Binding {
+        serde_json::from_value(serde_json::json!({
+            "domain": "d", "rank": rank, "token": "t", "endpoints": endpoints,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn ranks_behind_a_relay_are_on_hosts_of_their_own() {
+        let urls = ["http://10.0.0.1:7070", "http://10.0.0.1:7071/", "http://10.0.0.1:7070/relay/a", "http://10.0.0.1:7070/relay/b", "http://10.0.0.2:1"];
+        assert_eq!(binding(0, &urls).local_ranks(), 2);
+        assert_eq!(binding(2, &urls).local_ranks(), 1);
+        assert_eq!(binding(4, &urls).local_ranks(), 1);
     }
 }

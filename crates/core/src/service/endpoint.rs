@@ -16,7 +16,9 @@ use crate::domain::{Binding, Instance};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::runtime::runtime;
+use crate::service::relay::Relay;
 use crate::service::rendezvous::Rendezvous;
+use crate::service::reverse::ViaRelay;
 use crate::service::keys::{KeyId, Keys};
 use crate::service::sandbox::start::Spares;
 use crate::service::sandbox::{Sandbox, SandboxSetting};
@@ -80,6 +82,14 @@ pub struct Config {
     /// Run each instance's code in a child process (`service::sandbox`);
     /// None: the service layer runs queued instances itself (`next_run`).
     pub sandbox: Option<SandboxSetting>,
+    /// Serve as a relay (`service::relay`): endpoints that accept no
+    /// connections are reached at `/relay/{name}` over connections they open here.
+    pub relay: bool,
+    /// Most connections one name keeps open to this relay.
+    pub relay_max_connections: usize,
+    /// Accept no connections from outside: be reached through this relay
+    /// (`service::reverse`); the endpoint's URL is then the relay's for it.
+    pub via_relay: Option<ViaRelay>,
 }
 
 impl Default for Config {
@@ -112,6 +122,9 @@ impl Default for Config {
             tls: None,
             tls_handshake_timeout: Duration::from_secs(10),
             sandbox: None,
+            relay: false,
+            relay_max_connections: 256,
+            via_relay: None,
         }
     }
 }
@@ -162,6 +175,8 @@ pub struct Endpoint {
     runs_rx: Mutex<mpsc::Receiver<Arc<Instance>>>,
     /// Where the ranks of a domain this endpoint's owner starts are (`POST /rendezvous`).
     pub rendezvous: Rendezvous,
+    /// The endpoints reached through this one, a relay.
+    pub relay: Arc<Relay>,
 }
 
 impl Endpoint {
@@ -172,6 +187,10 @@ impl Endpoint {
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
         let tls = config.tls.as_ref().map(|t| ServerTls::start(t, &config.host, addr)).transpose()?;
+        if let Some(via) = &config.via_relay {
+            // Relayed requests carry the relay's name in `Host`.
+            config.allow_hosts.push(via.host());
+        }
         if let Some(sandbox) = &mut config.sandbox {
             sandbox.trust = tls.as_ref().and_then(|t| t.certificate_file.clone());
         }
@@ -190,8 +209,12 @@ impl Endpoint {
             runs_tx: Mutex::new(tx),
             runs_rx: Mutex::new(rx),
             rendezvous: Rendezvous::default(),
+            relay: Arc::default(),
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
+        if let Some(via) = ep.config.via_relay.clone() {
+            runtime().spawn(crate::service::reverse::keep(ep.clone(), via));
+        }
         runtime().spawn(crate::jobs::expiry::expire_forever(Arc::downgrade(&ep)));
         crate::service::shutdown::register(&ep);
         Ok(ep)
@@ -199,6 +222,9 @@ impl Endpoint {
 
     /// The URL peers use to reach this endpoint.
     pub fn url(&self) -> String {
+        if let Some(via) = &self.config.via_relay {
+            return via.url.clone();
+        }
         let host = match self.addr.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_string(),
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),

@@ -38,6 +38,8 @@ pub fn need(method: &Method, parts: &[&str]) -> Need {
     match parts {
         [""] => Need::Nothing,
         ["run" | "rendezvous"] => Need::Key(Scope::Run),
+        // Registering a name at a relay; what goes on under it is checked by the endpoint behind.
+        ["relay", _] if method == Method::POST => Need::Key(Scope::Relay),
         ["domains", _, "ranks", _] => Need::TokenOrAdmin,
         ["domains", ..] => Need::Token,
         ["jobs", _, "files", _] | ["jobs", _, "stdout" | "stderr"] | ["files", _] if method == Method::GET => Need::Capability,

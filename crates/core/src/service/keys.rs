@@ -27,10 +27,12 @@ pub enum Scope {
     Files,
     /// See and manage everything on the endpoint: every domain and job.
     Admin,
+    /// Be reached through this endpoint, a relay (`POST /relay/{name}`).
+    Relay,
 }
 
 impl Scope {
-    const ALL: [Scope; 4] = [Scope::Run, Scope::Jobs, Scope::Files, Scope::Admin];
+    const ALL: [Scope; 5] = [Scope::Run, Scope::Jobs, Scope::Files, Scope::Admin, Scope::Relay];
 
     fn bit(self) -> u8 {
         1 << self as u8
@@ -42,6 +44,7 @@ impl Scope {
             Scope::Jobs => "jobs",
             Scope::Files => "files",
             Scope::Admin => "admin",
+            Scope::Relay => "relay",
         }
     }
 
@@ -119,7 +122,7 @@ impl Keys {
             let mut scopes = 0u8;
             for w in words {
                 let Some(s) = Scope::parse(w) else {
-                    return err(ErrorClass::Arg, format!("keys line {}: unknown scope {w:?} (run, jobs, files, admin)", n + 1));
+                    return err(ErrorClass::Arg, format!("keys line {}: unknown scope {w:?} (run, jobs, files, admin, relay)", n + 1));
                 };
                 scopes |= s.bit();
             }
@@ -195,7 +198,7 @@ mod tests {
     fn a_key_without_scopes_has_all_and_scopes_limit() {
         let keys = Keys::parse(&format!("# comment\n{A}\n\n{B} run, files  # trailing\n")).unwrap();
         let a = keys.check(Some(A), Scope::Admin).unwrap();
-        assert_eq!((a.id, a.scopes()), (KeyId(2), vec!["run", "jobs", "files", "admin"]));
+        assert_eq!((a.id, a.scopes()), (KeyId(2), vec!["run", "jobs", "files", "admin", "relay"]));
         assert_eq!(keys.check(Some(B), Scope::Files).unwrap().id, KeyId(4));
         assert_eq!(keys.check(Some(B), Scope::Jobs).unwrap_err(), Denied::Scope(Scope::Jobs));
         assert_eq!(keys.check(None, Scope::Run).unwrap_err(), Denied::Missing);

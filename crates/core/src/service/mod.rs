@@ -3,7 +3,10 @@
 //! request to one operation per file (`describe`, `run`, `status`, `cancel`;
 //! the store operation belongs to the direct-communication layer), and
 //! `tls` makes it https, `sandbox` runs each instance in a process of its own,
-//! `rendezvous` collects where ranks started by others are; `client` is the
+//! `rendezvous` collects where ranks started by others are, `relay` lets
+//! endpoints that accept no connections be reached through this one over
+//! connections they open (`reverse` is their side), `upgrade` the HTTP/1.1
+//! upgrades both they and streams use; `client` is the
 //! other side: starting and watching domains on endpoints.
 
 pub mod cancel;
@@ -13,13 +16,16 @@ pub mod endpoint;
 pub mod guard;
 pub mod idle;
 pub mod keys;
+pub mod relay;
 pub mod rendezvous;
 pub mod reply;
+pub mod reverse;
 pub mod run;
 pub mod sandbox;
 pub mod server;
 pub mod shutdown;
 pub mod status;
 pub mod tls;
+pub mod upgrade;
 
 pub use endpoint::{Config, Endpoint};

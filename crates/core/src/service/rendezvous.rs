@@ -20,6 +20,7 @@ use serde::Deserialize;
 use crate::direct::transport::Transport;
 use crate::error::{Error, ErrorClass, Result};
 use crate::service::reply::{error, json, read_body, retry_later, Reply};
+use crate::service::relay::valid_name;
 use crate::service::Endpoint;
 
 /// The largest registration body, and the longest URL in it.
@@ -115,9 +116,12 @@ fn check_url(url: &str) -> std::result::Result<(), String> {
     }
     let uri: http::Uri = url.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
     let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
-    let bare = uri.path_and_query().is_none_or(|p| p.as_str() == "/" || p.as_str().is_empty()) && !url.ends_with('/');
-    if !scheme_ok || uri.host().is_none() || !bare || url.contains('@') {
-        return Err(format!("{url:?} is not an endpoint URL (http://HOST:PORT or https://HOST:PORT)"));
+    // A bare endpoint, or one reached through a relay (`service::relay`).
+    let path = uri.path_and_query().map_or("", |p| p.as_str());
+    let bare = (path.is_empty() || path == "/") && !url.ends_with('/');
+    let relayed = path.strip_prefix("/relay/").is_some_and(valid_name);
+    if !scheme_ok || uri.host().is_none() || !(bare || relayed) || url.contains('@') {
+        return Err(format!("{url:?} is not an endpoint URL (http(s)://HOST:PORT, or http(s)://HOST:PORT/relay/NAME)"));
     }
     Ok(())
 }
@@ -207,10 +211,10 @@ mod tests {
 
     #[test]
     fn only_endpoint_urls_are_registered() {
-        for bad in ["ftp://a:1", "http://a:1/path", "http://a:1/", "http://u@a:1", "a:1", "", &format!("http://{}:1", "a".repeat(3000))] {
+        for bad in ["ftp://a:1", "http://a:1/path", "http://a:1/", "http://a:1/relay/", "http://a:1/relay/a/b", "http://u@a:1", "a:1", "", &format!("http://{}:1", "a".repeat(3000))] {
             assert!(check_url(bad).is_err(), "{bad}");
         }
-        for good in ["http://10.0.0.1:7070", "https://mpiws-0.mpiws-ranks:7070", "http://[fe80::1]:80"] {
+        for good in ["http://10.0.0.1:7070", "https://mpiws-0.mpiws-ranks:7070", "http://[fe80::1]:80", "https://relay:443/relay/lab-1"] {
             assert!(check_url(good).is_ok(), "{good}");
         }
     }

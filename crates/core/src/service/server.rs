@@ -9,6 +9,8 @@
 //! | GET    | `/`                                    | describe   |
 //! | POST   | `/run`                                 | run        |
 //! | POST, GET | `/rendezvous`                       | rendezvous (a rank says where it is; its state) |
+//! | POST   | `/relay/{name}` (upgrade)              | relay: a hidden endpoint's connection turned around |
+//! | any    | `/relay/{name}/{path}`                 | relay: passed on to that endpoint as `/{path}` |
 //! | GET    | `/domains/{domain}/ranks/{rank}`       | status     |
 //! | DELETE | `/domains/{domain}/ranks/{rank}`       | cancel     |
 //! | POST   | `/domains/{domain}/ranks/{rank}/messages` | store   |
@@ -39,15 +41,16 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
 
+use crate::direct::socket::keep_alive;
 use crate::direct::{matched, store, stream, withdraw};
 use crate::error::ErrorClass;
 use crate::jobs;
 use crate::service::reply::{self, Reply};
 use crate::service::guard::{self, Need};
 use crate::service::idle::Idle;
-use crate::service::{cancel, describe, rendezvous, run, sandbox, status, Endpoint};
+use crate::service::{cancel, describe, relay, rendezvous, run, sandbox, status, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
 const MAX_HEAD: usize = 64 << 10;
@@ -58,15 +61,7 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
     // One permit per connection served: beyond the cap, connections wait in
     // the listen queue instead of taking memory and tasks.
     let slots = Arc::new(Semaphore::new(ep.config.max_connections.max(1)));
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(ep.config.header_timeout)
-        .max_buf_size(MAX_HEAD)
-        .max_headers(MAX_HEADERS);
-    builder.http2().timer(TokioTimer::new()).max_header_list_size(MAX_HEAD as u32);
-    let builder = Arc::new(builder);
+    let builder = Arc::new(builder(&ep));
     loop {
         let permit = slots.clone().acquire_owned().await.expect("semaphore never closed");
         let (stream, _) = match listener.accept().await {
@@ -78,6 +73,7 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
             }
         };
         let _ = stream.set_nodelay(true);
+        keep_alive(&stream);
         let (ep, builder) = (ep.clone(), builder.clone());
         tokio::spawn(async move {
             // A connection that sends nothing is not held: hyper's head
@@ -89,9 +85,9 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
                 return;
             }
             match &ep.tls {
-                None => serve_connection(&builder, ep.clone(), stream).await,
+                None => serve_connection(&builder, ep.clone(), stream, None).await,
                 Some(tls) => match tls.handshake(stream, ep.config.tls_handshake_timeout).await {
-                    Some(Ok(stream)) => serve_connection(&builder, ep.clone(), stream).await,
+                    Some(Ok(stream)) => serve_connection(&builder, ep.clone(), stream, None).await,
                     Some(Err(cleartext)) => refuse_cleartext(&ep, cleartext).await,
                     None => {} // no handshake in time, or a failed one: closed
                 },
@@ -101,12 +97,44 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
     }
 }
 
-async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(builder: &auto::Builder<TokioExecutor>, ep: Arc<Endpoint>, stream: S) {
+/// How connections are served: HTTP/1.1 with keep-alive or h2c, within
+/// the head limits.
+fn builder(ep: &Endpoint) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(ep.config.header_timeout)
+        .max_buf_size(MAX_HEAD)
+        .max_headers(MAX_HEADERS);
+    builder.http2().timer(TokioTimer::new()).max_header_list_size(MAX_HEAD as u32);
+    builder
+}
+
+/// Serve a connection this endpoint opened to a relay, which sends its
+/// requests over it (`service::reverse`): as any other, except that it
+/// waits idle for as long as the relay keeps it, and `used` is told when
+/// its first request comes.
+pub async fn serve_turned<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(ep: Arc<Endpoint>, stream: S, used: oneshot::Sender<()>) {
+    serve_connection(&builder(&ep), ep, stream, Some(used)).await
+}
+
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    builder: &auto::Builder<TokioExecutor>,
+    ep: Arc<Endpoint>,
+    stream: S,
+    turned: Option<oneshot::Sender<()>>,
+) {
     let idle = Idle::new();
     let timeout = ep.config.header_timeout;
+    let close_idle = turned.is_none();
     let svc = {
         let idle = idle.clone();
+        let used = parking_lot::Mutex::new(turned);
         service_fn(move |req| {
+            if let Some(used) = used.lock().take() {
+                let _ = used.send(());
+            }
             let (ep, busy) = (ep.clone(), idle.busy());
             async move {
                 let reply = route(ep, req).await;
@@ -119,7 +147,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(bu
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => return,
-        _ = idle.expired(timeout) => conn.as_mut().graceful_shutdown(),
+        _ = idle.expired(timeout), if close_idle => conn.as_mut().graceful_shutdown(),
     }
     // A client that does not take part in the shutdown (HTTP/2 waits for
     // its ping's answer) is cut off after another timeout.
@@ -164,6 +192,13 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         _ => None,
     };
     let method = req.method().clone();
+    if ep.config.relay {
+        match (&method, parts.as_slice(), owner) {
+            (&Method::POST, ["relay", name], Some(key)) => return relay::register(&ep, key.id, name, req).await,
+            (_, ["relay", name, ..], _) if parts.len() > 2 || method != Method::POST => return relay::forward(&ep, name, req).await,
+            _ => {}
+        }
+    }
     if ep.config.sandbox.is_some() {
         if let (&Method::POST, ["domains", d, "ranks", r, "messages" | "stream"])
         | (&Method::GET, ["domains", d, "ranks", r, "messages", _, _, "matched"])

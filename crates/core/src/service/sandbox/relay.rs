@@ -29,13 +29,12 @@ use crate::direct::stream;
 use crate::error::ErrorClass;
 use crate::service::reply::{error, from_error, retry_later, stalled, Reply};
 use crate::service::sandbox::{handover, Sandbox};
+use crate::service::upgrade::HOP_BY_HOP;
 use crate::service::Endpoint;
 
 /// Longest a request waits for the instance's child to be ready before it is told "not yet".
 const READY_WAIT: Duration = Duration::from_secs(10);
 
-/// Headers that belong to one connection, not to the request (RFC 9110 7.6.1).
-const HOP_BY_HOP: [&str; 8] = ["host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
 
 pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
     let instance = match admit_ended(ep, domain, rank, req.headers(), 0).await {
@@ -109,6 +108,8 @@ async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Reques
         return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "request cannot be relayed");
     };
     parts.uri = uri;
+    // Not passed on: the connection's own headers, and `Host` (the child's is its own).
+    parts.headers.remove(http::header::HOST);
     for name in HOP_BY_HOP {
         parts.headers.remove(name);
     }

@@ -17,7 +17,7 @@
 //! `mpiws-source`; the same checks as a store, then `101 Switching Protocols`.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufReader, Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -183,6 +183,16 @@ struct Conn {
     reconnecting: bool,
 }
 
+/// Frames to write in the order they were sent: while a background thread
+/// writes a large one, later sends queue behind it instead of overtaking it
+/// (a receiver takes messages in order: one that overtook waits there, and
+/// the link meanwhile idles; a pipelined broadcast lost a third of its rate).
+#[derive(Default)]
+struct Writes {
+    queue: VecDeque<Box<dyn FnOnce() + Send>>,
+    busy: bool,
+}
+
 /// Told when the link gives up on its peer: unreachable for the failure
 /// timeout, or refused for good (the instance marks the peer gone).
 pub type OnGone = Box<dyn Fn(Error) + Send + Sync>;
@@ -225,6 +235,8 @@ pub struct Link {
     dest: u32,
     target: Target,
     conn: Mutex<Conn>,
+    /// Writes waiting for the background writer, in send order.
+    writes: Mutex<Writes>,
     pending: Mutex<BTreeMap<u64, Pending>>,
     broken: Mutex<Option<Error>>,
     in_flight: Arc<InFlight>,
@@ -390,6 +402,7 @@ impl Link {
             dest,
             target,
             conn: Mutex::new(Conn { stream: None, generation: 0, reconnecting: false }),
+            writes: Mutex::default(),
             pending: Mutex::new(BTreeMap::new()),
             broken: Mutex::new(None),
             in_flight,
@@ -471,10 +484,33 @@ impl Link {
                 completion.complete(Ok(Outcome::Sent));
             }
         };
-        if len >= BACKGROUND_FROM && !inline {
-            runtime().spawn_blocking(send);
+        let mut writes = self.writes.lock();
+        if writes.busy || (len >= BACKGROUND_FROM && !inline) {
+            writes.queue.push_back(Box::new(send));
+            if !writes.busy {
+                writes.busy = true;
+                let me = self.clone();
+                runtime().spawn_blocking(move || me.write_queued());
+            }
         } else {
+            // Still under the lock: no background write starts before this one.
             send();
+        }
+    }
+
+    /// The background writer: the queued writes, in order, until none is left.
+    fn write_queued(&self) {
+        loop {
+            let next = {
+                let mut writes = self.writes.lock();
+                let next = writes.queue.pop_front();
+                writes.busy = next.is_some();
+                next
+            };
+            match next {
+                Some(write) => write(),
+                None => return,
+            }
         }
     }
 

@@ -1,11 +1,12 @@
 """``from mpiws import MPI``: mpi4py's API over web service instances.
 
 One file per MPI concept: ``comm`` (Comm, Intracomm), ``request`` (Request),
-``status`` (Status), ``datatype`` (Datatype, buffer specifications),
-``exception`` (Exception, error classes), ``op`` (Op), ``group`` (Group), ``collectives``
-(the collective calls of Comm); ``pickled`` is how objects travel. mpiws's
-additions: ``events`` (Schedule, Receipt, the handler thread) and
-``timeout`` (time limits).
+``info`` (Info), ``status`` (Status), ``datatype`` (Datatype, buffer
+specifications), ``exception`` (Exception, error classes), ``op`` (Op),
+``group`` (Group), ``collectives`` (the collective calls of Comm);
+``handle`` is the object model of handles (equality, null, free, pickling,
+numbers), ``pickled`` how objects travel. mpiws's additions: ``events``
+(Schedule, Receipt, the handler thread) and ``timeout`` (time limits).
 """
 
 import socket as _socket
@@ -22,6 +23,7 @@ from .comm import (
     SIMILAR,
     UNEQUAL,
     Comm,
+    Intercomm,
     Intracomm,
 )
 from .collectives import IN_PLACE
@@ -31,6 +33,8 @@ from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
 from .exception import Exception, Get_error_class, Get_error_string
 from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, Schedule
 from .group import GROUP_EMPTY, GROUP_NULL, Group
+from .handle import addressof as _addressof, sizeof as _sizeof
+from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
 from .op import Op
 from .request import REQUEST_NULL, Request
@@ -62,6 +66,33 @@ def Get_processor_name():
 
 def Get_version():
     return (VERSION, SUBVERSION)
+
+
+def Get_address(location):
+    """The address of a buffer's first byte (0 for None and BOTTOM)."""
+    if location is None or (isinstance(location, int) and location == BOTTOM):
+        return 0
+    import numpy as _np
+
+    return int(_np.frombuffer(location, dtype="B").ctypes.data) if memoryview(location).nbytes else 0
+
+
+def Aint_add(base, disp):
+    return base + disp
+
+
+def Aint_diff(addr1, addr2):
+    return addr1 - addr2
+
+
+def Get_abi_version():
+    """The MPI ABI this library implements: none (mpiws is not a C MPI library)."""
+    return (-1, -1)
+
+
+def get_vendor():
+    """mpi4py's ``get_vendor``: this library's name and version."""
+    return ("mpiws", tuple(int(x) for x in _core.VERSION.split(".")[:3]))
 
 
 def Get_library_version():

@@ -6,14 +6,17 @@ uppercase methods move buffers. Both map onto the core's ``isend``/``irecv``.
 
 import json
 import operator
+import zlib
 from urllib.parse import urlsplit
 
 from .. import binding
 from . import datatype, pickled
 from . import events as events_
 from . import timeout as timeout_
-from .exception import ERR_ARG, ERR_COMM, Exception as MPIException
+from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, Exception as MPIException
 from .collectives import Collectives
+from .handle import Handle, predefine
+from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
 from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
@@ -30,38 +33,44 @@ def _check_rank_arg(value, name):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
 
 
-class Comm(Collectives):
+class _Context:
+    """What a communicator handle names: a core communicator, its name and
+    its info hints."""
+
+    __slots__ = ("core", "name", "info")
+
+    def __init__(self, core, name=""):
+        self.core, self.name, self.info = core, name, {}
+
+
+class _Bound:
+    """What COMM_WORLD and COMM_SELF name: the calling thread's domain
+    instance's (the process's, or a service thread's), looked up per call."""
+
+    __slots__ = ("which", "name", "info")
+
+    def __init__(self, which, name):
+        self.which, self.name, self.info = which, name, {}
+
+    @property
+    def core(self):
+        return getattr(binding.current(), self.which)
+
+
+class Comm(Handle, Collectives):
     """A communication context over a group of ranks."""
 
-    __slots__ = ("_c", "_name")
+    __slots__ = ()
+    _invalid = ERR_COMM
 
-    def __init__(self, comm=None):
-        if isinstance(comm, Comm):
-            comm = comm._core
-        self._c = comm
-        self._name = None
+    @classmethod
+    def _wrap(cls, core):
+        """A new communicator handle for a core communicator."""
+        return cls._new(_Context(core))
 
     @property
     def _core(self):
-        c = self._c
-        if c is None:
-            raise MPIException(ERR_COMM, "invalid communicator (COMM_NULL or freed)")
-        return c
-
-    def __bool__(self):
-        return self._c is not None
-
-    def __eq__(self, other):
-        if not isinstance(other, Comm):
-            return NotImplemented
-        a, b = self._c, other._c
-        if a is None or b is None:
-            return a is b
-        return a.context == b.context and a.group == b.group and a.instance.domain == b.instance.domain
-
-    def __hash__(self):
-        c = self._c
-        return hash(None if c is None else (c.context, c.instance.domain))
+        return self._state().core
 
     # ---- size, rank, names -----------------------------------------------
 
@@ -80,10 +89,10 @@ class Comm(Collectives):
         return self._core.size
 
     def Get_name(self):
-        return self._name or ""
+        return self._state().name if self else "MPI_COMM_NULL"
 
     def Set_name(self, name):
-        self._name = str(name)
+        self._state().name = str(name)
 
     @property
     def name(self):
@@ -107,8 +116,10 @@ class Comm(Collectives):
     def is_intra(self):
         return True
 
-    @staticmethod
-    def Compare(comm1, comm2):
+    def Compare(self, comm):
+        """IDENT (the same handle), CONGRUENT (same group in the same order),
+        SIMILAR (same members), or UNEQUAL."""
+        comm1, comm2 = self, comm
         a, b = comm1._core, comm2._core
         if comm1 == comm2:
             return IDENT
@@ -123,15 +134,52 @@ class Comm(Collectives):
     def Dup(self, info=None):
         """A new communicator with the same group and a separate context."""
         c = self._core
-        return Intracomm(c.derive(c.next_context(0), c.group))
+        dup = Intracomm._wrap(c.derive(c.next_context(0), c.group))
+        dup._state().info = dict(self._state().info)
+        if info:
+            dup.Set_info(info)
+        return dup
 
     Clone = Dup
 
+    def Dup_with_info(self, info):
+        return self.Dup(info)
+
+    def Idup(self, info=None):
+        """``Dup`` and a request: done at once (a new context costs no message here)."""
+        return self.Dup(info), Request()
+
+    def Idup_with_info(self, info):
+        return self.Idup(info)
+
+    def Set_info(self, info):
+        self._state().info.update(info.items() if info else ())
+
+    def Get_info(self):
+        return Info.Create(self._state().info)
+
+    @property
+    def info(self):
+        return self.Get_info()
+
+    @info.setter
+    def info(self, info):
+        self.Set_info(info)
+
+    def Get_topology(self):
+        return UNDEFINED
+
+    @property
+    def topology(self):
+        return self.Get_topology()
+
+    @staticmethod
+    def Get_parent():
+        """The communicator to the ranks that spawned this one: none (null)."""
+        return Intercomm()
+
     def Free(self):
-        if isinstance(self, _Predefined):
-            raise MPIException(ERR_COMM, f"cannot free {self.Get_name()}")
-        self._core  # raise if already freed
-        self._c = None
+        self._release()
 
     def Split(self, color=0, key=0):
         """Partition by ``color``, order each part by ``key`` (then rank)."""
@@ -146,7 +194,7 @@ class Comm(Collectives):
         if color == UNDEFINED:
             return COMM_NULL
         members = sorted((k, r) for r, (col, k) in enumerate(entries) if col == color)
-        return Intracomm(c.derive(context, [c.group[r] for _, r in members]))
+        return Intracomm._wrap(c.derive(context, [c.group[r] for _, r in members]))
 
     def Split_type(self, split_type, key=0, info=None):
         """``COMM_TYPE_SHARED``: the ranks whose endpoints are on the same host."""
@@ -163,7 +211,7 @@ class Comm(Collectives):
 
     def Get_group(self):
         c = self._core
-        return Group(c.group, c.group[c.rank])
+        return Group._make(c.group, c.group[c.rank])
 
     @property
     def group(self):
@@ -176,7 +224,19 @@ class Comm(Collectives):
         members = members_of(group, c.group)
         context = c.next_context(len(members))
         made = c.derive(context, members)
-        return COMM_NULL if made is None else Intracomm(made)
+        return COMM_NULL if made is None else Intracomm._wrap(made)
+
+    @classmethod
+    def Create_from_group(cls, group, stringtag="org.mpi4py", info=None, errhandler=None):
+        """A communicator over ``group``, made by its members alone (MPI 4);
+        ``stringtag`` keeps concurrent creations apart."""
+        world = COMM_WORLD._core
+        members = members_of(group, world.group)
+        tag = zlib.crc32(str(stringtag).encode()) & 0x7FFFFFFF
+        comm = cls._wrap(world.derive(world.group_context(members, tag), members))
+        if info:
+            comm.Set_info(info)
+        return comm
 
     def Create_group(self, group, tag=0):
         """A communicator over ``group``, created by its members only."""
@@ -184,7 +244,7 @@ class Comm(Collectives):
         members = members_of(group, c.group)
         if c.group[c.rank] not in members:
             raise MPIException(ERR_GROUP, "Create_group is called by the group's members only")
-        return Intracomm(c.derive(c.group_context(members, tag), members))
+        return Intracomm._wrap(c.derive(c.group_context(members, tag), members))
 
     def Abort(self, errorcode=0):
         raise SystemExit(errorcode or 1)
@@ -356,9 +416,12 @@ class Comm(Collectives):
         _message_handlers[self._core] = kept
 
     def __repr__(self):
-        c = self._c
-        if c is None:
+        if not self:
             return f"<{type(self).__name__} null>"
+        try:
+            c = self._core
+        except MPIException:
+            return f"<{type(self).__name__} freed>"
         return f"<{type(self).__name__} rank={c.rank} size={c.size}>"
 
 
@@ -420,33 +483,28 @@ class Intracomm(Comm):
     __slots__ = ()
 
 
-class _Predefined(Intracomm):
-    """COMM_WORLD / COMM_SELF: resolved per call to the caller's domain
-    instance (the process's, or the service thread's)."""
+class Intercomm(Comm):
+    """A communicator between two groups. (Only the null one yet: creating
+    them is issue 13's next part, see docs/mpi4py-compat.md.)"""
 
-    __slots__ = ("_which",)
+    __slots__ = ()
 
-    def __init__(self, which, name):
-        super().__init__(None)
-        self._which = which
-        self._name = name
-
-    @property
-    def _core(self):
-        return getattr(binding.current(), self._which)
-
-    def __bool__(self):
+    def Is_inter(self):
         return True
 
-    def __eq__(self, other):
-        if isinstance(other, _Predefined):
-            return self._which == other._which
-        return Comm.__eq__(Comm(self._core), other)
+    def Is_intra(self):
+        return False
 
-    def __hash__(self):
-        return hash(self._which)
+    @property
+    def is_inter(self):
+        return True
+
+    @property
+    def is_intra(self):
+        return False
 
 
-COMM_NULL = Intracomm(None)
-COMM_WORLD = _Predefined("world", "MPI_COMM_WORLD")
-COMM_SELF = _Predefined("self_comm", "MPI_COMM_SELF")
+Comm._kind = Comm
+COMM_NULL = predefine(Intracomm(), "COMM_NULL")
+COMM_WORLD = predefine(Intracomm._new(_Bound("world", "MPI_COMM_WORLD"), predefined=True), "COMM_WORLD")
+COMM_SELF = predefine(Intracomm._new(_Bound("self_comm", "MPI_COMM_SELF"), predefined=True), "COMM_SELF")

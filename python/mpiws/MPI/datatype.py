@@ -94,6 +94,41 @@ AINT = Datatype("MPI_AINT", "l")
 OFFSET = Datatype("MPI_OFFSET", "q")
 COUNT = Datatype("MPI_COUNT", "q")
 
+# The rest of mpi4py's predefined datatypes, as MPICH has them (named after
+# MPICH's; the null datatype where MPICH has none).
+SIGNED_SHORT, SIGNED_INT, SIGNED_LONG = SHORT, INT, LONG
+SIGNED_LONG_LONG = Datatype("MPI_LONG_LONG_INT", "q", 8)
+SINT8_T, SINT16_T, SINT32_T, SINT64_T = INT8_T, INT16_T, INT32_T, INT64_T
+FLOAT32_T, FLOAT64_T = FLOAT, DOUBLE
+FLOAT16_T = Datatype("MPIX_C_FLOAT16", "e", 2)
+C_LONG_DOUBLE_COMPLEX = Datatype("MPI_C_LONG_DOUBLE_COMPLEX", "G", 32)
+CXX_BOOL = Datatype("MPI_CXX_BOOL", "?", 1)
+CXX_FLOAT_COMPLEX = Datatype("MPI_CXX_FLOAT_COMPLEX", "F", 8)
+CXX_DOUBLE_COMPLEX = Datatype("MPI_CXX_DOUBLE_COMPLEX", "D", 16)
+CXX_LONG_DOUBLE_COMPLEX = Datatype("MPI_CXX_LONG_DOUBLE_COMPLEX", "G", 32)
+SHORT_INT = Datatype("MPI_SHORT_INT", "hi", 6)
+LONG_DOUBLE_INT = Datatype("MPI_LONG_DOUBLE_INT", "gi", 20)
+INT_INT = TWOINT
+CHARACTER = Datatype("MPI_CHARACTER", "c", 1)
+F_BOOL = LOGICAL = Datatype("MPI_LOGICAL", "i", 4)
+F_INT = INTEGER = Datatype("MPI_INTEGER", "i", 4)
+F_FLOAT = REAL = Datatype("MPI_REAL", "f", 4)
+F_DOUBLE = DOUBLE_PRECISION = Datatype("MPI_DOUBLE_PRECISION", "d", 8)
+F_COMPLEX = F_FLOAT_COMPLEX = Datatype("MPI_COMPLEX", "F", 8)
+F_DOUBLE_COMPLEX = Datatype("MPI_DOUBLE_COMPLEX", "D", 16)
+INTEGER1 = Datatype("MPI_INTEGER1", "i1", 1)
+INTEGER2 = Datatype("MPI_INTEGER2", "i2", 2)
+INTEGER4 = Datatype("MPI_INTEGER4", "i4", 4)
+INTEGER8 = Datatype("MPI_INTEGER8", "i8", 8)
+REAL4 = Datatype("MPI_REAL4", "f4", 4)
+REAL8 = Datatype("MPI_REAL8", "f8", 8)
+REAL16 = Datatype("MPI_REAL16", "f16", 16)
+COMPLEX8 = Datatype("MPI_COMPLEX8", "c8", 8)
+COMPLEX16 = Datatype("MPI_COMPLEX16", "c16", 16)
+COMPLEX32 = Datatype("MPI_COMPLEX32", "c32", 32)
+BFLOAT16_T = COMPLEX4 = INTEGER16 = REAL2 = DATATYPE_NULL
+LOGICAL1 = LOGICAL2 = LOGICAL4 = LOGICAL8 = LOGICAL16 = DATATYPE_NULL
+
 # Typecode (as in buffer formats and numpy's dtype.char) -> datatype.
 _BY_TYPECODE = {
     "B": BYTE, "c": CHAR, "b": SIGNED_CHAR, "h": SHORT, "H": UNSIGNED_SHORT,

@@ -1,18 +1,38 @@
-"""``MPI.Group``: an ordered set of the domain's processes (world ranks)."""
+"""``MPI.Group``: an ordered set of the domain's processes (world ranks), a handle."""
 
 from .exception import ERR_ARG, ERR_GROUP, ERR_RANK, Exception as MPIException
+from .handle import Handle, _table, predefine
 from .status import UNDEFINED
 
 PROC_NULL = -1
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 
 
-class Group:
-    __slots__ = ("_ranks", "_me")
+class _Members:
+    """What a group handle names: world ranks in order, and the caller's."""
 
-    def __init__(self, ranks=(), me=None):
-        self._ranks = tuple(ranks)
-        self._me = me  # the calling process's world rank
+    __slots__ = ("ranks", "me")
+
+    def __init__(self, ranks, me):
+        self.ranks, self.me = tuple(ranks), me
+
+
+class Group(Handle):
+    __slots__ = ()
+    _invalid = ERR_GROUP
+
+    @classmethod
+    def _make(cls, ranks, me):
+        """A new group of these world ranks, seen by world rank ``me``."""
+        return cls._new(_Members(ranks, me))
+
+    @property
+    def _ranks(self):
+        return self._state().ranks
+
+    @property
+    def _me(self):
+        return self._state().me
 
     def Get_size(self):
         return len(self._ranks)
@@ -41,11 +61,11 @@ class Group:
         return ranks
 
     def Incl(self, ranks):
-        return Group([self._ranks[r] for r in self._checked(ranks)], self._me)
+        return Group._make([self._ranks[r] for r in self._checked(ranks)], self._me)
 
     def Excl(self, ranks):
         out = set(self._checked(ranks))
-        return Group([w for r, w in enumerate(self._ranks) if r not in out], self._me)
+        return Group._make([w for r, w in enumerate(self._ranks) if r not in out], self._me)
 
     def Range_incl(self, ranks):
         return self.Incl([r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)])
@@ -78,34 +98,32 @@ class Group:
 
     @classmethod
     def Union(cls, group1, group2):
-        return cls(group1._ranks + tuple(w for w in group2._ranks if w not in group1._ranks), group1._me)
+        return cls._make(group1._ranks + tuple(w for w in group2._ranks if w not in group1._ranks), group1._me)
 
     @classmethod
     def Intersection(cls, group1, group2):
-        return cls([w for w in group1._ranks if w in group2._ranks], group1._me)
+        return cls._make([w for w in group1._ranks if w in group2._ranks], group1._me)
 
     @classmethod
     def Difference(cls, group1, group2):
-        return cls([w for w in group1._ranks if w not in group2._ranks], group1._me)
+        return cls._make([w for w in group1._ranks if w not in group2._ranks], group1._me)
 
     def Dup(self):
-        return Group(self._ranks, self._me)
+        state = self._state()
+        return type(self)._new(_Members(state.ranks, state.me))
 
     def Free(self):
-        pass
-
-    def __eq__(self, other):
-        return isinstance(other, Group) and self._ranks == other._ranks
-
-    def __hash__(self):
-        return hash(self._ranks)
+        self._release()
 
     def __repr__(self):
-        return f"<Group {list(self._ranks)}>"
+        if not self:
+            return "<Group null>"
+        return f"<Group {list(self._ranks)}>" if self._h in _table else "<Group freed>"
 
 
-GROUP_EMPTY = Group(())
-GROUP_NULL = Group(())
+Group._kind = Group
+GROUP_NULL = predefine(Group(), "GROUP_NULL")
+GROUP_EMPTY = predefine(Group._new(_Members((), None), predefined=True), "GROUP_EMPTY")
 
 
 def members_of(group, parent_ranks):

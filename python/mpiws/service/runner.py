@@ -18,7 +18,7 @@ def run_instance(instance, function, loads=None):
     with binding.bound_to(instance, loads) as b:
         instance.set_running()
         try:
-            result = function(Intracomm(b.world), json.loads(instance.params))
+            result = function(Intracomm._wrap(b.world), json.loads(instance.params))
             instance.flush(FLUSH_SECONDS)
             try:
                 encoded = json.dumps(result)

@@ -1,0 +1,184 @@
+"""MPI handles as mpi4py's object model has them.
+
+Every handle class (``Info`` here first; the others move onto it) is a thin
+Python object holding an integer handle. Two objects are equal when they are
+of the same kind and hold the same handle; ``cls()`` is the kind's null
+handle, ``cls(other)`` another object for the same handle. What a handle
+names lives in one table, by handle number: ``Free`` removes it there and
+nulls the object it was called on, as in MPI. Predefined handles
+(``INFO_NULL``, ``INFO_ENV``, ...) pickle as themselves; others as a new
+handle of the same contents (``_rebuild``). Handles are unhashable and
+unordered; ``tohandle``/``fromhandle``, ``toint``/``fromint`` and
+``py2f``/``f2py`` give and take the number.
+"""
+
+import itertools
+
+from .exception import ERR_ARG, Exception as MPIException
+
+#: What each live handle names, by number (0: the null handle of every kind).
+_table = {}
+_numbers = itertools.count(1)
+#: Handle numbers of predefined objects (never freed), and those objects.
+_predefined = {}
+
+
+class Handle:
+    __slots__ = ("_h", "__weakref__")
+    #: The class whose instances compare with each other (set by each kind).
+    _kind = None
+
+    def __new__(cls, other=None):
+        self = object.__new__(cls)
+        if other is None:
+            self._h = 0
+        elif isinstance(other, Handle) and _kind_of(other) is _kind_of(self):
+            self._h = other._h
+        else:
+            raise TypeError(f"expected {_kind_of(self).__name__}, got {type(other).__name__}")
+        return self
+
+    # -- made from a state ---------------------------------------------------
+
+    @classmethod
+    def _new(cls, state, predefined=False):
+        """A new handle naming ``state``."""
+        self = object.__new__(cls)
+        self._h = next(_numbers)
+        _table[self._h] = state
+        if predefined:
+            _predefined[self._h] = self
+        return self
+
+    def _state(self):
+        """What this handle names; an MPI error for a null or freed one."""
+        try:
+            return _table[self._h]
+        except KeyError:
+            raise MPIException(self._invalid, f"invalid {_kind_of(self).__name__} handle (null or freed)") from None
+
+    def _release(self):
+        """Forget what this handle names (MPI's free); null this object."""
+        if self._h in _predefined:
+            raise MPIException(self._invalid, f"cannot free a predefined {_kind_of(self).__name__}")
+        self._state()
+        del _table[self._h]
+        self._h = 0
+
+    #: The error class of a bad handle of this kind.
+    _invalid = ERR_ARG
+
+    def free(self):
+        """mpi4py's safe free: a no-op on null and predefined handles (other
+        objects for a predefined handle become null), else ``Free``."""
+        if not self._h:
+            return
+        if self._h in _predefined:
+            if _predefined[self._h] is not self:
+                self._h = 0
+            return
+        if self._h in _table:
+            self._release()
+        else:
+            self._h = 0
+
+    # -- the object model ----------------------------------------------------
+
+    def __eq__(self, other):
+        if not isinstance(other, Handle) or _kind_of(other) is not _kind_of(self):
+            return NotImplemented
+        return self._h == other._h
+
+    def __ne__(self, other):
+        if not isinstance(other, Handle) or _kind_of(other) is not _kind_of(self):
+            return NotImplemented
+        return self._h != other._h
+
+    __hash__ = None
+
+    def __bool__(self):
+        return self._h != 0
+
+    @property
+    def handle(self):
+        return self._h
+
+    def tohandle(self):
+        return self._h
+
+    @classmethod
+    def fromhandle(cls, handle):
+        self = object.__new__(cls)
+        self._h = int(handle)
+        return self
+
+    toint = tohandle
+    fromint = fromhandle
+    py2f = tohandle
+    f2py = fromhandle
+
+    def __reduce__(self):
+        if self._is_constant():
+            return _constants[id(self)][1]
+        if not self._h:
+            return (type(self), ())
+        if self._h in _predefined:  # another object for a predefined handle: one again
+            return (type(self), (_predefined[self._h],))
+        return self._rebuild()
+
+    def _rebuild(self):
+        """(callable, args) making a new handle with this one's contents;
+        a kind whose handles cannot cross processes (a communicator, a
+        group: they name this process's state) refuses, as mpi4py does."""
+        raise ValueError(f"cannot pickle {type(self).__name__} handles but the predefined ones")
+
+    def __copy__(self):
+        if self._is_constant():
+            return self
+        make, args = self.__reduce__()
+        return make(*args)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def _is_constant(self):
+        return _constants.get(id(self), (None,))[0] is self
+
+
+#: Predefined objects (null ones too) by identity, with their names: they
+#: pickle and copy as themselves.
+_constants = {}
+
+
+def _kind_of(obj_or_cls):
+    cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
+    return cls._kind or cls
+
+
+def predefine(obj, name):
+    """Make ``obj`` (null, or from ``_new(..., predefined=True)``) the
+    predefined handle ``name`` of module ``mpiws.MPI``."""
+    _constants[id(obj)] = (obj, name)
+    return obj
+
+
+def sizeof(arg):
+    """``MPI._sizeof``: the size of a handle (the same for an object and its type)."""
+    cls = arg if isinstance(arg, type) else type(arg)
+    if not issubclass(cls, Handle):
+        from .status import Status
+
+        if issubclass(cls, Status):
+            return 8 * 5
+        raise TypeError(f"expected an MPI object or type, got {cls.__name__}")
+    return 8
+
+
+def addressof(obj):
+    """``MPI._addressof``: where the handle is (its object's identity here)."""
+    if not isinstance(obj, Handle):
+        from .status import Status
+
+        if not isinstance(obj, Status):
+            raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
+    return id(obj)

@@ -189,3 +189,33 @@ def test_a_refused_hidden_endpoint_says_why(tmp_path, keys, relay):
         assert err.count("cannot reach the relay") == 1, err  # said once, not at every attempt
     finally:
         s.stop()
+
+
+def test_a_hidden_endpoint_comes_back_when_its_relay_does(tmp_path, keys):
+    relay = Serve(tmp_path, "relay-a", "--keys", keys, "--relay")
+    port = relay.url.rsplit(":", 1)[1]
+    hidden = Serve(tmp_path, "back", "--keys", keys, "--via-relay", f"{relay.url}/relay/back", env={"MPIWS_RELAY_KEY": KEY_ALL})
+
+    def answers(timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if call("GET", hidden.url + "/", KEY_ALL, timeout=12)[0] == 200:
+                    return True
+            except OSError:
+                pass  # the relay is not there (yet)
+            time.sleep(0.2)
+        return False
+
+    try:
+        assert answers(20), hidden.stderr()
+        relay.stop()
+        deadline = time.monotonic() + 20
+        while "cannot reach the relay" not in hidden.stderr() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        relay = Serve(tmp_path, "relay-b", "--keys", keys, "--relay", "--port", port)
+        assert answers(30), hidden.stderr()  # it tries again (at most every 10 s) and is reached again
+        assert "through to the relay" in hidden.stderr(), hidden.stderr()
+    finally:
+        hidden.stop()
+        relay.stop()

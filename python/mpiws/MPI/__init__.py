@@ -1,7 +1,7 @@
 """``from mpiws import MPI``: mpi4py's API over web service instances.
 
 One file per MPI concept: ``comm`` (Comm, Intracomm), ``request`` (Request),
-``info`` (Info), ``status`` (Status), ``datatype`` (Datatype, buffer
+``info`` (Info), ``persistent`` (Prequest), ``status`` (Status), ``datatype`` (Datatype, buffer
 specifications), ``exception`` (Exception, error classes), ``op`` (Op),
 ``group`` (Group), ``collectives`` (the collective calls of Comm);
 ``handle`` is the object model of handles (equality, null, free, pickling,
@@ -37,6 +37,7 @@ from .handle import addressof as _addressof, sizeof as _sizeof
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
 from .op import Op
+from .persistent import Prequest
 from .request import REQUEST_NULL, Request
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, Status
 
@@ -83,6 +84,26 @@ def Aint_add(base, disp):
 
 def Aint_diff(addr1, addr2):
     return addr1 - addr2
+
+
+#: What a buffered send needs beside its message in an attached buffer.
+BSEND_OVERHEAD = 96
+BUFFER_AUTOMATIC = 0
+_attached = None
+
+
+def Attach_buffer(buf):
+    """Give buffered sends a buffer. mpiws's sends never wait for their
+    receiver, so ``Bsend`` needs none; it is kept to be given back."""
+    global _attached
+    _attached = buf
+
+
+def Detach_buffer():
+    """The buffer ``Attach_buffer`` gave (None if none)."""
+    global _attached
+    buf, _attached = _attached, None
+    return buf
 
 
 def Get_abi_version():

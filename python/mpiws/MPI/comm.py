@@ -18,6 +18,7 @@ from .collectives import Collectives
 from .handle import Handle, predefine
 from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
+from .persistent import Prequest
 from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
 
@@ -354,6 +355,23 @@ class Comm(Handle, Collectives):
 
     def Issend(self, buf, dest, tag=0, timeout=None, schedule=None):
         return self._isend_buf(buf, dest, tag, True, timeout, schedule)
+
+    # ---- persistent requests (MPI/persistent.py) ----------------------------
+
+    def Send_init(self, buf, dest, tag=0):
+        return Prequest._persistent(lambda: self.Isend(buf, dest, tag))
+
+    def Bsend_init(self, buf, dest, tag=0):
+        return Prequest._persistent(lambda: self.Ibsend(buf, dest, tag))
+
+    def Ssend_init(self, buf, dest, tag=0):
+        return Prequest._persistent(lambda: self.Issend(buf, dest, tag))
+
+    def Rsend_init(self, buf, dest, tag=0):
+        return Prequest._persistent(lambda: self.Irsend(buf, dest, tag))
+
+    def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+        return Prequest._persistent(lambda: self.Irecv(buf, source, tag))
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, timeout=None, schedule=None):
         view, _, _ = datatype.parse(buf, writable=True)

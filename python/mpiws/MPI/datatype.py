@@ -163,12 +163,33 @@ def _view(buf, writable):
     try:
         mv = memoryview(buf)
     except TypeError:
-        raise TypeError(f"expected a buffer object, got {type(buf).__name__}") from None
+        mv = _foreign(buf)
     if writable and mv.readonly:
         raise TypeError("receive buffer is read-only")
     if not mv.c_contiguous:
         raise ValueError("buffer must be C-contiguous")
     return mv
+
+
+def _foreign(buf):
+    """A view of host memory an object exposes through the CUDA array
+    interface instead of the buffer protocol (unified memory, and mpi4py's
+    test arrays). (DLPack is not read yet: see docs/mpi4py-compat.md.)"""
+    iface = getattr(buf, "__cuda_array_interface__", None)
+    if not (isinstance(iface, dict) and "data" in iface):
+        raise TypeError(f"expected a buffer object, got {type(buf).__name__}")
+    import numpy as np
+
+    holder = _Interface()
+    holder.owner = buf
+    holder.__array_interface__ = {"version": 3, "data": tuple(iface["data"]), "typestr": iface["typestr"],
+                                  "shape": tuple(iface["shape"]), "strides": iface.get("strides")}
+    return memoryview(np.asarray(holder))
+
+
+class _Interface:
+    """Carries an ``__array_interface__`` for numpy to view, and keeps the
+    memory's owner alive as long as the view."""
 
 
 def parse(spec, writable=False):

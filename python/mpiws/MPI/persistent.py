@@ -1,0 +1,58 @@
+"""``Prequest``: persistent point-to-point requests (``Send_init``,
+``Recv_init``, ...). A persistent request keeps how to start its operation;
+``Start`` posts it once more (as ``Isend``/``Irecv`` would), and a wait or
+test completes that round and leaves the request inactive, not freed: it
+can be started again until ``Free``."""
+
+from .exception import ERR_REQUEST, Exception as MPIException
+from .request import Request
+
+
+class Prequest(Request):
+    __slots__ = ("_start",)
+
+    def __init__(self, request=None):
+        super().__init__(request)
+        self._start = getattr(request, "_start", None)
+
+    @classmethod
+    def _persistent(cls, start):
+        """A new inactive persistent request; ``start()`` posts one round and returns its request."""
+        p = cls()
+        p._start = start
+        return p
+
+    def __bool__(self):
+        return self._start is not None or self._r is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self._start is getattr(other, "_start", None) and self._r is other._r
+
+    __hash__ = Request.__hash__
+
+    def Start(self):
+        if self._start is None:
+            raise MPIException(ERR_REQUEST, "Start on a null or freed persistent request")
+        if self._r is not None:
+            raise MPIException(ERR_REQUEST, "Start on a persistent request that is still active")
+        round_ = self._start()
+        self._r, self._kind, self._buf, self._limit, self._deadline = round_._r, round_._kind, round_._buf, round_._limit, round_._deadline
+        self._info = round_._info
+
+    start = Start
+
+    @staticmethod
+    def Startall(requests):
+        for r in requests:
+            r.Start()
+
+    startall = Startall
+
+    def Free(self):
+        """Forget the request (an active round still completes in the background)."""
+        self._start = None
+        super().Free()
+
+    free = Free

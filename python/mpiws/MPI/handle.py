@@ -1,11 +1,12 @@
 """MPI handles as mpi4py's object model has them.
 
-Every handle class (``Info`` here first; the others move onto it) is a thin
-Python object holding an integer handle. Two objects are equal when they are
+Every handle class (``Info``, ``Comm``, ``Group`` so far; the other kinds
+move onto it) is a thin Python object holding an integer handle. Two objects are equal when they are
 of the same kind and hold the same handle; ``cls()`` is the kind's null
 handle, ``cls(other)`` another object for the same handle. What a handle
-names lives in one table, by handle number: ``Free`` removes it there and
-nulls the object it was called on, as in MPI. Predefined handles
+names lives in one table, by handle number, until ``Free`` removes it there
+and nulls the object it was called on, as in MPI (and mpi4py: a handle no
+Python object refers to any more is not freed by itself). Predefined handles
 (``INFO_NULL``, ``INFO_ENV``, ...) pickle as themselves; others as a new
 handle of the same contents (``_rebuild``). Handles are unhashable and
 unordered; ``tohandle``/``fromhandle``, ``toint``/``fromint`` and

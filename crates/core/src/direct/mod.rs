@@ -3,7 +3,8 @@
 //! `transport` sends stores to peers, `store` files what peers send,
 //! `matched` tells a sender when a receive took its message, `withdraw`
 //! takes back one whose send timed out, and
-//! `stream` is the faster channel an HTTP upgrade opens between two ranks;
+//! `stream` is the faster channel an HTTP upgrade opens between two ranks
+//! (`head` reads the answer to such an upgrade);
 //! `inbound` reads the streams that reach an instance (a progress thread, or
 //! the very thread waiting for the message); `polled` is their socket I/O,
 //! which polls briefly before sleeping where cores are free; `socket` is
@@ -15,6 +16,7 @@
 
 pub mod connector;
 pub mod frame;
+pub mod head;
 pub mod inbound;
 pub mod mailbox;
 pub mod matched;

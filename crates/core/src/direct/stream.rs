@@ -28,6 +28,7 @@ use hyper::body::Incoming;
 use parking_lot::{Condvar, Mutex};
 
 use crate::completion::{Completion, Outcome, Tracking};
+use crate::direct::head::Head;
 use crate::direct::polled::Polled;
 use crate::direct::pump::{pump, upgraded_socket};
 use crate::direct::socket::Socket;
@@ -309,24 +310,17 @@ impl Target {
             }
             answer.push(byte[0]);
         }
-        let text = String::from_utf8_lossy(&answer).to_string();
-        let code: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-        if code == 101 {
+        let head = Head::parse(&answer, 64 * 1024);
+        if head.status == StatusCode::SWITCHING_PROTOCOLS {
             rtt::record(asked.elapsed());
             return Attempt::Open(s);
         }
-        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+        let (status, retry_after) = (head.status, head.retry_after);
         let mut body = || {
-            let len = text
-                .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
-                .unwrap_or(0)
-                .min(64 * 1024);
-            let mut body = vec![0u8; len];
+            let mut body = vec![0u8; head.content_length];
             let _ = BufReader::new(&mut s).read_exact(&mut body);
             error_from_response(status, &body, &self.peer)
         };
-        let retry_after = text.lines().any(|l| l.to_ascii_lowercase().starts_with("retry-after:"));
         match status {
             StatusCode::SERVICE_UNAVAILABLE if retry_after => Attempt::NotYet(body()),
             // Busy, restarting, or a proxy between us that lost the peer.

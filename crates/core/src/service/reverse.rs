@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::direct::head::Head;
 use crate::direct::socket::keep_alive;
 use crate::direct::{proxy, tls};
 use crate::error::{err, Error, ErrorClass, Result};
@@ -138,19 +139,14 @@ async fn one(ep: Arc<Endpoint>, via: ViaRelay, events: mpsc::UnboundedSender<Eve
     let peer = format!("the relay at {}", via.url);
     let served = async {
         if parts.tls {
-            let mut s = tls::connect(&parts.authority, &peer).await?;
+            let s = tls::connect(&parts.authority, &peer).await?;
             keep_alive(s.get_ref().0.get_ref());
-            turn(&mut s, &parts, &via.key, &peer).await?;
-            let _ = events.send(Event::Ready);
-            serve_turned(ep, s, used).await;
+            turn_and_serve(ep, s, &parts, &via.key, &peer, &events, used).await
         } else {
-            let mut s = proxy::open("http", &parts.authority, &peer, true).await?.tcp;
+            let s = proxy::open("http", &parts.authority, &peer, true).await?.tcp;
             keep_alive(&s);
-            turn(&mut s, &parts, &via.key, &peer).await?;
-            let _ = events.send(Event::Ready);
-            serve_turned(ep, s, used).await;
+            turn_and_serve(ep, s, &parts, &via.key, &peer, &events, used).await
         }
-        Ok::<(), Error>(())
     };
     // Its first request: the next one opens now, while this one serves on.
     let taken = {
@@ -164,6 +160,22 @@ async fn one(ep: Arc<Endpoint>, via: ViaRelay, events: mpsc::UnboundedSender<Eve
             Err(e) => Event::Failed(e),
         });
     }
+}
+
+/// Turn `s` around, say it is ready, and serve it until it ends.
+async fn turn_and_serve<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    ep: Arc<Endpoint>,
+    mut s: S,
+    parts: &Parts,
+    key: &str,
+    peer: &str,
+    events: &mpsc::UnboundedSender<Event>,
+    used: oneshot::Sender<()>,
+) -> Result<()> {
+    turn(&mut s, parts, key, peer).await?;
+    let _ = events.send(Event::Ready);
+    serve_turned(ep, s, used).await;
+    Ok(())
 }
 
 /// Ask the relay to turn the connection around; Ok once it did (101).
@@ -185,20 +197,13 @@ async fn turn<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, parts: &Parts, key: 
         s.read_exact(&mut byte).await.map_err(lost)?;
         answer.push(byte[0]);
     }
-    let text = String::from_utf8_lossy(&answer);
-    let code: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    if code == 101 {
+    let head = Head::parse(&answer, 4096);
+    if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
         return Ok(());
     }
-    let len = text
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok()))
-        .unwrap_or(0)
-        .min(4096);
-    let mut body = vec![0u8; len];
+    let mut body = vec![0u8; head.content_length];
     let _ = s.read_exact(&mut body).await;
-    let status = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::BAD_GATEWAY);
-    Err(crate::direct::transport::error_from_response(status, &body, peer))
+    Err(crate::direct::transport::error_from_response(head.status, &body, peer))
 }
 
 #[cfg(test)]

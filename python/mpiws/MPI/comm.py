@@ -522,7 +522,6 @@ class Intercomm(Comm):
         return False
 
 
-Comm._kind = Comm
 COMM_NULL = predefine(Intracomm(), "COMM_NULL")
 COMM_WORLD = predefine(Intracomm._new(_Bound("world", "MPI_COMM_WORLD"), predefined=True), "COMM_WORLD")
 COMM_SELF = predefine(Intracomm._new(_Bound("self_comm", "MPI_COMM_SELF"), predefined=True), "COMM_SELF")

@@ -121,7 +121,6 @@ class Group(Handle):
         return f"<Group {list(self._ranks)}>" if self._h in _table else "<Group freed>"
 
 
-Group._kind = Group
 GROUP_NULL = predefine(Group(), "GROUP_NULL")
 GROUP_EMPTY = predefine(Group._new(_Members((), None), predefined=True), "GROUP_EMPTY")
 

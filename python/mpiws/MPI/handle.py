@@ -26,8 +26,6 @@ _predefined = {}
 
 class Handle:
     __slots__ = ("_h", "__weakref__")
-    #: The class whose instances compare with each other (set by each kind).
-    _kind = None
 
     def __new__(cls, other=None):
         self = object.__new__(cls)
@@ -152,8 +150,11 @@ _constants = {}
 
 
 def _kind_of(obj_or_cls):
+    """The kind of a handle: the class right below ``Handle`` in its ancestry
+    (``Comm`` for an ``Intracomm`` or a user's subclass): handles of one kind
+    compare with each other."""
     cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
-    return cls._kind or cls
+    return next(c for c in cls.__mro__ if Handle in c.__bases__)
 
 
 def predefine(obj, name):

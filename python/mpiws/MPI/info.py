@@ -158,7 +158,6 @@ class Info(Handle):
         return (_rebuild, (type(self), self.items()))
 
 
-Info._kind = Info
 
 
 def _rebuild(cls, items):

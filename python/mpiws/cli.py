@@ -35,13 +35,13 @@ LIMITS = [
 ]
 
 
-def _relay_key(via_relay, key=None):
-    """The key an endpoint behind a relay registers with: MPIWS_RELAY_KEY, else the client's key."""
+def _relay_key(via_relay):
+    """The key ``--via-relay`` registers with (``keys.relay_key``), or None without it."""
     if not via_relay:
         return None
-    from .keys import client_key
+    from .keys import relay_key
 
-    found = os.environ.get("MPIWS_RELAY_KEY") or client_key(key)
+    found = relay_key()
     if not found:
         raise SystemExit("mpiws: --via-relay needs a key of the relay (with the 'relay' scope) in MPIWS_RELAY_KEY or MPIWS_KEY")
     return found

@@ -75,6 +75,12 @@ def server_keys(path=None):
         os.unlink(tmp)
 
 
+def relay_key(key=None):
+    """The key an endpoint behind a relay registers there with:
+    ``MPIWS_RELAY_KEY``, else the client's key (``client_key(key)``)."""
+    return os.environ.get("MPIWS_RELAY_KEY") or client_key(key)
+
+
 def client_key(key=None):
     """The key a client sends: ``key``, else ``MPIWS_KEY``, else the first
     key of the user's key file if there is one; else None."""

@@ -21,6 +21,7 @@ import time
 from urllib.parse import urlsplit
 
 from .. import _core
+from ..keys import relay_key
 from .domain import Domain, exit_status
 from .worker import SERVICE, run_program
 
@@ -92,7 +93,7 @@ def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", 
     # Peers and the rendezvous reach this endpoint under names it must accept.
     endpoint = _core.Endpoint(host, where.port if serves else (port or 0), keys=key, tls_cert=tls_cert, tls_key=tls_key,
                               allow_hosts=[where.hostname, advertise], relay=relay, via_relay=via_relay,
-                              relay_key=os.environ.get("MPIWS_RELAY_KEY", key) if via_relay else None)
+                              relay_key=relay_key(key) if via_relay else None)
     endpoint.deploy(SERVICE)
     # Behind a relay, peers reach this rank at the relay's URL for it.
     me = endpoint.url if via_relay else endpoint_url("https" if tls_cert else "http", advertise, endpoint.port)

@@ -33,6 +33,18 @@ def _warm(comm):
     comm.Barrier()
 
 
+def _round_trip(comm, buf, other):
+    """``buf`` to ``other`` and back (rank 0 sends first); seconds taken."""
+    t = MPI.Wtime()
+    if comm.Get_rank() == 0:
+        comm.Send(buf, dest=other)
+        comm.Recv(buf, source=other)
+    else:
+        comm.Recv(buf, source=other)
+        comm.Send(buf, dest=other)
+    return MPI.Wtime() - t
+
+
 def p2p(comm, params):
     """Ranks 0 and 1: half round trips of 8 B (median), and one 64 MiB
     message each way (half the round trip)."""
@@ -40,25 +52,9 @@ def p2p(comm, params):
     other = 1 - rank
     small = np.zeros(8, "B")
     big = np.zeros(params["big"], "B")
-    halves = []
-    for i in range(params["reps"] + 2):
-        t = MPI.Wtime()
-        if rank == 0:
-            comm.Send(small, dest=other)
-            comm.Recv(small, source=other)
-        else:
-            comm.Recv(small, source=other)
-            comm.Send(small, dest=other)
-        if i >= 2:  # two warm-up round trips: the stream opens both ways
-            halves.append((MPI.Wtime() - t) / 2)
-    t = MPI.Wtime()
-    if rank == 0:
-        comm.Send(big, dest=other)
-        comm.Recv(big, source=other)
-    else:
-        comm.Recv(big, source=other)
-        comm.Send(big, dest=other)
-    big_half = (MPI.Wtime() - t) / 2
+    # Two warm-up round trips first: the stream opens both ways.
+    halves = [_round_trip(comm, small, other) / 2 for _ in range(params["reps"] + 2)][2:]
+    big_half = _round_trip(comm, big, other) / 2
     return {"small_half_rtt": statistics.median(halves), "big_half_rtt": big_half} if rank == 0 else None
 
 

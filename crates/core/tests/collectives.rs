@@ -244,17 +244,27 @@ fn binomial_broadcast_is_forwarded_by_endpoints_before_their_application_calls_i
     assert!(out.iter().all(|b| b[0] == Bytes::from_static(b"forwarded before asked")));
 }
 
+/// Every rank gets the root's bytes as one block: joined by `collective`,
+/// its segments left apart in `collective_outcome`'s payload.
 #[test]
 fn a_pipelined_broadcast_delivers_every_byte_from_any_root() {
+    use mpiws_core::completion::Outcome;
     // 3 MiB + 5 B: several segments and a short last one.
     let len = (3 << 20) + 5;
     let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();
     for root in [0, 2] {
         let d = data.clone();
         let out = on_ranks(4, move |c| {
-            let mine = (c.rank == root).then(|| d.clone());
-            c.collective(Call::Bcast { root, data: mine, len: Some(len) }, Some("pipeline"), None, T).unwrap()
+            let mine = || (c.rank == root).then(|| d.clone());
+            let joined = c.collective(Call::Bcast { root, data: mine(), len: Some(len) }, Some("pipeline"), None, T).unwrap();
+            let outcome = c.collective_outcome(Call::Bcast { root, data: mine(), len: Some(len) }, Some("pipeline"), None, T).unwrap();
+            let Outcome::Received { env, payload } = outcome else { panic!("not a received payload") };
+            (joined, env.parts, payload.chunks.len(), payload.into_parts(&[]))
         });
-        assert!(out.iter().all(|b| b[0] == data), "root {root}");
+        for (rank, (joined, parts, chunks, whole)) in out.into_iter().enumerate() {
+            assert_eq!(joined, vec![data.clone()], "root {root} rank {rank}");
+            assert_eq!((parts, whole), (vec![len as u64], vec![data.clone()]), "root {root} rank {rank}");
+            assert!(rank == root as usize || chunks > 1, "root {root} rank {rank}: segments joined");
+        }
     }
 }

@@ -8,7 +8,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use mpiws_core::completion::{Completion, RecvBuffer};
-use mpiws_core::mpi::collective;
 
 use crate::buffers::{to_bytes, Dest};
 use crate::endpoint::Instance;
@@ -172,9 +171,9 @@ impl Comm {
             self.inner.icollective(call, algorithm.as_deref(), hint, timeout).py_err()?
         } else {
             let comm = self.inner.clone();
-            let blocks = py.detach(move || comm.collective(call, algorithm.as_deref(), hint, timeout)).py_err()?;
+            let out = py.detach(move || comm.collective_outcome(call, algorithm.as_deref(), hint, timeout)).py_err()?;
             let c = Completion::new();
-            c.complete(Ok(collective::outcome(blocks, self.inner.context)));
+            c.complete(Ok(out));
             c
         };
         Ok(Request::recv(self.inner.clone(), c, None, mpiws_core::mpi::ANY_SOURCE))

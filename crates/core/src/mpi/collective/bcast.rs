@@ -51,15 +51,21 @@ pub fn scatter_allgather(s: &mut Schedule, root: u32, data: Option<Bytes>, len: 
 }
 
 /// The segment a pipelined broadcast of `len` bytes over `n` ranks moves at
-/// a time: small enough that the chain fills fast, large enough that each
-/// message's own cost is small beside its transfer.
+/// a time: small enough that the chain fills fast (each rank forwards a
+/// segment only once it has all of it), large enough that each message's
+/// own cost is small beside its transfer. 64 MiB over 8 ranks through
+/// 1 Gbit/s links: 1 MiB segments reached 0.67 of the link rate, 128-256
+/// KiB 0.70-0.71, 64 KiB 0.69.
 fn segment(len: usize, n: u32) -> usize {
-    (len / (8 * n as usize).max(1)).clamp(256 << 10, 4 << 20)
+    (len / (32 * n as usize).max(1)).clamp(128 << 10, 1 << 20)
 }
 
 /// A chain from the root, the buffer in segments: each rank forwards
 /// segment k to the next while it receives k + 1 (sends do not wait).
-pub fn pipeline(s: &mut Schedule, root: u32, data: Option<Bytes>, len: usize) -> Result<Bytes> {
+/// The result is the segments as received, in order: joining them here
+/// would cost every rank a fresh buffer of `len` bytes and one more copy
+/// (the caller copies them where they go anyway).
+pub fn pipeline(s: &mut Schedule, root: u32, data: Option<Bytes>, len: usize) -> Result<Vec<Bytes>> {
     let n = s.size;
     let seg = segment(len, n);
     let count = len.div_ceil(seg).max(1);
@@ -72,16 +78,16 @@ pub fn pipeline(s: &mut Schedule, root: u32, data: Option<Bytes>, len: usize) ->
                 s.send(next, &[d.slice((k * seg).min(d.len())..((k + 1) * seg).min(d.len()))])?;
             }
         }
-        return Ok(d);
+        return Ok(vec![d]);
     }
     let prev = (s.rank + n - 1) % n;
-    let mut out = BytesMut::with_capacity(len);
+    let mut out = Vec::with_capacity(count);
     for _ in 0..count {
         let piece = s.recv_one(prev)?;
         if let Some(next) = next {
             s.send(next, &[piece.clone()])?;
         }
-        out.extend_from_slice(&piece);
+        out.push(piece);
     }
-    Ok(out.freeze())
+    Ok(out)
 }

@@ -146,13 +146,21 @@ impl Comm {
     /// Run a collective to completion on the calling thread. The result is
     /// a list of blocks (see [`Call`]); ranks that get nothing get none.
     pub fn collective(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Vec<Bytes>> {
-        let (mut s, algo) = self.prepare(&call, algorithm, hint, timeout)?;
-        let out = execute(&mut s, call, algo);
-        settle(s, out)
+        let out = self.run(call, algorithm, hint, timeout)?;
+        if out.chunks.len() == out.parts.len() {
+            return Ok(out.chunks);
+        }
+        Ok(Payload::from_chunks(out.chunks).into_parts(&out.parts))
+    }
+
+    /// [`Comm::collective`], its result as a received payload (one part per
+    /// block), a block's pieces left apart for the caller to place.
+    pub fn collective_outcome(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Outcome> {
+        Ok(self.run(call, algorithm, hint, timeout)?.outcome(self.context))
     }
 
     /// Start a collective in the background; its completion carries the
-    /// result blocks as a received payload (one part per block).
+    /// result as [`Comm::collective_outcome`] gives it.
     pub fn icollective(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Arc<Completion>> {
         let (mut s, algo) = self.prepare(&call, algorithm, hint, timeout)?;
         let c = Completion::new();
@@ -160,9 +168,15 @@ impl Comm {
         let context = self.context;
         runtime().spawn_blocking(move || {
             let out = execute(&mut s, call, algo);
-            done.complete(settle(s, out).map(|blocks| outcome(blocks, context)));
+            done.complete(settle(s, out).map(|out| out.outcome(context)));
         });
         Ok(c)
+    }
+
+    fn run(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Produced> {
+        let (mut s, algo) = self.prepare(&call, algorithm, hint, timeout)?;
+        let out = execute(&mut s, call, algo);
+        settle(s, out)
     }
 
     /// Check the arguments every rank can check alike, claim the call's
@@ -192,15 +206,39 @@ impl Comm {
     }
 }
 
-/// A collective's result blocks as a receive's outcome (one part per block).
-pub fn outcome(blocks: Vec<Bytes>, context: u64) -> Outcome {
-    let parts = blocks.iter().map(|b| b.len() as u64).collect();
-    let env = Envelope { source: u32::MAX, context, tag: -1, seq: None, sync: false, parts, forward: vec![] };
-    Outcome::Received { env, payload: Payload::from_chunks(blocks) }
+/// What a collective produced: its result blocks (`parts`: their lengths)
+/// over `chunks`. A block may span several chunks: a pipelined broadcast's
+/// segments stay apart, since joining them would cost a buffer and a copy
+/// that the caller, copying them where they go, does not need.
+struct Produced {
+    chunks: Vec<Bytes>,
+    parts: Vec<u64>,
+}
+
+impl Produced {
+    /// One block, in pieces.
+    fn pieces(chunks: Vec<Bytes>) -> Self {
+        let len = chunks.iter().map(|c| c.len() as u64).sum();
+        Produced { chunks, parts: vec![len] }
+    }
+
+    /// As a receive's outcome (one part per block).
+    fn outcome(self, context: u64) -> Outcome {
+        let env = Envelope { source: u32::MAX, context, tag: -1, seq: None, sync: false, parts: self.parts, forward: vec![] };
+        Outcome::Received { env, payload: Payload::from_chunks(self.chunks) }
+    }
+}
+
+/// A block per chunk.
+impl From<Vec<Bytes>> for Produced {
+    fn from(blocks: Vec<Bytes>) -> Self {
+        let parts = blocks.iter().map(|b| b.len() as u64).collect();
+        Produced { chunks: blocks, parts }
+    }
 }
 
 /// The call's own error first, else the fault its schedule saw.
-fn settle(s: Schedule, out: Result<Vec<Bytes>>) -> Result<Vec<Bytes>> {
+fn settle(s: Schedule, out: Result<Produced>) -> Result<Produced> {
     let finished = s.finish(());
     let out = out?;
     finished.map(|()| out)
@@ -210,7 +248,7 @@ fn one(b: Vec<u8>) -> Vec<Bytes> {
     vec![Bytes::from(b)]
 }
 
-fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Vec<Bytes>> {
+fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Produced> {
     Ok(match call {
         Call::Barrier => {
             match algo {
@@ -220,12 +258,12 @@ fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Vec<Bytes>> {
             }
             Vec::new()
         }
-        Call::Bcast { root, data, len } => vec![match (algo, len) {
-            ("serial", _) => bcast::serial(s, root, data)?,
-            ("scatter_allgather", Some(len)) => bcast::scatter_allgather(s, root, data, len)?,
-            ("pipeline", Some(len)) => bcast::pipeline(s, root, data, len)?,
-            _ => bcast::binomial(s, root, data)?,
-        }],
+        Call::Bcast { root, data, len } => match (algo, len) {
+            ("serial", _) => vec![bcast::serial(s, root, data)?],
+            ("scatter_allgather", Some(len)) => vec![bcast::scatter_allgather(s, root, data, len)?],
+            ("pipeline", Some(len)) => return Ok(Produced::pieces(bcast::pipeline(s, root, data, len)?)),
+            _ => vec![bcast::binomial(s, root, data)?],
+        },
         Call::Gather { root, data } => match algo {
             "serial" => gather::gather_serial(s, root, data)?,
             _ => gather::gather_binomial(s, root, data)?,
@@ -253,7 +291,8 @@ fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Vec<Bytes>> {
         Call::ReduceScatter { data, counts, op } => one(reduce::reduce_scatter(s, data, &counts, &op)?),
         Call::Scan { data, op } => reduce::scan(s, data, &op, false)?.map_or_else(Vec::new, one),
         Call::Exscan { data, op } => reduce::scan(s, data, &op, true)?.map_or_else(Vec::new, one),
-    })
+    }
+    .into())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@ Python layer is written against. Errors are raised as ``MPI.Exception``
 (registered with ``set_error_type``); ranks are communicator-local; timeouts
 are in seconds, ``None`` meaning for ever. Blocking calls release the GIL."""
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 ANY_SOURCE: int
 ANY_TAG: int
@@ -144,6 +144,8 @@ class Request:
     def done(self) -> bool: ...
     def take(self) -> Optional[Message]:
         """The outcome, once: None for a send, a Message for a receive; raises the operation's error."""
+    def peek(self) -> Optional[Tuple[int, int, int]]:
+        """(source, tag, nbytes) of a completed receive whose outcome is not taken yet, else None."""
     def cancel(self) -> bool: ...
     def withdraw(self) -> bool:
         """A send that timed out: take it back unless a receive took it (a round trip to the

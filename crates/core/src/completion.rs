@@ -239,6 +239,16 @@ impl Completion {
         }
     }
 
+    /// The envelope and size of a received message whose outcome was not
+    /// taken yet (a matched probe's message, until it is received).
+    pub fn peek_received(&self) -> Option<(Envelope, usize)> {
+        match &self.state.lock().outcome {
+            Some(Ok(Outcome::Received { env, payload })) => Some((env.clone(), payload.len())),
+            Some(Ok(Outcome::Placed { env, len, .. })) => Some((env.clone(), *len)),
+            _ => None,
+        }
+    }
+
     /// Hand out the outcome once; later calls return None.
     pub fn take(&self) -> Option<Result<Outcome>> {
         let mut s = self.state.lock();

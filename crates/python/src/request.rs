@@ -154,6 +154,14 @@ impl Request {
         }
     }
 
+    /// (source, tag, nbytes) of a completed receive, its outcome left to
+    /// `take`; None if not complete, taken, or failed.
+    fn peek(&self) -> Option<(i64, i64, usize)> {
+        let (env, len) = self.completion.peek_received()?;
+        let r = self.comm.received(env, Payload::default());
+        Some((r.source, r.tag, len))
+    }
+
     /// Push `token` to `events` when the operation completes.
     fn watch(&self, events: &Events, token: u64) {
         events.inner.watch(&self.completion, token);

@@ -36,6 +36,7 @@ from .group import GROUP_EMPTY, GROUP_NULL, Group
 from .handle import addressof as _addressof, sizeof as _sizeof
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
+from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from .op import Op
 from .persistent import Prequest
 from .request import REQUEST_NULL, Request

@@ -18,6 +18,7 @@ from .collectives import Collectives
 from .handle import Handle, predefine
 from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
+from .message import Message
 from .persistent import Prequest
 from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
@@ -409,6 +410,17 @@ class Comm(Handle, Collectives):
             return False
         fill(status, *found)
         return True
+
+    # ---- matched probes (MPI/message.py) -----------------------------------
+
+    def mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return Message.probe(self, source, tag, status)
+
+    def improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        return Message.iprobe(self, source, tag, status)
+
+    Mprobe = mprobe
+    Improbe = improbe
 
     # ---- message handlers (mpiws) ------------------------------------------
 

@@ -135,7 +135,7 @@ _BY_TYPECODE = {
     "i": INT, "I": UNSIGNED, "l": LONG, "L": UNSIGNED_LONG, "q": LONG_LONG,
     "Q": UNSIGNED_LONG_LONG, "n": LONG, "N": UNSIGNED_LONG, "f": FLOAT, "d": DOUBLE,
     "g": LONG_DOUBLE, "?": C_BOOL, "F": C_FLOAT_COMPLEX, "D": C_DOUBLE_COMPLEX,
-    "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "e": Datatype("MPI_FLOAT16", "e"),
+    "G": C_LONG_DOUBLE_COMPLEX, "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "Zg": C_LONG_DOUBLE_COMPLEX, "e": Datatype("MPI_FLOAT16", "e"),
     "i1": INT8_T, "i2": INT16_T, "i4": INT32_T, "i8": INT64_T,
     "u1": UINT8_T, "u2": UINT16_T, "u4": UINT32_T, "u8": UINT64_T,
     "f4": FLOAT, "f8": DOUBLE, "c8": C_FLOAT_COMPLEX, "c16": C_DOUBLE_COMPLEX,
@@ -160,6 +160,8 @@ def _as_datatype(dt):
 
 
 def _view(buf, writable):
+    if buf is None:  # mpi4py's empty message (with PROC_NULL, count 0)
+        return memoryview(bytearray())
     try:
         mv = memoryview(buf)
     except TypeError:
@@ -172,18 +174,23 @@ def _view(buf, writable):
 
 
 def _foreign(buf):
-    """A view of host memory an object exposes through the CUDA array
-    interface instead of the buffer protocol (unified memory, and mpi4py's
-    test arrays). (DLPack is not read yet: see docs/mpi4py-compat.md.)"""
-    iface = getattr(buf, "__cuda_array_interface__", None)
-    if not (isinstance(iface, dict) and "data" in iface):
-        raise TypeError(f"expected a buffer object, got {type(buf).__name__}")
-    import numpy as np
-
+    """A view of host memory an object exposes through DLPack or the CUDA
+    array interface instead of the buffer protocol (unified memory, and
+    mpi4py's test arrays)."""
     holder = _Interface()
     holder.owner = buf
-    holder.__array_interface__ = {"version": 3, "data": tuple(iface["data"]), "typestr": iface["typestr"],
-                                  "shape": tuple(iface["shape"]), "strides": iface.get("strides")}
+    if hasattr(buf, "__dlpack__"):
+        from .dlpack import array_interface
+
+        holder.__array_interface__, holder.capsule = array_interface(buf)
+    else:
+        iface = getattr(buf, "__cuda_array_interface__", None)
+        if not (isinstance(iface, dict) and "data" in iface):
+            raise TypeError(f"expected a buffer object, got {type(buf).__name__}")
+        holder.__array_interface__ = {"version": 3, "data": tuple(iface["data"]), "typestr": iface["typestr"],
+                                      "shape": tuple(iface["shape"]), "strides": iface.get("strides")}
+    import numpy as np
+
     return memoryview(np.asarray(holder))
 
 

@@ -70,6 +70,13 @@ class Request:
     def __hash__(self):
         return id(self._r)
 
+    def __reduce__(self):
+        if self is REQUEST_NULL:
+            return "REQUEST_NULL"
+        if self._r is None:
+            return (type(self), ())
+        raise ValueError("cannot pickle an active request: it names this process's operation")
+
     # ---- completing ------------------------------------------------------
 
     def _finish(self, status):
@@ -291,12 +298,57 @@ class Request:
     def Get_status(self, status=None):
         """Whether the request is complete, without completing it."""
         done = self._r is None or self._r.done()
-        if self._r is None:
-            fill(status, -2, -1, 0)
+        if done:
+            self._peek(status)
         return done
 
     def get_status(self, status=None):
         return self.Get_status(status)
+
+    def _peek(self, status):
+        """Fill ``status`` for a done request without completing it."""
+        found = self._r.peek() if self._r is not None and self._r.done() else None
+        if found is None:
+            fill(status, -2, -1, 0)
+        else:
+            fill(status, *found)
+
+    @classmethod
+    def Get_status_any(cls, requests, status=None):
+        """(index, flag) of a done request, not completing it: (UNDEFINED, True) if none is active."""
+        active = cls._active(requests)
+        if not active:
+            fill(status, -2, -1, 0)
+            return UNDEFINED, True
+        i = next((i for i in active if requests[i]._r.done()), None)
+        if i is None:
+            return UNDEFINED, False
+        requests[i]._peek(status)
+        return i, True
+
+    @classmethod
+    def Get_status_all(cls, requests, statuses=None):
+        """Whether every request is done, not completing them."""
+        if not all(r._r is None or r._r.done() for r in requests):
+            return False
+        for i, r in enumerate(requests):
+            r._peek(_status_at(statuses, i))
+        return True
+
+    @classmethod
+    def Get_status_some(cls, requests, statuses=None):
+        """Indices of the done requests (None if none is active), not completing them."""
+        active = cls._active(requests)
+        if not active:
+            return None
+        done = [i for i in active if requests[i]._r.done()]
+        for k, i in enumerate(done):
+            requests[i]._peek(_status_at(statuses, k))
+        return done
+
+    get_status_any = Get_status_any
+    get_status_all = Get_status_all
+    get_status_some = Get_status_some
 
     def Cancel(self):
         if self._r is not None:
@@ -447,6 +499,9 @@ class _Expired:
     def withdraw(self):
         return True  # the handler thread withdrew it first: the owner's timeout stands
 
+    def peek(self):
+        return None
+
 
 _EXPIRED = _Expired()
 
@@ -480,13 +535,15 @@ class _Watch:
 
 
 def _status_at(statuses, i):
+    """Status ``i`` of ``statuses``; a list grows to have it, a tuple does not."""
     if statuses is None:
         return None
-    from .status import Status
+    if isinstance(statuses, list):
+        from .status import Status
 
-    while len(statuses) <= i:
-        statuses.append(Status())
-    return statuses[i]
+        while len(statuses) <= i:
+            statuses.append(Status())
+    return statuses[i] if i < len(statuses) else None
 
 
 REQUEST_NULL = Request()

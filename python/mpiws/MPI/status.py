@@ -1,25 +1,57 @@
 """``MPI.Status``: source, tag, error and size of a received message."""
 
+from array import array
+
 from .exception import SUCCESS
 
 ANY_SOURCE = -2
 ANY_TAG = -1
 UNDEFINED = -32766
 
+# Field positions in a status's memory (MPICH's MPI_Status).
+_LO, _HI, _SOURCE, _TAG, _ERROR = range(5)
+
 
 class Status:
-    __slots__ = ("source", "tag", "error", "_nbytes", "_cancelled")
+    """The fields live in five C ints laid out as MPICH's ``MPI_Status``
+    (count low bits, count high bits and cancelled flag, source, tag,
+    error), so ``tomemory()`` is a writable view of them, as in mpi4py."""
+
+    __slots__ = ("_mem",)
 
     def __init__(self, status=None):
-        if status is not None:
-            self.source, self.tag, self.error = status.source, status.tag, status.error
-            self._nbytes, self._cancelled = status._nbytes, status._cancelled
+        if status is None:
+            self._mem = array("i", [0, 0, ANY_SOURCE, ANY_TAG, SUCCESS])
+        elif isinstance(status, Status):
+            self._mem = array("i", status._mem)
         else:
-            self.source, self.tag, self.error = ANY_SOURCE, ANY_TAG, SUCCESS
-            self._nbytes, self._cancelled = 0, False
+            raise TypeError(f"expected a Status, got {type(status).__name__}")
 
     def _set(self, source, tag, nbytes, cancelled=False, error=SUCCESS):
-        self.source, self.tag, self._nbytes, self._cancelled, self.error = source, tag, nbytes, cancelled, error
+        self.source, self.tag, self.error = source, tag, error
+        self._nbytes, self._cancelled = nbytes, cancelled
+
+    source = property(lambda self: self._mem[_SOURCE], lambda self, v: self._mem.__setitem__(_SOURCE, v))
+    tag = property(lambda self: self._mem[_TAG], lambda self, v: self._mem.__setitem__(_TAG, v))
+    error = property(lambda self: self._mem[_ERROR], lambda self, v: self._mem.__setitem__(_ERROR, v))
+
+    @property
+    def _nbytes(self):
+        return (self._mem[_LO] & 0xFFFFFFFF) | ((self._mem[_HI] & 0x7FFFFFFF) >> 1) << 32
+
+    @_nbytes.setter
+    def _nbytes(self, n):
+        lo = n & 0xFFFFFFFF
+        self._mem[_LO] = lo - (1 << 32) if lo >= 1 << 31 else lo
+        self._mem[_HI] = ((n >> 32) << 1) | (self._mem[_HI] & 1)
+
+    @property
+    def _cancelled(self):
+        return bool(self._mem[_HI] & 1)
+
+    @_cancelled.setter
+    def _cancelled(self, flag):
+        self._mem[_HI] = (self._mem[_HI] & ~1) | bool(flag)
 
     def Get_source(self):
         return self.source
@@ -59,13 +91,29 @@ class Status:
     def Set_cancelled(self, flag):
         self._cancelled = bool(flag)
 
-    @property
-    def count(self):
-        return self.Get_count()
+    count = property(Get_count, lambda self, n: self.Set_elements(None, n))
+    cancelled = property(Is_cancelled, Set_cancelled)
 
-    @property
-    def cancelled(self):
-        return self._cancelled
+    def tomemory(self):
+        """The status as writable memory (five C ints)."""
+        return memoryview(self._mem)
+
+    def py2f(self):
+        return list(self._mem)
+
+    @classmethod
+    def f2py(cls, fields):
+        self = cls()
+        self._mem = array("i", fields)
+        return self
+
+    def __reduce__(self):
+        return (Status.f2py, (list(self._mem),))
+
+    def __eq__(self, other):
+        return isinstance(other, Status) and self._mem == other._mem
+
+    __hash__ = None
 
     def __repr__(self):
         return f"<Status source={self.source} tag={self.tag} error={self.error} count={self._nbytes}>"

@@ -1,0 +1,157 @@
+"""mpi4py's own test suite on mpiws, module by module: the measure of the
+"one import" promise (issue 13; docs/mpi4py-compat.md).
+
+Each in-scope module of the vendored suite (``mpi4py/test``, mpi4py's files
+unchanged, its licence beside them) runs under ``mpiws run -n N`` through a
+shim that makes ``mpi4py.MPI`` be ``mpiws.MPI``. Per module and number of
+ranks it prints what passes (per rank: ran - failures - errors - skipped)
+beside what MPICH passes (``mpi4py/baseline-mpich.json``), and checks the
+counts against ``floor.json``: a module whose count falls below its floor
+fails the run (exit 1), so what passed keeps passing. ``--update-floor``
+raises the floor to what this run passed (never lowers it).
+
+usage: python tests/conformance/run.py [--np 1,2] [--modules REGEX]
+       [--timeout S] [--json OUT] [--update-floor]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SUITE = HERE / "mpi4py"
+FLOOR = HERE / "floor.json"
+
+# The modules issue 13 measures (the others are out of scope: MPI-IO,
+# Spawn and ports, sessions, ULFM, C-level modules; docs/mpi4py-compat.md).
+IN_SCOPE = """
+test_p2p_obj test_p2p_buf test_p2p_obj_matched test_p2p_buf_matched test_p2p_buf_part
+test_request test_status test_cco_obj test_cco_buf test_cco_vec test_cco_nb_buf test_cco_nb_vec
+test_cco_pr_buf test_cco_pr_vec test_cco_ngh_obj test_cco_ngh_buf test_cco_pr_ngh_buf
+test_cco_obj_inter test_cco_buf_inter test_cco_vec_inter test_comm test_comm_inter test_comm_topo
+test_group test_datatype test_pack test_op test_errorcode test_exceptions test_errhandler test_info
+test_attributes test_objmodel test_handle test_subclass test_address test_buffer test_mpimem
+test_msgspec test_msgzero test_pickle test_util_pkl5 test_util_dtlib test_util_pool test_util_sync
+test_rma test_rma_nb test_win test_environ test_toplevel test_threads test_doc
+""".split()
+
+# mpi4py's package as the tests see it: its MPI module is mpiws.MPI.
+SHIM = '''"""Shim: mpi4py's tests import mpi4py.MPI; here that is mpiws.MPI."""
+import sys
+from mpiws import MPI
+sys.modules["mpi4py.MPI"] = MPI
+__version__ = "4.1.0"
+class _RC:
+    initialize = True; finalize = None; threads = True; thread_level = "multiple"
+    fast_reduce = True; recv_mprobe = True; irecv_bufsz = 32768; errors = "exception"
+    def __call__(self, **kw):
+        for k, v in kw.items(): setattr(self, k, v)
+rc = _RC()
+def get_include(): return ""
+def get_config(): return {}
+'''
+
+
+def counts(out):
+    """Per-rank figures: each rank's runner prints a 'Ran N tests' block; the mean over the blocks seen."""
+    blocks = re.findall(r"Ran (\d+) tests? in [^\n]*\n+(?:OK|FAILED)([^\n]*)", out)
+    if not blocks:
+        return dict(ran=0, failures=0, errors=0, skipped=0, passed=0, ranks=0)
+    total = dict(ran=0, failures=0, errors=0, skipped=0)
+    for ran, tail in blocks:
+        total["ran"] += int(ran)
+        for k in ("failures", "errors", "skipped"):
+            m = re.search(k + r"=(\d+)", tail)
+            total[k] += int(m.group(1)) if m else 0
+    r = {k: round(v / len(blocks)) for k, v in total.items()}
+    r["passed"] = max(r["ran"] - r["failures"] - r["errors"] - r["skipped"], 0)
+    r["ranks"] = len(blocks)
+    return r
+
+
+def run_module(mpiws, work, module, n, timeout):
+    """(counts, seconds, output tail) of one module on ``n`` ranks; a hang counts what it printed."""
+    cmd = [mpiws, "run", "-n", str(n), "main.py", "--path", str(work / "shim"),
+           "--no-builddir", "--no-numba", "--no-cupy", "-i", rf"{module}\b"]
+    t = time.monotonic()
+    try:
+        p = subprocess.run(cmd, cwd=work / "test", capture_output=True, text=True, timeout=timeout)
+        out = p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        out = "".join(s.decode(errors="replace") if isinstance(s, bytes) else (s or "") for s in (e.stdout, e.stderr))
+        out += f"\n(timed out after {timeout} s)"
+    return counts(out), time.monotonic() - t, out[-3000:]
+
+
+def table(rows, baseline):
+    head = "| module | np | mpiws passed | ran | fail | err | skip | MPICH passed | floor |"
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        c = r["mpiws"]
+        lines.append(f"| {r['module']} | {r['np']} | {c['passed']} | {c['ran']} | {c['failures']} | {c['errors']} "
+                     f"| {c['skipped']} | {baseline.get(r['key'], '-')} | {r['floor']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--np", default="1,2")
+    ap.add_argument("--modules", default=None, help="regex over the in-scope modules (default: all of them)")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds per module run")
+    ap.add_argument("--json", help="write the per-module counts here")
+    ap.add_argument("--update-floor", action="store_true", help="raise floor.json to what passed now")
+    a = ap.parse_args(argv)
+    mpiws = shutil.which("mpiws", path=str(Path(sys.executable).parent)) or shutil.which("mpiws")
+    if not mpiws:
+        raise SystemExit("conformance: no mpiws command next to %s or on PATH" % sys.executable)
+    modules = [m for m in IN_SCOPE if a.modules is None or re.search(a.modules, m)]
+    baseline = json.loads((SUITE / "baseline-mpich.json").read_text())
+    floor = json.loads(FLOOR.read_text()) if FLOOR.exists() else {}
+    work = Path(tempfile.mkdtemp(prefix="mpiws-conformance-"))
+    shutil.copytree(SUITE / "test", work / "test")
+    (work / "shim" / "mpi4py").mkdir(parents=True)
+    (work / "shim" / "mpi4py" / "__init__.py").write_text(SHIM)
+    rows, regressions, started = [], [], time.monotonic()
+    plan = [(n, m) for n in [int(x) for x in a.np.split(",")] for m in modules]
+    try:
+        for i, (n, m) in enumerate(plan, 1):
+            c, secs, tail = run_module(mpiws, work, m, n, a.timeout)
+            key = f"{m} np={n}"
+            row = dict(module=m, np=n, key=key, mpiws=c, seconds=round(secs, 1), floor=floor.get(key, 0))
+            rows.append(row)
+            mark = ""
+            if c["passed"] < row["floor"]:
+                regressions.append((key, c["passed"], row["floor"], tail))
+                mark = f"  BELOW FLOOR {row['floor']}"
+            print(f"[{i}/{len(plan)} {time.monotonic() - started:4.0f}s] {m:22s} np={n} passed {c['passed']:4d} "
+                  f"(ran {c['ran']}, fail {c['failures']}, err {c['errors']}, skip {c['skipped']}) "
+                  f"MPICH {baseline.get(key, '-')}{mark}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    mine = sum(r["mpiws"]["passed"] for r in rows)
+    theirs = sum(baseline.get(r["key"], 0) for r in rows)
+    print()
+    print(table(rows, baseline))
+    print(f"\nconformance: mpiws passed {mine} of MPICH's {theirs} = {mine / max(theirs, 1):.3f} "
+          f"({len(rows)} module runs, {time.monotonic() - started:.0f} s)")
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+    if a.update_floor:
+        for r in rows:
+            floor[r["key"]] = max(floor.get(r["key"], 0), r["mpiws"]["passed"])
+        FLOOR.write_text(json.dumps(dict(sorted(floor.items())), indent=1) + "\n")
+        print(f"conformance: floor raised where this run passed more ({FLOOR})")
+    for key, got, want, tail in regressions:
+        print(f"\nconformance: {key} passed {got}, below its floor {want}; the end of its output:\n{tail}", file=sys.stderr)
+    return 1 if regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,6 +11,7 @@ mod comm;
 mod endpoint;
 mod errors;
 mod jobs;
+mod memory;
 mod request;
 
 #[pymodule]
@@ -21,6 +22,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<request::Request>()?;
     m.add_class::<request::Message>()?;
     m.add_class::<request::Events>()?;
+    m.add_class::<memory::Memory>()?;
     m.add_class::<client::DomainClient>()?;
     m.add_class::<jobs::JobsClient>()?;
     m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;

@@ -32,10 +32,12 @@ from .datatype import Datatype
 from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
 from .exception import Exception, Get_error_class, Get_error_string
 from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, Schedule
+from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group
 from .handle import addressof as _addressof, sizeof as _sizeof
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
+from .memory import BSEND_OVERHEAD, BUFFER_AUTOMATIC, Alloc_mem, Attach_buffer, Detach_buffer, Free_mem, buffer, memory
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from .op import Op
 from .persistent import Prequest
@@ -88,25 +90,6 @@ def Aint_diff(addr1, addr2):
 
 
 #: What a buffered send needs beside its message in an attached buffer.
-BSEND_OVERHEAD = 96
-BUFFER_AUTOMATIC = 0
-_attached = None
-
-
-def Attach_buffer(buf):
-    """Give buffered sends a buffer. mpiws's sends never wait for their
-    receiver, so ``Bsend`` needs none; it is kept to be given back."""
-    global _attached
-    _attached = buf
-
-
-def Detach_buffer():
-    """The buffer ``Attach_buffer`` gave (None if none)."""
-    global _attached
-    buf, _attached = _attached, None
-    return buf
-
-
 def Get_abi_version():
     """The MPI ABI this library implements: none (mpiws is not a C MPI library)."""
     return (-1, -1)

@@ -5,6 +5,7 @@ uppercase methods move buffers. Both map onto the core's ``isend``/``irecv``.
 """
 
 import json
+import warnings
 import operator
 import zlib
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from .handle import Handle, predefine
 from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
 from .message import Message
+from .pair import Pair
 from .persistent import Prequest
 from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
@@ -389,6 +391,25 @@ class Comm(Handle, Collectives):
         msg = self._core.sendrecv(dest, sendtag, [datatype.parse(sendbuf)[0]], source, recvtag, view, self._limit(timeout))
         received_buffer(msg, status, view)
 
+    def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
+        sview = datatype.parse(sendbuf)[0]
+        rview = datatype.parse(recvbuf, writable=True)[0]
+        send = self._core.isend(dest, sendtag, [sview])
+        pair = Pair(send, self._core.irecv(source, recvtag, rview))
+        return Request(pair, _BUFFER, rview, deadline=timeout_.deadline(self._limit(timeout)))
+
+    def Isendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
+        view = datatype.parse(buf, writable=True)[0]
+        send = self._core.isend(dest, sendtag, [bytes(view)])  # a copy: the receive overwrites the buffer
+        pair = Pair(send, self._core.irecv(source, recvtag, view))
+        return Request(pair, _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
+
+    def isendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
+        limit = None if recvbuf is None else _buffer_length(recvbuf)
+        parts = pickled.dumps(sendobj)
+        pair = Pair(self._core.isend(dest, sendtag, parts, split=len(parts) > 1), self._core.irecv(source, recvtag))
+        return Request(pair, _OBJECT, None, limit, timeout_.deadline(self._limit(timeout)))
+
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
         end = timeout_.deadline(self._limit(timeout))
         view, _, _ = datatype.parse(buf, writable=True)
@@ -502,8 +523,11 @@ for _name in ("isend", "issend", "irecv", "ibarrier", "ibcast", "igather", "isca
 
 
 def _buffer_length(buf):
+    """The most bytes an object receive takes: ``buf`` is a size or, as
+    mpi4py still accepts with a warning, a buffer (never written to)."""
     if isinstance(buf, int):
         return buf
+    warnings.warn("an object receive does not use a buffer: pass its size, or nothing", UserWarning, stacklevel=3)
     return memoryview(buf).nbytes
 
 

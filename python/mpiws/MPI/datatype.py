@@ -159,7 +159,9 @@ def _as_datatype(dt):
     raise TypeError(f"expected a Datatype or typecode string, got {type(dt).__name__}")
 
 
-def _view(buf, writable):
+def as_view(buf, writable=False):
+    """A C-contiguous memoryview of any buffer mpi4py accepts (the buffer
+    protocol, DLPack, the CUDA array interface; None: empty)."""
     if buf is None:  # mpi4py's empty message (with PROC_NULL, count 0)
         return memoryview(bytearray())
     try:
@@ -218,7 +220,7 @@ def parse(spec, writable=False):
             count, displ = count
     else:
         buf = spec
-    mv = _view(buf, writable)
+    mv = as_view(buf, writable)
     if dt is None:
         fmt = mv.format
         dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
@@ -267,7 +269,7 @@ def parse_v(spec, nranks, writable=False):
         counts = spec[1]
     if isinstance(counts, tuple) and len(counts) == 2 and not isinstance(counts[0], int):
         counts, displs = counts
-    mv = _view(buf, writable)
+    mv = as_view(buf, writable)
     if dt is None:
         fmt = mv.format
         dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE

@@ -9,11 +9,7 @@ from .request import Request
 
 
 class Prequest(Request):
-    __slots__ = ("_start",)
-
-    def __init__(self, request=None):
-        super().__init__(request)
-        self._start = getattr(request, "_start", None)
+    __slots__ = ()
 
     @classmethod
     def _persistent(cls, start):
@@ -21,16 +17,6 @@ class Prequest(Request):
         p = cls()
         p._start = start
         return p
-
-    def __bool__(self):
-        return self._start is not None or self._r is not None
-
-    def __eq__(self, other):
-        if not isinstance(other, Request):
-            return NotImplemented
-        return self._start is getattr(other, "_start", None) and self._r is other._r
-
-    __hash__ = Request.__hash__
 
     def Start(self):
         if self._start is None:
@@ -49,10 +35,3 @@ class Prequest(Request):
             r.Start()
 
     startall = Startall
-
-    def Free(self):
-        """Forget the request (an active round still completes in the background)."""
-        self._start = None
-        super().Free()
-
-    free = Free

@@ -96,4 +96,6 @@ def loads(message):
     if message.parts:
         parts = message.split()
         return loads_bytes(parts[0], parts[1:])
+    if not message.nbytes:
+        return None  # an empty message (a buffer send of nothing), as mpi4py has it
     return loads_bytes(message.bytes())

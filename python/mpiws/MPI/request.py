@@ -6,12 +6,14 @@ like mpi4py setting the handle to ``MPI.REQUEST_NULL``.
 
 import threading
 import time
+import weakref
 
 from .. import _core
 from . import pickled
 from . import events as events_
 from . import timeout as timeout_
-from .exception import ERR_CANCELLED, ERR_TIMEOUT, ERR_TRUNCATE, Exception as MPIException
+from .exception import ERR_CANCELLED, ERR_REQUEST, ERR_TIMEOUT, ERR_TRUNCATE, Exception as MPIException
+from .pair import Pair
 from .status import UNDEFINED, Status, fill
 
 # A watched request is completed by the handler thread or by its owner,
@@ -19,6 +21,12 @@ from .status import UNDEFINED, Status, fill
 _settling = threading.RLock()
 
 PROC_NULL = -1
+
+# How often a wait for many looks at generalized requests (seconds).
+_LOOK = 0.005
+
+# Requests whose handle number was asked for, by number (``tohandle``).
+_by_handle = weakref.WeakValueDictionary()
 
 # What a completed request yields.
 _SEND, _OBJECT, _BUFFER, _CALL = 0, 1, 2, 3
@@ -46,10 +54,14 @@ class Request:
     """``deadline`` (time.monotonic) is when the operation times out: a wait
     or test after it withdraws the operation and raises ERR_TIMEOUT."""
 
-    __slots__ = ("_r", "_kind", "_buf", "_limit", "_deadline", "_info", "_watch", "__weakref__")
+    __slots__ = ("_r", "_kind", "_buf", "_limit", "_deadline", "_info", "_watch", "_start", "__weakref__")
 
     def __init__(self, request=None, kind=_SEND, buf=None, limit=None, deadline=None):
+        self._start = None  # a persistent request's: how to start a round (MPI/persistent.py)
         if isinstance(request, Request):  # Request(other): copy the handle
+            if type(self) is not Request and type(request) is not Request and not isinstance(request, type(self)):
+                raise TypeError(f"expected a {type(self).__name__}, got a {type(request).__name__}")
+            self._start = request._start
             request, kind, buf, limit, deadline = request._r, request._kind, request._buf, request._limit, request._deadline
         self._r = request
         self._kind = kind
@@ -60,15 +72,43 @@ class Request:
         self._watch = None  # once events are asked for: _Watch
 
     def __bool__(self):
-        return self._r is not None
+        return self._r is not None or self._start is not None
 
     def __eq__(self, other):
         if not isinstance(other, Request):
             return NotImplemented
-        return self._r is other._r
+        return self._r is other._r and self._start is other._start
 
     def __hash__(self):
         return id(self._r)
+
+    # ---- handle numbers (requests are not on handle.Handle: each object
+    # completes on its own, as mpi4py's do once their handle is nulled) ----
+
+    @property
+    def handle(self):
+        return self.tohandle()
+
+    def tohandle(self):
+        """A number that ``fromhandle`` turns into another object for this
+        request while this one lives; 0 for a null request."""
+        if not self:
+            return 0
+        _by_handle[id(self)] = self
+        return id(self)
+
+    @classmethod
+    def fromhandle(cls, handle):
+        handle = int(handle)
+        if handle == 0:
+            return cls()
+        other = _by_handle.get(handle)
+        if other is None:
+            raise MPIException(ERR_REQUEST, f"no request has handle {handle:#x}")
+        return cls(other)
+
+    toint = py2f = tohandle
+    fromint = f2py = fromhandle
 
     def __reduce__(self):
         if self is REQUEST_NULL:
@@ -96,6 +136,9 @@ class Request:
     def _take(self, status):
         r, self._r = self._r, None
         msg = r.take()
+        if isinstance(msg, Status):  # a generalized request's query
+            fill(status, msg.source, msg.tag, msg._nbytes, msg._cancelled, msg.error)
+            return None
         if msg is None:  # a send
             fill(status, -2, -1, 0)
             return None
@@ -357,8 +400,10 @@ class Request:
     cancel = Cancel
 
     def Free(self):
-        """Forget the request; the operation still completes in the background."""
+        """Forget the request (a persistent one too); an active operation
+        still completes in the background."""
         self._r = None
+        self._start = None
 
     free = Free
 
@@ -376,8 +421,14 @@ class Request:
         end = timeout_.deadline(timeout)
         while not any(r._r.done() for r in rs):
             soonest = min((r._deadline for r in rs if r._deadline is not None), default=None)
-            if _core.wait_any([r._r for r in rs], timeout_.left(soonest, timeout_.left(end))):
-                return
+            cores = [_waitable(r._r) for r in rs]
+            limit = timeout_.left(soonest, timeout_.left(end))
+            if None in cores:
+                cores, limit = [c for c in cores if c is not None], min(limit if limit is not None else _LOOK, _LOOK)
+            if cores and _core.wait_any(cores, limit):
+                continue
+            if not cores:
+                time.sleep(limit)
             for r in rs:
                 if r._overdue():
                     r._expire()
@@ -532,6 +583,14 @@ class _Watch:
             waiters, self.waiters = self.waiters, []
         for fn in waiters:
             fn()
+
+
+def _waitable(core):
+    """The core request ``_core.wait_any`` can wait for in ``core``; None
+    for a generalized request (the program completes it: looked at often)."""
+    if isinstance(core, Pair):
+        return core.waitable()
+    return core if isinstance(core, _core.Request) else None
 
 
 def _status_at(statuses, i):

@@ -119,7 +119,7 @@ class Status:
         return f"<Status source={self.source} tag={self.tag} error={self.error} count={self._nbytes}>"
 
 
-def fill(status, source, tag, nbytes, cancelled=False):
+def fill(status, source, tag, nbytes, cancelled=False, error=SUCCESS):
     """Fill an optional user-supplied Status."""
     if status is not None:
-        status._set(source, tag, nbytes, cancelled)
+        status._set(source, tag, nbytes, cancelled, error)

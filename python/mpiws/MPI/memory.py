@@ -1,0 +1,125 @@
+"""``MPI.buffer`` (also ``MPI.memory``): bytes at an address as mpi4py has
+them, allocated (``allocate``, ``Alloc_mem``), another object's
+(``frombuffer``, ``buffer(obj)``) or raw (``fromaddress``); and the buffer
+``Attach_buffer`` gives buffered sends.
+
+The memory and its buffer protocol are the core's (``_core.Memory``); this
+is the sequence API over a memoryview of it. A slice is a buffer over the
+same bytes.
+"""
+
+from .. import _core
+from . import datatype
+
+BSEND_OVERHEAD = 96
+BUFFER_AUTOMATIC = 0
+
+
+class buffer(_core.Memory):
+    @staticmethod
+    def allocate(nbytes, clear=False):
+        if not isinstance(nbytes, int):
+            raise TypeError(f"expected an int, got {type(nbytes).__name__}")
+        if nbytes < 0:
+            raise ValueError(f"negative buffer length {nbytes}")
+        mem = buffer()
+        mem.attach(bytearray(nbytes))  # zeroed, clear or not
+        return mem
+
+    @staticmethod
+    def frombuffer(obj, readonly=False):
+        mem = buffer()
+        mem.attach(obj, readonly=True if readonly else False)
+        return mem
+
+    @staticmethod
+    def fromaddress(address, nbytes, readonly=False):
+        mem = buffer()
+        mem.at(address, nbytes, readonly)
+        return mem
+
+    format = property(lambda self: "B")
+    itemsize = property(lambda self: 1)
+
+    def __len__(self):
+        return self.nbytes
+
+    def _span(self, item):
+        """(start, stop) of a unit-step slice or (i, None) of an index."""
+        if isinstance(item, slice):
+            start, stop, step = item.indices(self.nbytes)
+            if step != 1:
+                raise IndexError("only contiguous slices of a buffer")
+            return start, max(stop, start)
+        if not isinstance(item, int):
+            raise TypeError(f"buffer indices must be integers or slices, not {type(item).__name__}")
+        i = item + self.nbytes if item < 0 else item
+        if not 0 <= i < self.nbytes:
+            raise IndexError("buffer index out of range")
+        return i, None
+
+    def __getitem__(self, item):
+        start, stop = self._span(item)
+        if stop is None:
+            return memoryview(self)[start]
+        return buffer.frombuffer(memoryview(self)[start:stop], self.readonly)
+
+    def __setitem__(self, item, value):
+        start, stop = self._span(item)
+        view = memoryview(self)
+        if stop is None:
+            view[start] = value
+        elif isinstance(value, int):
+            view[start:stop] = bytes([value]) * (stop - start)
+        else:
+            view[start:stop] = memoryview(value).cast("B")
+
+    def __delitem__(self, item):
+        raise NotImplementedError("a buffer's length is fixed")
+
+    def cast(self, format, shape=None):
+        view = memoryview(self)
+        return view.cast(format) if shape is None else view.cast(format, shape)
+
+    def tobytes(self, order=None):
+        return memoryview(self).tobytes(order)
+
+    def toreadonly(self):
+        if self.obj is not None:
+            return buffer.frombuffer(self.obj, readonly=True)
+        return buffer.fromaddress(self.address, self.nbytes, readonly=True)
+
+    def __repr__(self):
+        return f"<buffer address={self.address:#x} nbytes={self.nbytes} readonly={self.readonly}>"
+
+
+memory = buffer
+
+
+def Alloc_mem(size, info=None):
+    return buffer.allocate(size)
+
+
+def Free_mem(mem):
+    mem.release()
+
+
+_attached = None
+
+
+def Attach_buffer(buf):
+    """Give buffered sends a buffer. mpiws's sends never wait for their
+    receiver, so ``Bsend`` needs none; it is kept to be given back."""
+    global _attached
+    if buf is not BUFFER_AUTOMATIC and not isinstance(buf, buffer):
+        buf = buffer(datatype.as_view(buf))
+    if buf is not BUFFER_AUTOMATIC and buf.readonly:
+        raise BufferError("a buffered sends' buffer must be writable")
+    _attached = buf
+
+
+def Detach_buffer():
+    """The buffer ``Attach_buffer`` gave (None if none)."""
+    global _attached
+    buf, _attached = _attached, None
+    return buf

@@ -47,3 +47,13 @@ pub fn call(
         _ => return Err(mpi_err(ErrorClass::Arg, format!("unknown collective '{name}'"))),
     })
 }
+
+/// `inoutbuf = inbuf op inoutbuf` with a builtin op on typed buffers
+/// (`Op.Reduce_local`), the GIL released for the arithmetic.
+#[pyfunction]
+pub fn reduce_local(py: Python<'_>, op: (String, String), inbuf: &Bound<'_, PyAny>, inoutbuf: &Bound<'_, PyAny>) -> PyResult<()> {
+    let op = Op::new(&op.0, &op.1).py_err()?;
+    let left = to_bytes(inbuf)?;
+    let mut right = crate::buffers::Dest::get(inoutbuf)?;
+    py.detach(|| op.apply(&left, right.slice())).py_err()
+}

@@ -29,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(endpoint::sandbox_begin, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::sandbox_report, m)?)?;
     m.add_function(wrap_pyfunction!(request::wait_any, m)?)?;
+    m.add_function(wrap_pyfunction!(collective::reduce_local, m)?)?;
     m.add_function(wrap_pyfunction!(client::rendezvous_register, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::exit_on_signals, m)?)?;
     m.add("ANY_SOURCE", mpiws_core::mpi::ANY_SOURCE)?;

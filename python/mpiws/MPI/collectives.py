@@ -18,7 +18,7 @@ import weakref
 
 from . import datatype, pickled
 from .exception import ERR_ARG, ERR_TRUNCATE, Exception as MPIException
-from .op import SUM, as_op, fold
+from .op import SUM, as_op, fold, folded_here
 from .request import _CALL, Request
 
 IN_PLACE = -1
@@ -80,17 +80,12 @@ def _numeric_array(obj):
     return numpy.ascontiguousarray(obj)
 
 
-def _typed(b, dt):
-    mv = memoryview(b)
-    return mv.cast(dt.typecode) if len(dt.typecode) == 1 and dt.typecode not in "gc" else mv
-
-
 def _user_fold(chunks, dt, op):
     """Fold raw buffers in rank order with a user op ``f(invec, inoutvec, datatype)``."""
     acc = bytearray(chunks[0])
     for c in chunks[1:]:
         out = bytearray(c)
-        op._fn(_typed(acc, dt), _typed(out, dt), dt)
+        op._fn(datatype.typed(acc, dt), datatype.typed(out, dt), dt)
         acc = out
     return acc
 
@@ -111,6 +106,11 @@ def _both(prepare):
         return req._describe(call=name, source=self._core.rank)._schedule(schedule)
 
     return blocking, nonblocking
+
+
+def _in_place(buf):
+    """``IN_PLACE``, or None where a buffer collective takes it (as mpi4py does)."""
+    return buf is None or buf is IN_PLACE
 
 
 def _root(root):
@@ -232,10 +232,10 @@ class Collectives:
         n, at_root = c.size, c.rank == _root(root)
         post, rview = _nothing, None
         if at_root:
-            rview, _, _ = datatype.parse(recvbuf, writable=True)
+            rview, _, _ = datatype.parse(recvbuf, writable=True, blocks=c.size)
             blocks = self._blocks_of(rview)
             post = _placed(rview, [i * len(blocks[0]) for i in range(n)], [len(b) for b in blocks])
-        send = bytes(blocks[c.rank]) if sendbuf is IN_PLACE and at_root else datatype.parse(sendbuf)[0]
+        send = bytes(blocks[c.rank]) if _in_place(sendbuf) and at_root else datatype.parse(sendbuf)[0]
         return "gather", post, dict(root=root, data=send, hint=len(send))
 
     def _Gatherv(self, sendbuf, recvbuf=None, root=0):
@@ -246,7 +246,7 @@ class Collectives:
             raw, dt, counts, displs = datatype.parse_v(recvbuf, c.size, writable=True)
             size = dt.Get_size()
             post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
-            if sendbuf is IN_PLACE:
+            if _in_place(sendbuf):
                 d, k = displs[c.rank] * size, counts[c.rank] * size
                 sendbuf = bytes(raw[d:d + k])
         send = datatype.parse(sendbuf)[0]
@@ -255,8 +255,8 @@ class Collectives:
     def _Scatter(self, sendbuf, recvbuf=None, root=0):
         c = self._core
         at_root = c.rank == _root(root)
-        blocks = self._blocks_of(datatype.parse(sendbuf)[0]) if at_root else None
-        if at_root and recvbuf is IN_PLACE:
+        blocks = self._blocks_of(datatype.parse(sendbuf, blocks=c.size)[0]) if at_root else None
+        if at_root and _in_place(recvbuf):
             return "scatter", _nothing, dict(root=root, blocks=blocks)
         rview, _, _ = datatype.parse(recvbuf, writable=True)
         return "scatter", _into(rview), dict(root=root, blocks=blocks, hint=rview.nbytes)
@@ -269,16 +269,16 @@ class Collectives:
             raw, dt, counts, displs = datatype.parse_v(sendbuf, c.size)
             size = dt.Get_size()
             blocks = [raw[d * size:(d + k) * size] for k, d in zip(counts, displs)]
-            if recvbuf is IN_PLACE:
+            if _in_place(recvbuf):
                 return "scatter", _nothing, dict(root=root, blocks=blocks)
         rview, _, _ = datatype.parse(recvbuf, writable=True)
         return "scatter", _into(rview), dict(root=root, blocks=blocks)
 
     def _Allgather(self, sendbuf, recvbuf):
         c = self._core
-        rview, _, _ = datatype.parse(recvbuf, writable=True)
+        rview, _, _ = datatype.parse(recvbuf, writable=True, blocks=c.size)
         blocks = self._blocks_of(rview)
-        send = bytes(blocks[c.rank]) if sendbuf is IN_PLACE else datatype.parse(sendbuf)[0]
+        send = bytes(blocks[c.rank]) if _in_place(sendbuf) else datatype.parse(sendbuf)[0]
         post = _placed(rview, [i * len(blocks[0]) for i in range(c.size)], [len(b) for b in blocks])
         return "allgather", post, dict(data=send, hint=len(send))
 
@@ -286,15 +286,15 @@ class Collectives:
         c = self._core
         raw, dt, counts, displs = datatype.parse_v(recvbuf, c.size, writable=True)
         size = dt.Get_size()
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             d, k = displs[c.rank] * size, counts[c.rank] * size
             sendbuf = bytes(raw[d:d + k])
         post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
         return "allgather", post, dict(data=datatype.parse(sendbuf)[0])
 
     def _Alltoall(self, sendbuf, recvbuf):
-        rview, _, _ = datatype.parse(recvbuf, writable=True)
-        send = bytes(rview) if sendbuf is IN_PLACE else datatype.parse(sendbuf)[0]
+        rview, _, _ = datatype.parse(recvbuf, writable=True, blocks=self._core.size)
+        send = bytes(rview) if _in_place(sendbuf) else datatype.parse(sendbuf, blocks=self._core.size)[0]
         blocks = self._blocks_of(send if isinstance(send, memoryview) else memoryview(send))
         sizes = [len(b) for b in self._blocks_of(rview)]
         post = _placed(rview, [i * sizes[0] for i in range(len(sizes))], sizes)
@@ -303,7 +303,7 @@ class Collectives:
     def _Alltoallv(self, sendbuf, recvbuf):
         n = self._core.size
         rraw, rdt, rcounts, rdispls = datatype.parse_v(recvbuf, n, writable=True)
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             sendbuf = [bytes(rraw), rcounts, rdispls, rdt]
         sraw, sdt, scounts, sdispls = datatype.parse_v(sendbuf, n)
         ss, rs = sdt.Get_size(), rdt.Get_size()
@@ -311,10 +311,23 @@ class Collectives:
         post = _placed(rraw, [d * rs for d in rdispls], [k * rs for k in rcounts])
         return "alltoall", post, dict(blocks=blocks)
 
+    def _Alltoallw(self, sendbuf, recvbuf):
+        n = self._core.size
+        rviews = datatype.parse_w(recvbuf, n, writable=True)
+        sblocks = [bytes(v) for v in rviews] if _in_place(sendbuf) else datatype.parse_w(sendbuf, n)
+
+        def post(msg):
+            for i, (got, view) in enumerate(zip(msg.split(), rviews)):
+                if len(got) != view.nbytes:
+                    raise MPIException(ERR_TRUNCATE, f"block from rank {i} has {len(got)} bytes, expected {view.nbytes}")
+                view[:] = got
+
+        return "alltoall", post, dict(blocks=sblocks)
+
     def _reduce_buffers(self, name, sendbuf, recvbuf, op, root=0):
         """(send view, datatype, receive view or None, op) for a buffer reduction."""
         op = as_op(op)
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             sendbuf = recvbuf
             if recvbuf is None:
                 raise MPIException(ERR_ARG, f"{name} with IN_PLACE needs a receive buffer")
@@ -353,27 +366,27 @@ class Collectives:
     def _Reduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
         _root(root)
         send, dt, rview, op = self._reduce_buffers("reduce", sendbuf, recvbuf, op, root)
-        if op._core is None:
-            return self._user_op("reduce", send, dt, rview, op, root)
+        if here := folded_here(op, dt):
+            return self._user_op("reduce", send, dt, rview, here, root)
         post = _into(rview) if rview is not None else _nothing
         return "reduce", post, dict(root=root, data=send, op=(op._core, datatype.reduce_code(dt)))
 
     def _Allreduce(self, sendbuf, recvbuf, op=SUM):
         send, dt, rview, op = self._reduce_buffers("allreduce", sendbuf, recvbuf, op)
-        if op._core is None:
-            return self._user_op("allreduce", send, dt, rview, op)
+        if here := folded_here(op, dt):
+            return self._user_op("allreduce", send, dt, rview, here)
         return "allreduce", _into(rview), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
 
     def _Scan(self, sendbuf, recvbuf, op=SUM):
         send, dt, rview, op = self._reduce_buffers("scan", sendbuf, recvbuf, op)
-        if op._core is None:
-            return self._user_op("scan", send, dt, rview, op)
+        if here := folded_here(op, dt):
+            return self._user_op("scan", send, dt, rview, here)
         return "scan", _into(rview), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
 
     def _Exscan(self, sendbuf, recvbuf, op=SUM):
         send, dt, rview, op = self._reduce_buffers("exscan", sendbuf, recvbuf, op)
-        if op._core is None:
-            return self._user_op("exscan", send, dt, rview, op)
+        if here := folded_here(op, dt):
+            return self._user_op("exscan", send, dt, rview, here)
         post = _into(rview)
         return "exscan", (lambda m: post(m) if m.parts else None), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
 
@@ -381,20 +394,22 @@ class Collectives:
         n = self._core.size
         send, dt, rview, op = self._reduce_buffers("reduce_scatter", sendbuf, recvbuf, op)
         size = dt.Get_size()
-        if recvcounts is None:
+        if recvcounts is None and _in_place(sendbuf):
             recvcounts = [len(send) // size // n] * n
+        elif recvcounts is None:  # each rank's own receive count, gathered (as mpi4py does)
+            recvcounts = self.allgather(rview.nbytes // size if size else 0)
         if len(recvcounts) != n:
             raise ValueError(f"recvcounts needs one entry per rank ({n})")
         counts = [int(k) * size for k in recvcounts]
         mine = counts[self._core.rank]
-        target = rview[:mine] if sendbuf is IN_PLACE else rview
-        if op._core is None:
-            return self._user_op("reduce_scatter", send, dt, target, op, counts=counts)
+        target = rview[:mine] if _in_place(sendbuf) or sendbuf is recvbuf else rview
+        if here := folded_here(op, dt):
+            return self._user_op("reduce_scatter", send, dt, target, here, counts=counts)
         return "reduce_scatter", _into(target), dict(data=send, counts=counts, op=(op._core, datatype.reduce_code(dt)))
 
     def _Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
         n = self._core.size
-        if sendbuf is IN_PLACE:
+        if _in_place(sendbuf):
             view = datatype.parse(recvbuf, writable=True)[0]
             return self._Reduce_scatter(IN_PLACE, recvbuf, [view.nbytes // n // datatype.parse(recvbuf)[1].Get_size()] * n, op)
         rview, dt, count = datatype.parse(recvbuf, writable=True)
@@ -410,6 +425,7 @@ class Collectives:
     Allgatherv, Iallgatherv = _both(_Allgatherv)
     Alltoall, Ialltoall = _both(_Alltoall)
     Alltoallv, Ialltoallv = _both(_Alltoallv)
+    Alltoallw, Ialltoallw = _both(_Alltoallw)
     Reduce, Ireduce = _both(_Reduce)
     Allreduce, Iallreduce = _both(_Allreduce)
     Reduce_scatter, Ireduce_scatter = _both(_Reduce_scatter)

@@ -201,8 +201,10 @@ class _Interface:
     memory's owner alive as long as the view."""
 
 
-def parse(spec, writable=False):
-    """(bytes view, datatype, count) for a buffer specification."""
+def parse(spec, writable=False, blocks=1):
+    """(bytes view, datatype, count) for a buffer specification; for a
+    collective's buffer of ``blocks`` blocks (one per rank), a count given
+    is per block, as mpi4py reads it."""
     count = displ = None
     dt = None
     if isinstance(spec, (list, tuple)):
@@ -226,15 +228,59 @@ def parse(spec, writable=False):
         dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
     raw = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
     size = dt.Get_size()
+    explicit = count is not None
     if count is None:
         count = raw.nbytes // size if size else 0
     if count < 0:
         raise ValueError(f"negative count {count}")
     start = (displ or 0) * size
-    stop = start + count * size
+    stop = start + count * size * (blocks if explicit else 1)
     if stop > raw.nbytes:
         raise ValueError(f"buffer of {raw.nbytes} bytes too small for {count} x {dt.name} at displacement {displ or 0}")
     return raw[start:stop], dt, count
+
+
+def typed(b, dt):
+    """``b`` as ``dt``'s elements where memoryview knows them, else bytes."""
+    mv = memoryview(b)
+    try:
+        return mv.cast(dt.typecode)
+    except (ValueError, TypeError):
+        return mv
+
+
+def parse_w(spec, nranks, writable=False):
+    """Per rank, the bytes of a ``w`` vector specification, read as mpi4py
+    reads one: ``[buf, types]`` (one item each at the start),
+    ``[buf, (counts, displs), types]`` or ``[buf, counts, displs, types]``;
+    displacements in bytes, from the buffer or, for ``BOTTOM`` (0), from
+    address 0; ``types``: one datatype or one per rank."""
+    if not isinstance(spec, (list, tuple)) or len(spec) not in (2, 3, 4):
+        raise ValueError("message: expecting 2 to 4 items")
+    counts = displs = None
+    if len(spec) == 2:
+        buf, types = spec
+    elif len(spec) == 3:
+        buf, (counts, displs), types = spec
+    else:
+        buf, counts, displs, types = spec
+    types = [_as_datatype(t) for t in types] if isinstance(types, (list, tuple)) else [_as_datatype(types)] * nranks
+    counts = [1] * nranks if counts is None else [int(c) for c in counts]
+    displs = [0] * nranks if displs is None else [int(d) for d in displs]
+    if not len(types) == len(counts) == len(displs) == nranks:
+        raise ValueError(f"counts, displacements and types need one entry per rank ({nranks})")
+    if isinstance(buf, int) and buf == 0:  # BOTTOM: displacements are addresses
+        from .memory import buffer
+
+        return [memoryview(buffer.fromaddress(d, c * t.Get_size(), not writable)) for c, d, t in zip(counts, displs, types)]
+    raw = as_view(buf, writable).cast("B")
+    views = []
+    for c, d, t in zip(counts, displs, types):
+        n = c * t.Get_size()
+        if c < 0 or d < 0 or d + n > raw.nbytes:
+            raise ValueError(f"block of {c} x {t.name} at byte {d} is outside a buffer of {raw.nbytes} bytes")
+        views.append(raw[d:d + n])
+    return views
 
 
 _PAIRS = {"fi": "fi", "di": "di", "li": "li", "ii": "2i", "hi": "si"}
@@ -256,25 +302,36 @@ def reduce_code(dt):
 
 def parse_v(spec, nranks, writable=False):
     """(whole buffer as bytes, datatype, counts, displacements) for a vector
-    specification ``[buf, counts, displs, datatype]``, ``[buf, (counts,
-    displs), datatype]`` or ``[buf, counts, datatype]`` (packed), in elements."""
-    if not isinstance(spec, (list, tuple)) or len(spec) not in (2, 3, 4):
-        raise ValueError("vector buffer specification must be [buf, counts, displs, datatype] or [buf, (counts, displs), datatype]")
-    buf, dt, displs = spec[0], None, None
-    if len(spec) == 4:
-        counts, displs, dt = spec[1], spec[2], _as_datatype(spec[3])
-    elif len(spec) == 3:
-        counts, dt = spec[1], _as_datatype(spec[2])
-    else:
-        counts = spec[1]
-    if isinstance(counts, tuple) and len(counts) == 2 and not isinstance(counts[0], int):
-        counts, displs = counts
+    specification, in elements, read as mpi4py reads one: ``buf``,
+    ``[buf, counts]``, ``[buf, datatype]``, ``[buf, counts, datatype]``,
+    ``[buf, counts, displs, datatype]``, where a tuple in place of counts is
+    ``(counts, displs)``; counts None: the buffer split as evenly as it goes,
+    an int: that many for every rank; displs None: packed, an int: that
+    stride."""
+    buf, counts, displs, dt = spec, None, None, None
+    if isinstance(spec, (list, tuple)):
+        if len(spec) == 2:
+            buf, counts = spec
+            if isinstance(counts, (Datatype, str)):
+                counts, dt = None, _as_datatype(counts)
+        elif len(spec) == 3:
+            buf, counts, dt = spec[0], spec[1], _as_datatype(spec[2])
+        elif len(spec) == 4:
+            buf, counts, displs, dt = spec[0], spec[1], spec[2], _as_datatype(spec[3])
+        else:
+            raise ValueError("message: expecting 2 to 4 items")
+        if isinstance(counts, tuple) and len(spec) in (2, 3):
+            counts, displs = counts
     mv = as_view(buf, writable)
     if dt is None:
         fmt = mv.format
         dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
     raw = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
-    if isinstance(counts, int):
+    size = dt.Get_size()
+    if counts is None:
+        items = raw.nbytes // size if size else 0
+        counts = [items // nranks + (items % nranks > i) for i in range(nranks)]
+    elif isinstance(counts, int):
         counts = [counts] * nranks
     counts = [int(c) for c in counts]
     if displs is None:
@@ -282,10 +339,11 @@ def parse_v(spec, nranks, writable=False):
         for c in counts:
             displs.append(at)
             at += c
+    elif isinstance(displs, int):
+        displs = [displs * i for i in range(nranks)]
     displs = [int(d) for d in displs]
     if len(counts) != nranks or len(displs) != nranks:
         raise ValueError(f"counts and displacements need one entry per rank ({nranks})")
-    size = dt.Get_size()
     for c, d in zip(counts, displs):
         if c < 0 or d < 0 or (d + c) * size > raw.nbytes:
             raise ValueError(f"block of {c} x {dt.name} at displacement {d} is outside a buffer of {raw.nbytes} bytes")

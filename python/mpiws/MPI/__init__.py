@@ -30,7 +30,9 @@ from .collectives import IN_PLACE
 from .datatype import *  # noqa: F401,F403  (BYTE, INT, DOUBLE, ...)
 from .datatype import Datatype
 from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
-from .exception import Exception, Get_error_class, Get_error_string
+from .exception import (Add_error_class, Add_error_code, Add_error_string, Exception, Get_error_class, Get_error_string,
+                        Remove_error_class, Remove_error_code, Remove_error_string)
+from .attributes import APPNUM, HOST, IO, KEYVAL_INVALID, LASTUSEDCODE, UNIVERSE_SIZE, WTIME_IS_GLOBAL
 from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, Schedule
 from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group
@@ -41,12 +43,13 @@ from .memory import BSEND_OVERHEAD, BUFFER_AUTOMATIC, Alloc_mem, Attach_buffer, 
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from .op import Op
 from .persistent import Prequest
+from .pickled import pickle
 from .request import REQUEST_NULL, Request
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, Status
 
 PROC_NULL = _core.PROC_NULL
 ROOT = -3
-TAG_UB = _core.TAG_UB
+from .attributes import TAG_UB  # the key; its value is _core.TAG_UB
 BOTTOM = 0
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 VERSION, SUBVERSION = 3, 1
@@ -70,6 +73,20 @@ def Get_processor_name():
 
 def Get_version():
     return (VERSION, SUBVERSION)
+
+
+def Pcontrol(level):
+    """Profiling control: mpiws has no profiling layer to tell (accepted, as MPI allows)."""
+    if not isinstance(level, int):
+        raise TypeError(f"level must be an int, got {type(level).__name__}")
+
+
+def Get_hw_resource_info():
+    """What this process runs on: host name and CPU count, as an Info."""
+    import os as _os
+
+    return Info.Create({"mpi_hw_resource_type": "mpi_shared_memory", "host": _socket.gethostname(),
+                        "cpus": str(len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count())})
 
 
 def Get_address(location):

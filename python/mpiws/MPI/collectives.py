@@ -13,7 +13,6 @@ module lists the names.
 """
 
 import functools
-import pickle
 import weakref
 
 from . import datatype, pickled
@@ -31,7 +30,7 @@ _forced = weakref.WeakKeyDictionary()
 
 
 def _dumps(obj):
-    return pickle.dumps(obj, protocol=5)
+    return pickled.pickle.dumps(obj)
 
 
 def _nothing(msg):
@@ -39,12 +38,12 @@ def _nothing(msg):
 
 
 def _first_object(msg):
-    return pickled.loads_bytes(msg.blocks()[0])
+    return pickled.pickle.loads(msg.blocks()[0])
 
 
 def _objects_or_none(msg):
     blocks = msg.blocks()
-    return [pickled.loads_bytes(b) for b in blocks] if blocks else None
+    return [pickled.pickle.loads(b) for b in blocks] if blocks else None
 
 
 def _into(view):

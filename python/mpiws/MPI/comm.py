@@ -11,10 +11,12 @@ import zlib
 from urllib.parse import urlsplit
 
 from .. import binding
+from .._core import TAG_UB as _TAG_UB
 from . import datatype, pickled
 from . import events as events_
 from . import timeout as timeout_
 from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, Exception as MPIException
+from .attributes import APPNUM, HOST, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL, Attributes
 from .collectives import Collectives
 from .handle import Handle, predefine
 from .info import Info
@@ -61,7 +63,7 @@ class _Bound:
         return getattr(binding.current(), self.which)
 
 
-class Comm(Handle, Collectives):
+class Comm(Handle, Attributes, Collectives):
     """A communication context over a group of ranks."""
 
     __slots__ = ()
@@ -140,6 +142,7 @@ class Comm(Handle, Collectives):
         c = self._core
         dup = Intracomm._wrap(c.derive(c.next_context(0), c.group))
         dup._state().info = dict(self._state().info)
+        self._copy_attrs(dup)
         if info:
             dup.Set_info(info)
         return dup
@@ -183,7 +186,17 @@ class Comm(Handle, Collectives):
         return Intercomm()
 
     def Free(self):
+        self._state()
+        self._drop_attrs()
         self._release()
+
+    def _predefined_attr(self, keyval):
+        """What MPI reports under the predefined keys (as of COMM_WORLD)."""
+        from . import exception
+
+        return {TAG_UB: _TAG_UB, HOST: PROC_NULL, IO: ANY_SOURCE, WTIME_IS_GLOBAL: False,
+                UNIVERSE_SIZE: COMM_WORLD.Get_size() if COMM_WORLD else None, APPNUM: 0,
+                LASTUSEDCODE: exception.last_used_code()}[keyval]
 
     def Split(self, color=0, key=0):
         """Partition by ``color``, order each part by ``key`` (then rank)."""

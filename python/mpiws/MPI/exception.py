@@ -1,5 +1,7 @@
 """``MPI.Exception`` and MPI's error classes (valued as in MPICH)."""
 
+import operator
+
 from .. import _core
 
 SUCCESS = 0
@@ -106,13 +108,13 @@ class Exception(RuntimeError):  # noqa: A001 - mirrors mpi4py's MPI.Exception
     """An MPI error: ``Get_error_class()`` tells which."""
 
     def __init__(self, ierr=SUCCESS, message=None):
-        self.ierr = int(ierr)
+        self.ierr = int(ierr) if int(ierr) >= SUCCESS else ERR_UNKNOWN
         self.message = message
         super().__init__(self.ierr, message)
 
     @property
     def error_class(self):
-        return self.ierr
+        return Get_error_class(self.ierr)
 
     @property
     def error_code(self):
@@ -123,12 +125,14 @@ class Exception(RuntimeError):  # noqa: A001 - mirrors mpi4py's MPI.Exception
         return self.Get_error_string()
 
     def Get_error_class(self):
-        return self.ierr
+        return Get_error_class(self.ierr)
 
     def Get_error_code(self):
         return self.ierr
 
     def Get_error_string(self):
+        if self.ierr in _added_text:
+            return _added_text[self.ierr]
         text = _TEXT.get(self.ierr, "unknown error")
         name = _name(self.ierr)
         return f"{name}: {self.message}" if self.message else f"{name}: {text}"
@@ -136,12 +140,33 @@ class Exception(RuntimeError):  # noqa: A001 - mirrors mpi4py's MPI.Exception
     def __int__(self):
         return self.ierr
 
-    def __eq__(self, other):
+    def __bool__(self):
+        return self.ierr != SUCCESS
+
+    def _cmp(self, other, op):
         if isinstance(other, Exception):
-            return self.ierr == other.ierr
+            return op(self.ierr, other.ierr)
         if isinstance(other, int):
-            return self.ierr == other
+            return op(self.ierr, other)
         return NotImplemented
+
+    def __eq__(self, other):
+        return self._cmp(other, operator.eq)
+
+    def __ne__(self, other):
+        return self._cmp(other, operator.ne)
+
+    def __lt__(self, other):
+        return self._cmp(other, operator.lt)
+
+    def __le__(self, other):
+        return self._cmp(other, operator.le)
+
+    def __gt__(self, other):
+        return self._cmp(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._cmp(other, operator.ge)
 
     def __hash__(self):
         return hash(self.ierr)
@@ -150,15 +175,85 @@ class Exception(RuntimeError):  # noqa: A001 - mirrors mpi4py's MPI.Exception
         return self.Get_error_string()
 
     def __repr__(self):
+        if self.message is None:
+            return f"MPI.Exception({self.ierr})"
         return f"MPI.Exception({self.ierr}, {self.message!r})"
 
 
+# ---- error classes and codes a program adds (MPI_Add_error_class & co.) ----
+
+#: Each added code's class (an added class is its own), and its text.
+_added_class = {}
+_added_text = {}
+_last_used = [ERR_LASTCODE]
+
+
+def last_used_code():
+    """The last error class or code added (``LASTUSEDCODE``)."""
+    return _last_used[0]
+
+
+def _added(errorcode):
+    if errorcode not in _added_class:
+        raise Exception(ERR_ARG, f"{errorcode} is no error code or class added by Add_error_class/Add_error_code")
+
+
+def Add_error_class():
+    _last_used[0] += 1
+    _added_class[_last_used[0]] = _last_used[0]
+    _added_text[_last_used[0]] = ""
+    return _last_used[0]
+
+
+def Add_error_code(errorclass):
+    if errorclass not in _NAMES and _added_class.get(errorclass) != errorclass:
+        raise Exception(ERR_ARG, f"{errorclass} is no error class")
+    _last_used[0] += 1
+    _added_class[_last_used[0]] = errorclass
+    _added_text[_last_used[0]] = ""
+    return _last_used[0]
+
+
+def Add_error_string(errorcode, string):
+    _added(errorcode)
+    _added_text[errorcode] = str(string)
+
+
+def Remove_error_string(errorcode):
+    _added(errorcode)
+    _added_text[errorcode] = ""
+
+
+def Remove_error_code(errorcode):
+    _added(errorcode)
+    if _added_class[errorcode] == errorcode:
+        raise Exception(ERR_ARG, f"{errorcode} is an error class: Remove_error_class removes it")
+    if _added_text[errorcode]:
+        raise Exception(ERR_ARG, f"error code {errorcode} still has a string: Remove_error_string first")
+    del _added_class[errorcode], _added_text[errorcode]
+
+
+def Remove_error_class(errorclass):
+    _added(errorclass)
+    if any(c == errorclass and k != errorclass for k, c in _added_class.items()):
+        raise Exception(ERR_ARG, f"error class {errorclass} still has codes")
+    if _added_text[errorclass]:
+        raise Exception(ERR_ARG, f"error class {errorclass} still has a string: Remove_error_string first")
+    del _added_class[errorclass], _added_text[errorclass]
+
+
 def Get_error_class(errorcode):
-    return int(errorcode)
+    errorcode = int(errorcode)
+    if errorcode < SUCCESS:
+        return ERR_UNKNOWN
+    return _added_class.get(errorcode, errorcode)
 
 
 def Get_error_string(errorcode):
     return Exception(errorcode).Get_error_string()
+
+
+__all__ = [n for n in globals() if n.startswith("ERR_") or n == "SUCCESS"]
 
 
 _core.set_error_type(Exception)

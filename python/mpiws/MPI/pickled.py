@@ -10,12 +10,11 @@ the types the deployer names. Everything is unpickled here, one way.
 """
 
 import io
-import pickle
+import pickle as _pickle
 
 from .. import binding
 
-PROTOCOL = 5
-#: Buffers smaller than this stay inside the pickle.
+#: Buffers smaller than this stay inside the pickle (``MPI.pickle.THRESHOLD``).
 OUT_OF_BAND_FROM = 64 * 1024
 
 #: What a restricted unpickler builds: plain data, and numpy arrays, dtypes
@@ -32,24 +31,7 @@ SAFE = frozenset(
 )
 
 
-def dumps(obj):
-    """The parts to send: the pickle, then each out-of-band buffer."""
-    buffers = []
-
-    def keep_out_of_band(pb):
-        try:
-            raw = pb.raw()
-        except BufferError:  # not contiguous: pickle it in band
-            return True
-        if raw.nbytes < OUT_OF_BAND_FROM:
-            return True
-        buffers.append(raw)
-        return False
-
-    return [pickle.dumps(obj, protocol=PROTOCOL, buffer_callback=keep_out_of_band), *buffers]
-
-
-class Restricted(pickle.Unpickler):
+class Restricted(_pickle.Unpickler):
     """An unpickler that builds only the globals in ``allowed``."""
 
     def __init__(self, data, buffers, allowed):
@@ -59,7 +41,7 @@ class Restricted(pickle.Unpickler):
     def find_class(self, module, name):
         if (module, name) in self.allowed:
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(
+        raise _pickle.UnpicklingError(
             f"mpiws: refusing to unpickle {module}.{name}: this service only accepts plain data and numpy arrays "
             f"(its deployer can allow the type with --pickle-allow {module}.{name}, or any with --pickle full)"
         )
@@ -87,15 +69,74 @@ def loads_bytes(data, buffers=()):
     """Unpickle ``data`` as the calling thread's instance may."""
     restricted = binding.current().loads
     if restricted is None:
-        return pickle.loads(data, buffers=buffers)
+        return _pickle.loads(data, buffers=buffers)
     return restricted(data, buffers)
 
 
+class Pickle:
+    """``MPI.pickle``: how objects become bytes and back, for every object
+    message and collective. ``__init__(dumps, loads, protocol)`` puts
+    another serializer in (json, marshal, dill: ``dumps(obj[, protocol])``
+    and ``loads(data)``), as in mpi4py; ``__init__()`` restores pickle, with
+    this instance's unpickling policy and large buffers out of band."""
+
+    def __init__(self, dumps=None, loads=None, protocol=None):
+        self._dumps, self._loads = dumps, loads
+        if protocol is None and dumps is None:
+            protocol = _pickle.HIGHEST_PROTOCOL
+        elif protocol is not None and protocol < 0:
+            protocol = _pickle.HIGHEST_PROTOCOL
+        self.PROTOCOL = protocol
+        #: Buffers smaller than this stay inside the pickle.
+        self.THRESHOLD = OUT_OF_BAND_FROM
+
+    def dumps(self, obj):
+        """``obj`` as one bytes object."""
+        if self._dumps is None:
+            return _pickle.dumps(obj, protocol=self.PROTOCOL)
+        return self._dumps(obj) if self.PROTOCOL is None else self._dumps(obj, self.PROTOCOL)
+
+    def loads(self, data, buffers=()):
+        if self._loads is None:
+            return loads_bytes(data, buffers)
+        return self._loads(data)
+
+    def parts(self, obj):
+        """The parts of a message carrying ``obj``: the pickle, then each
+        out-of-band buffer (pickle protocol 5 only)."""
+        if self._dumps is not None or self.PROTOCOL < 5:
+            return [self.dumps(obj)]
+        buffers = []
+
+        def keep_out_of_band(pb):
+            try:
+                raw = pb.raw()
+            except BufferError:  # not contiguous: pickle it in band
+                return True
+            if raw.nbytes < self.THRESHOLD:
+                return True
+            buffers.append(raw)
+            return False
+
+        return [_pickle.dumps(obj, protocol=self.PROTOCOL, buffer_callback=keep_out_of_band), *buffers]
+
+    def __repr__(self):
+        return f"<pickle dumps={self._dumps or _pickle.dumps} protocol={self.PROTOCOL}>"
+
+
+pickle = Pickle()
+
+
+def dumps(obj):
+    """The parts of a message carrying ``obj`` (``MPI.pickle``)."""
+    return pickle.parts(obj)
+
+
 def loads(message):
-    """Unpickle a received core Message."""
+    """The object a received core Message carries."""
     if message.parts:
         parts = message.split()
-        return loads_bytes(parts[0], parts[1:])
+        return pickle.loads(parts[0], parts[1:])
     if not message.nbytes:
         return None  # an empty message (a buffer send of nothing), as mpi4py has it
-    return loads_bytes(message.bytes())
+    return pickle.loads(message.bytes())

@@ -34,18 +34,21 @@ from .exception import (Add_error_class, Add_error_code, Add_error_string, Excep
                         Remove_error_class, Remove_error_code, Remove_error_string)
 from .attributes import APPNUM, HOST, IO, KEYVAL_INVALID, LASTUSEDCODE, UNIVERSE_SIZE, WTIME_IS_GLOBAL
 from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, Schedule
+from .errhandler import ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, Errhandler
 from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group
 from .handle import addressof as _addressof, sizeof as _sizeof
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
-from .memory import BSEND_OVERHEAD, BUFFER_AUTOMATIC, Alloc_mem, Attach_buffer, Detach_buffer, Free_mem, buffer, memory
+from .memory import (BSEND_OVERHEAD, BUFFER_AUTOMATIC, Alloc_mem, Attach_buffer, Detach_buffer, Flush_buffer, Free_mem,
+                     Iflush_buffer, buffer, memory)
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from .op import Op
 from .persistent import Prequest
 from .pickled import pickle
 from .request import REQUEST_NULL, Request
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, Status
+from .unsupported import FILE_NULL, SESSION_NULL, WIN_NULL, File, Session, Win
 
 PROC_NULL = _core.PROC_NULL
 ROOT = -3

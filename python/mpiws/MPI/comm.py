@@ -12,12 +12,13 @@ from urllib.parse import urlsplit
 
 from .. import binding
 from .._core import TAG_UB as _TAG_UB
-from . import datatype, pickled
+from . import datatype, memory, pickled
 from . import events as events_
 from . import timeout as timeout_
 from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, Exception as MPIException
 from .attributes import APPNUM, HOST, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL, Attributes
 from .collectives import Collectives
+from .errhandler import Handled
 from .handle import Handle, predefine
 from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
@@ -63,7 +64,7 @@ class _Bound:
         return getattr(binding.current(), self.which)
 
 
-class Comm(Handle, Attributes, Collectives):
+class Comm(Handle, Attributes, Handled, Collectives):
     """A communication context over a group of ranks."""
 
     __slots__ = ()
@@ -143,6 +144,7 @@ class Comm(Handle, Attributes, Collectives):
         dup = Intracomm._wrap(c.derive(c.next_context(0), c.group))
         dup._state().info = dict(self._state().info)
         self._copy_attrs(dup)
+        self._copy_errhandler(dup)
         if info:
             dup.Set_info(info)
         return dup
@@ -188,6 +190,7 @@ class Comm(Handle, Attributes, Collectives):
     def Free(self):
         self._state()
         self._drop_attrs()
+        self._drop_errhandler()
         self._release()
 
     def _predefined_attr(self, keyval):
@@ -371,6 +374,20 @@ class Comm(Handle, Attributes, Collectives):
 
     def Issend(self, buf, dest, tag=0, timeout=None, schedule=None):
         return self._isend_buf(buf, dest, tag, True, timeout, schedule)
+
+    # ---- buffered sends' buffer, per communicator (MPI/memory.py) -----------
+
+    def Attach_buffer(self, buf):
+        memory.Attach_buffer(buf, ("comm", self.tohandle()))
+
+    def Detach_buffer(self):
+        return memory.Detach_buffer(("comm", self.tohandle()))
+
+    def Flush_buffer(self):
+        memory.Flush_buffer()
+
+    def Iflush_buffer(self):
+        return memory.Iflush_buffer()
 
     # ---- persistent requests (MPI/persistent.py) ----------------------------
 

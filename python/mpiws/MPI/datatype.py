@@ -8,16 +8,36 @@ datatype given as an ``MPI.Datatype`` or a typecode string (``'d'``, ``'i'``).
 
 import struct
 
+from .attributes import Attributes
 from .exception import ERR_TYPE, Exception as MPIException
+from .handle import Handle, predefine
 
 
-class Datatype:
-    __slots__ = ("name", "typecode", "_size")
+class _TypeState:
+    __slots__ = ("name", "typecode", "size")
 
-    def __init__(self, name, typecode, size=None):
-        self.name = name
-        self.typecode = typecode
-        self._size = struct.calcsize(typecode) if size is None else size
+    def __init__(self, name, typecode, size):
+        self.name, self.typecode, self.size = name, typecode, size
+
+
+class Datatype(Handle, Attributes):
+    """A datatype is a handle (MPI/handle.py) naming its element: name,
+    typecode (as in buffer formats) and size."""
+
+    __slots__ = ()
+    _invalid = ERR_TYPE
+
+    def __init__(self, *args):
+        if len(args) > 1:  # the old constructor: name, typecode[, size]
+            raise TypeError("Datatype(other) or Datatype(): datatypes are made by the MPI calls")
+
+    @classmethod
+    def _basic(cls, name, typecode, size=None):
+        return cls._new(_TypeState(name, typecode, struct.calcsize(typecode) if size is None else size), predefined=True)
+
+    name = property(lambda self: self._state().name if self else "MPI_DATATYPE_NULL")
+    typecode = property(lambda self: self._state().typecode)
+    _size = property(lambda self: self._state().size)
 
     def Get_size(self):
         return self._size
@@ -45,89 +65,108 @@ class Datatype:
         return self._size
 
     def Dup(self):
-        return Datatype(self.name, self.typecode, self._size)
+        st = self._state()
+        dup = Datatype._new(_TypeState(st.name, st.typecode, st.size))
+        self._copy_attrs(dup)
+        return dup
 
     def Free(self):
-        pass
+        self._state()
+        if not self._is_predefined():
+            self._drop_attrs()
+        self._release()
 
     def Commit(self):
+        self._state()
         return self
+
+    def _rebuild(self):
+        st = self._state()
+        return (_rebuilt, (st.name, st.typecode, st.size))
 
     def __repr__(self):
         return f"<Datatype {self.name}>"
 
 
-DATATYPE_NULL = Datatype("MPI_DATATYPE_NULL", "B", 0)
-BYTE = Datatype("MPI_BYTE", "B")
-PACKED = Datatype("MPI_PACKED", "B")
-CHAR = Datatype("MPI_CHAR", "c")
-WCHAR = Datatype("MPI_WCHAR", "I")
-SIGNED_CHAR = Datatype("MPI_SIGNED_CHAR", "b")
-UNSIGNED_CHAR = Datatype("MPI_UNSIGNED_CHAR", "B")
-SHORT = Datatype("MPI_SHORT", "h")
-UNSIGNED_SHORT = Datatype("MPI_UNSIGNED_SHORT", "H")
-INT = Datatype("MPI_INT", "i")
-UNSIGNED = UNSIGNED_INT = Datatype("MPI_UNSIGNED", "I")
-LONG = Datatype("MPI_LONG", "l")
-UNSIGNED_LONG = Datatype("MPI_UNSIGNED_LONG", "L")
-LONG_LONG = Datatype("MPI_LONG_LONG", "q")
-UNSIGNED_LONG_LONG = Datatype("MPI_UNSIGNED_LONG_LONG", "Q")
-FLOAT = Datatype("MPI_FLOAT", "f")
-DOUBLE = Datatype("MPI_DOUBLE", "d")
-LONG_DOUBLE = Datatype("MPI_LONG_DOUBLE", "g", 16)
-C_BOOL = BOOL = Datatype("MPI_C_BOOL", "?")
-INT8_T = Datatype("MPI_INT8_T", "b")
-INT16_T = Datatype("MPI_INT16_T", "h")
-INT32_T = Datatype("MPI_INT32_T", "i")
-INT64_T = Datatype("MPI_INT64_T", "q")
-UINT8_T = Datatype("MPI_UINT8_T", "B")
-UINT16_T = Datatype("MPI_UINT16_T", "H")
-UINT32_T = Datatype("MPI_UINT32_T", "I")
-UINT64_T = Datatype("MPI_UINT64_T", "Q")
-C_FLOAT_COMPLEX = C_COMPLEX = COMPLEX = Datatype("MPI_C_FLOAT_COMPLEX", "F", 8)
-C_DOUBLE_COMPLEX = DOUBLE_COMPLEX = Datatype("MPI_C_DOUBLE_COMPLEX", "D", 16)
-FLOAT_INT = Datatype("MPI_FLOAT_INT", "fi", 8)
-DOUBLE_INT = Datatype("MPI_DOUBLE_INT", "di", 16)
-LONG_INT = Datatype("MPI_LONG_INT", "li", 16)
-TWOINT = Datatype("MPI_2INT", "ii", 8)
-AINT = Datatype("MPI_AINT", "l")
-OFFSET = Datatype("MPI_OFFSET", "q")
-COUNT = Datatype("MPI_COUNT", "q")
+def _rebuilt(name, typecode, size):
+    return Datatype._new(_TypeState(name, typecode, size))
+
+
+DATATYPE_NULL = Datatype()
+BYTE = Datatype._basic("MPI_BYTE", "B")
+PACKED = Datatype._basic("MPI_PACKED", "B")
+CHAR = Datatype._basic("MPI_CHAR", "c")
+WCHAR = Datatype._basic("MPI_WCHAR", "I")
+SIGNED_CHAR = Datatype._basic("MPI_SIGNED_CHAR", "b")
+UNSIGNED_CHAR = Datatype._basic("MPI_UNSIGNED_CHAR", "B")
+SHORT = Datatype._basic("MPI_SHORT", "h")
+UNSIGNED_SHORT = Datatype._basic("MPI_UNSIGNED_SHORT", "H")
+INT = Datatype._basic("MPI_INT", "i")
+UNSIGNED = UNSIGNED_INT = Datatype._basic("MPI_UNSIGNED", "I")
+LONG = Datatype._basic("MPI_LONG", "l")
+UNSIGNED_LONG = Datatype._basic("MPI_UNSIGNED_LONG", "L")
+LONG_LONG = Datatype._basic("MPI_LONG_LONG", "q")
+UNSIGNED_LONG_LONG = Datatype._basic("MPI_UNSIGNED_LONG_LONG", "Q")
+FLOAT = Datatype._basic("MPI_FLOAT", "f")
+DOUBLE = Datatype._basic("MPI_DOUBLE", "d")
+LONG_DOUBLE = Datatype._basic("MPI_LONG_DOUBLE", "g", 16)
+C_BOOL = BOOL = Datatype._basic("MPI_C_BOOL", "?")
+INT8_T = Datatype._basic("MPI_INT8_T", "b")
+INT16_T = Datatype._basic("MPI_INT16_T", "h")
+INT32_T = Datatype._basic("MPI_INT32_T", "i")
+INT64_T = Datatype._basic("MPI_INT64_T", "q")
+UINT8_T = Datatype._basic("MPI_UINT8_T", "B")
+UINT16_T = Datatype._basic("MPI_UINT16_T", "H")
+UINT32_T = Datatype._basic("MPI_UINT32_T", "I")
+UINT64_T = Datatype._basic("MPI_UINT64_T", "Q")
+C_FLOAT_COMPLEX = C_COMPLEX = COMPLEX = Datatype._basic("MPI_C_FLOAT_COMPLEX", "F", 8)
+C_DOUBLE_COMPLEX = DOUBLE_COMPLEX = Datatype._basic("MPI_C_DOUBLE_COMPLEX", "D", 16)
+FLOAT_INT = Datatype._basic("MPI_FLOAT_INT", "fi", 8)
+DOUBLE_INT = Datatype._basic("MPI_DOUBLE_INT", "di", 16)
+LONG_INT = Datatype._basic("MPI_LONG_INT", "li", 16)
+TWOINT = Datatype._basic("MPI_2INT", "ii", 8)
+AINT = Datatype._basic("MPI_AINT", "l")
+OFFSET = Datatype._basic("MPI_OFFSET", "q")
+COUNT = Datatype._basic("MPI_COUNT", "q")
 
 # The rest of mpi4py's predefined datatypes, as MPICH has them (named after
 # MPICH's; the null datatype where MPICH has none).
 SIGNED_SHORT, SIGNED_INT, SIGNED_LONG = SHORT, INT, LONG
-SIGNED_LONG_LONG = Datatype("MPI_LONG_LONG_INT", "q", 8)
+SIGNED_LONG_LONG = Datatype._basic("MPI_LONG_LONG_INT", "q", 8)
 SINT8_T, SINT16_T, SINT32_T, SINT64_T = INT8_T, INT16_T, INT32_T, INT64_T
 FLOAT32_T, FLOAT64_T = FLOAT, DOUBLE
-FLOAT16_T = Datatype("MPIX_C_FLOAT16", "e", 2)
-C_LONG_DOUBLE_COMPLEX = Datatype("MPI_C_LONG_DOUBLE_COMPLEX", "G", 32)
-CXX_BOOL = Datatype("MPI_CXX_BOOL", "?", 1)
-CXX_FLOAT_COMPLEX = Datatype("MPI_CXX_FLOAT_COMPLEX", "F", 8)
-CXX_DOUBLE_COMPLEX = Datatype("MPI_CXX_DOUBLE_COMPLEX", "D", 16)
-CXX_LONG_DOUBLE_COMPLEX = Datatype("MPI_CXX_LONG_DOUBLE_COMPLEX", "G", 32)
-SHORT_INT = Datatype("MPI_SHORT_INT", "hi", 6)
-LONG_DOUBLE_INT = Datatype("MPI_LONG_DOUBLE_INT", "gi", 20)
+FLOAT16_T = Datatype._basic("MPIX_C_FLOAT16", "e", 2)
+C_LONG_DOUBLE_COMPLEX = Datatype._basic("MPI_C_LONG_DOUBLE_COMPLEX", "G", 32)
+CXX_BOOL = Datatype._basic("MPI_CXX_BOOL", "?", 1)
+CXX_FLOAT_COMPLEX = Datatype._basic("MPI_CXX_FLOAT_COMPLEX", "F", 8)
+CXX_DOUBLE_COMPLEX = Datatype._basic("MPI_CXX_DOUBLE_COMPLEX", "D", 16)
+CXX_LONG_DOUBLE_COMPLEX = Datatype._basic("MPI_CXX_LONG_DOUBLE_COMPLEX", "G", 32)
+SHORT_INT = Datatype._basic("MPI_SHORT_INT", "hi", 6)
+LONG_DOUBLE_INT = Datatype._basic("MPI_LONG_DOUBLE_INT", "gi", 20)
 INT_INT = TWOINT
-CHARACTER = Datatype("MPI_CHARACTER", "c", 1)
-F_BOOL = LOGICAL = Datatype("MPI_LOGICAL", "i", 4)
-F_INT = INTEGER = Datatype("MPI_INTEGER", "i", 4)
-F_FLOAT = REAL = Datatype("MPI_REAL", "f", 4)
-F_DOUBLE = DOUBLE_PRECISION = Datatype("MPI_DOUBLE_PRECISION", "d", 8)
-F_COMPLEX = F_FLOAT_COMPLEX = Datatype("MPI_COMPLEX", "F", 8)
-F_DOUBLE_COMPLEX = Datatype("MPI_DOUBLE_COMPLEX", "D", 16)
-INTEGER1 = Datatype("MPI_INTEGER1", "i1", 1)
-INTEGER2 = Datatype("MPI_INTEGER2", "i2", 2)
-INTEGER4 = Datatype("MPI_INTEGER4", "i4", 4)
-INTEGER8 = Datatype("MPI_INTEGER8", "i8", 8)
-REAL4 = Datatype("MPI_REAL4", "f4", 4)
-REAL8 = Datatype("MPI_REAL8", "f8", 8)
-REAL16 = Datatype("MPI_REAL16", "f16", 16)
-COMPLEX8 = Datatype("MPI_COMPLEX8", "c8", 8)
-COMPLEX16 = Datatype("MPI_COMPLEX16", "c16", 16)
-COMPLEX32 = Datatype("MPI_COMPLEX32", "c32", 32)
+CHARACTER = Datatype._basic("MPI_CHARACTER", "c", 1)
+F_BOOL = LOGICAL = Datatype._basic("MPI_LOGICAL", "i", 4)
+F_INT = INTEGER = Datatype._basic("MPI_INTEGER", "i", 4)
+F_FLOAT = REAL = Datatype._basic("MPI_REAL", "f", 4)
+F_DOUBLE = DOUBLE_PRECISION = Datatype._basic("MPI_DOUBLE_PRECISION", "d", 8)
+F_COMPLEX = F_FLOAT_COMPLEX = Datatype._basic("MPI_COMPLEX", "F", 8)
+F_DOUBLE_COMPLEX = Datatype._basic("MPI_DOUBLE_COMPLEX", "D", 16)
+INTEGER1 = Datatype._basic("MPI_INTEGER1", "i1", 1)
+INTEGER2 = Datatype._basic("MPI_INTEGER2", "i2", 2)
+INTEGER4 = Datatype._basic("MPI_INTEGER4", "i4", 4)
+INTEGER8 = Datatype._basic("MPI_INTEGER8", "i8", 8)
+REAL4 = Datatype._basic("MPI_REAL4", "f4", 4)
+REAL8 = Datatype._basic("MPI_REAL8", "f8", 8)
+REAL16 = Datatype._basic("MPI_REAL16", "f16", 16)
+COMPLEX8 = Datatype._basic("MPI_COMPLEX8", "c8", 8)
+COMPLEX16 = Datatype._basic("MPI_COMPLEX16", "c16", 16)
+COMPLEX32 = Datatype._basic("MPI_COMPLEX32", "c32", 32)
 BFLOAT16_T = COMPLEX4 = INTEGER16 = REAL2 = DATATYPE_NULL
 LOGICAL1 = LOGICAL2 = LOGICAL4 = LOGICAL8 = LOGICAL16 = DATATYPE_NULL
+
+for _name, _dt in list(globals().items()):
+    if isinstance(_dt, Datatype) and _name.isupper():
+        predefine(_dt, _name)
 
 # Typecode (as in buffer formats and numpy's dtype.char) -> datatype.
 _BY_TYPECODE = {
@@ -135,11 +174,11 @@ _BY_TYPECODE = {
     "i": INT, "I": UNSIGNED, "l": LONG, "L": UNSIGNED_LONG, "q": LONG_LONG,
     "Q": UNSIGNED_LONG_LONG, "n": LONG, "N": UNSIGNED_LONG, "f": FLOAT, "d": DOUBLE,
     "g": LONG_DOUBLE, "?": C_BOOL, "F": C_FLOAT_COMPLEX, "D": C_DOUBLE_COMPLEX,
-    "G": C_LONG_DOUBLE_COMPLEX, "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "Zg": C_LONG_DOUBLE_COMPLEX, "e": Datatype("MPI_FLOAT16", "e"),
+    "G": C_LONG_DOUBLE_COMPLEX, "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "Zg": C_LONG_DOUBLE_COMPLEX, "e": Datatype._basic("MPI_FLOAT16", "e"),
     "i1": INT8_T, "i2": INT16_T, "i4": INT32_T, "i8": INT64_T,
     "u1": UINT8_T, "u2": UINT16_T, "u4": UINT32_T, "u8": UINT64_T,
     "f4": FLOAT, "f8": DOUBLE, "c8": C_FLOAT_COMPLEX, "c16": C_DOUBLE_COMPLEX,
-    "p": Datatype("MPI_AINT", "P"),
+    "p": Datatype._basic("MPI_AINT", "P"),
 }
 
 

@@ -67,6 +67,9 @@ class Handle:
     #: The error class of a bad handle of this kind.
     _invalid = ERR_ARG
 
+    def _is_predefined(self):
+        return self._h in _predefined
+
     def free(self):
         """mpi4py's safe free: a no-op on null and predefined handles (other
         objects for a predefined handle become null), else ``Free``."""

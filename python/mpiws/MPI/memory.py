@@ -104,22 +104,38 @@ def Free_mem(mem):
     mem.release()
 
 
-_attached = None
+#: Buffers given to buffered sends: the process's (key None), or a
+#: communicator's (by handle number, MPI 4.1).
+_attached = {}
 
 
-def Attach_buffer(buf):
+def Attach_buffer(buf, owner=None):
     """Give buffered sends a buffer. mpiws's sends never wait for their
     receiver, so ``Bsend`` needs none; it is kept to be given back."""
-    global _attached
     if buf is not BUFFER_AUTOMATIC and not isinstance(buf, buffer):
         buf = buffer(datatype.as_view(buf))
     if buf is not BUFFER_AUTOMATIC and buf.readonly:
         raise BufferError("a buffered sends' buffer must be writable")
-    _attached = buf
+    _attached[owner] = buf
 
 
-def Detach_buffer():
-    """The buffer ``Attach_buffer`` gave (None if none)."""
-    global _attached
-    buf, _attached = _attached, None
-    return buf
+def Detach_buffer(owner=None):
+    """The buffer ``Attach_buffer`` gave (None if none), once every
+    buffered send has left, as MPI's detach waits for them."""
+    Flush_buffer()
+    return _attached.pop(owner, None)
+
+
+def Flush_buffer():
+    """Wait until the messages sent so far (buffered ones among them) are
+    delivered or failed."""
+    from .. import binding
+
+    binding.current().instance.flush(None)
+
+
+def Iflush_buffer():
+    from .request import Request
+
+    Flush_buffer()
+    return Request()

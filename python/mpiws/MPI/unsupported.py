@@ -1,0 +1,48 @@
+"""The object kinds mpiws does not provide yet: RMA windows (``Win``),
+MPI-IO files (``File``) and sessions (``Session``). Their classes and null
+handles exist, so programs and libraries that name them import; making
+one raises ``NotImplementedError`` naming what is missing
+(docs/mpi4py-compat.md)."""
+
+from .errhandler import Handled
+from .exception import ERR_FILE, ERR_SESSION, ERR_WIN
+from .handle import Handle, predefine
+
+
+def _missing(what):
+    def make(*args, **kwargs):
+        raise NotImplementedError(f"{what} is not in mpiws yet (docs/mpi4py-compat.md)")
+
+    return classmethod(make)
+
+
+class Win(Handle, Handled):
+    __slots__ = ()
+    _invalid = ERR_WIN
+    Create = Allocate = Allocate_shared = Create_dynamic = _missing("MPI.Win (one-sided communication)")
+
+    def Free(self):
+        self._release()
+
+
+class File(Handle, Handled):
+    __slots__ = ()
+    _invalid = ERR_FILE
+    Open = _missing("MPI.File (MPI-IO)")
+
+    def Close(self):
+        self._release()
+
+
+class Session(Handle, Handled):
+    __slots__ = ()
+    _invalid = ERR_SESSION
+    Init = _missing("MPI.Session (the sessions model)")
+
+    def Finalize(self):
+        self._release()
+
+
+WIN_NULL = predefine(Win(), "WIN_NULL")
+FILE_NULL = predefine(File(), "FILE_NULL")
+SESSION_NULL = predefine(Session(), "SESSION_NULL")

@@ -19,6 +19,23 @@ def set_error_type(cls: type) -> None:
 def wait_any(requests: Sequence[Request], timeout: Optional[float] = None) -> bool:
     """Block until one of ``requests`` is complete; False if ``timeout`` passed first."""
 
+def reduce_local(op: Tuple[str, str], inbuf: Any, inoutbuf: Any) -> None:
+    """``inoutbuf = inbuf op inoutbuf`` with a builtin op (name, element code) on typed buffers."""
+
+class Memory:
+    """Bytes at an address, exported through the buffer protocol (``MPI.buffer`` subclasses it)."""
+    def __init__(self, *args: Any) -> None: ...
+    def attach(self, obj: Any, readonly: Optional[bool] = None) -> None:
+        """Name ``obj``'s (C-contiguous) memory, read-only if asked or if it is."""
+    def at(self, address: int, nbytes: int, readonly: bool = False) -> None:
+        """Name ``nbytes`` at ``address``, owned by no object."""
+    def release(self) -> None:
+        """Forget the memory (views still open keep it alive): empty again."""
+    address: int
+    nbytes: int
+    readonly: bool
+    obj: Any
+
 class Endpoint:
     """An HTTP server hosting deployed services and the instances of any number of domains."""
 

@@ -16,15 +16,17 @@ from . import _core
 class Bound:
     """An instance with its two predefined communicators (created once, so
     communicators derived from them agree on their contexts), and how it
-    unpickles what it receives (``loads``: None for full pickle)."""
+    unpickles what it receives (``loads``: None for full pickle), and the
+    serializer its code chose (``MPI.pickle``: None until it does)."""
 
-    __slots__ = ("instance", "world", "self_comm", "loads")
+    __slots__ = ("instance", "world", "self_comm", "loads", "serializer")
 
     def __init__(self, instance, loads=None):
         self.instance = instance
         self.world = instance.world()
         self.self_comm = instance.self_comm()
         self.loads = loads
+        self.serializer = None
 
 
 _thread = threading.local()

@@ -73,38 +73,58 @@ def loads_bytes(data, buffers=()):
     return restricted(data, buffers)
 
 
+class _Serializer:
+    __slots__ = ("dumps", "loads", "protocol", "threshold")
+
+    def __init__(self, dumps=None, loads=None, protocol=None):
+        if protocol is None and dumps is None:
+            protocol = _pickle.HIGHEST_PROTOCOL
+        elif protocol is not None and protocol < 0:
+            protocol = _pickle.HIGHEST_PROTOCOL
+        self.dumps, self.loads, self.protocol, self.threshold = dumps, loads, protocol, OUT_OF_BAND_FROM
+
+
 class Pickle:
     """``MPI.pickle``: how objects become bytes and back, for every object
     message and collective. ``__init__(dumps, loads, protocol)`` puts
     another serializer in (json, marshal, dill: ``dumps(obj[, protocol])``
     and ``loads(data)``), as in mpi4py; ``__init__()`` restores pickle, with
-    this instance's unpickling policy and large buffers out of band."""
+    the instance's unpickling policy and large buffers out of band. The
+    choice is the calling instance's: services sharing an endpoint process
+    keep their own."""
 
     def __init__(self, dumps=None, loads=None, protocol=None):
-        self._dumps, self._loads = dumps, loads
-        if protocol is None and dumps is None:
-            protocol = _pickle.HIGHEST_PROTOCOL
-        elif protocol is not None and protocol < 0:
-            protocol = _pickle.HIGHEST_PROTOCOL
-        self.PROTOCOL = protocol
-        #: Buffers smaller than this stay inside the pickle.
-        self.THRESHOLD = OUT_OF_BAND_FROM
+        binding.current().serializer = _Serializer(dumps, loads, protocol)
+
+    @staticmethod
+    def _now():
+        b = binding.current()
+        if b.serializer is None:
+            b.serializer = _Serializer()
+        return b.serializer
+
+    PROTOCOL = property(lambda self: self._now().protocol, lambda self, v: setattr(self._now(), "protocol", v))
+    #: Buffers smaller than this stay inside the pickle.
+    THRESHOLD = property(lambda self: self._now().threshold, lambda self, v: setattr(self._now(), "threshold", v))
 
     def dumps(self, obj):
         """``obj`` as one bytes object."""
-        if self._dumps is None:
-            return _pickle.dumps(obj, protocol=self.PROTOCOL)
-        return self._dumps(obj) if self.PROTOCOL is None else self._dumps(obj, self.PROTOCOL)
+        s = self._now()
+        if s.dumps is None:
+            return _pickle.dumps(obj, protocol=s.protocol)
+        return s.dumps(obj) if s.protocol is None else s.dumps(obj, s.protocol)
 
     def loads(self, data, buffers=()):
-        if self._loads is None:
+        s = self._now()
+        if s.loads is None:
             return loads_bytes(data, buffers)
-        return self._loads(data)
+        return s.loads(data)
 
     def parts(self, obj):
         """The parts of a message carrying ``obj``: the pickle, then each
         out-of-band buffer (pickle protocol 5 only)."""
-        if self._dumps is not None or self.PROTOCOL < 5:
+        s = self._now()
+        if s.dumps is not None or s.protocol < 5:
             return [self.dumps(obj)]
         buffers = []
 
@@ -113,18 +133,19 @@ class Pickle:
                 raw = pb.raw()
             except BufferError:  # not contiguous: pickle it in band
                 return True
-            if raw.nbytes < self.THRESHOLD:
+            if raw.nbytes < s.threshold:
                 return True
             buffers.append(raw)
             return False
 
-        return [_pickle.dumps(obj, protocol=self.PROTOCOL, buffer_callback=keep_out_of_band), *buffers]
+        return [_pickle.dumps(obj, protocol=s.protocol, buffer_callback=keep_out_of_band), *buffers]
 
     def __repr__(self):
-        return f"<pickle dumps={self._dumps or _pickle.dumps} protocol={self.PROTOCOL}>"
+        return "<MPI.pickle>"
 
 
-pickle = Pickle()
+#: The instance is made without __init__: binding an instance waits for first use.
+pickle = object.__new__(Pickle)
 
 
 def dumps(obj):

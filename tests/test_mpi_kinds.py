@@ -49,6 +49,21 @@ def test_datatypes_are_handles():
         dup.Get_size()
 
 
+def test_null_handles_fail_as_mpi_says():
+    for method in ("Get_size", "Is_inter", "Get_topology", "Disconnect"):
+        with pytest.raises(MPI.Exception) as e:
+            getattr(MPI.COMM_NULL, method)()
+        assert e.value.Get_error_class() == MPI.ERR_COMM, method
+    for method in ("Free", "Cancel"):
+        with pytest.raises(MPI.Exception) as e:
+            getattr(MPI.Request(), method)()
+        assert e.value.Get_error_class() == MPI.ERR_REQUEST, method
+    with pytest.raises(MPI.Exception) as e:
+        MPI.COMM_WORLD.Get_attr(MPI.KEYVAL_INVALID)
+    assert e.value.Get_error_class() == MPI.ERR_KEYVAL
+    assert MPI.FILE_NULL.Get_errhandler() == MPI.ERRORS_RETURN  # files' default handler lives on FILE_NULL
+
+
 def test_kinds_not_provided_yet():
     for null, kind in ((MPI.WIN_NULL, MPI.Win), (MPI.FILE_NULL, MPI.File), (MPI.SESSION_NULL, MPI.Session)):
         assert not null and kind() == null and pickle.loads(pickle.dumps(null)) is null

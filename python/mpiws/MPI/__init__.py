@@ -47,8 +47,9 @@ from .op import Op
 from .persistent import Prequest
 from .pickled import pickle
 from .request import REQUEST_NULL, Request
-from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, Status
-from .unsupported import FILE_NULL, SESSION_NULL, WIN_NULL, File, Session, Win
+from .status import ANY_SOURCE, ANY_TAG, F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, UNDEFINED, Status
+from .unsupported import (FILE_NULL, MODE_APPEND, MODE_CREATE, MODE_DELETE_ON_CLOSE, MODE_EXCL, MODE_RDONLY, MODE_RDWR,
+                          MODE_SEQUENTIAL, MODE_UNIQUE_OPEN, MODE_WRONLY, SESSION_NULL, WIN_NULL, File, Session, Win)
 
 PROC_NULL = _core.PROC_NULL
 ROOT = -3

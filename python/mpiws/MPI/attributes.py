@@ -69,9 +69,10 @@ class Attributes:
         mine[keyval] = attrval
 
     def Get_attr(self, keyval):
+        self._state()
         if keyval in PREDEFINED:
             return self._predefined_attr(keyval)
-        self._state()
+        _key(keyval)
         return _values.get(self._h, {}).get(keyval)
 
     def Delete_attr(self, keyval):

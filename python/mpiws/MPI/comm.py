@@ -5,8 +5,8 @@ uppercase methods move buffers. Both map onto the core's ``isend``/``irecv``.
 """
 
 import json
-import warnings
 import operator
+import warnings
 import zlib
 from urllib.parse import urlsplit
 
@@ -15,10 +15,10 @@ from .._core import TAG_UB as _TAG_UB
 from . import datatype, memory, pickled
 from . import events as events_
 from . import timeout as timeout_
-from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, Exception as MPIException
 from .attributes import APPNUM, HOST, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL, Attributes
 from .collectives import Collectives
 from .errhandler import Handled
+from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, Exception as MPIException, last_used_code
 from .handle import Handle, predefine
 from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
@@ -110,9 +110,11 @@ class Comm(Handle, Attributes, Handled, Collectives):
         self.Set_name(value)
 
     def Is_inter(self):
+        self._state()
         return False
 
     def Is_intra(self):
+        self._state()
         return True
 
     @property
@@ -176,6 +178,7 @@ class Comm(Handle, Attributes, Handled, Collectives):
         self.Set_info(info)
 
     def Get_topology(self):
+        self._state()
         return UNDEFINED
 
     @property
@@ -187,6 +190,12 @@ class Comm(Handle, Attributes, Handled, Collectives):
         """The communicator to the ranks that spawned this one: none (null)."""
         return Intercomm()
 
+    def Disconnect(self):
+        """Wait for this rank's sends to be delivered, then free."""
+        self._state()
+        memory.Flush_buffer()
+        self.Free()
+
     def Free(self):
         self._state()
         self._drop_attrs()
@@ -195,11 +204,9 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     def _predefined_attr(self, keyval):
         """What MPI reports under the predefined keys (as of COMM_WORLD)."""
-        from . import exception
-
         return {TAG_UB: _TAG_UB, HOST: PROC_NULL, IO: ANY_SOURCE, WTIME_IS_GLOBAL: False,
                 UNIVERSE_SIZE: COMM_WORLD.Get_size() if COMM_WORLD else None, APPNUM: 0,
-                LASTUSEDCODE: exception.last_used_code()}[keyval]
+                LASTUSEDCODE: last_used_code()}[keyval]
 
     def Split(self, color=0, key=0):
         """Partition by ``color``, order each part by ``key`` (then rank)."""
@@ -534,7 +541,7 @@ class _MessageHandler:
 
     def stop(self):
         self.active = False
-        if self.request is not None:
+        if self.request:
             self.request.Cancel()
 
 
@@ -574,9 +581,11 @@ class Intercomm(Comm):
     __slots__ = ()
 
     def Is_inter(self):
+        self._state()
         return True
 
     def Is_intra(self):
+        self._state()
         return False
 
     @property
@@ -586,6 +595,17 @@ class Intercomm(Comm):
     @property
     def is_intra(self):
         return False
+
+    # Only the null intercommunicator exists yet: these fail as MPI says for it.
+    def Get_remote_group(self):
+        self._state()
+        raise NotImplementedError("intercommunicators are not in mpiws yet")
+
+    Get_remote_size = Get_remote_group
+
+    def Merge(self, high=False):
+        self._state()
+        raise NotImplementedError("intercommunicators are not in mpiws yet")
 
 
 COMM_NULL = predefine(Intracomm(), "COMM_NULL")

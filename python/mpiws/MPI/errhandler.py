@@ -21,8 +21,13 @@ class Errhandler(Handle):
     _invalid = ERR_ERRHANDLER
 
     def Free(self):
-        if self._is_predefined():
-            return  # freeing a predefined handler's reference (Get_errhandler gives one) is allowed
+        """Let go of this reference (``Get_errhandler`` gives one): the
+        handler itself goes when nothing holds it and it is not predefined."""
+        self._state()
+        if self._is_predefined() or any(h._h == self._h for h in _held.values()):
+            if not self._is_constant():
+                self._h = 0
+            return
         self._release()
 
     def _rebuild(self):
@@ -47,6 +52,12 @@ class Handled:
     """Mixin for the kinds that hold an error handler."""
 
     __slots__ = ()
+    #: MPI_FILE_NULL holds the default handler of file operations.
+    _null_has_errhandler = False
+
+    def _check(self):
+        if self or not self._null_has_errhandler:
+            self._state()
 
     @classmethod
     def Create_errhandler(cls, errhandler_fn):
@@ -55,11 +66,11 @@ class Handled:
         return Errhandler._new(errhandler_fn)
 
     def Get_errhandler(self):
-        self._state()
+        self._check()
         return Errhandler(_held.get(self._h, ERRORS_RETURN))
 
     def Set_errhandler(self, errhandler):
-        self._state()
+        self._check()
         if not isinstance(errhandler, Errhandler) or not errhandler:
             raise MPIException(ERR_ERRHANDLER, "invalid error handler")
         errhandler._state()

@@ -394,6 +394,8 @@ class Request:
     get_status_some = Get_status_some
 
     def Cancel(self):
+        if not self:
+            raise MPIException(ERR_REQUEST, "cannot cancel a null request")
         if self._r is not None:
             self._r.cancel()
 
@@ -402,6 +404,8 @@ class Request:
     def Free(self):
         """Forget the request (a persistent one too); an active operation
         still completes in the background."""
+        if not self:
+            raise MPIException(ERR_REQUEST, "cannot free a null request")
         self._r = None
         self._start = None
 

@@ -8,8 +8,10 @@ ANY_SOURCE = -2
 ANY_TAG = -1
 UNDEFINED = -32766
 
-# Field positions in a status's memory (MPICH's MPI_Status).
+# Field positions in a status's memory (MPICH's MPI_Status), also what
+# Fortran sees (MPI_F_SOURCE & co.).
 _LO, _HI, _SOURCE, _TAG, _ERROR = range(5)
+F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = _SOURCE, _TAG, _ERROR, 5
 
 
 class Status:

@@ -28,6 +28,7 @@ class Win(Handle, Handled):
 class File(Handle, Handled):
     __slots__ = ()
     _invalid = ERR_FILE
+    _null_has_errhandler = True
     Open = _missing("MPI.File (MPI-IO)")
 
     def Close(self):
@@ -42,6 +43,10 @@ class Session(Handle, Handled):
     def Finalize(self):
         self._release()
 
+
+# MPI-IO's access modes, MPICH's values (for programs that name them).
+MODE_CREATE, MODE_RDONLY, MODE_WRONLY, MODE_RDWR = 1, 2, 4, 8
+MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN, MODE_EXCL, MODE_APPEND, MODE_SEQUENTIAL = 16, 32, 64, 128, 256
 
 WIN_NULL = predefine(Win(), "WIN_NULL")
 FILE_NULL = predefine(File(), "FILE_NULL")

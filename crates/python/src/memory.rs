@@ -5,8 +5,8 @@
 //! over a memoryview of this (`python/mpiws/MPI/memory.py`).
 
 use std::os::raw::c_int;
-
 use std::sync::Mutex;
+
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;

@@ -409,7 +409,10 @@ class Request:
         self._r = None
         self._start = None
 
-    free = Free
+    def free(self):
+        """mpi4py's safe free: nothing on a null request, else ``Free``."""
+        if self:
+            self.Free()
 
     # ---- completing many -------------------------------------------------
 

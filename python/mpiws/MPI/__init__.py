@@ -148,9 +148,7 @@ def Is_finalized():
 def Finalize():
     """Wait until this rank's sends have left."""
     global _finalized
-    from .. import binding
-
-    binding.current().instance.flush(None)
+    Flush_buffer()
     _finalized = True
 
 

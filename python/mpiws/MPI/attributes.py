@@ -63,7 +63,8 @@ class Attributes:
 
     def Set_attr(self, keyval, attrval):
         _, delete_fn = _key(keyval)
-        mine = _values.setdefault(self._state() and self._h, {})
+        self._state()
+        mine = _values.setdefault(self._h, {})
         if keyval in mine and delete_fn:
             _call(delete_fn, self, keyval, mine[keyval])
         mine[keyval] = attrval
@@ -77,7 +78,8 @@ class Attributes:
 
     def Delete_attr(self, keyval):
         _, delete_fn = _keyvals.get(keyval, (None, None))
-        mine = _values.get(self._state() and self._h, {})
+        self._state()
+        mine = _values.get(self._h, {})
         if keyval not in mine:
             raise MPIException(ERR_KEYVAL, f"no attribute under keyval {keyval}")
         value = mine.pop(keyval)

@@ -27,10 +27,6 @@ class Datatype(Handle, Attributes):
     __slots__ = ()
     _invalid = ERR_TYPE
 
-    def __init__(self, *args):
-        if len(args) > 1:  # the old constructor: name, typecode[, size]
-            raise TypeError("Datatype(other) or Datatype(): datatypes are made by the MPI calls")
-
     @classmethod
     def _basic(cls, name, typecode, size=None):
         return cls._new(_TypeState(name, typecode, struct.calcsize(typecode) if size is None else size), predefined=True)
@@ -240,6 +236,15 @@ class _Interface:
     memory's owner alive as long as the view."""
 
 
+def _bytes_and_type(buf, dt, writable):
+    """``buf`` as a flat byte view, and ``dt`` or else the type its format names."""
+    mv = as_view(buf, writable)
+    if dt is None:
+        fmt = mv.format
+        dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
+    return (mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv), dt
+
+
 def parse(spec, writable=False, blocks=1):
     """(bytes view, datatype, count) for a buffer specification; for a
     collective's buffer of ``blocks`` blocks (one per rank), a count given
@@ -261,11 +266,7 @@ def parse(spec, writable=False, blocks=1):
             count, displ = count
     else:
         buf = spec
-    mv = as_view(buf, writable)
-    if dt is None:
-        fmt = mv.format
-        dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
-    raw = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
+    raw, dt = _bytes_and_type(buf, dt, writable)
     size = dt.Get_size()
     explicit = count is not None
     if count is None:
@@ -361,11 +362,7 @@ def parse_v(spec, nranks, writable=False):
             raise ValueError("message: expecting 2 to 4 items")
         if isinstance(counts, tuple) and len(spec) in (2, 3):
             counts, displs = counts
-    mv = as_view(buf, writable)
-    if dt is None:
-        fmt = mv.format
-        dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
-    raw = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
+    raw, dt = _bytes_and_type(buf, dt, writable)
     size = dt.Get_size()
     if counts is None:
         items = raw.nbytes // size if size else 0

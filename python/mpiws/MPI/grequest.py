@@ -32,8 +32,7 @@ class Generalized:
 
     def take(self):
         """The status the query gives, then the request is freed."""
-        status = Status()
-        status._set(-2, -1, 0)
+        status = Status()  # ANY_SOURCE, ANY_TAG, no bytes: what the query may change
         try:
             self._call(0, status)
         finally:

@@ -8,8 +8,9 @@ is the sequence API over a memoryview of it. A slice is a buffer over the
 same bytes.
 """
 
-from .. import _core
+from .. import _core, binding
 from . import datatype
+from .request import Request
 
 BSEND_OVERHEAD = 96
 BUFFER_AUTOMATIC = 0
@@ -129,13 +130,9 @@ def Detach_buffer(owner=None):
 def Flush_buffer():
     """Wait until the messages sent so far (buffered ones among them) are
     delivered or failed."""
-    from .. import binding
-
     binding.current().instance.flush(None)
 
 
 def Iflush_buffer():
-    from .request import Request
-
     Flush_buffer()
     return Request()

@@ -12,6 +12,8 @@ import operator
 
 __all__ = ["Op", "OP_NULL", "SUM", "PROD", "MAX", "MIN", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "MAXLOC", "MINLOC", "REPLACE", "NO_OP"]
 
+from .. import _core
+from . import datatype
 from .exception import ERR_OP, ERR_TYPE, Exception as MPIException
 from .handle import Handle, predefine
 
@@ -78,9 +80,6 @@ class Op(Handle):
 
     def Reduce_local(self, inbuf, inoutbuf):
         """``inoutbuf = inbuf op inoutbuf``, here."""
-        from .. import _core
-        from . import datatype
-
         src, dt, n = datatype.parse(inbuf)
         dst, dt2, m = datatype.parse(inoutbuf, writable=True)
         if (n, dt.Get_size()) != (m, dt2.Get_size()):
@@ -201,8 +200,6 @@ def folded_here(op, dt):
     """The op to fold with in Python, or None when the core reduces ``dt``
     with ``op``: a user op, or a builtin one on elements the core has no
     arithmetic for (``with_numpy``)."""
-    from . import datatype
-
     if op._core is None:
         return op
     try:

@@ -430,8 +430,8 @@ except ValueError:
     pass
 try:
     comm.Send([np.zeros(2), "not-a-type"], dest=0); raise AssertionError("bad typecode")
-except MPI.Exception as e:
-    assert e.Get_error_class() == MPI.ERR_TYPE
+except KeyError as e:  # as mpi4py: the typecode is looked up in MPI._typedict
+    assert "not-a-type" in str(e)
 try:
     comm.Split("red"); raise AssertionError("string colour")
 except TypeError:

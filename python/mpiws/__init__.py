@@ -11,5 +11,6 @@ from . import _core
 __version__ = _core.VERSION
 
 from . import MPI  # noqa: E402  (needs _core loaded first)
+from ._config import get_config, profile, rc  # noqa: E402  (mpi4py's top-level functions)
 
-__all__ = ["MPI", "__version__"]
+__all__ = ["MPI", "__version__", "get_config", "profile", "rc"]

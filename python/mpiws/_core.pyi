@@ -151,6 +151,13 @@ class Comm:
     def group_context(self, group: list[int], tag: int) -> int:
         """Context for a communicator over ``group`` that only its members create."""
     def derive(self, context: int, group: list[int]) -> Optional[Comm]: ...
+    def derive_inter(self, context: int, local_group: list[int], remote_group: list[int]) -> Optional[Comm]:
+        """An intercommunicator: point-to-point ranks name ``remote_group``'s members."""
+    remote_group: Optional[list[int]]
+    def partitioned(self, tag: int) -> Comm:
+        """Where partitioned point-to-point with ``tag`` travels."""
+    def internal(self) -> Comm:
+        """The same communicator on its collective context (traffic the application never matches)."""
     def world_rank(self, local: int) -> int: ...
     def local_rank(self, world: int) -> Optional[int]: ...
     def allgather_bytes(self, data: bytes, timeout: Optional[float] = None) -> list[bytes]: ...

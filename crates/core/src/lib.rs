@@ -18,7 +18,8 @@
 //!   group over an instance; point-to-point calls map to it one to one;
 //!   [`mpi::collective`] runs collectives (one file per family of
 //!   algorithms) on a [`mpi::collective::Schedule`] of sends and receives,
-//!   with builtin reductions on typed buffers in [`mpi::collective::op`].
+//!   with builtin reductions on typed buffers in [`mpi::collective::op`];
+//!   [`mpi::datatype`] builds derived datatypes' layouts and packs them.
 //! - [`direct`] — the **direct-communication layer**: [`direct::frame`] is the
 //!   seam between HTTP and meaning (envelope headers + raw body),
 //!   [`direct::mailbox`] matches messages to receives in per-pair order,

@@ -185,6 +185,11 @@ impl Comm {
         self.inner.next_context(salt)
     }
 
+    /// Where partitioned point-to-point with `tag` travels (`mpi::Comm::partitioned`).
+    fn partitioned(&self, tag: i64) -> Comm {
+        self.inner.partitioned(tag).into()
+    }
+
     /// Context for a communicator only `group`'s members create.
     fn group_context(&self, group: Vec<u32>, tag: u64) -> u64 {
         self.inner.group_context(&group, tag)
@@ -193,6 +198,27 @@ impl Comm {
     /// Communicator over `group` (world ranks); None if this rank is not in it.
     fn derive(&self, context: u64, group: Vec<u32>) -> Option<Comm> {
         self.inner.derive(context, group).map(Comm::from)
+    }
+
+    /// Intercommunicator with `context` between `local_group` (world ranks,
+    /// this rank among them) and `remote_group`: point-to-point ranks name
+    /// the remote group's members. None if this rank is not in `local_group`.
+    fn derive_inter(&self, context: u64, local_group: Vec<u32>, remote_group: Vec<u32>) -> Option<Comm> {
+        self.inner.derive_inter(context, local_group, remote_group).map(Comm::from)
+    }
+
+    /// World rank of each remote rank of an intercommunicator; None for an
+    /// intracommunicator.
+    #[getter]
+    fn remote_group(&self) -> Option<Vec<u32>> {
+        self.inner.remote_group().map(|g| g.to_vec())
+    }
+
+    /// The same communicator on its collective context: traffic there never
+    /// matches the application's receives (an intercommunicator's composed
+    /// collectives travel there).
+    fn internal(&self) -> Comm {
+        self.inner.internal().into()
     }
 
     fn world_rank(&self, local: i64) -> PyResult<u32> {

@@ -8,11 +8,13 @@ mod buffers;
 mod client;
 mod collective;
 mod comm;
+mod datatype;
 mod endpoint;
 mod errors;
 mod jobs;
 mod memory;
 mod request;
+mod window;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -23,6 +25,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<request::Message>()?;
     m.add_class::<request::Events>()?;
     m.add_class::<memory::Memory>()?;
+    m.add_class::<window::Window>()?;
+    m.add_class::<datatype::Layout>()?;
     m.add_class::<client::DomainClient>()?;
     m.add_class::<jobs::JobsClient>()?;
     m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;

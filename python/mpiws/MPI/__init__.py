@@ -1,6 +1,7 @@
 """``from mpiws import MPI``: mpi4py's API over web service instances.
 
-One file per MPI concept: ``comm`` (Comm, Intracomm), ``request`` (Request),
+One file per MPI concept: ``comm`` (Comm, Intracomm), ``intercomm``
+(Intercomm; its collectives in ``intercomm_collectives``), ``request`` (Request),
 ``info`` (Info), ``persistent`` (Prequest), ``status`` (Status), ``datatype`` (Datatype, buffer
 specifications), ``exception`` (Exception, error classes), ``op`` (Op),
 ``group`` (Group), ``collectives`` (the collective calls of Comm);
@@ -16,6 +17,9 @@ from .. import _core
 from .comm import (
     COMM_NULL,
     COMM_SELF,
+    COMM_TYPE_HW_GUIDED,
+    COMM_TYPE_HW_UNGUIDED,
+    COMM_TYPE_RESOURCE_GUIDED,
     COMM_TYPE_SHARED,
     COMM_WORLD,
     CONGRUENT,
@@ -28,7 +32,7 @@ from .comm import (
 )
 from .collectives import IN_PLACE
 from .datatype import *  # noqa: F401,F403  (BYTE, INT, DOUBLE, ...)
-from .datatype import Datatype
+from .datatype import Datatype, _typedict
 from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
 from .exception import (Add_error_class, Add_error_code, Add_error_string, Exception, Get_error_class, Get_error_string,
                         Remove_error_class, Remove_error_code, Remove_error_string)
@@ -37,7 +41,7 @@ from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, S
 from .errhandler import ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, Errhandler
 from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group
-from .handle import addressof as _addressof, sizeof as _sizeof
+from .handle import addressof as _addressof, handleof as _handleof, sizeof as _sizeof
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
 from .memory import (BSEND_OVERHEAD, BUFFER_AUTOMATIC, Alloc_mem, Attach_buffer, Detach_buffer, Flush_buffer, Free_mem,
@@ -45,18 +49,25 @@ from .memory import (BSEND_OVERHEAD, BUFFER_AUTOMATIC, Alloc_mem, Attach_buffer,
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from .op import Op
 from .persistent import Prequest
-from .pickled import pickle
+from .commctx import _comm_lock, _comm_lock_table, _commctx_inter, _commctx_intra
+from .typestr import _typealign, _typecode
+from .pickled import Pickle, pickle
 from .request import REQUEST_NULL, Request
 from .status import ANY_SOURCE, ANY_TAG, F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, UNDEFINED, Status
+from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Compute_dims, Distgraphcomm,
+                       Graphcomm, Topocomm)
 from .unsupported import (FILE_NULL, MODE_APPEND, MODE_CREATE, MODE_DELETE_ON_CLOSE, MODE_EXCL, MODE_RDONLY, MODE_RDWR,
-                          MODE_SEQUENTIAL, MODE_UNIQUE_OPEN, MODE_WRONLY, SESSION_NULL, WIN_NULL, File, Session, Win)
+                          MODE_SEQUENTIAL, MODE_UNIQUE_OPEN, MODE_WRONLY, SESSION_NULL, File, Session)
+from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
+                  WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC,
+                  WIN_FLAVOR_SHARED, WIN_MODEL, WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
 
 PROC_NULL = _core.PROC_NULL
 ROOT = -3
 from .attributes import TAG_UB  # the key; its value is _core.TAG_UB
 BOTTOM = 0
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
-VERSION, SUBVERSION = 3, 1
+VERSION, SUBVERSION = 4, 1
 
 _T0 = _time.time() - _time.monotonic()
 _finalized = False
@@ -99,7 +110,8 @@ def Get_address(location):
         return 0
     import numpy as _np
 
-    return int(_np.frombuffer(location, dtype="B").ctypes.data) if memoryview(location).nbytes else 0
+    view = datatype.as_view(location)
+    return int(_np.frombuffer(view, dtype="B").ctypes.data) if view.nbytes else 0
 
 
 def Aint_add(base, disp):

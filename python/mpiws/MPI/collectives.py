@@ -16,8 +16,10 @@ import functools
 import weakref
 
 from . import datatype, pickled
+from .commctx import _comm_lock
 from .exception import ERR_ARG, ERR_TRUNCATE, Exception as MPIException
 from .op import SUM, as_op, fold, folded_here
+from .persistent import Prequest
 from .request import _CALL, Request
 
 IN_PLACE = -1
@@ -53,6 +55,7 @@ def _into(view):
         if msg.parts and msg.nbytes != view.nbytes:
             raise MPIException(ERR_TRUNCATE, f"received {msg.nbytes} bytes for a buffer of {view.nbytes} bytes")
         msg.copy_into(view)
+        datatype.settle(view)
 
     return post
 
@@ -66,6 +69,7 @@ def _placed(view, offsets, sizes):
             bad = next(i for i, (g, s) in enumerate(zip(got + [None] * len(sizes), sizes)) if g != s)
             raise MPIException(ERR_TRUNCATE, f"block from rank {bad} has {got[bad] if bad < len(got) else 0} bytes, expected {sizes[bad]}")
         msg.copy_into(view, offsets)
+        datatype.settle(view)
 
     return post
 
@@ -89,14 +93,19 @@ def _user_fold(chunks, dt, op):
     return acc
 
 
-def _both(prepare):
-    """From ``prepare(self, ...) -> (name, post, kwargs)``: the blocking and
-    the non-blocking method."""
+def _forms(prepare):
+    """From ``prepare(self, ...) -> (name, post, kwargs)``: the blocking, the
+    non-blocking and the persistent (``*_init``) method. A persistent
+    collective reads its arguments again at each ``Start``, as MPI's reads
+    the buffers then."""
 
     @functools.wraps(prepare)
     def blocking(self, *args, timeout=None, **kwargs):
         name, post, kw = prepare(self, *args, **kwargs)
-        return self._collective(name, post, False, kw, timeout)
+        if prepare.__name__[1].isupper():
+            return self._collective(name, post, False, kw, timeout)
+        with _comm_lock(self, name):  # objects: one call of a kind at a time per communicator, as mpi4py
+            return self._collective(name, post, False, kw, timeout)
 
     @functools.wraps(prepare)
     def nonblocking(self, *args, timeout=None, schedule=None, **kwargs):
@@ -104,7 +113,12 @@ def _both(prepare):
         req = self._collective(name, post, True, kw, timeout)
         return req._describe(call=name, source=self._core.rank)._schedule(schedule)
 
-    return blocking, nonblocking
+    @functools.wraps(prepare)
+    def persistent(self, *args, info=None, timeout=None, **kwargs):
+        self._core  # a null communicator fails here, not at Start
+        return Prequest._persistent(lambda: nonblocking(self, *args, timeout=timeout, **kwargs))
+
+    return blocking, nonblocking, persistent
 
 
 def _in_place(buf):
@@ -200,22 +214,22 @@ class Collectives:
     def _exscan(self, sendobj, op=SUM):
         return self._reduction("exscan", sendobj, op)
 
-    barrier, ibarrier = _both(_barrier)
-    bcast, ibcast = _both(_bcast)
-    gather, igather = _both(_gather)
-    scatter, iscatter = _both(_scatter)
-    allgather, iallgather = _both(_allgather)
-    alltoall, ialltoall = _both(_alltoall)
-    reduce, ireduce = _both(_reduce)
-    allreduce, iallreduce = _both(_allreduce)
-    scan, iscan = _both(_scan)
-    exscan, iexscan = _both(_exscan)
+    barrier, ibarrier, _ = _forms(_barrier)
+    bcast, ibcast, _ = _forms(_bcast)
+    gather, igather, _ = _forms(_gather)
+    scatter, iscatter, _ = _forms(_scatter)
+    allgather, iallgather, _ = _forms(_allgather)
+    alltoall, ialltoall, _ = _forms(_alltoall)
+    reduce, ireduce, _ = _forms(_reduce)
+    allreduce, iallreduce, _ = _forms(_allreduce)
+    scan, iscan, _ = _forms(_scan)
+    exscan, iexscan, _ = _forms(_exscan)
 
     # ---- buffers -----------------------------------------------------------
 
     def _Bcast(self, buf, root=0):
-        view, _, _ = datatype.parse(buf, writable=True)
         at_root = self._core.rank == _root(root)
+        view, _, _ = datatype.parse(buf, writable=not at_root)  # the root's packed, if its type needs it
         post = _nothing if at_root else _into(view)
         return "bcast", post, dict(root=root, data=view if at_root else None, length=view.nbytes)
 
@@ -313,13 +327,14 @@ class Collectives:
     def _Alltoallw(self, sendbuf, recvbuf):
         n = self._core.size
         rviews = datatype.parse_w(recvbuf, n, writable=True)
-        sblocks = [bytes(v) for v in rviews] if _in_place(sendbuf) else datatype.parse_w(sendbuf, n)
+        sblocks = [bytes(v) for v in datatype.parse_w(recvbuf, n)] if _in_place(sendbuf) else datatype.parse_w(sendbuf, n)
 
         def post(msg):
             for i, (got, view) in enumerate(zip(msg.split(), rviews)):
                 if len(got) != view.nbytes:
                     raise MPIException(ERR_TRUNCATE, f"block from rank {i} has {len(got)} bytes, expected {view.nbytes}")
                 view[:] = got
+                datatype.settle(view)
 
         return "alltoall", post, dict(blocks=sblocks)
 
@@ -414,20 +429,20 @@ class Collectives:
         rview, dt, count = datatype.parse(recvbuf, writable=True)
         return self._Reduce_scatter(sendbuf, recvbuf, [count] * n, op)
 
-    Barrier, Ibarrier = _both(_barrier)
-    Bcast, Ibcast = _both(_Bcast)
-    Gather, Igather = _both(_Gather)
-    Gatherv, Igatherv = _both(_Gatherv)
-    Scatter, Iscatter = _both(_Scatter)
-    Scatterv, Iscatterv = _both(_Scatterv)
-    Allgather, Iallgather = _both(_Allgather)
-    Allgatherv, Iallgatherv = _both(_Allgatherv)
-    Alltoall, Ialltoall = _both(_Alltoall)
-    Alltoallv, Ialltoallv = _both(_Alltoallv)
-    Alltoallw, Ialltoallw = _both(_Alltoallw)
-    Reduce, Ireduce = _both(_Reduce)
-    Allreduce, Iallreduce = _both(_Allreduce)
-    Reduce_scatter, Ireduce_scatter = _both(_Reduce_scatter)
-    Reduce_scatter_block, Ireduce_scatter_block = _both(_Reduce_scatter_block)
-    Scan, Iscan = _both(_Scan)
-    Exscan, Iexscan = _both(_Exscan)
+    Barrier, Ibarrier, Barrier_init = _forms(_barrier)
+    Bcast, Ibcast, Bcast_init = _forms(_Bcast)
+    Gather, Igather, Gather_init = _forms(_Gather)
+    Gatherv, Igatherv, Gatherv_init = _forms(_Gatherv)
+    Scatter, Iscatter, Scatter_init = _forms(_Scatter)
+    Scatterv, Iscatterv, Scatterv_init = _forms(_Scatterv)
+    Allgather, Iallgather, Allgather_init = _forms(_Allgather)
+    Allgatherv, Iallgatherv, Allgatherv_init = _forms(_Allgatherv)
+    Alltoall, Ialltoall, Alltoall_init = _forms(_Alltoall)
+    Alltoallv, Ialltoallv, Alltoallv_init = _forms(_Alltoallv)
+    Alltoallw, Ialltoallw, Alltoallw_init = _forms(_Alltoallw)
+    Reduce, Ireduce, Reduce_init = _forms(_Reduce)
+    Allreduce, Iallreduce, Allreduce_init = _forms(_Allreduce)
+    Reduce_scatter, Ireduce_scatter, Reduce_scatter_init = _forms(_Reduce_scatter)
+    Reduce_scatter_block, Ireduce_scatter_block, Reduce_scatter_block_init = _forms(_Reduce_scatter_block)
+    Scan, Iscan, Scan_init = _forms(_Scan)
+    Exscan, Iexscan, Exscan_init = _forms(_Exscan)

@@ -19,17 +19,19 @@ from .attributes import APPNUM, HOST, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, W
 from .collectives import Collectives
 from .errhandler import Handled
 from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, Exception as MPIException, last_used_code
-from .handle import Handle, predefine
+from .handle import Handle, _table, predefine
 from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
 from .message import Message
 from .pair import Pair
+from .partitioned import _Round
 from .persistent import Prequest
 from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
 
 PROC_NULL = -1
-COMM_TYPE_SHARED = 1
+COMM_TYPE_SHARED, COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED, COMM_TYPE_RESOURCE_GUIDED = 1, 2, 3, 4
+_HW_RESOURCE, _SHARED_MEMORY = "mpi_hw_resource_type", "mpi_shared_memory"
 
 
 def _check_rank_arg(value, name):
@@ -132,9 +134,12 @@ class Comm(Handle, Attributes, Handled, Collectives):
         a, b = comm1._core, comm2._core
         if comm1 == comm2:
             return IDENT
-        if a.group == b.group:
+        ra, rb = a.remote_group, b.remote_group  # intercommunicators: those compare too
+        if (ra is None) != (rb is None):
+            return UNEQUAL
+        if a.group == b.group and ra == rb:
             return CONGRUENT
-        if sorted(a.group) == sorted(b.group):
+        if sorted(a.group) == sorted(b.group) and sorted(ra or ()) == sorted(rb or ()):
             return SIMILAR
         return UNEQUAL
 
@@ -143,7 +148,7 @@ class Comm(Handle, Attributes, Handled, Collectives):
     def Dup(self, info=None):
         """A new communicator with the same group and a separate context."""
         c = self._core
-        dup = Intracomm._wrap(c.derive(c.next_context(0), c.group))
+        dup = type(self)._wrap(c.derive(c.next_context(0), c.group))  # mpi4py's: of the caller's class
         dup._state().info = dict(self._state().info)
         self._copy_attrs(dup)
         self._copy_errhandler(dup)
@@ -178,16 +183,31 @@ class Comm(Handle, Attributes, Handled, Collectives):
         self.Set_info(info)
 
     def Get_topology(self):
-        self._state()
-        return UNDEFINED
+        # A topology communicator's state says its kind (MPI/topology.py).
+        return getattr(self._state(), "kind", UNDEFINED)
 
     @property
     def topology(self):
         return self.Get_topology()
 
+    @property
+    def is_topo(self):
+        return self.Get_topology() != UNDEFINED
+
+    @classmethod
+    def fromhandle(cls, handle):
+        """An object for ``handle``, of its communicator's own class where that
+        is more specific (mpi4py's: a Cartesian communicator's is a Cartcomm)."""
+        own = getattr(_table.get(int(handle)), "cls", cls)
+        return Handle.fromhandle.__func__(own if issubclass(own, cls) else cls, handle)
+
+    fromint = f2py = fromhandle
+
     @staticmethod
     def Get_parent():
         """The communicator to the ranks that spawned this one: none (null)."""
+        from .intercomm import Intercomm
+
         return Intercomm()
 
     def Disconnect(self):
@@ -224,15 +244,29 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return Intracomm._wrap(c.derive(context, [c.group[r] for _, r in members]))
 
     def Split_type(self, split_type, key=0, info=None):
-        """``COMM_TYPE_SHARED``: the ranks whose endpoints are on the same host."""
-        if split_type == UNDEFINED:
-            return self.Split(UNDEFINED, key)
-        if split_type != COMM_TYPE_SHARED:
-            raise MPIException(ERR_ARG, f"unsupported split type {split_type}")
+        """By hardware: ``COMM_TYPE_SHARED`` (and the guided types asking
+        for ``mpi_shared_memory``) groups the ranks whose endpoints are on
+        the same host; ``COMM_TYPE_HW_UNGUIDED`` does too where that is a
+        smaller group, else (as for a resource mpiws does not know) no
+        communicator."""
         c = self._core
         hosts = [urlsplit(u).hostname for u in c.instance.endpoints]
         mine = hosts[c.group[c.rank]]
-        return self.Split(min(r for r, w in enumerate(c.group) if hosts[w] == mine), key)
+        same_host = min(r for r, w in enumerate(c.group) if hosts[w] == mine)
+        if split_type == COMM_TYPE_SHARED:
+            color = same_host
+        elif split_type in (COMM_TYPE_HW_GUIDED, COMM_TYPE_RESOURCE_GUIDED):
+            asked = info.Get(_HW_RESOURCE) if info else None
+            color = same_host if asked == _SHARED_MEMORY else UNDEFINED
+        elif split_type == COMM_TYPE_HW_UNGUIDED:
+            color = same_host if len({hosts[w] for w in c.group}) > 1 else UNDEFINED
+            if color != UNDEFINED and info:
+                info.Set(_HW_RESOURCE, _SHARED_MEMORY)
+        elif split_type == UNDEFINED:
+            color = UNDEFINED
+        else:
+            raise MPIException(ERR_ARG, f"unsupported split type {split_type}")
+        return self.Split(color, key)
 
     # ---- groups ------------------------------------------------------------
 
@@ -410,6 +444,12 @@ class Comm(Handle, Attributes, Handled, Collectives):
     def Rsend_init(self, buf, dest, tag=0):
         return Prequest._persistent(lambda: self.Irsend(buf, dest, tag))
 
+    def Psend_init(self, buf, partitions, dest, tag=0, info=None):
+        return Prequest._persistent(_Round(self, buf, partitions, dest, tag, send=True))
+
+    def Precv_init(self, buf, partitions, source=ANY_SOURCE, tag=ANY_TAG, info=None):
+        return Prequest._persistent(_Round(self, buf, partitions, source, tag, send=False))
+
     def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         return Prequest._persistent(lambda: self.Irecv(buf, source, tag))
 
@@ -437,7 +477,7 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     def Isendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
         view = datatype.parse(buf, writable=True)[0]
-        send = self._core.isend(dest, sendtag, [bytes(view)])  # a copy: the receive overwrites the buffer
+        send = self._core.isend(dest, sendtag, [bytes(datatype.parse(buf)[0])])  # a copy: the receive overwrites the buffer
         pair = Pair(send, self._core.irecv(source, recvtag, view))
         return Request(pair, _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
 
@@ -450,7 +490,7 @@ class Comm(Handle, Attributes, Handled, Collectives):
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
         end = timeout_.deadline(self._limit(timeout))
         view, _, _ = datatype.parse(buf, writable=True)
-        sreq = Request(self._core.isend(dest, sendtag, [bytes(view)]))
+        sreq = Request(self._core.isend(dest, sendtag, [bytes(datatype.parse(buf)[0])]))
         self.Irecv(view, source, recvtag).Wait(status, timeout_.left(end))
         sreq.Wait(None, timeout_.left(end))
 
@@ -569,43 +609,58 @@ def _buffer_length(buf):
 
 
 class Intracomm(Comm):
-    """A communicator within one group (all of mpiws's communicators are)."""
+    """A communicator within one group."""
 
     __slots__ = ()
 
+    def __new__(cls, comm=None):
+        self = super().__new__(cls, comm)
+        own = getattr(_table.get(self._h), "cls", None)  # an intercommunicator's is Intercomm
+        if own is not None and not issubclass(own, Intracomm):
+            raise TypeError("expecting an intracommunicator")
+        return self
 
-class Intercomm(Comm):
-    """A communicator between two groups. (Only the null one yet: creating
-    them is issue 13's next part, see docs/mpi4py-compat.md.)"""
+    def Create_intercomm(self, local_leader, peer_comm, remote_leader, tag=0):
+        """An intercommunicator between this group and the remote leader's
+        (MPI/intercomm.py); ``peer_comm`` joins the two leaders."""
+        from .intercomm import create_intercomm
 
-    __slots__ = ()
+        return create_intercomm(self, local_leader, peer_comm, remote_leader, tag)
 
-    def Is_inter(self):
-        self._state()
-        return True
+    # ---- process topologies (MPI/topology.py, which builds on this class) ---
 
-    def Is_intra(self):
-        self._state()
-        return False
+    def Create_cart(self, dims, periods=None, reorder=False):
+        from .topology import create_cart
+        return create_cart(self, dims, periods, reorder)
 
-    @property
-    def is_inter(self):
-        return True
+    def Create_graph(self, index, edges, reorder=False):
+        from .topology import create_graph
+        return create_graph(self, index, edges, reorder)
 
-    @property
-    def is_intra(self):
-        return False
+    def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False):
+        from .topology import create_dist_graph_adjacent
+        return create_dist_graph_adjacent(self, sources, destinations, sourceweights, destweights, info, reorder)
 
-    # Only the null intercommunicator exists yet: these fail as MPI says for it.
-    def Get_remote_group(self):
-        self._state()
-        raise NotImplementedError("intercommunicators are not in mpiws yet")
+    def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None, reorder=False):
+        from .topology import create_dist_graph
+        return create_dist_graph(self, sources, degrees, destinations, weights, info, reorder)
 
-    Get_remote_size = Get_remote_group
+    def Cart_map(self, dims, periods=None):
+        from .topology import cart_map
+        return cart_map(self, dims, periods)
 
-    def Merge(self, high=False):
-        self._state()
-        raise NotImplementedError("intercommunicators are not in mpiws yet")
+    def Graph_map(self, index, edges):
+        from .topology import graph_map
+        return graph_map(self, index, edges)
+
+
+def __getattr__(name):
+    """``Intercomm`` lives in MPI/intercomm.py, which builds on this file."""
+    if name == "Intercomm":
+        from .intercomm import Intercomm
+
+        return Intercomm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 COMM_NULL = predefine(Intracomm(), "COMM_NULL")

@@ -1,13 +1,19 @@
-"""Host memory an object exposes through DLPack (``__dlpack__``), as an
-``__array_interface__`` dict for a numpy view (``datatype._foreign``).
+"""The memory an object exposes through DLPack (``__dlpack__`` and
+``__dlpack_device__``), read and checked as mpi4py does
+(``asdlpack.pxi``: ``Py_GetDLPackBuffer``), errors and messages included.
 
-The capsule is read, not consumed: it stays named ``dltensor`` and is kept
-alive beside the view, so the exporter's own capsule destructor releases
-the tensor when the view goes. Only CPU memory, C-contiguous.
+The capsule is read, not consumed: it stays named ``dltensor``(``_versioned``)
+and is the span's owner, kept alive beside the view, so the exporter's own
+capsule destructor releases the tensor when the view goes. Any device is
+taken, its pointer passed on as mpi4py passes it to MPI (``MPI.buffer``
+refuses to touch bytes off the host).
 """
 
 import ctypes
-import sys
+import operator
+import struct
+
+from .span import CPU, Span
 
 
 class _Device(ctypes.Structure):
@@ -34,9 +40,16 @@ class _ManagedVersioned(ctypes.Structure):
 
 
 _READ_ONLY = 1
-_CPU, _CUDA_HOST = 1, 3
-# DLPack type codes -> numpy typestr kinds (int, uint, float, complex, bool)
-_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+_INT, _UINT, _FLOAT, _COMPLEX, _BOOL = 0, 1, 2, 5, 6
+_LONG_DOUBLE = ctypes.sizeof(ctypes.c_longdouble)
+#: type code -> {bytes: struct format}, the first C type of each size (mpi4py's ``dlpack_get_format``)
+_FORMATS = {code: {size: fmt for fmt, size in reversed(pairs)} for code, pairs in {
+    _INT: [(c, struct.calcsize(c)) for c in "bhilq"],
+    _UINT: [(c, struct.calcsize(c)) for c in "BHILQ"],
+    _FLOAT: [("e", 2), ("f", 4), ("d", 8), ("g", _LONG_DOUBLE)],
+    _COMPLEX: [("Ze", 4), ("Zf", 8), ("Zd", 16), ("Zg", 2 * _LONG_DOUBLE)],
+    _BOOL: [("?", 1)],
+}.items()}
 
 _api = ctypes.pythonapi
 _api.PyCapsule_IsValid.restype = ctypes.c_int
@@ -45,34 +58,67 @@ _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def array_interface(obj):
-    """(``__array_interface__`` dict, capsule to keep alive) for ``obj``'s tensor."""
-    capsule = obj.__dlpack__()
-    if _api.PyCapsule_IsValid(capsule, b"dltensor_versioned"):
-        managed = ctypes.cast(_api.PyCapsule_GetPointer(capsule, b"dltensor_versioned"), ctypes.POINTER(_ManagedVersioned))
-        t, readonly = managed.contents.dl_tensor, bool(managed.contents.flags & _READ_ONLY)
-    elif _api.PyCapsule_IsValid(capsule, b"dltensor"):
-        t, readonly = ctypes.cast(_api.PyCapsule_GetPointer(capsule, b"dltensor"), ctypes.POINTER(_Managed)).contents.dl_tensor, False
+def read(obj, writable=False):
+    """``obj``'s tensor as a ``Span``; NotImplementedError if ``obj`` does not speak DLPack."""
+    try:
+        dlpack, dlpack_device = obj.__dlpack__, obj.__dlpack_device__
+    except AttributeError:
+        raise NotImplementedError("dlpack: missing support") from None
+    device_type, device_id = dlpack_device()
+    device_type, _ = operator.index(device_type), operator.index(device_id)
+    stream = {} if device_type == CPU else {"stream": -1}
+    try:  # DLPack 1.0+
+        capsule, name = dlpack(**stream, max_version=(1, 0), copy=False), b"dltensor_versioned"
+    except TypeError:  # DLPack 0.x
+        capsule, name = dlpack(**stream), b"dltensor"
+    if not _api.PyCapsule_IsValid(capsule, name):
+        raise BufferError("dlpack: invalid capsule object")
+    pointer = _api.PyCapsule_GetPointer(capsule, name)
+    if name == b"dltensor":
+        t, readonly = ctypes.cast(pointer, ctypes.POINTER(_Managed)).contents.dl_tensor, False
     else:
-        raise BufferError("__dlpack__ did not return a DLPack capsule")
-    if t.device.device_type not in (_CPU, _CUDA_HOST):
-        raise BufferError(f"DLPack: device type {t.device.device_type} is not host memory")
-    kind = _KINDS.get(t.dtype.code)
-    if kind == "f" and t.dtype.lanes == 2:  # a complex as two float lanes
-        kind = "c"
-    elif t.dtype.lanes != 1:
-        kind = None
-    if kind is None or t.dtype.bits % 8:
-        raise BufferError(f"DLPack: unsupported data type code {t.dtype.code}, {t.dtype.bits} bits")
-    itemsize = t.dtype.bits // 8 * t.dtype.lanes
-    shape = tuple(t.shape[i] for i in range(t.ndim))
-    if t.strides:
-        expect = 1
-        for i in reversed(range(t.ndim)):
-            if shape[i] != 1 and t.strides[i] != expect:
-                raise BufferError("DLPack: the tensor is not C-contiguous")
-            expect *= shape[i]
-    order = "|" if itemsize == 1 else ("<" if sys.byteorder == "little" else ">")
-    iface = {"version": 3, "data": ((t.data or 0) + t.byte_offset, readonly), "typestr": f"{order}{kind}{itemsize}",
-             "shape": shape, "strides": None}
-    return iface, capsule
+        managed = ctypes.cast(pointer, ctypes.POINTER(_ManagedVersioned)).contents
+        if managed.major < 1:
+            raise BufferError("dlpack: unexpected version")
+        t, readonly = managed.dl_tensor, bool(managed.flags & _READ_ONLY)
+    shape = _check_shape(t)
+    if writable and readonly:
+        raise BufferError("dlpack: buffer is not writable")
+    code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
+    nbytes = (bits * lanes + 7) // 8
+    for n in shape:
+        nbytes *= n
+    if lanes == 1:
+        fmt = _FORMATS.get(code, {}).get(bits / 8, "B")
+    else:  # a complex as two float lanes, else bytes
+        fmt = {32: "Zf", 64: "Zd", 8 * _LONG_DOUBLE: "Zg"}.get(bits, "B") if code == _FLOAT and lanes == 2 else "B"
+    return Span((t.data or 0) + t.byte_offset, nbytes, readonly, fmt, device_type, capsule)
+
+
+def _check_shape(t):
+    """The tensor's shape, checked as mpi4py checks shape, strides and contiguity."""
+    if t.ndim < 0:
+        raise BufferError("dlpack: number of dimensions is negative")
+    if t.ndim > 0 and not t.shape:
+        raise BufferError("dlpack: shape is NULL")
+    shape = [t.shape[i] for i in range(t.ndim)]
+    if any(n < 0 for n in shape):
+        raise BufferError("dlpack: shape item is negative")
+    if not t.strides:  # C-contiguous
+        return shape
+    strides = [t.strides[i] for i in range(t.ndim)]
+    if any(s < 0 for s in strides):
+        raise BufferError("dlpack: strides item is negative")
+    if not (_contiguous(reversed(shape), reversed(strides)) or _contiguous(shape, strides)):
+        raise BufferError("dlpack: buffer is not contiguous")
+    return shape
+
+
+def _contiguous(shape, strides):
+    """Whether strides (in items) lay the dimensions out innermost first."""
+    size = 1
+    for n, s in zip(shape, strides):
+        if n > 1 and s != size:
+            return False
+        size *= n
+    return True

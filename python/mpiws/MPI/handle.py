@@ -167,23 +167,35 @@ def predefine(obj, name):
     return obj
 
 
-def sizeof(arg):
-    """``MPI._sizeof``: the size of a handle (the same for an object and its type)."""
-    cls = arg if isinstance(arg, type) else type(arg)
-    if not issubclass(cls, Handle):
-        from .status import Status
+def _mpi_class(cls):
+    """Whether ``cls`` is an MPI object's class: a handle kind, or a
+    request or status (which are not on ``Handle``)."""
+    from .request import Request
+    from .status import Status
 
-        if issubclass(cls, Status):
-            return 8 * 5
+    return issubclass(cls, (Handle, Request, Status))
+
+
+def sizeof(arg):
+    """``MPI._sizeof``: the size of a handle (the same for an object and its
+    type); a status's is MPICH's five ints."""
+    cls = arg if isinstance(arg, type) else type(arg)
+    if not _mpi_class(cls):
         raise TypeError(f"expected an MPI object or type, got {cls.__name__}")
-    return 8
+    from .status import Status
+
+    return 4 * 5 if issubclass(cls, Status) else 8
 
 
 def addressof(obj):
     """``MPI._addressof``: where the handle is (its object's identity here)."""
-    if not isinstance(obj, Handle):
-        from .status import Status
-
-        if not isinstance(obj, Status):
-            raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
+    if not _mpi_class(type(obj)):
+        raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
     return id(obj)
+
+
+def handleof(obj):
+    """``MPI._handleof``: the handle number (a status's: its address)."""
+    if not _mpi_class(type(obj)):
+        raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
+    return obj.tohandle() if hasattr(obj, "tohandle") else id(obj)

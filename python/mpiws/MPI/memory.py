@@ -9,7 +9,7 @@ same bytes.
 """
 
 from .. import _core, binding
-from . import datatype
+from . import datatype, span
 from .request import Request
 
 BSEND_OVERHEAD = 96
@@ -17,6 +17,36 @@ BUFFER_AUTOMATIC = 0
 
 
 class buffer(_core.Memory):
+    def __new__(cls, *args):
+        if len(args) > 1:
+            raise TypeError(f"buffer() takes at most 1 argument ({len(args)} given)")
+        mem = super().__new__(cls)
+        if args:
+            mem.attach(args[0])
+        return mem
+
+    def attach(self, obj, readonly=None):
+        """Name ``obj``'s memory: a C-contiguous buffer's (held), else the
+        view ``datatype.as_view`` makes of it (Fortran order, DLPack, CUDA
+        array interface), as mpi4py's ``PyMPI_GetBuffer`` takes them."""
+        try:
+            c_buffer = obj is None or memoryview(obj).c_contiguous
+        except TypeError:
+            c_buffer = False
+        if not c_buffer:
+            obj = datatype.as_view(obj, writable=readonly is False)
+        super().attach(obj, readonly)
+
+    def _on_host(self):
+        """mpi4py's ``check_cpu_accessible``: the bytes of a foreign buffer
+        advertised on a device (``datatype._Interface``) are not touched."""
+        view = self.obj
+        holder = view.obj if isinstance(view, memoryview) else None
+        if isinstance(getattr(holder, "base", None), memoryview):  # numpy's view of exotic items
+            holder = holder.base.obj
+        if getattr(holder, "device", span.CPU) not in span.HOST:
+            raise BufferError("buffer is not CPU-accessible")
+
     @staticmethod
     def allocate(nbytes, clear=False):
         if not isinstance(nbytes, int):
@@ -60,12 +90,14 @@ class buffer(_core.Memory):
         return i, None
 
     def __getitem__(self, item):
+        self._on_host()
         start, stop = self._span(item)
         if stop is None:
             return memoryview(self)[start]
         return buffer.frombuffer(memoryview(self)[start:stop], self.readonly)
 
     def __setitem__(self, item, value):
+        self._on_host()
         start, stop = self._span(item)
         view = memoryview(self)
         if stop is None:
@@ -79,11 +111,13 @@ class buffer(_core.Memory):
         raise NotImplementedError("a buffer's length is fixed")
 
     def cast(self, format, shape=None):
+        self._on_host()
         view = memoryview(self)
         return view.cast(format) if shape is None else view.cast(format, shape)
 
-    def tobytes(self, order=None):
-        return memoryview(self).tobytes(order)
+    def tobytes(self, order=None):  # the bytes in memory order, whatever the order (as mpi4py)
+        self._on_host()
+        return memoryview(self).tobytes()
 
     def toreadonly(self):
         if self.obj is not None:

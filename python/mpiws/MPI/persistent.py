@@ -1,5 +1,6 @@
-"""``Prequest``: persistent point-to-point requests (``Send_init``,
-``Recv_init``, ...). A persistent request keeps how to start its operation;
+"""``Prequest``: persistent requests, point-to-point (``Send_init``,
+``Recv_init``, ...) and collective (``Bcast_init``, ... in MPI/collectives.py).
+A persistent request keeps how to start its operation;
 ``Start`` posts it once more (as ``Isend``/``Irecv`` would), and a wait or
 test completes that round and leaves the request inactive, not freed: it
 can be started again until ``Free``."""
@@ -35,3 +36,24 @@ class Prequest(Request):
             r.Start()
 
     startall = Startall
+
+    # ---- partitioned (MPI/partitioned.py) -----------------------------------
+
+    def _partitioned(self):
+        if not hasattr(self._start, "ready"):
+            raise MPIException(ERR_REQUEST, "not a partitioned request")
+        return self._start
+
+    def Pready(self, partition):
+        self._partitioned().ready(partition)
+
+    def Pready_range(self, partition_low, partition_high):
+        for i in range(partition_low, partition_high + 1):
+            self._partitioned().ready(i)
+
+    def Pready_list(self, partitions):
+        for i in partitions:
+            self._partitioned().ready(i)
+
+    def Parrived(self, partition):
+        return self._partitioned().arrived(partition)

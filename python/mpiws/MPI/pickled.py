@@ -76,49 +76,103 @@ def loads_bytes(data, buffers=()):
 class _Serializer:
     __slots__ = ("dumps", "loads", "protocol", "threshold")
 
-    def __init__(self, dumps=None, loads=None, protocol=None):
+    def __init__(self, dumps=None, loads=None, protocol=None, threshold=None):
         if protocol is None and dumps is None:
             protocol = _pickle.HIGHEST_PROTOCOL
         elif protocol is not None and protocol < 0:
             protocol = _pickle.HIGHEST_PROTOCOL
-        self.dumps, self.loads, self.protocol, self.threshold = dumps, loads, protocol, OUT_OF_BAND_FROM
+        self.dumps, self.loads, self.protocol = dumps, loads, protocol
+        self.threshold = OUT_OF_BAND_FROM if threshold is None else threshold
 
 
 class Pickle:
-    """``MPI.pickle``: how objects become bytes and back, for every object
-    message and collective. ``__init__(dumps, loads, protocol)`` puts
-    another serializer in (json, marshal, dill: ``dumps(obj[, protocol])``
-    and ``loads(data)``), as in mpi4py; ``__init__()`` restores pickle, with
-    the instance's unpickling policy and large buffers out of band. The
+    """Pickle and unpickle Python objects (mpi4py's ``MPI.Pickle``).
+
+    ``MPI.pickle`` serves every object message and collective, and
+    ``MPI.pickle.__init__(dumps, loads, protocol, threshold)`` puts another
+    serializer in (json, marshal, dill: ``dumps(obj[, protocol])`` and
+    ``loads(data)``), as in mpi4py; ``__init__()`` restores pickle, with
+    the instance's unpickling policy and large buffers out of band. That
     choice is the calling instance's: services sharing an endpoint process
-    keep their own."""
+    keep their own. Any other ``Pickle()`` is independent of it (as
+    ``mpiws.util.pkl5.pickle`` is).
+    """
 
-    def __init__(self, dumps=None, loads=None, protocol=None):
-        binding.current().serializer = _Serializer(dumps, loads, protocol)
+    def __init__(self, dumps=None, loads=None, protocol=None, threshold=None):
+        s = _Serializer(dumps, loads, protocol, threshold)
+        if self is pickle:
+            binding.current().serializer = s
+        else:
+            self._own = s
 
-    @staticmethod
-    def _now():
+    def _now(self):
+        own = getattr(self, "_own", None)
+        if own is not None:
+            return own
         b = binding.current()
         if b.serializer is None:
             b.serializer = _Serializer()
         return b.serializer
 
-    PROTOCOL = property(lambda self: self._now().protocol, lambda self, v: setattr(self._now(), "protocol", v))
-    #: Buffers smaller than this stay inside the pickle.
-    THRESHOLD = property(lambda self: self._now().threshold, lambda self, v: setattr(self._now(), "threshold", v))
+    def _set_protocol(self, v):
+        s = self._now()
+        s.protocol = _pickle.HIGHEST_PROTOCOL if v is None and s.dumps is None else v
+
+    def _set_threshold(self, v):
+        self._now().threshold = OUT_OF_BAND_FROM if v is None else v
+
+    PROTOCOL = property(lambda self: self._now().protocol, _set_protocol, doc="Protocol version.")
+    THRESHOLD = property(lambda self: self._now().threshold, _set_threshold, doc="Out-of-band threshold.")
 
     def dumps(self, obj):
-        """``obj`` as one bytes object."""
+        """Serialize object to pickle data stream."""
         s = self._now()
         if s.dumps is None:
             return _pickle.dumps(obj, protocol=s.protocol)
         return s.dumps(obj) if s.protocol is None else s.dumps(obj, s.protocol)
 
     def loads(self, data, buffers=()):
+        """Deserialize object from pickle data stream."""
         s = self._now()
         if s.loads is None:
             return loads_bytes(data, buffers)
         return s.loads(data)
+
+    def dumps_oob(self, obj):
+        """Serialize object to pickle data stream and out-of-band buffers.
+
+        ``(data, buffers)``: the buffers (``MPI.buffer``) are the object's
+        contiguous buffers of ``THRESHOLD`` bytes or more (pickle protocol 5
+        at least, as in mpi4py).
+        """
+        from .memory import buffer
+
+        s = self._now()
+        protocol = max(_pickle.HIGHEST_PROTOCOL if s.protocol is None else s.protocol, 5)
+        buffers = []
+
+        def keep_out_of_band(pb):
+            try:
+                raw = pb.raw()
+            except BufferError:  # not contiguous: pickle it in band
+                return True
+            if raw.nbytes < s.threshold:
+                return True
+            buffers.append(buffer.frombuffer(raw))
+            return False
+
+        if s.dumps is None:
+            data = _pickle.dumps(obj, protocol, buffer_callback=keep_out_of_band)
+        else:
+            data = s.dumps(obj, protocol, buffer_callback=keep_out_of_band)
+        return data, buffers
+
+    def loads_oob(self, data, buffers):
+        """Deserialize object from pickle data stream and out-of-band buffers."""
+        s = self._now()
+        if s.loads is None:
+            return loads_bytes(data, list(buffers))
+        return s.loads(data, buffers=buffers)
 
     def parts(self, obj):
         """The parts of a message carrying ``obj``: the pickle, then each

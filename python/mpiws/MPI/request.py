@@ -9,11 +9,10 @@ import time
 import weakref
 
 from .. import _core
-from . import pickled
+from . import datatype, pickled
 from . import events as events_
 from . import timeout as timeout_
 from .exception import ERR_CANCELLED, ERR_REQUEST, ERR_TIMEOUT, ERR_TRUNCATE, Exception as MPIException
-from .pair import Pair
 from .status import UNDEFINED, Status, fill
 
 # A watched request is completed by the handler thread or by its owner,
@@ -48,6 +47,7 @@ def received_buffer(msg, status, buf):
     """Copy a core Message into ``buf`` (if not read there already); fills ``status``."""
     fill(status, msg.source, msg.tag, msg.nbytes)
     msg.copy_into(buf)
+    datatype.settle(buf, msg.nbytes)
 
 
 class Request:
@@ -56,11 +56,19 @@ class Request:
 
     __slots__ = ("_r", "_kind", "_buf", "_limit", "_deadline", "_info", "_watch", "_start", "__weakref__")
 
+    def __new__(cls, *args, **kwargs):
+        # A subclass's ``__new__(cls, request)`` calls this one with the request
+        # (mpi4py's subclassing); ``__init__`` then takes it.
+        return super().__new__(cls)
+
     def __init__(self, request=None, kind=_SEND, buf=None, limit=None, deadline=None):
         self._start = None  # a persistent request's: how to start a round (MPI/persistent.py)
+        if request is not None and not isinstance(request, Request) and not hasattr(request, "done"):
+            raise TypeError(f"expected a Request, got {type(request).__name__}")
         if isinstance(request, Request):  # Request(other): copy the handle
-            if type(self) is not Request and type(request) is not Request and not isinstance(request, type(self)):
-                raise TypeError(f"expected a {type(self).__name__}, got a {type(request).__name__}")
+            own = next(c for c in type(self).__mro__ if c.__module__.startswith(__package__))  # a user's subclass's MPI class
+            if own is not Request and type(request) is not Request and not isinstance(request, own):
+                raise TypeError(f"expected a {own.__name__}, got a {type(request).__name__}")
             self._start = request._start
             request, kind, buf, limit, deadline = request._r, request._kind, request._buf, request._limit, request._deadline
         self._r = request
@@ -79,8 +87,7 @@ class Request:
             return NotImplemented
         return self._r is other._r and self._start is other._start
 
-    def __hash__(self):
-        return id(self._r)
+    __hash__ = None  # as mpi4py's: equal requests name the same operation
 
     # ---- handle numbers (requests are not on handle.Handle: each object
     # completes on its own, as mpi4py's do once their handle is nulled) ----
@@ -595,9 +602,10 @@ class _Watch:
 def _waitable(core):
     """The core request ``_core.wait_any`` can wait for in ``core``; None
     for a generalized request (the program completes it: looked at often)."""
-    if isinstance(core, Pair):
-        return core.waitable()
-    return core if isinstance(core, _core.Request) else None
+    if isinstance(core, _core.Request):
+        return core
+    waitable = getattr(core, "waitable", None)  # a Pair, a partitioned round's Parts
+    return waitable() if waitable else None
 
 
 def _status_at(statuses, i):

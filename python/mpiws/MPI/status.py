@@ -19,7 +19,7 @@ class Status:
     (count low bits, count high bits and cancelled flag, source, tag,
     error), so ``tomemory()`` is a writable view of them, as in mpi4py."""
 
-    __slots__ = ("_mem",)
+    __slots__ = ("_mem", "__weakref__")
 
     def __init__(self, status=None):
         if status is None:
@@ -82,10 +82,19 @@ class Status:
         return UNDEFINED if r else q
 
     def Get_elements(self, datatype):
-        return self.Get_count(datatype)
+        """Number of basic elements received (of a derived ``datatype``'s, a
+        last item may be partial)."""
+        n = datatype._layout.elements_in(self._nbytes)
+        return UNDEFINED if n is None else n
 
     def Set_elements(self, datatype, count):
-        self._nbytes = count * (1 if datatype is None else datatype.Get_size())
+        """Set what ``Get_elements`` gives (``count`` basic elements of ``datatype``)."""
+        if datatype is None or datatype._layout.elements_in(datatype.Get_size()) in (None, 0):
+            self._nbytes = count * (1 if datatype is None else datatype.Get_size())
+            return
+        per_item = datatype._layout.elements_in(datatype.Get_size())
+        whole, rest = divmod(count, per_item)
+        self._nbytes = whole * datatype.Get_size() + _bytes_of_elements(datatype, rest)
 
     def Is_cancelled(self):
         return self._cancelled
@@ -110,7 +119,7 @@ class Status:
         return self
 
     def __reduce__(self):
-        return (Status.f2py, (list(self._mem),))
+        return (_rebuilt, (type(self), list(self._mem)))
 
     def __eq__(self, other):
         return isinstance(other, Status) and self._mem == other._mem
@@ -121,7 +130,23 @@ class Status:
         return f"<Status source={self.source} tag={self.tag} error={self.error} count={self._nbytes}>"
 
 
+def _rebuilt(cls, fields):
+    status = cls()
+    status._mem = array("i", fields)
+    return status
+
+
 def fill(status, source, tag, nbytes, cancelled=False, error=SUCCESS):
     """Fill an optional user-supplied Status."""
     if status is not None:
         status._set(source, tag, nbytes, cancelled, error)
+
+
+def _bytes_of_elements(datatype, n):
+    """Bytes of the first ``n`` basic elements of one ``datatype`` item."""
+    layout, nbytes = datatype._layout, 0
+    while n and nbytes < datatype.Get_size():
+        nbytes += 1
+        if layout.elements_in(nbytes) == n:
+            return nbytes
+    return nbytes

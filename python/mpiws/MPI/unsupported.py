@@ -1,11 +1,11 @@
-"""The object kinds mpiws does not provide yet: RMA windows (``Win``),
-MPI-IO files (``File``) and sessions (``Session``). Their classes and null
+"""The object kinds mpiws does not provide yet: MPI-IO files (``File``)
+and sessions (``Session``). (RMA windows are ``win.py``.) Their classes and null
 handles exist, so programs and libraries that name them import; making
 one raises ``NotImplementedError`` naming what is missing
 (docs/mpi4py-compat.md)."""
 
 from .errhandler import Handled
-from .exception import ERR_FILE, ERR_SESSION, ERR_WIN
+from .exception import ERR_FILE, ERR_SESSION
 from .handle import Handle, predefine
 
 
@@ -14,15 +14,6 @@ def _missing(what):
         raise NotImplementedError(f"{what} is not in mpiws yet (docs/mpi4py-compat.md)")
 
     return classmethod(make)
-
-
-class Win(Handle, Handled):
-    __slots__ = ()
-    _invalid = ERR_WIN
-    Create = Allocate = Allocate_shared = Create_dynamic = _missing("MPI.Win (one-sided communication)")
-
-    def Free(self):
-        self._release()
 
 
 class File(Handle, Handled):
@@ -48,6 +39,5 @@ class Session(Handle, Handled):
 MODE_CREATE, MODE_RDONLY, MODE_WRONLY, MODE_RDWR = 1, 2, 4, 8
 MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN, MODE_EXCL, MODE_APPEND, MODE_SEQUENTIAL = 16, 32, 64, 128, 256
 
-WIN_NULL = predefine(Win(), "WIN_NULL")
 FILE_NULL = predefine(File(), "FILE_NULL")
 SESSION_NULL = predefine(Session(), "SESSION_NULL")

@@ -289,6 +289,25 @@ impl Mailbox {
         Some((id, matched))
     }
 
+    /// Whether messages from `source` wait ahead of their turn (an
+    /// arrival from it may release them).
+    pub fn holds_early(&self, source: u32) -> bool {
+        self.early.get(&source).is_some_and(|e| !e.is_empty())
+    }
+
+    /// Remove and return every unexpected message `pick` chooses, in order
+    /// (window traffic, which no receive takes: `mpi::window`).
+    pub fn take_where(&mut self, pick: impl Fn(&Envelope) -> bool) -> Vec<Message> {
+        if !self.unexpected.iter().any(|m| pick(&m.env)) {
+            return Vec::new();
+        }
+        let (out, keep): (VecDeque<_>, VecDeque<_>) = self.unexpected.drain(..).partition(|m| pick(&m.env));
+        self.unexpected = keep;
+        let out: Vec<Message> = out.into();
+        self.unexpected_bytes -= out.iter().map(|m| m.payload.len()).sum::<usize>();
+        out
+    }
+
     /// Post a receive: returns the message at once if one already matches.
     pub fn post(&mut self, id: RecvId, pattern: Pattern) -> Option<Message> {
         if let Some(m) = self.take(&pattern) {

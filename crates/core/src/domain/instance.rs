@@ -21,6 +21,7 @@ use crate::direct::transport::Transport;
 use crate::domain::{liveness, Binding};
 use crate::mpi::collective::schedule::{fault_of, REVOKE_TAG};
 use crate::mpi::comm::COLLECTIVE_BIT;
+use crate::mpi::window::is_rma;
 use crate::error::{Error, ErrorClass, Result};
 use crate::runtime::runtime;
 
@@ -178,6 +179,9 @@ pub struct Instance {
     any_gone: AtomicBool,
     /// Messages filed whose forwards are not registered in `forwards` yet.
     forwarding: AtomicUsize,
+    /// This rank's RMA windows: window traffic is applied there as it is
+    /// filed, with no call from the application (`mpi::window`).
+    pub windows: crate::mpi::window::Registry,
 }
 
 /// The bound on an instance's unexpected messages, in bytes
@@ -228,6 +232,7 @@ impl Instance {
             transport,
             any_gone: AtomicBool::new(false),
             forwarding: AtomicUsize::new(0),
+            windows: Default::default(),
         });
         liveness::watch(&instance);
         instance
@@ -260,11 +265,14 @@ impl Instance {
             Some((msg.env.clone(), msg.payload.clone()))
         };
         let revoke = is_revoke(&msg.env).then(|| Pattern { context: msg.env.context, source: Some(msg.env.source), tag: Some(REVOKE_TAG) });
-        let (matched, revoked) = {
+        let (matched, revoked, rma) = {
             let mut inbox = self.inbox.lock();
             if let Some(e) = &inbox.closed {
                 return Err(e.clone());
             }
+            // Window traffic holds its place in its sender's order, then is
+            // taken out for the windows (this one, or one it released).
+            let rma = is_rma(&msg.env) || inbox.mailbox.holds_early(msg.env.source);
             let matched = match inbox.mailbox.arrive(msg) {
                 Arrival::Duplicate(dup) => {
                     let cut = Self::retried(&mut inbox, dup);
@@ -292,10 +300,14 @@ impl Instance {
                 }
                 None => Vec::new(),
             };
-            (matched, revoked)
+            let rma = if rma { inbox.mailbox.take_where(is_rma) } else { Vec::new() };
+            (matched, revoked, rma)
         };
         for (w, why) in revoked {
             w.completion.complete(Err(why));
+        }
+        for m in rma {
+            self.windows.handle(self, m.env.source, m.env.context, m.payload);
         }
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.

@@ -1,6 +1,8 @@
 //! A communicator: a matching context and a group (local rank -> world rank)
 //! over one instance. Messages carry world ranks and the context; receives
 //! match on the context, so communicators never see each other's traffic.
+//! An intercommunicator also has a remote group: point-to-point ranks
+//! (destinations, sources) name its members, as MPI has it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,6 +29,10 @@ pub struct Comm {
     pub context: u64,
     /// World rank of each local rank.
     pub group: Arc<Vec<u32>>,
+    /// World rank of each rank point-to-point names: the remote group's on
+    /// an intercommunicator, else the same `Arc` as `group` (so the
+    /// intracommunicator path translates as before, with no branch).
+    peers: Arc<Vec<u32>>,
     /// This process's local rank.
     pub rank: u32,
     /// Communicators derived from this one so far (Dup, Split, ...): every
@@ -72,6 +78,7 @@ impl Comm {
         Comm {
             instance,
             context,
+            peers: group.clone(),
             group,
             rank,
             derived: Arc::new(AtomicU64::new(0)),
@@ -83,6 +90,15 @@ impl Comm {
 
     pub fn size(&self) -> u32 {
         self.group.len() as u32
+    }
+
+    /// The communicator partitioned point-to-point (`Psend_init`,
+    /// `Precv_init`) with `tag` travels on: these ranks on a context both
+    /// sides derive from this one's and the tag without communicating, so
+    /// its messages (tagged by partition) match no other receive.
+    pub fn partitioned(&self, tag: i64) -> Comm {
+        let context = (mix(self.context ^ mix((tag as u64) ^ 0x9A27_1770)) & !COLLECTIVE_BIT).max(SELF_CONTEXT + 1);
+        Comm { context, derived: Arc::default(), collectives: Arc::default(), group_calls: Arc::default(), ..self.clone() }
     }
 
     /// The context for the next communicator derived from this one; `salt`
@@ -132,23 +148,50 @@ impl Comm {
         Some(Comm::new(self.instance.clone(), context, Arc::new(group), rank))
     }
 
+    /// An intercommunicator with `context` between `local` (world ranks,
+    /// this process among them) and `remote`; None if this process is not
+    /// in `local`. Its own collectives are composed by the caller from
+    /// point-to-point and the local group's collectives (`prepare` refuses).
+    pub fn derive_inter(&self, context: u64, local: Vec<u32>, remote: Vec<u32>) -> Option<Comm> {
+        let mut c = self.derive(context, local)?;
+        c.peers = Arc::new(remote);
+        Some(c)
+    }
+
+    /// The remote group (world ranks) of an intercommunicator; None for an
+    /// intracommunicator.
+    pub fn remote_group(&self) -> Option<&Arc<Vec<u32>>> {
+        (!Arc::ptr_eq(&self.peers, &self.group)).then_some(&self.peers)
+    }
+
+    pub fn is_inter(&self) -> bool {
+        self.remote_group().is_some()
+    }
+
     /// The same group with the collective context (for internal traffic).
     pub fn internal(&self) -> Comm {
         Comm { context: self.context | COLLECTIVE_BIT, ..self.clone() }
     }
 
+    /// The world rank of point-to-point rank `local` (of the remote group
+    /// on an intercommunicator).
     pub fn world_rank(&self, local: i64) -> Result<u32> {
-        if local < 0 || local >= self.size() as i64 {
-            return err(ErrorClass::Rank, format!("invalid rank {local} (communicator size {})", self.size()));
+        let peers = &self.peers;
+        if local < 0 || local >= peers.len() as i64 {
+            let what = if self.is_inter() { "remote group size" } else { "communicator size" };
+            return err(ErrorClass::Rank, format!("invalid rank {local} ({what} {})", peers.len()));
         }
-        Ok(self.group[local as usize])
+        Ok(peers[local as usize])
     }
 
+    /// The point-to-point rank of world rank `world` (in the remote group
+    /// on an intercommunicator), if it is there.
     pub fn local_rank(&self, world: u32) -> Option<u32> {
-        if self.group.len() == self.instance.size() as usize && self.group[world as usize % self.group.len()] == world {
+        let peers = &self.peers;
+        if peers.len() == self.instance.size() as usize && peers[world as usize % peers.len()] == world {
             return Some(world);
         }
-        self.group.iter().position(|&w| w == world).map(|r| r as u32)
+        peers.iter().position(|&w| w == world).map(|r| r as u32)
     }
 
     fn check_send_tag(tag: i64) -> Result<i32> {
@@ -336,4 +379,56 @@ pub fn wait_outcome(c: &Completion, timeout: Option<Duration>) -> Result<Outcome
         return Err(Error::new(ErrorClass::Timeout, format!("operation did not complete within {timeout:?}")));
     }
     c.take().unwrap_or_else(|| err(ErrorClass::Request, "request already completed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::direct::transport::Transport;
+    use crate::domain::Binding;
+
+    /// World rank `rank` of six (no endpoint is contacted).
+    fn world(rank: u32) -> Comm {
+        let endpoints: Vec<String> = (0..6).map(|i| format!("http://127.0.0.1:{}", 1 + i)).collect();
+        let b = Binding { domain: "d".into(), rank, endpoints, token: "t".into(), service: String::new(), params: serde_json::Value::Null };
+        Comm::world(Instance::new(b, Arc::new(Transport::new())))
+    }
+
+    #[test]
+    fn intercommunicator_ranks_name_the_remote_group() {
+        let w = world(2);
+        let inter = w.derive_inter(77, vec![0, 2, 4], vec![5, 3]).unwrap();
+        // Its own rank and size are the local group's ...
+        assert_eq!((inter.rank, inter.size()), (1, 3));
+        assert_eq!(inter.remote_group().map(|g| g.to_vec()), Some(vec![5, 3]));
+        // ... destinations and sources the remote group's.
+        assert_eq!(inter.world_rank(0).unwrap(), 5);
+        assert_eq!(inter.world_rank(1).unwrap(), 3);
+        assert_eq!(inter.world_rank(2).unwrap_err().class, ErrorClass::Rank);
+        assert_eq!(inter.world_rank(-3).unwrap_err().class, ErrorClass::Rank);
+        assert_eq!(inter.local_rank(3), Some(1));
+        assert_eq!(inter.local_rank(4), None); // a local member is no peer
+        let env = Envelope { source: 5, context: 77, tag: 9, seq: None, sync: false, parts: vec![], forward: vec![] };
+        assert_eq!(inter.received(env, Payload::default()).source, 0);
+        let p = inter.pattern(1, 9).unwrap();
+        assert_eq!((p.context, p.source, p.tag), (77, Some(3), Some(9)));
+        // A process outside the local group gets none.
+        assert!(w.derive_inter(77, vec![0, 4], vec![2]).is_none());
+    }
+
+    #[test]
+    fn intracommunicators_stay_as_they_were() {
+        let w = world(3);
+        assert!(w.remote_group().is_none() && !w.internal().is_inter());
+        assert_eq!((w.world_rank(5).unwrap(), w.local_rank(5)), (5, Some(5)));
+        let sub = w.derive(9, vec![3, 1]).unwrap();
+        assert!(!sub.is_inter());
+        assert_eq!((sub.rank, sub.world_rank(1).unwrap(), sub.local_rank(1)), (0, 1, Some(1)));
+        // Derived from an intercommunicator: an intracommunicator again.
+        let inter = w.derive_inter(7, vec![1, 3], vec![0]).unwrap();
+        assert!(inter.internal().is_inter());
+        assert!(!inter.derive(8, vec![0, 1, 3]).unwrap().is_inter());
+        let call = crate::mpi::collective::Call::Barrier;
+        assert_eq!(inter.collective(call, None, None, Some(Duration::ZERO)).unwrap_err().class, ErrorClass::Comm);
+    }
 }

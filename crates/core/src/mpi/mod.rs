@@ -2,7 +2,9 @@
 //! point-to-point calls the Python API maps one to one.
 
 pub mod collective;
+pub mod datatype;
 pub mod comm;
+pub mod window;
 
 pub use comm::Comm;
 

@@ -182,6 +182,11 @@ impl Comm {
     /// Check the arguments every rank can check alike, claim the call's
     /// sequence number and pick the algorithm.
     fn prepare(&self, call: &Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<(Schedule, &'static str)> {
+        if self.is_inter() {
+            // The schedules address the local group: an intercommunicator's
+            // collectives are composed from its groups' own (mpiws.MPI.intercomm).
+            return err(ErrorClass::Comm, format!("{} on an intercommunicator: run it on a local group's communicator", call.name()));
+        }
         let n = self.size();
         if let Some(root) = call.root() {
             if root >= n {

@@ -1,0 +1,565 @@
+//! One-sided communication (MPI RMA windows) as real remote memory access.
+//!
+//! Each rank registers its window memory (raw spans its binding keeps
+//! alive) in its instance's [`Registry`], under the window's key: the
+//! context of the communicator the window derives, with the collective
+//! bit. An origin's put, get, accumulate, lock, ... is a message to the
+//! target on that key with the reserved tag [`RMA_TAG`] (no application
+//! receive can match it: collective contexts are never the application's);
+//! the target's instance takes it out of its mailbox as it is filed
+//! (`Instance::deliver`), whichever thread files it (the progress thread
+//! reading the stream, or the endpoint serving a store), and applies it to
+//! the registered memory here, with no call from the target's application.
+//! Every operation is answered ([`op::Kind::Reply`]: the bytes read, or an
+//! error), so fence, flush, unlock and complete wait until the origin's
+//! operations are done at the target. The frames' meaning is in [`op`];
+//! the passive-target lock's state in [`lock`].
+
+pub mod extended;
+pub mod lock;
+pub mod op;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+
+use crate::completion::{Completion, Outcome, Watcher};
+use crate::direct::frame::{Envelope, Payload};
+use crate::domain::Instance;
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::mpi::collective::schedule::REVOKE_TAG;
+use crate::mpi::comm::{Comm, COLLECTIVE_BIT};
+use crate::mpi::PROC_NULL;
+use op::{Header, Kind};
+
+/// The tag of window traffic on a window's key. (The window communicator's
+/// own collectives, fence's barrier, number their tags from 0 and would
+/// reach it only after 2^31 - 1 of them.)
+pub const RMA_TAG: i32 = REVOKE_TAG - 1;
+
+/// Salt of the communicator a window derives (`Comm::next_context`).
+const WINDOW_SALT: u64 = 0x5749_4E44;
+
+/// Whether a message is window traffic, for the registry, not a mailbox.
+pub fn is_rma(env: &Envelope) -> bool {
+    env.tag == RMA_TAG && env.context & COLLECTIVE_BIT != 0
+}
+
+/// Where a reply's bytes go at the origin: memory its binding keeps alive
+/// until the operation completes.
+#[derive(Clone, Copy)]
+pub struct RawDest {
+    pub ptr: usize,
+    pub len: usize,
+}
+
+/// A window's memory at this rank. `spans` are (address, length): one for
+/// a created or allocated window, the attached ones for a dynamic window
+/// (whose displacements are addresses).
+struct Memory {
+    spans: Vec<(usize, usize)>,
+    dynamic: bool,
+    disp_unit: u64,
+}
+
+struct Pending {
+    target: u32,
+    completion: Arc<Completion>,
+    dest: Option<RawDest>,
+}
+
+/// Post/complete notices of general active target synchronisation, by
+/// world rank: exposures posted to this origin, epochs completed at this target.
+#[derive(Default)]
+struct Pscw {
+    posted: HashMap<u32, u32>,
+    completed: HashMap<u32, u32>,
+}
+
+/// What an instance keeps of one window: the target's memory and lock, the
+/// origin's operations in flight.
+pub struct Shared {
+    key: u64,
+    /// None once the window is freed: nothing is written after that.
+    memory: Mutex<Option<Memory>>,
+    lock: Mutex<lock::LockState>,
+    pending: Mutex<HashMap<u64, Pending>>,
+    /// The first failure of an operation nobody waits for by itself (a
+    /// put, ...): reported by the next flush, fence or unlock.
+    failed: Mutex<Option<Error>>,
+    next_id: AtomicU64,
+    pscw: Mutex<Pscw>,
+    pscw_changed: Condvar,
+}
+
+/// The windows of one instance, by key.
+#[derive(Default)]
+pub struct Registry {
+    windows: Mutex<HashMap<u64, Arc<Shared>>>,
+}
+
+fn contiguous(payload: &Payload) -> Bytes {
+    match payload.chunks.as_slice() {
+        [one] => one.clone(),
+        _ => {
+            let mut all = vec![0; payload.len()];
+            payload.copy_to(&mut all);
+            all.into()
+        }
+    }
+}
+
+/// Send a frame to world rank `dest` on `key`; to this rank itself, handle
+/// it here and now (no message). The send's completion, if any.
+fn send_frame(instance: &Arc<Instance>, dest: u32, key: u64, frame: Vec<Bytes>) -> Option<Arc<Completion>> {
+    if dest == instance.rank() {
+        let payload = Payload::from_chunks(frame.into_iter().map(|b| Bytes::copy_from_slice(&b)).collect());
+        instance.windows.handle(instance, dest, key, payload);
+        return None;
+    }
+    let env = Envelope { source: instance.rank(), context: key, tag: RMA_TAG, seq: None, sync: false, parts: vec![], forward: vec![] };
+    Some(instance.send(dest, env, frame, false, None))
+}
+
+fn reply(instance: &Arc<Instance>, dest: u32, key: u64, id: u64, outcome: Result<Vec<u8>>) {
+    let mut h = Header::new(Kind::Reply, id);
+    let body = match outcome {
+        Ok(data) => data,
+        Err(e) => {
+            h.class = e.class.code();
+            e.message.into_bytes()
+        }
+    };
+    h.len = body.len() as u64;
+    send_frame(instance, dest, key, vec![h.encode().into(), body.into()]);
+}
+
+impl Registry {
+    fn get(&self, key: u64) -> Option<Arc<Shared>> {
+        self.windows.lock().get(&key).cloned()
+    }
+
+    /// A window frame that arrived from world rank `source` on `key`
+    /// (taken out of the mailbox by `Instance::deliver`).
+    pub fn handle(&self, instance: &Arc<Instance>, source: u32, key: u64, payload: Payload) {
+        let bytes = contiguous(&payload);
+        let (h, data) = match Header::decode(&bytes) {
+            Ok(x) => x,
+            Err(_) => return, // not a frame anyone could be waiting for an answer to
+        };
+        let Some(w) = self.get(key) else {
+            if h.kind != Kind::Reply {
+                let e = Error::new(ErrorClass::Win, "no such window at the target (not created yet, or freed)");
+                reply(instance, source, key, h.id, Err(e));
+            }
+            return;
+        };
+        match h.kind {
+            Kind::Reply => w.replied(&h, data),
+            Kind::Post | Kind::Complete => {
+                let mut p = w.pscw.lock();
+                let counts = if h.kind == Kind::Post { &mut p.posted } else { &mut p.completed };
+                *counts.entry(source).or_insert(0) += 1;
+                w.pscw_changed.notify_all();
+            }
+            Kind::Lock => {
+                let kind = if h.op == 1 { lock::Kind::Exclusive } else { lock::Kind::Shared };
+                let granted = w.lock.lock().request(lock::Request { origin: source, kind, id: h.id });
+                if let Some(g) = granted {
+                    reply(instance, g.origin, key, g.id, Ok(Vec::new()));
+                }
+            }
+            Kind::Unlock => {
+                let released = w.lock.lock().release(source);
+                match released {
+                    Ok(granted) => {
+                        reply(instance, source, key, h.id, Ok(Vec::new()));
+                        for g in granted {
+                            reply(instance, g.origin, key, g.id, Ok(Vec::new()));
+                        }
+                    }
+                    Err(e) => reply(instance, source, key, h.id, Err(e)),
+                }
+            }
+            _ => {
+                let out = w.access(&h, data);
+                reply(instance, source, key, h.id, out);
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Apply a data operation to this rank's memory, bounds checked.
+    fn access(&self, h: &Header, data: &[u8]) -> Result<Vec<u8>> {
+        let guard = self.memory.lock();
+        let Some(m) = guard.as_ref() else {
+            return err(ErrorClass::Win, "the target window was freed");
+        };
+        let (base, offset) = if m.dynamic {
+            let (i, off) = op::locate(&m.spans, h.disp, h.len)?;
+            (m.spans[i].0, off)
+        } else {
+            let (base, size) = m.spans.first().copied().unwrap_or((0, 0));
+            (base, op::range(h.disp, m.disp_unit, h.len, size as u64)?)
+        };
+        let len = h.len as usize; // within a span: fits
+        if len == 0 {
+            return op::apply(h, data, &mut []);
+        }
+        // SAFETY: the span is registered memory its binding keeps alive
+        // until `free`, which takes this lock first; `offset + len` lies
+        // within it (checked above); writers are serialised by the lock.
+        let mem = unsafe { std::slice::from_raw_parts_mut((base + offset) as *mut u8, len) };
+        op::apply(h, data, mem)
+    }
+
+    /// The answer to one of this origin's operations.
+    fn replied(&self, h: &Header, data: &[u8]) {
+        let Some(p) = self.pending.lock().remove(&h.id) else { return };
+        if h.class != 0 {
+            let e = Error::new(ErrorClass::from_code(h.class as i64), String::from_utf8_lossy(data).into_owned());
+            self.failed.lock().get_or_insert(e.clone());
+            p.completion.complete(Err(e));
+            return;
+        }
+        if let Some(d) = p.dest {
+            let n = d.len.min(data.len());
+            // SAFETY: `RawDest`'s contract: valid for `len` bytes until the
+            // operation completes, which is after this.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), d.ptr as *mut u8, n) };
+        }
+        p.completion.complete(Ok(Outcome::Sent));
+    }
+}
+
+/// Fails an operation whose request could not be sent.
+struct SendWatch {
+    send: std::sync::Weak<Completion>,
+    op: Arc<Completion>,
+    shared: Arc<Shared>,
+}
+
+impl Watcher for SendWatch {
+    fn fire(&self) {
+        if let Some(e) = self.send.upgrade().and_then(|s| s.peek_error()) {
+            self.shared.failed.lock().get_or_insert(e.clone());
+            self.op.complete(Err(e));
+        }
+    }
+}
+
+/// One window as a rank's application sees it.
+pub struct Window {
+    /// The communicator the window derived (fence's barrier runs on it).
+    pub comm: Comm,
+    shared: Arc<Shared>,
+}
+
+impl Window {
+    /// Create a window over `comm` (collective: every member calls it in
+    /// the same order) with this rank's memory `spans`; register it before
+    /// the caller's exchange of sizes, so that no operation finds it missing.
+    ///
+    /// # Safety
+    /// The spans must stay valid (and not be moved) until `free` returns.
+    pub unsafe fn create(comm: &Comm, spans: Vec<(usize, usize)>, disp_unit: u64, dynamic: bool) -> Result<Window> {
+        if comm.is_inter() {
+            return err(ErrorClass::Comm, "windows are created over intracommunicators");
+        }
+        let context = comm.next_context(WINDOW_SALT);
+        let wcomm = comm.derive(context, comm.group.to_vec()).expect("a member of its own group");
+        let key = context | COLLECTIVE_BIT;
+        let shared = Arc::new(Shared {
+            key,
+            memory: Mutex::new(Some(Memory { spans, dynamic, disp_unit: disp_unit.max(1) })),
+            lock: Mutex::default(),
+            pending: Mutex::default(),
+            failed: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            pscw: Mutex::default(),
+            pscw_changed: Condvar::new(),
+        });
+        let mut windows = comm.instance.windows.windows.lock();
+        if windows.contains_key(&key) {
+            return err(ErrorClass::Intern, "window key already in use");
+        }
+        windows.insert(key, shared.clone());
+        drop(windows);
+        Ok(Window { comm: wcomm, shared })
+    }
+
+    fn instance(&self) -> &Arc<Instance> {
+        &self.comm.instance
+    }
+
+    /// Start an operation on local rank `target`: the completion of its
+    /// reply (done at once for PROC_NULL).
+    fn start(&self, target: i64, mut h: Header, data: Vec<Bytes>, dest: Option<RawDest>) -> Result<Arc<Completion>> {
+        let c = Completion::new();
+        if target == PROC_NULL {
+            c.complete(Ok(Outcome::Sent));
+            return Ok(c);
+        }
+        let world = self.comm.world_rank(target)?;
+        if self.shared.memory.lock().is_none() {
+            return err(ErrorClass::Win, "the window was freed");
+        }
+        h.id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        self.shared.pending.lock().insert(h.id, Pending { target: world, completion: c.clone(), dest });
+        let mut frame = vec![Bytes::from(h.encode())];
+        frame.extend(data);
+        if let Some(sent) = send_frame(self.instance(), world, self.shared.key, frame) {
+            let watch = Arc::new(SendWatch { send: Arc::downgrade(&sent), op: c.clone(), shared: self.shared.clone() });
+            if !sent.watch(watch.clone()) {
+                watch.fire();
+            }
+        }
+        Ok(c)
+    }
+
+    fn data_header(kind: Kind, disp: u64, len: usize) -> Header {
+        Header { disp, len: len as u64, ..Header::new(kind, 0) }
+    }
+
+    pub fn put(&self, target: i64, disp: u64, data: Bytes) -> Result<Arc<Completion>> {
+        let h = Self::data_header(Kind::Put, disp, data.len());
+        self.start(target, h, vec![data], None)
+    }
+
+    /// # Safety
+    /// `dest` must stay valid until the returned completion is done.
+    pub unsafe fn get(&self, target: i64, disp: u64, dest: RawDest) -> Result<Arc<Completion>> {
+        let h = Self::data_header(Kind::Get, disp, dest.len);
+        self.start(target, h, vec![], Some(dest))
+    }
+
+    /// Accumulate `data` (elements of `dtype`, `collective::op::Dtype`'s
+    /// name) with `op` into the target; with `fetch`, get the target's
+    /// bytes from before too (`len` of them: NO_OP sends no data).
+    ///
+    /// # Safety
+    /// `fetch` must stay valid until the returned completion is done.
+    pub unsafe fn accumulate(&self, target: i64, disp: u64, data: Bytes, len: usize, op: &str, dtype: &str, fetch: Option<RawDest>) -> Result<Arc<Completion>> {
+        let kind = if fetch.is_some() { Kind::GetAccumulate } else { Kind::Accumulate };
+        let mut h = Self::data_header(kind, disp, len);
+        h.op = op::OPS.iter().position(|&o| o == op).ok_or_else(|| Error::new(ErrorClass::Op, format!("no accumulate operation {op:?}")))? as u8;
+        h.dtype = op::dtype_name(dtype)?;
+        h.accumulate_op()?; // refused here, not at the target
+        self.start(target, h, vec![data], fetch)
+    }
+
+    /// # Safety
+    /// `dest` must stay valid until the returned completion is done.
+    pub unsafe fn compare_and_swap(&self, target: i64, disp: u64, origin: Bytes, compare: Bytes, dest: RawDest) -> Result<Arc<Completion>> {
+        if origin.len() != compare.len() || origin.len() != dest.len {
+            return err(ErrorClass::Count, "compare-and-swap operands differ in size");
+        }
+        let h = Self::data_header(Kind::CompareAndSwap, disp, origin.len());
+        self.start(target, h, vec![origin, compare], Some(dest))
+    }
+
+    /// Ask for the passive-target lock at `target`: done once granted.
+    pub fn lock(&self, target: i64, exclusive: bool) -> Result<Arc<Completion>> {
+        let mut h = Header::new(Kind::Lock, 0);
+        h.op = if exclusive { 1 } else { 2 };
+        self.start(target, h, vec![], None)
+    }
+
+    /// Let go of the lock at `target` (after `flush`): done once released.
+    pub fn unlock(&self, target: i64) -> Result<Arc<Completion>> {
+        self.start(target, Header::new(Kind::Unlock, 0), vec![], None)
+    }
+
+    /// Wait up to `timeout` until every operation to local rank `target`
+    /// (None: to every rank) is done at its target. Ok(false) if the time
+    /// passed first; the first failure of an operation since the last
+    /// flush is the error.
+    pub fn flush(&self, target: Option<i64>, timeout: Option<Duration>) -> Result<bool> {
+        let world = target.filter(|&t| t != PROC_NULL).map(|t| self.comm.world_rank(t)).transpose()?;
+        if target == Some(PROC_NULL) {
+            return Ok(true);
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let next = {
+                let p = self.shared.pending.lock();
+                p.values().filter(|p| world.map_or(true, |w| w == p.target)).map(|p| (p.target, p.completion.clone())).next()
+            };
+            let Some((t, c)) = next else { break };
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if !self.instance().wait_for(&c, Some(t), left) {
+                return Ok(false);
+            }
+            // Done: the reply removed it (or a failed send: remove it here).
+            self.shared.pending.lock().retain(|_, p| !Arc::ptr_eq(&p.completion, &c));
+        }
+        match self.shared.failed.lock().take() {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    /// MPI_Win_fence: this rank's operations done at their targets, then
+    /// a barrier (so everyone's are, before anyone goes on).
+    pub fn fence(&self, timeout: Option<Duration>) -> Result<()> {
+        if !self.flush(None, timeout)? {
+            return err(ErrorClass::Timeout, format!("fence: operations not done within {timeout:?}"));
+        }
+        self.comm.collective(crate::mpi::collective::Call::Barrier, None, None, timeout)?;
+        Ok(())
+    }
+
+    /// MPI_Win_post: expose this window to the origins `group` (local ranks).
+    pub fn post(&self, group: &[i64]) -> Result<()> {
+        for &o in group {
+            let world = self.comm.world_rank(o)?;
+            send_frame(self.instance(), world, self.shared.key, vec![Header::new(Kind::Post, 0).encode().into()]);
+        }
+        Ok(())
+    }
+
+    /// Wait up to `timeout` until each rank of `group` (local ranks) sent
+    /// one notice of `kind` (Post: for start; Complete: for wait/test), and
+    /// consume them; false (none consumed) if the time passed first.
+    fn await_notices(&self, group: &[i64], posted: bool, timeout: Option<Duration>) -> Result<bool> {
+        let worlds = group.iter().map(|&r| self.comm.world_rank(r)).collect::<Result<Vec<u32>>>()?;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut p = self.shared.pscw.lock();
+        loop {
+            let counts = if posted { &mut p.posted } else { &mut p.completed };
+            if worlds.iter().all(|w| counts.get(w).copied().unwrap_or(0) > 0) {
+                for w in &worlds {
+                    *counts.get_mut(w).expect("counted") -= 1;
+                }
+                return Ok(true);
+            }
+            match deadline {
+                None => self.shared.pscw_changed.wait(&mut p),
+                Some(d) => {
+                    if self.shared.pscw_changed.wait_until(&mut p, d).timed_out() {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// MPI_Win_start: wait until every target in `group` posted.
+    pub fn start_epoch(&self, group: &[i64], timeout: Option<Duration>) -> Result<bool> {
+        self.await_notices(group, true, timeout)
+    }
+
+    /// MPI_Win_complete: operations to `group` done, then each is told.
+    pub fn complete(&self, group: &[i64]) -> Result<()> {
+        self.flush(None, None)?;
+        for &t in group {
+            let world = self.comm.world_rank(t)?;
+            send_frame(self.instance(), world, self.shared.key, vec![Header::new(Kind::Complete, 0).encode().into()]);
+        }
+        Ok(())
+    }
+
+    /// MPI_Win_wait / MPI_Win_test: every origin in `group` completed.
+    pub fn wait_epoch(&self, group: &[i64], timeout: Option<Duration>) -> Result<bool> {
+        self.await_notices(group, false, timeout)
+    }
+
+    /// MPI_Win_attach: a dynamic window's span more.
+    ///
+    /// # Safety
+    /// As `create`: valid until detached or the window is freed.
+    pub unsafe fn attach(&self, address: usize, len: usize) -> Result<()> {
+        let mut m = self.shared.memory.lock();
+        let Some(m) = m.as_mut().filter(|m| m.dynamic) else {
+            return err(ErrorClass::RmaAttach, "memory is attached to dynamic windows only");
+        };
+        m.spans.push((address, len));
+        Ok(())
+    }
+
+    /// MPI_Win_detach: forget the span at `address` (the latest attached).
+    pub fn detach(&self, address: usize) -> Result<()> {
+        let mut m = self.shared.memory.lock();
+        let Some(m) = m.as_mut().filter(|m| m.dynamic) else {
+            return err(ErrorClass::RmaAttach, "memory is detached from dynamic windows only");
+        };
+        match m.spans.iter().rposition(|&(a, _)| a == address) {
+            Some(i) => {
+                m.spans.remove(i);
+                Ok(())
+            }
+            None => err(ErrorClass::RmaAttach, format!("no memory attached at address {address:#x}")),
+        }
+    }
+
+    /// MPI_Win_free (collective): own operations done, a barrier (so
+    /// nobody's are in flight to here), then the memory is let go of.
+    pub fn free(&self, timeout: Option<Duration>) -> Result<()> {
+        let flushed = self.flush(None, timeout);
+        let barrier = self.comm.collective(crate::mpi::collective::Call::Barrier, None, None, timeout);
+        self.release();
+        if !flushed? {
+            return err(ErrorClass::Timeout, "window free: operations not done in time");
+        }
+        barrier.map(|_| ())
+    }
+
+    /// Unregister: from here on nothing is written to the memory.
+    pub fn release(&self) {
+        self.instance().windows.windows.lock().remove(&self.shared.key);
+        *self.shared.memory.lock() = None;
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::direct::transport::Transport;
+    use crate::domain::Binding;
+
+    fn solo() -> Comm {
+        let b = Binding { domain: "d".into(), rank: 0, endpoints: vec!["http://127.0.0.1:1".into()], token: "t".into(), service: String::new(), params: serde_json::Value::Null };
+        Comm::world(Instance::new(b, Arc::new(Transport::new())))
+    }
+
+    #[test]
+    fn operations_on_this_ranks_window_apply_and_are_bounds_checked() {
+        let comm = solo();
+        let mut mem = vec![0u8; 16];
+        let w = unsafe { Window::create(&comm, vec![(mem.as_mut_ptr() as usize, 16)], 4, false) }.unwrap();
+        w.put(0, 1, Bytes::from_static(&[1, 2, 3, 4])).unwrap();
+        let mut got = [0u8; 4];
+        let c = unsafe { w.get(0, 1, RawDest { ptr: got.as_mut_ptr() as usize, len: 4 }) }.unwrap();
+        assert!(c.is_done());
+        assert!(w.flush(None, Some(Duration::ZERO)).unwrap());
+        assert_eq!(got, [1, 2, 3, 4]);
+        // Past the end: refused with RMA_RANGE, nothing written.
+        let bad = w.put(0, 3, Bytes::from_static(&[9; 8])).unwrap();
+        assert_eq!(bad.peek_error().unwrap().class, ErrorClass::RmaRange);
+        assert_eq!(w.flush(Some(0), None).unwrap_err().class, ErrorClass::RmaRange);
+        assert_eq!(&mem[4..8], &[1, 2, 3, 4]);
+        assert!(mem[8..].iter().all(|&b| b == 0));
+        // Locks: exclusive, then a second request waits for the unlock.
+        assert!(w.lock(0, true).unwrap().is_done());
+        let waiting = w.lock(0, false).unwrap();
+        assert!(!waiting.is_done());
+        assert!(w.unlock(0).unwrap().is_done());
+        assert!(waiting.is_done());
+        w.release();
+        // After free, operations fail (the window is gone), memory untouched.
+        assert_eq!(w.put(0, 0, Bytes::from_static(&[7])).err().map(|e| e.class), Some(ErrorClass::Win));
+        assert_eq!(mem[0], 0);
+        mem.clear();
+    }
+}

@@ -1,0 +1,585 @@
+"""``MPI.Win``: one-sided communication (RMA windows), mpi4py's API.
+
+The mechanism is the core's (``mpiws_core::mpi::window``): each rank's
+window memory is registered in its instance, and an origin's ``Put``,
+``Get``, ``Accumulate``, ``Lock``, ... travel to the target's core, which
+applies them to that memory as they arrive, whatever the target's program
+is doing. This file reads mpi4py's arguments (buffer and target
+specifications, assertions, groups), keeps the window's handle state
+(name, info, attributes, epochs), and holds what the core writes into
+until the operation is complete.
+"""
+
+import json
+import mmap
+import operator
+import os
+import tempfile
+
+from .. import _core
+from . import datatype
+from .attributes import Attributes
+from .errhandler import Handled
+from .exception import (ERR_ARG, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_RANGE, ERR_RMA_SHARED, ERR_RMA_SYNC, ERR_SIZE, ERR_WIN,
+                        Exception as MPIException)
+from .group import Group, members_of
+from .handle import Handle, predefine
+from .info import Info
+from .memory import buffer
+from .op import SUM, as_op
+from .request import Request
+
+PROC_NULL = -1
+# MPICH's values.
+WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = 0x66000001, 0x66000003, 0x66000005, 0x66000007, 0x66000009
+WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 1, 2, 3, 4
+WIN_SEPARATE, WIN_UNIFIED = 1, 2
+LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235
+MODE_NOCHECK, MODE_NOSTORE, MODE_NOPUT, MODE_NOPRECEDE, MODE_NOSUCCEED = 1024, 2048, 4096, 8192, 16384
+
+_WIN_KEYS = (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL)
+
+
+class _WinState:
+    """What a window handle names."""
+
+    __slots__ = ("core", "comm", "base", "size", "unit", "flavor", "name", "info", "sizes", "units", "memory",
+                 "keep", "locked", "lock_all", "access", "exposure", "outstanding", "bases")
+
+    def __init__(self, core, comm, memory, unit, flavor):
+        self.core, self.comm, self.memory, self.unit, self.flavor = core, comm, memory, unit, flavor
+        self.base = memory.address if memory is not None else 0
+        self.size = memory.nbytes if memory is not None else 0
+        self.name, self.info = "", {}
+        self.sizes = self.units = self.bases = None
+        self.keep = None  # a shared window's mapping
+        self.locked = {}  # target -> lock type (passive target epochs)
+        self.lock_all = False
+        self.access = self.exposure = None  # local ranks of a Start / Post group
+        self.outstanding = []  # (core request, staged view or None) of blocking calls
+
+
+def _intracomm(comm):
+    from .comm import Comm
+
+    if not isinstance(comm, Comm) or not comm:
+        raise MPIException(ERR_ARG, "a window needs a valid intracommunicator")
+    if comm.Is_inter():
+        raise MPIException(ERR_ARG, "a window needs an intracommunicator")
+    return comm
+
+
+def _held(memory):
+    """``memory`` (a buffer, None or BOTTOM) as an ``MPI.buffer``: None if empty."""
+    if memory is None or (isinstance(memory, int) and not isinstance(memory, bool) and memory == 0):
+        return None
+    if isinstance(memory, buffer):
+        return memory if memory.nbytes else None
+    view = datatype.as_view(memory)
+    return buffer.frombuffer(view.cast("B") if view.nbytes else view) if view.nbytes else None
+
+
+def _disp_unit(disp_unit):
+    unit = operator.index(disp_unit)
+    if unit <= 0:
+        raise MPIException(ERR_ARG, f"invalid displacement unit {unit}")
+    return unit
+
+
+def _positive_size(size):
+    size = operator.index(size)
+    if size < 0:
+        raise MPIException(ERR_SIZE, f"invalid window size {size}")
+    return size
+
+
+class Win(Handle, Attributes, Handled):
+    __slots__ = ()
+    _invalid = ERR_WIN
+
+    # ---- creation ----------------------------------------------------------
+
+    @classmethod
+    def _make(cls, comm, memory, unit, flavor, info, keep=None):
+        comm = _intracomm(comm)
+        core = _core.Window.create(comm._core, memory, unit, flavor == WIN_FLAVOR_DYNAMIC)
+        st = _WinState(core, comm, memory, unit, flavor)
+        st.keep = keep
+        # Registered first: after this exchange every member is, so no
+        # operation can find a window missing.
+        table = [json.loads(b) for b in core.comm.allgather_bytes(json.dumps([st.size, unit, st.base]).encode())]
+        st.sizes, st.units, st.bases = [t[0] for t in table], [t[1] for t in table], [t[2] for t in table]
+        win = cls._new(st)
+        if info:
+            win.Set_info(info)
+        return win
+
+    @classmethod
+    def Create(cls, memory, disp_unit=1, info=None, comm=None):
+        from .comm import COMM_SELF
+
+        return cls._make(comm if comm is not None else COMM_SELF, _held(memory), _disp_unit(disp_unit), WIN_FLAVOR_CREATE, info)
+
+    @classmethod
+    def Allocate(cls, size, disp_unit=1, info=None, comm=None):
+        from .comm import COMM_SELF
+
+        size = _positive_size(size)
+        memory = buffer.allocate(size) if size else None
+        return cls._make(comm if comm is not None else COMM_SELF, memory, _disp_unit(disp_unit), WIN_FLAVOR_ALLOCATE, info)
+
+    @classmethod
+    def Allocate_shared(cls, size, disp_unit=1, info=None, comm=None):
+        """Each member's memory is its part of one mapping the members on
+        this host share (a file in /dev/shm, removed once mapped)."""
+        from .comm import COMM_SELF
+
+        comm = _intracomm(comm if comm is not None else COMM_SELF)
+        size, unit = _positive_size(size), _disp_unit(disp_unit)
+        c = comm._core
+        path = ""
+        if c.rank == 0:
+            fd, path = tempfile.mkstemp(prefix="mpiws-win-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+            os.close(fd)
+        table = [json.loads(b) for b in c.allgather_bytes(json.dumps([size, path]).encode())]
+        sizes, path = [t[0] for t in table], table[0][1]
+        total, start = sum(sizes), sum(sizes[: c.rank])
+        try:
+            if c.rank == 0:
+                os.truncate(path, max(total, 1))
+            c.allgather_bytes(b"")  # the file has its size
+            with open(path, "r+b") as f:
+                mapping = mmap.mmap(f.fileno(), max(total, 1))
+            failed = ""
+        except OSError as e:
+            mapping, failed = None, str(e)
+        errors = [b.decode() for b in c.allgather_bytes(failed.encode())]  # everyone mapped it (or not)
+        if c.rank == 0:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if any(errors):
+            raise MPIException(ERR_RMA_SHARED, f"shared window memory could not be mapped: {next(e for e in errors if e)}")
+        whole = memoryview(mapping)
+        memory = buffer.frombuffer(whole[start:start + size]) if size else None
+        win = cls._make(comm, memory, unit, WIN_FLAVOR_SHARED, info, keep=(mapping, whole))
+        first = buffer.frombuffer(whole).address  # this process's mapping of everyone's memory
+        win._state().bases = [first + sum(sizes[:r]) for r in range(len(sizes))]
+        return win
+
+    @classmethod
+    def Create_dynamic(cls, info=None, comm=None):
+        from .comm import COMM_SELF
+
+        return cls._make(comm if comm is not None else COMM_SELF, None, 1, WIN_FLAVOR_DYNAMIC, info)
+
+    def Attach(self, memory):
+        st = self._state()
+        view = datatype.as_view(memory, writable=True)
+        st.core.attach(view)
+
+    def Detach(self, memory):
+        st = self._state()
+        st.core.detach(datatype.as_view(memory))
+
+    def Free(self):
+        st = self._state()
+        try:
+            st.core.free()
+        finally:
+            st.outstanding.clear()
+            self._drop_attrs()
+            self._drop_errhandler()
+            self._release()
+
+    def _rebuild(self):
+        raise ValueError("cannot pickle MPI.Win handles")
+
+    # ---- what it is --------------------------------------------------------
+
+    def Get_group(self):
+        st = self._state()
+        c = st.core.comm
+        return Group._make(c.group, c.group[c.rank])
+
+    @property
+    def group(self):
+        return self.Get_group()
+
+    @property
+    def group_size(self):
+        return self._state().core.comm.size
+
+    @property
+    def group_rank(self):
+        return self._state().core.comm.rank
+
+    def Get_info(self):
+        return Info.Create(self._state().info)
+
+    def Set_info(self, info):
+        self._state().info.update(info.items() if info else ())
+
+    @property
+    def info(self):
+        return self.Get_info()
+
+    @info.setter
+    def info(self, info):
+        self.Set_info(info)
+
+    def Get_name(self):
+        return self._state().name if self else "MPI_WIN_NULL"
+
+    def Set_name(self, name):
+        self._state().name = str(name)
+
+    @property
+    def name(self):
+        return self.Get_name()
+
+    @name.setter
+    def name(self, value):
+        self.Set_name(value)
+
+    def Get_attr(self, keyval):
+        if keyval in _WIN_KEYS:
+            st = self._state()
+            return {WIN_BASE: st.base, WIN_SIZE: st.size, WIN_DISP_UNIT: st.unit, WIN_CREATE_FLAVOR: st.flavor,
+                    WIN_MODEL: WIN_UNIFIED}[keyval]
+        return super().Get_attr(keyval)
+
+    @property
+    def attrs(self):
+        st = self._state()
+        return (st.base, st.size, st.unit)
+
+    @property
+    def flavor(self):
+        return self._state().flavor
+
+    @property
+    def model(self):
+        self._state()
+        return WIN_UNIFIED  # the target's own memory is what operations update
+
+    def tomemory(self):
+        st = self._state()
+        return buffer.fromaddress(st.base, st.size)
+
+    def Shared_query(self, rank):
+        """(memory, displacement unit) of member ``rank``'s part of a shared
+        window (PROC_NULL: the first member with memory)."""
+        st = self._state()
+        n = len(st.sizes)
+        if rank == PROC_NULL:
+            rank = next((r for r in range(n) if st.sizes[r]), 0)
+        if not 0 <= rank < n:
+            raise MPIException(ERR_RANK, f"invalid rank {rank} (window group size {n})")
+        if st.flavor == WIN_FLAVOR_SHARED:
+            return buffer.fromaddress(st.bases[rank], st.sizes[rank]), st.units[rank]
+        if rank == st.core.comm.rank:
+            return self.tomemory(), st.unit
+        return buffer.fromaddress(0, 0), st.units[rank]
+
+    # ---- data movement -----------------------------------------------------
+
+    def _target(self, origin_count, origin_type, target):
+        """(disp, nbytes) of a target specification, read as mpi4py reads one."""
+        disp, count, dt = 0, origin_count, origin_type
+        if target is None:
+            pass
+        elif isinstance(target, (list, tuple)):
+            if len(target) > 3:
+                raise ValueError("target: expecting 3 items at most")
+            if len(target) >= 1:
+                disp = operator.index(target[0])
+            if len(target) >= 2:
+                count = operator.index(target[1])
+            if len(target) >= 3:
+                dt = datatype._as_datatype(target[2])
+        else:
+            try:
+                disp = operator.index(target)
+            except TypeError:
+                raise ValueError("target: expecting integral or list/tuple") from None
+        if dt is None or not count:
+            return disp, 0
+        if not dt._layout.dense:
+            raise NotImplementedError("RMA with non-contiguous target datatypes is not in mpiws yet (docs/mpi4py-compat.md)")
+        return disp, count * dt.Get_size()
+
+    def _check(self, st, rank, disp, nbytes):
+        """Checked here too where the target's size is known (the target
+        checks again): the error at the call, as MPI implementations give it."""
+        n = len(st.units)
+        if not isinstance(rank, int) or not 0 <= rank < n:
+            raise MPIException(ERR_RANK, f"invalid target rank {rank} (window group size {n})")
+        if disp < 0:
+            raise MPIException(ERR_RMA_RANGE, f"negative target displacement {disp}")
+        if st.flavor != WIN_FLAVOR_DYNAMIC and disp * st.units[rank] + nbytes > st.sizes[rank]:
+            raise MPIException(ERR_RMA_RANGE, f"{nbytes} bytes at displacement {disp} are outside rank {rank}'s window of {st.sizes[rank]} bytes")
+
+    def _origin(self, origin, writable=False):
+        view, dt, count = datatype.parse(origin, writable=writable)
+        return view, dt, count
+
+    def _track(self, st, r, staged=None):
+        st.outstanding = [(q, v) for q, v in st.outstanding if not q.done()]
+        st.outstanding.append((r, staged))
+
+    def _put(self, origin, target_rank, target):
+        st = self._state()
+        if target_rank == PROC_NULL:
+            return None
+        view, dt, count = self._origin(origin)
+        disp, nbytes = self._target(count, dt, target)
+        if nbytes != view.nbytes:
+            raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
+        self._check(st, target_rank, disp, nbytes)
+        return st.core.put(target_rank, disp, view)
+
+    def _get(self, origin, target_rank, target, nonblocking):
+        st = self._state()
+        if target_rank == PROC_NULL:
+            return None, None
+        view, dt, count = self._origin(origin, writable=True)
+        disp, nbytes = self._target(count, dt, target)
+        if nbytes != view.nbytes:
+            raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
+        staged = view if isinstance(view.obj, datatype._Staged) else None
+        if staged is not None and nonblocking:
+            raise NotImplementedError("Rget into a non-contiguous origin datatype is not in mpiws yet")
+        self._check(st, target_rank, disp, nbytes)
+        return st.core.get(target_rank, disp, view), staged
+
+    def _acc(self, origin, result, target_rank, target, op):
+        st = self._state()
+        op = as_op(op)
+        if not op or op._core is None:
+            raise MPIException(ERR_ARG, f"RMA accumulate needs a predefined operation, got {op.name}")
+        if target_rank == PROC_NULL:
+            return None
+        view, dt, count = self._origin(origin)
+        disp, nbytes = self._target(count, dt, target)
+        if op._core != "no_op" and nbytes != view.nbytes:
+            raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
+        fetch = None
+        if result is not None:
+            fetch, rdt, rcount = self._origin(result, writable=True)
+            if isinstance(fetch.obj, datatype._Staged):
+                raise NotImplementedError("Get_accumulate into a non-contiguous result datatype is not in mpiws yet")
+            if fetch.nbytes != nbytes:
+                raise MPIException(ERR_SIZE, f"result has {fetch.nbytes} bytes, target {nbytes}")
+        self._check(st, target_rank, disp, nbytes)
+        code = datatype.reduce_code(dt) if dt is not None and nbytes else "u1"
+        if op._core == "no_op":
+            view = memoryview(b"")
+        return st.core.accumulate(target_rank, disp, view, nbytes, op._core, code, fetch)
+
+    def Put(self, origin, target_rank, target=None):
+        r = self._put(origin, target_rank, target)
+        if r is not None:
+            self._track(self._state(), r)
+
+    def Get(self, origin, target_rank, target=None):
+        r, staged = self._get(origin, target_rank, target, False)
+        if r is not None:
+            self._track(self._state(), r, staged)
+
+    def Accumulate(self, origin, target_rank, target=None, op=SUM):
+        r = self._acc(origin, None, target_rank, target, op)
+        if r is not None:
+            self._track(self._state(), r)
+
+    def Get_accumulate(self, origin, result, target_rank, target=None, op=SUM):
+        r = self._acc(origin, result, target_rank, target, op)
+        if r is not None:
+            self._track(self._state(), r)
+
+    def Rput(self, origin, target_rank, target=None):
+        return _request(self._put(origin, target_rank, target))
+
+    def Rget(self, origin, target_rank, target=None):
+        return _request(self._get(origin, target_rank, target, True)[0])
+
+    def Raccumulate(self, origin, target_rank, target=None, op=SUM):
+        return _request(self._acc(origin, None, target_rank, target, op))
+
+    def Rget_accumulate(self, origin, result, target_rank, target=None, op=SUM):
+        return _request(self._acc(origin, result, target_rank, target, op))
+
+    @staticmethod
+    def _single(what, spec, writable=False):
+        view, dt, count = datatype.parse(spec, writable=writable)
+        if count != 1:
+            raise ValueError(f"{what}: expecting a single element, got {count}")
+        return view, dt
+
+    def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=SUM):
+        st = self._state()
+        if target_rank == PROC_NULL:
+            return
+        oview, otype = self._single("origin", origin)
+        rview, rtype = self._single("result", result, writable=True)
+        if otype != rtype:
+            raise ValueError("mismatch in origin and result MPI datatypes")
+        disp = operator.index(target_disp)
+        op = as_op(op)
+        if not op or op._core is None:
+            raise MPIException(ERR_ARG, f"RMA accumulate needs a predefined operation, got {op.name}")
+        self._check(st, target_rank, disp, rview.nbytes)
+        data = memoryview(b"") if op._core == "no_op" else oview
+        self._track(st, st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, datatype.reduce_code(otype), rview))
+
+    def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        st = self._state()
+        if target_rank == PROC_NULL:
+            return
+        oview, otype = self._single("origin", origin)
+        cview, ctype = self._single("compare", compare)
+        rview, rtype = self._single("result", result, writable=True)
+        if otype != ctype:
+            raise ValueError("mismatch in origin and compare MPI datatypes")
+        if otype != rtype:
+            raise ValueError("mismatch in origin and result MPI datatypes")
+        disp = operator.index(target_disp)
+        self._check(st, target_rank, disp, rview.nbytes)
+        self._track(st, st.core.compare_and_swap(target_rank, disp, oview, cview, rview))
+
+    # ---- synchronisation ---------------------------------------------------
+
+    def _settle(self, st):
+        """After a flush: what staged gets received, spread into place."""
+        for r, staged in st.outstanding:
+            if staged is not None and r.done():
+                datatype.settle(staged)
+        st.outstanding = [(r, v) for r, v in st.outstanding if not r.done()]
+
+    def _flushed(self, st, target=None):
+        try:
+            st.core.flush(target)
+        finally:
+            self._settle(st)
+
+    def Fence(self, assertion=0):
+        st = self._state()
+        try:
+            st.core.fence()
+        finally:
+            self._settle(st)
+
+    def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        st = self._state()
+        if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
+            raise MPIException(ERR_LOCKTYPE, f"invalid lock type {lock_type}")
+        if rank == PROC_NULL:
+            return
+        if rank in st.locked or st.lock_all:
+            raise MPIException(ERR_RMA_SYNC, f"rank {rank}'s window is already locked by this process")
+        st.core.lock(rank, lock_type == LOCK_EXCLUSIVE)
+        st.locked[rank] = lock_type
+
+    def Unlock(self, rank):
+        st = self._state()
+        if rank == PROC_NULL:
+            return
+        if rank not in st.locked:
+            raise MPIException(ERR_RMA_SYNC, f"rank {rank}'s window is not locked by this process")
+        del st.locked[rank]
+        try:
+            st.core.unlock(rank)
+        finally:
+            self._settle(st)
+
+    def Lock_all(self, assertion=0):
+        st = self._state()
+        if st.locked or st.lock_all:
+            raise MPIException(ERR_RMA_SYNC, "the window is already locked by this process")
+        st.core.lock_all()
+        st.lock_all = True
+
+    def Unlock_all(self):
+        st = self._state()
+        if not st.lock_all:
+            raise MPIException(ERR_RMA_SYNC, "the window is not locked (Lock_all) by this process")
+        st.lock_all = False
+        try:
+            st.core.unlock_all()
+        finally:
+            self._settle(st)
+
+    def Flush(self, rank):
+        st = self._state()
+        self._flushed(st, rank)
+
+    def Flush_all(self):
+        self._flushed(self._state())
+
+    # Local completion: the origin's buffers reusable. Complete at the
+    # target implies it (replies come after the data is applied).
+    def Flush_local(self, rank):
+        self.Flush(rank)
+
+    def Flush_local_all(self):
+        self.Flush_all()
+
+    def Sync(self):
+        self._state()  # one copy of the memory (WIN_UNIFIED): nothing to synchronise
+
+    def _local_ranks(self, st, group):
+        c = st.core.comm
+        return [c.group.index(w) for w in members_of(group, c.group)] if group.Get_size() else []
+
+    def Start(self, group, assertion=0):
+        st = self._state()
+        if st.access is not None:
+            raise MPIException(ERR_RMA_SYNC, "an access epoch (Start) is already open")
+        ranks = self._local_ranks(st, group)
+        st.core.start(ranks)
+        st.access = ranks
+
+    def Complete(self):
+        st = self._state()
+        if st.access is None:
+            raise MPIException(ERR_RMA_SYNC, "Complete without Start")
+        ranks, st.access = st.access, None
+        try:
+            st.core.complete(ranks)
+        finally:
+            self._settle(st)
+
+    def Post(self, group, assertion=0):
+        st = self._state()
+        if st.exposure is not None:
+            raise MPIException(ERR_RMA_SYNC, "an exposure epoch (Post) is already open")
+        ranks = self._local_ranks(st, group)
+        st.core.post(ranks)
+        st.exposure = ranks
+
+    def Wait(self):
+        st = self._state()
+        if st.exposure is None:
+            raise MPIException(ERR_RMA_SYNC, "Wait without Post")
+        st.core.wait(st.exposure)
+        st.exposure = None
+
+    def Test(self):
+        st = self._state()
+        if st.exposure is None:
+            raise MPIException(ERR_RMA_SYNC, "Test without Post")
+        if st.core.wait(st.exposure, 0.0):
+            st.exposure = None
+            return True
+        return False
+
+
+def _request(core):
+    """An ``MPI.Request`` for an operation (done at once for PROC_NULL)."""
+    if core is None:
+        return Request(None)
+    return Request(core)
+
+
+WIN_NULL = predefine(Win(), "WIN_NULL")

@@ -99,22 +99,37 @@ def _tell_certificate(endpoint):
               f"mpiws: clients trust it with: export MPIWS_CA_FILE={path}   (or --ca {path})", flush=True)
 
 
+def _program(a):
+    """(form, program, args) as ``python`` takes them: ``prog.py args``,
+    ``-m module args`` or ``-c code args`` (each of -m and -c takes the rest
+    of the line, as in python); None if none is given."""
+    for form, words, flag in (("module", a.module, "-m"), ("code", a.code, "-c")):
+        if words is not None:
+            words = words + a.program  # -mMODULE args: the args land in the positional
+            if not words:
+                raise SystemExit(f"mpiws run: {flag} needs its {form}: mpiws run -n N {flag} {form.upper()} [args]")
+            return form, words[0], words[1:]
+    return ("path", a.program[0], a.program[1:]) if a.program else None
+
+
 def _run(a):
+    given = _program(a)
     if a.rendezvous or a.slurm:
-        if not a.program:
-            raise SystemExit("mpiws run: give the program to run: mpiws run --rendezvous URL ... prog.py [args]")
+        if not given:
+            raise SystemExit("mpiws run: give the program to run: mpiws run --rendezvous URL ... prog.py [args] (or -m MODULE, -c CODE)")
         if bool(a.tls_cert) != bool(a.tls_key):
             raise SystemExit("mpiws run: --tls-cert and --tls-key go together")
+        form, program, args = given
         if a.slurm:
             from .launch.slurm import run_slurm
 
-            return run_slurm(a.program[0], a.program[1:], size=a.size or a.np, prefix=a.prefix, keep_going=a.keep_going,
-                             host=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key)
+            return run_slurm(program, args, size=a.size or a.np, prefix=a.prefix, keep_going=a.keep_going,
+                             host=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key, form=form)
         from .launch.rendezvous import run_rank
 
-        return run_rank(a.program[0], a.program[1:], a.rendezvous, size=a.size, rank=a.rank, host=a.host, port=a.port,
+        return run_rank(program, args, a.rendezvous, size=a.size, rank=a.rank, host=a.host, port=a.port,
                         advertise=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key, keep_going=a.keep_going,
-                        relay=a.relay, via_relay=a.via_relay)
+                        relay=a.relay, via_relay=a.via_relay, form=form)
     if a.endpoints:
         from .launch.remote import run_remote
 
@@ -124,8 +139,9 @@ def _run(a):
         return run_remote([e.strip() for e in a.endpoints.split(",") if e.strip()], a.service, params, key=a.key)
     from .launch.local import run_local
 
-    if not a.program:
-        raise SystemExit("mpiws run: give -n N prog.py [args], or --endpoints URL,... --service NAME")
+    if not given:
+        raise SystemExit("mpiws run: give -n N prog.py [args] (or -m MODULE [args], -c CODE [args]), "
+                         "or --endpoints URL,... --service NAME")
     a.np = 1 if a.np is None else a.np
     if a.np < 1:
         raise SystemExit("mpiws run: -n must be at least 1")
@@ -133,7 +149,8 @@ def _run(a):
         raise SystemExit("mpiws run: --tls-cert and --tls-key go together")
     if a.tls_cert:
         os.environ.update(MPIWS_TLS_CERT=os.path.abspath(a.tls_cert), MPIWS_TLS_KEY=os.path.abspath(a.tls_key))
-    return run_local(a.np, a.program[0], a.program[1:], prefix=a.prefix, host=a.host, keep_going=a.keep_going)
+    form, program, args = given
+    return run_local(a.np, program, args, prefix=a.prefix, host=a.host, keep_going=a.keep_going, form=form)
 
 
 def _inputs(words):
@@ -298,12 +315,21 @@ def main(argv=None):
     j.add_argument("--key", help=key_help)
     j.set_defaults(func=_job)
 
-    r = sub.add_parser("run", help="run a domain: N local ranks of a script, or a service on endpoints")
+    r = sub.add_parser("run", help="run a domain: N local ranks of a script, or a service on endpoints",
+                       usage="%(prog)s [options] (prog.py | -m MODULE | -c CODE) [args]\n"
+                             "       %(prog)s --endpoints URL,... --service NAME [options]",
+                       description="Rank 0 reads this command's standard input as it comes (with --slurm: through "
+                                   "srun; with --rendezvous: its own); the other ranks read none, as with mpiexec.")
     r.add_argument("-n", "-np", dest="np", type=int, help="number of local ranks (default 1; with --slurm: tasks)")
     r.add_argument("-l", "--prefix", action="store_true", help="prefix output lines with the rank")
     r.add_argument("--host", default="127.0.0.1", help="address the local ranks bind")
     r.add_argument("-k", "--keep-going", action="store_true",
                    help="when a rank fails, let the others run on (they see the failure as errors) instead of stopping them")
+    # As in python, -m and -c end the options: the rest of the line is the program's.
+    r.add_argument("-m", dest="module", nargs=argparse.REMAINDER,
+                   help="MODULE [args]: run a library module as the program, as python -m does (the last option)")
+    r.add_argument("-c", dest="code", nargs=argparse.REMAINDER,
+                   help="CODE [args]: run the program passed as a string, as python -c does (the last option)")
     r.add_argument("--endpoints", help="comma-separated endpoint URLs, one per rank")
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")

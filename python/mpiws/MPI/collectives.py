@@ -164,18 +164,14 @@ class Collectives:
     def _scatter(self, sendobj=None, root=0):
         blocks = None
         if self._core.rank == _root(root):
-            if sendobj is None or len(sendobj) != self._core.size:
-                raise ValueError(f"scatter needs a sequence of {self._core.size} objects at the root")
-            blocks = [_dumps(o) for o in sendobj]
+            blocks = [_dumps(o) for o in pickled.items(sendobj, self._core.size)]
         return "scatter", _first_object, dict(root=root, blocks=blocks)
 
     def _allgather(self, sendobj):
         return "allgather", _objects_or_none, dict(data=_dumps(sendobj))
 
     def _alltoall(self, sendobj):
-        if sendobj is None or len(sendobj) != self._core.size:
-            raise ValueError(f"alltoall needs a sequence of {self._core.size} objects")
-        return "alltoall", _objects_or_none, dict(blocks=[_dumps(o) for o in sendobj])
+        return "alltoall", _objects_or_none, dict(blocks=[_dumps(o) for o in pickled.items(sendobj, self._core.size)])
 
     def _reduction(self, name, sendobj, op, root=0):
         """Numpy arrays with a builtin op reduce in the core; anything else is

@@ -782,3 +782,6 @@ def parse_v(spec, nranks, writable=False):
         if c < 0 or d < 0 or (d + c) * size > raw.nbytes:
             raise ValueError(f"block of {c} x {dt.name} at displacement {d} is outside a buffer of {raw.nbytes} bytes")
     return raw, dt, counts, displs
+
+#: What ``from .datatype import *`` gives: the MPI constants.
+__all__ = [n for n in list(globals()) if n.isupper() and not n.startswith("_")]

@@ -92,3 +92,6 @@ def f90_real_size(p, r):
         if p <= digits and r <= exponent:
             return size
     return None
+
+#: What ``from .derived import *`` gives: the MPI constants.
+__all__ = [n for n in list(globals()) if n.isupper() and not n.startswith("_")]

@@ -77,6 +77,7 @@ class Handled:
         _held[self._h] = Errhandler(errhandler)
 
     def Call_errhandler(self, errorcode):
+        self._check()
         if errorcode == SUCCESS:
             return
         fn = self.Get_errhandler()._state()

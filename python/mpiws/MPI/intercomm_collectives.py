@@ -22,7 +22,7 @@ import threading
 from collections import deque
 
 from .._core import TAG_UB
-from . import datatype
+from . import datatype, pickled
 from . import timeout as timeout_
 from .exception import ERR_BUFFER, ERR_COMM, ERR_ROOT, ERR_TRUNCATE, Exception as MPIException
 from .collectives import IN_PLACE
@@ -317,9 +317,7 @@ class InterCollectives:
         rsize = self.Get_remote_size()
         where = _where(root, rsize)
         if where == "root":
-            if sendobj is None or len(sendobj) != rsize:
-                raise ValueError(f"scatter needs a sequence of {rsize} objects at the root")
-            sendobj = list(sendobj)
+            sendobj = pickled.items(sendobj, rsize)
 
         def run(call):
             if where == "root":
@@ -338,9 +336,7 @@ class InterCollectives:
 
     def _alltoall(self, sendobj):
         rsize = self.Get_remote_size()
-        if sendobj is None or len(sendobj) != rsize:
-            raise ValueError(f"alltoall needs a sequence of {rsize} objects (remote group size)")
-        sendobj = list(sendobj)
+        sendobj = pickled.items(sendobj, rsize)
 
         def run(call):
             reqs = [call.wire.isend(o, j, call.tag) for j, o in enumerate(sendobj)]

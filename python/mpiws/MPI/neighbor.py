@@ -155,10 +155,7 @@ class Neighborhood:
 
     def _neighbor_alltoall(self, sendobj):
         indegree, outdegree = self._degrees()
-        if sendobj is None or len(sendobj) != outdegree:
-            got = "None" if sendobj is None else len(sendobj)
-            raise ValueError(f"expecting {outdegree} items, got {got}")
-        return [pickled.dumps(o) for o in sendobj], [None] * indegree, _objects(indegree)
+        return [pickled.dumps(o) for o in pickled.items(sendobj, outdegree)], [None] * indegree, _objects(indegree)
 
     neighbor_allgather, ineighbor_allgather, _ = _forms(_neighbor_allgather)
     neighbor_alltoall, ineighbor_alltoall, _ = _forms(_neighbor_alltoall)

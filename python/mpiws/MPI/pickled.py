@@ -215,3 +215,12 @@ def loads(message):
     if not message.nbytes:
         return None  # an empty message (a buffer send of nothing), as mpi4py has it
     return pickle.loads(message.bytes())
+
+
+def items(obj, n):
+    """The ``n`` objects a scatter or all-to-all sends, as mpi4py takes
+    them: any iterable of ``n``, or None for ``n`` Nones."""
+    got = [None] * n if obj is None else list(obj)
+    if len(got) != n:
+        raise ValueError(f"expecting {n} items, got {len(got)}")
+    return got

@@ -23,7 +23,7 @@ from .errhandler import Handled
 from .exception import (ERR_ARG, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_RANGE, ERR_RMA_SHARED, ERR_RMA_SYNC, ERR_SIZE, ERR_WIN,
                         Exception as MPIException)
 from .group import Group, members_of
-from .handle import Handle, predefine
+from .handle import Handle, _predefined, _table, predefine
 from .info import Info
 from .memory import buffer
 from .op import SUM, as_op
@@ -92,6 +92,15 @@ def _positive_size(size):
         raise MPIException(ERR_SIZE, f"invalid window size {size}")
     return size
 
+
+
+def _element_code(dt):
+    """The core's name for ``dt``'s elements in an accumulate at the target:
+    a long double is x86's 80-bit float in a 16-byte slot, which the core
+    applies with the x87 unit (crates/core/src/mpi/window/extended.rs)."""
+    if dt.typecode == "g" and dt.Get_size() == 16:
+        return "f80x16"
+    return datatype.reduce_code(dt)
 
 class Win(Handle, Attributes, Handled):
     __slots__ = ()
@@ -192,6 +201,14 @@ class Win(Handle, Attributes, Handled):
             self._drop_attrs()
             self._drop_errhandler()
             self._release()
+
+    def free(self):
+        """The safe free of a window that exists is ``Free``: collective, so
+        no member lets its memory go while another still operates on it."""
+        if self._h in _table and self._h not in _predefined:
+            self.Free()
+        else:
+            super().free()
 
     def _rebuild(self):
         raise ValueError("cannot pickle MPI.Win handles")
@@ -310,7 +327,7 @@ class Win(Handle, Attributes, Handled):
             raise NotImplementedError("RMA with non-contiguous target datatypes is not in mpiws yet (docs/mpi4py-compat.md)")
         return disp, count * dt.Get_size()
 
-    def _check(self, st, rank, disp, nbytes):
+    def _check_range(self, st, rank, disp, nbytes):
         """Checked here too where the target's size is known (the target
         checks again): the error at the call, as MPI implementations give it."""
         n = len(st.units)
@@ -337,7 +354,7 @@ class Win(Handle, Attributes, Handled):
         disp, nbytes = self._target(count, dt, target)
         if nbytes != view.nbytes:
             raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
-        self._check(st, target_rank, disp, nbytes)
+        self._check_range(st, target_rank, disp, nbytes)
         return st.core.put(target_rank, disp, view)
 
     def _get(self, origin, target_rank, target, nonblocking):
@@ -351,7 +368,7 @@ class Win(Handle, Attributes, Handled):
         staged = view if isinstance(view.obj, datatype._Staged) else None
         if staged is not None and nonblocking:
             raise NotImplementedError("Rget into a non-contiguous origin datatype is not in mpiws yet")
-        self._check(st, target_rank, disp, nbytes)
+        self._check_range(st, target_rank, disp, nbytes)
         return st.core.get(target_rank, disp, view), staged
 
     def _acc(self, origin, result, target_rank, target, op):
@@ -372,8 +389,8 @@ class Win(Handle, Attributes, Handled):
                 raise NotImplementedError("Get_accumulate into a non-contiguous result datatype is not in mpiws yet")
             if fetch.nbytes != nbytes:
                 raise MPIException(ERR_SIZE, f"result has {fetch.nbytes} bytes, target {nbytes}")
-        self._check(st, target_rank, disp, nbytes)
-        code = datatype.reduce_code(dt) if dt is not None and nbytes else "u1"
+        self._check_range(st, target_rank, disp, nbytes)
+        code = _element_code(dt) if dt is not None and nbytes else "u1"
         if op._core == "no_op":
             view = memoryview(b"")
         return st.core.accumulate(target_rank, disp, view, nbytes, op._core, code, fetch)
@@ -429,9 +446,9 @@ class Win(Handle, Attributes, Handled):
         op = as_op(op)
         if not op or op._core is None:
             raise MPIException(ERR_ARG, f"RMA accumulate needs a predefined operation, got {op.name}")
-        self._check(st, target_rank, disp, rview.nbytes)
+        self._check_range(st, target_rank, disp, rview.nbytes)
         data = memoryview(b"") if op._core == "no_op" else oview
-        self._track(st, st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, datatype.reduce_code(otype), rview))
+        self._track(st, st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, _element_code(otype), rview))
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
         st = self._state()
@@ -445,7 +462,7 @@ class Win(Handle, Attributes, Handled):
         if otype != rtype:
             raise ValueError("mismatch in origin and result MPI datatypes")
         disp = operator.index(target_disp)
-        self._check(st, target_rank, disp, rview.nbytes)
+        self._check_range(st, target_rank, disp, rview.nbytes)
         self._track(st, st.core.compare_and_swap(target_rank, disp, oview, cview, rview))
 
     # ---- synchronisation ---------------------------------------------------

@@ -1,5 +1,7 @@
-"""``mpiws run -n N prog.py args``: N rank processes on this machine, each
-serving its own endpoint, started as one domain, like ``mpiexec``."""
+"""``mpiws run -n N prog.py args`` (or ``-m module``, ``-c code``): N rank
+processes on this machine, each serving its own endpoint, started as one
+domain, like ``mpiexec``. Rank 0 reads the launcher's standard input, the
+others read none, as under MPICH's mpiexec."""
 
 import os
 import queue
@@ -11,19 +13,48 @@ import threading
 import time
 
 from .domain import Domain, exit_status
-from .worker import SERVICE
+from .worker import SERVICE, python_argv
 
 #: How long a rank process may take to report its endpoint URL.
 STARTUP_SECONDS = 60.0
+#: How long an unfinished output line waits for its end before it is shown
+#: as it is: a prompt (``input("n? ")``) must appear before the answer is typed.
+PROMPT_SECONDS = 0.2
+
+
+def _write(out, data):
+    try:
+        out.write(data)
+        out.flush()
+    except BrokenPipeError:
+        pass  # nobody reads our output (``| head``): keep draining the rank's
 
 
 def _forward(stream, out, prefix):
-    for line in iter(stream.readline, b""):
-        try:
-            out.write(prefix + line)
-            out.flush()
-        except BrokenPipeError:
-            pass  # nobody reads our output (``| head``): keep draining the rank's
+    """Copy a rank's output to ``out`` in whole lines (ranks' lines do not
+    mix), each after ``prefix``; an unfinished line once the rank pauses."""
+    fd = stream.fileno()
+    poll = select.poll()  # not select(): ranks' pipes may be past fd 1023
+    poll.register(fd, select.POLLIN)
+    parts, mid_line = [], False  # the unfinished line's pieces; whether its start is out, prefixed
+    while True:
+        if parts and not poll.poll(PROMPT_SECONDS * 1000):
+            _write(out, (b"" if mid_line else prefix) + b"".join(parts))
+            parts, mid_line = [], True
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        *lines, rest = chunk.split(b"\n")
+        if lines:
+            lines[0] = b"".join(parts) + lines[0]
+            text = b"".join(prefix + line + b"\n" for line in lines)
+            _write(out, text[len(prefix):] if mid_line else text)
+            parts, mid_line = [], False
+        if rest:
+            parts.append(rest)
+    if parts:
+        _write(out, (b"" if mid_line else prefix) + b"".join(parts))
     stream.close()
 
 
@@ -43,6 +74,16 @@ def _read_url(fd, proc, deadline):
     return data.decode().strip()
 
 
+def has_stdin():
+    """Whether fd 0 is open (not closed with ``<&-``); ask before making
+    pipes or sockets, one of which would take it."""
+    try:
+        os.fstat(0)
+        return True
+    except OSError:
+        return False
+
+
 def _ended(proc, within):
     """``proc``'s exit status if it ends within ``within`` seconds, else None."""
     try:
@@ -51,10 +92,12 @@ def _ended(proc, within):
         return None
 
 
-def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None, keep_going=False):
-    """Run ``program`` on ``n`` local ranks; returns the exit status."""
+def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None, keep_going=False, form="path"):
+    """Run ``program`` (a file, or in ``form`` "module" or "code") on ``n``
+    local ranks; returns the exit status."""
     log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
     procs, url_fds, holds, forwarders = [], [], [], []
+    stdin = has_stdin()  # if closed, rank 0 reads nothing either
     # The only key the ranks' endpoints accept: it reaches them through a
     # pipe, never leaves this user's processes, and dies with the run; no
     # other process can start anything on them.
@@ -68,9 +111,12 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
             os.close(key_w)
             env = dict(os.environ, MPIWS_URL_FD=str(url_w), MPIWS_HOLD_FD=str(hold_r), MPIWS_KEY_FD=str(key_r),
                        MPIWS_HOST=host, PYTHONUNBUFFERED="1")
+            # Rank 0 inherits our stdin: it reads each line as it comes, and
+            # its end, with nothing in between to buffer or to outlive it.
             p = subprocess.Popen(
-                [sys.executable, "-m", "mpiws.launch.worker", program, *args],
-                env=env, pass_fds=(url_w, hold_r, key_r), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                [sys.executable, "-m", "mpiws.launch.worker", *python_argv(program, args, form)],
+                env=env, pass_fds=(url_w, hold_r, key_r), stdin=None if rank == 0 and stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             )
             os.close(url_w)
             os.close(hold_r)
@@ -88,7 +134,7 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
 
         domain = Domain(urls, key=key)
         try:
-            domain.start(SERVICE, {"program": program, "args": list(args)})
+            domain.start(SERVICE, {"program": program, "args": list(args), "form": form})
         except Exception:
             # A rank that ends at once can die before its endpoint answers
             # the run request: name it by its exit status, not by a lost reply.

@@ -10,6 +10,9 @@ is there, whoever serves it starts the domain and watches it as ``mpiws run
 -n N`` does. Each rank runs the program and exits with its status; ranks
 other than the one that watches stay until it is gone (so that it reads
 their final status), at most ``LINGER_SECONDS``.
+
+As under mpiexec, only rank 0 reads standard input (its own: whoever
+started it gave it one); the others read none.
 """
 
 import json
@@ -73,8 +76,9 @@ def advertised_host(host, toward=None):
 
 
 def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", port=None, advertise=None,
-             tls_cert=None, tls_key=None, keep_going=False, log=None, relay=False, via_relay=None):
-    """Be one rank; returns the exit status."""
+             tls_cert=None, tls_key=None, keep_going=False, log=None, relay=False, via_relay=None, form="path"):
+    """Be one rank of ``program`` (a file, or in ``form`` "module" or "code");
+    returns the exit status."""
     log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
     size = size if size is not None else from_env(SIZE_ENV, "size")
     rank = rank if rank is not None else from_env(RANK_ENV, "rank")
@@ -101,10 +105,13 @@ def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", 
     watcher = None
     if serves:
         endpoint.open_rendezvous(size)
-        watcher = threading.Thread(target=_watch, args=(endpoint, size, key, program, args, keep_going, log, watched), daemon=True)
+        watcher = threading.Thread(target=_watch, args=(endpoint, size, key, program, args, keep_going, log, watched, form),
+                                   daemon=True)
         watcher.start()
     _core.rendezvous_register(rendezvous, key, rank, size, me, TIMEOUT_SECONDS)
-    code = run_program(endpoint, program, args, wait=TIMEOUT_SECONDS)
+    if rank != 0:
+        _no_input()
+    code = run_program(endpoint, program, args, wait=TIMEOUT_SECONDS, form=form)
     if watcher is not None:
         watcher.join()
         return code or watched.get("code", 1)
@@ -112,7 +119,7 @@ def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", 
     return code
 
 
-def serve_and_watch(endpoint, size, key, program, args, keep_going=False, log=None, gone=None):
+def serve_and_watch(endpoint, size, key, program, args, keep_going=False, log=None, gone=None, form="path"):
     """Wait for ``size`` ranks at ``endpoint``'s rendezvous, start the domain
     of ``program`` on them and watch it to its end, then let the ranks go;
     the exit status. ``gone()`` says why the ranks cannot come any more
@@ -121,7 +128,7 @@ def serve_and_watch(endpoint, size, key, program, args, keep_going=False, log=No
     try:
         urls = _gather(endpoint, gone)
         domain = Domain(urls, key=key)
-        domain.start(SERVICE, {"program": program, "args": list(args)})
+        domain.start(SERVICE, {"program": program, "args": list(args), "form": form})
         statuses, failure = domain.wait(keep_going=keep_going)
         return exit_status(statuses, failure, log, 5.0)
     finally:
@@ -141,12 +148,22 @@ def _gather(endpoint, gone):
                 raise RuntimeError(f"{why} before every rank registered") from None
 
 
-def _watch(endpoint, size, key, program, args, keep_going, log, watched):
+def _watch(endpoint, size, key, program, args, keep_going, log, watched, form):
     try:
-        watched["code"] = serve_and_watch(endpoint, size, key, program, args, keep_going, log)
+        watched["code"] = serve_and_watch(endpoint, size, key, program, args, keep_going, log, form=form)
     except BaseException as e:  # noqa: BLE001 - said, and rank 0 fails
         log(f"the domain did not start: {e}")
         watched["code"] = 1
+
+
+def _no_input():
+    """Standard input at its end, as mpiexec gives ranks other than 0 (a
+    person's terminal at each rank, or srun's default copy to every task,
+    would otherwise reach them all)."""
+    fd = os.open(os.devnull, os.O_RDONLY)
+    if fd != 0:  # else fd 0 was closed, and now is /dev/null
+        os.dup2(fd, 0)
+        os.close(fd)
 
 
 def _linger(rendezvous, key):

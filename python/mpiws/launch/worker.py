@@ -1,6 +1,8 @@
 """A rank process of ``mpiws run -n N``: serves its own endpoint with one
 service, ``script``, which runs the program as ``__main__`` with COMM_WORLD
-bound to the domain instance the launcher's *run* request created.
+bound to the domain instance the launcher's *run* request created. The
+program is given as to ``python``: ``prog.py``, ``-m module`` or ``-c code``,
+then its arguments.
 
 The launcher passes three pipes: the worker writes its URL to the first,
 exits when the second closes (the launcher is done, or gone: no orphans),
@@ -12,11 +14,15 @@ import os
 import runpy
 import sys
 import threading
+import types
 
 from .. import _core, binding
 from ..service.runner import run_instance
 
 SERVICE = "script"
+
+#: The forms a program comes in, by the ``python`` flag that names it (none: a file).
+FLAGS = {"-m": "module", "-c": "code"}
 
 
 def _exit_when_closed(fd, outcome):
@@ -35,8 +41,21 @@ def _read_all(fd):
     return data.decode()
 
 
+def python_argv(program, args, form="path"):
+    """What ``python`` is given to run ``program`` in ``form`` with ``args``."""
+    flags = [f for f, name in FLAGS.items() if name == form]
+    return [*flags, program, *args]
+
+
+def from_python_argv(argv):
+    """(form, program, args) from ``python_argv``'s list."""
+    if argv[0] in FLAGS:
+        return FLAGS[argv[0]], argv[1], argv[2:]
+    return "path", argv[0], argv[1:]
+
+
 def main():
-    program, args = sys.argv[1], sys.argv[2:]
+    form, program, args = from_python_argv(sys.argv[1:])
     url_fd = int(os.environ.pop("MPIWS_URL_FD"))
     hold_fd = int(os.environ.pop("MPIWS_HOLD_FD"))
     key = _read_all(int(os.environ.pop("MPIWS_KEY_FD")))
@@ -50,21 +69,51 @@ def main():
     os.write(url_fd, endpoint.url.encode() + b"\n")
     os.close(url_fd)
 
-    outcome["code"] = run_program(endpoint, program, args)
+    outcome["code"] = run_program(endpoint, program, args, form=form)
 
 
-def run_program(endpoint, program, args, wait=120.0):
-    """Run ``program`` as the rank that the next *run* request on
-    ``endpoint`` creates (within ``wait`` seconds); its exit status."""
+def run_program(endpoint, program, args, wait=120.0, form="path"):
+    """Run ``program`` (in ``form``: see ``run_main``) as the rank that the
+    next *run* request on ``endpoint`` creates (within ``wait`` seconds);
+    its exit status."""
     instance = endpoint.next_run(wait)
     if instance is None:
         print(f"mpiws: no run request within {wait:g} s", file=sys.stderr)
         return 3
     binding.set_process(instance)
-    sys.argv = [program, *args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
-    ok = run_instance(instance, lambda comm, params: runpy.run_path(program, run_name="__main__") and None)
+    ok = run_instance(instance, lambda comm, params: run_main(program, args, form))
     return 0 if ok else 1
+
+
+def run_main(program, args, form="path"):
+    """Run ``program`` as ``__main__`` with ``args``, as ``python`` runs
+    ``prog.py`` (form "path"), ``-m module`` ("module") or ``-c code`` ("code"):
+    the same sys.argv and sys.path[0]."""
+    if form == "module":
+        # runpy puts the module's file in sys.argv[0] once found, as python -m does.
+        sys.argv = ["-m", *args]
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(program, run_name="__main__", alter_sys=True)
+    elif form == "code":
+        sys.argv = ["-c", *args]
+        sys.path.insert(0, "")
+        _run_code(program)
+    else:
+        sys.argv = [program, *args]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
+        runpy.run_path(program, run_name="__main__")
+
+
+def _run_code(code):
+    # A fresh __main__ in sys.modules, as runpy gives the other forms: what
+    # the program defines there pickles by reference to __main__.
+    main = types.ModuleType("__main__")
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(code, "<string>", "exec"), main.__dict__)
+    finally:
+        sys.modules["__main__"] = saved
 
 
 if __name__ == "__main__":

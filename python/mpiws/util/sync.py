@@ -348,7 +348,7 @@ class Mutex:
         if not self._window:
             raise RuntimeError("mutex already freed")
         lock_id = 0
-        memory = memoryview(self._window).cast("i")
+        memory = self._window.tomemory().cast("i")  # (mpiws: a Win exports no buffer protocol in Python 3.11)
         return bool(memory[lock_id])
 
     def count(self):
@@ -705,7 +705,7 @@ def _rma_spinloop(
     backoff=None,
     progress=None,
 ):  # pylint: disable=too-many-arguments,too-many-positional-arguments
-    memory = memoryview(window).cast(typecode)
+    memory = window.tomemory().cast(typecode)
     backoff = backoff or _new_backoff()
     progress = progress or _rma_progress
     window.Sync()

@@ -17,22 +17,27 @@ class Bound:
     """An instance with its two predefined communicators (created once, so
     communicators derived from them agree on their contexts), and how it
     unpickles what it receives (``loads``: None for full pickle), and the
-    serializer its code chose (``MPI.pickle``: None until it does)."""
+    serializer its code chose (``MPI.pickle``: None until it does).
 
-    __slots__ = ("instance", "world", "self_comm", "loads", "serializer")
+    A spawned process's ``world`` is its children's part of the instance's
+    domain, and ``parent`` the intercommunicator to its parents (the
+    ``MPI.Intercomm``, made once: ``Get_parent`` gives the same handle)."""
 
-    def __init__(self, instance, loads=None):
+    __slots__ = ("instance", "world", "self_comm", "loads", "serializer", "parent")
+
+    def __init__(self, instance, loads=None, world=None, parent=None):
         self.instance = instance
-        self.world = instance.world()
+        self.world = world or instance.world()
         self.self_comm = instance.self_comm()
         self.loads = loads
         self.serializer = None
+        self.parent = parent
 
 
 _thread = threading.local()
 _process = None
 _singleton_lock = threading.Lock()
-_singleton_endpoint = None
+_endpoint = None
 
 
 def current():
@@ -40,11 +45,21 @@ def current():
     return b if b is not None else _singleton()
 
 
-def set_process(instance):
-    """Bind the whole process to ``instance`` (a rank started by ``mpiws run``)."""
-    global _process
-    _process = Bound(instance)
+def set_process(instance, endpoint=None, world=None, parent=None):
+    """Bind the whole process to ``instance`` (a rank started by ``mpiws run``,
+    or spawned), served by ``endpoint`` (where ``MPI.Comm.Spawn`` creates the
+    process's instances of the domains it spawns)."""
+    global _process, _endpoint
+    _process = Bound(instance, world=world, parent=parent)
+    _endpoint = endpoint
     return _process
+
+
+def process_endpoint():
+    """The endpoint serving this process's own instances: None in a process
+    whose instances an ``mpiws serve`` endpoint runs on threads."""
+    current()  # a plain ``python prog.py`` makes its singleton first
+    return _endpoint
 
 
 @contextmanager
@@ -59,12 +74,12 @@ def bound_to(instance, loads=None):
 
 
 def _singleton():
-    global _process, _singleton_endpoint
+    global _process, _endpoint
     with _singleton_lock:
         if _process is None:
-            _singleton_endpoint = _core.Endpoint()
-            inst = _singleton_endpoint.create_instance(
-                "singleton-" + secrets.token_hex(6), 0, [_singleton_endpoint.url], secrets.token_hex(16)
+            _endpoint = _core.Endpoint()
+            inst = _endpoint.create_instance(
+                "singleton-" + secrets.token_hex(6), 0, [_endpoint.url], secrets.token_hex(16)
             )
             inst.set_running()
             _process = Bound(inst)

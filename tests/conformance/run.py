@@ -51,7 +51,7 @@ FLAKY = {
 
 # mpi4py's package as the tests see it: its MPI module is mpiws.MPI.
 SHIM = '''"""Shim: mpi4py's tests import mpi4py.MPI and mpi4py.util; here they are
-mpiws.MPI and mpiws.util (and mpi4py.rc, get_config, profile are mpiws's)."""
+mpiws.MPI, mpiws.util and mpiws.futures (and mpi4py.rc, get_config, profile are mpiws's)."""
 import importlib
 import importlib.abc
 import importlib.util
@@ -62,10 +62,10 @@ __version__ = "4.1.0"
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports mpi4py.util (and mpi4py.util.X) as mpiws.util (mpiws.util.X)."""
+    """Imports mpi4py.util and mpi4py.futures (and their submodules) as mpiws's."""
 
     def find_spec(self, name, path=None, target=None):
-        if name == "mpi4py.util" or name.startswith("mpi4py.util."):
+        if name.split(".")[:2] in (["mpi4py", "util"], ["mpi4py", "futures"]):
             return importlib.util.spec_from_loader(name, self)
         return None
 

@@ -203,17 +203,18 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     fromint = f2py = fromhandle
 
-    @staticmethod
-    def Get_parent():
-        """The communicator to the ranks that spawned this one: none (null)."""
-        from .intercomm import Intercomm
+    @classmethod
+    def Get_parent(cls):
+        """The intercommunicator to the ranks that spawned this process (null if none did)."""
+        from .spawn import get_parent
 
-        return Intercomm()
+        return get_parent()
 
     def Disconnect(self):
         """Wait for this rank's sends to be delivered, then free."""
         self._state()
         memory.Flush_buffer()
+        self._core.instance.flush(None)  # a spawned domain's instance is not the process's own
         self.Free()
 
     def Free(self):
@@ -619,6 +620,17 @@ class Intracomm(Comm):
         if own is not None and not issubclass(own, Intracomm):
             raise TypeError("expecting an intracommunicator")
         return self
+
+    def Spawn(self, command, args=None, maxprocs=1, info=None, root=0, errcodes=None):
+        """Start ``maxprocs`` processes running ``command args`` (a Python
+        program: ``MPI/spawn.py``); the intercommunicator to them."""
+        from .spawn import spawn
+
+        self._state()
+        inter = spawn(self, command, args, maxprocs, root)
+        if errcodes is not None:
+            errcodes[:] = [0] * inter.Get_remote_size()  # MPI_SUCCESS for each child, as mpi4py fills the list
+        return inter
 
     def Create_intercomm(self, local_leader, peer_comm, remote_leader, tag=0):
         """An intercommunicator between this group and the remote leader's

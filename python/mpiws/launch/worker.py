@@ -80,9 +80,19 @@ def run_program(endpoint, program, args, wait=120.0, form="path"):
     if instance is None:
         print(f"mpiws: no run request within {wait:g} s", file=sys.stderr)
         return 3
-    binding.set_process(instance)
-    ok = run_instance(instance, lambda comm, params: run_main(program, args, form))
+    binding.set_process(instance, endpoint=endpoint)
+    ok = run_instance(instance, lambda comm, params: _run_and_end_children(program, args, form))
     return 0 if ok else 1
+
+
+def _run_and_end_children(program, args, form):
+    # A rank that spawned processes ends after them, as mpiexec waits for them.
+    from .spawn import end_children
+
+    try:
+        run_main(program, args, form)
+    finally:
+        end_children()
 
 
 def run_main(program, args, form="path"):

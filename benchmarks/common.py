@@ -393,3 +393,40 @@ def select(names):
             raise SystemExit("unknown implementation %r (have %s)" % (k, ", ".join(IMPLS)))
     keys = [k for k in keys if k in have]
     return keys, [IMPLS[k] for k in keys]
+
+
+# ------------------------------------------------------- installed from a wheel
+# ``pip install mpiws`` puts these suites in site-packages/benchmarks/ (pyproject's [tool.maturin]
+# include), with no checkout and no .venv beside them: the environment that runs them (the one
+# ``mpiws bench`` runs in) is the one to measure, with its own mpiws, mpiexec and mpi4py; results go
+# to ./mpiws-bench/<suite>, not into site-packages; and the report names the installed mpiws rather
+# than whatever git repository happens to enclose site-packages.
+INSTALLED = not (ROOT / "python" / "mpiws").is_dir()
+
+if INSTALLED:
+    VENV = Path(sys.executable).parent.parent
+    PYTHON = Path(sys.executable)
+    SETUP_HINT = "pip install 'mpiws[bench]'"
+
+    _checkout_arg_parser, _checkout_machine, _checkout_provenance = arg_parser, machine, provenance
+
+    def arg_parser(suite, *args, **kwargs):
+        ap = _checkout_arg_parser(suite, *args, **kwargs)
+        ap.set_defaults(out=str(Path.cwd() / "mpiws-bench" / suite))
+        return ap
+
+    def machine():
+        info = _checkout_machine()
+        for k in ("git", "git_dirty", "mpiws_core_built"):
+            info.pop(k, None)
+        try:
+            from importlib.metadata import version
+            info["mpiws_installed"] = "%s installed in %s" % (version("mpiws"), ROOT)
+        except Exception:  # noqa: BLE001 - a report line, never a failure
+            info["mpiws_installed"] = "installed in %s" % ROOT
+        return info
+
+    def provenance(machine):
+        if machine.get("mpiws_installed"):
+            return "mpiws: %s." % machine["mpiws_installed"]
+        return _checkout_provenance(machine)

@@ -75,3 +75,29 @@ def test_collectives_matmul_and_vs_ranks(tmp_path):
     assert set(got) == {("bcast", "1 MiB", "2"), ("bcast", "1 MiB", "3"),
                         ("matmul", "N = 1024", "2"), ("matmul", "N = 1024", "3")}, got
     assert all(t > 0 for t in got.values())
+
+
+def test_rma_quick_tables_and_exact_counter(tmp_path):
+    """``mpiws bench rma --quick``: put latency in three synchronisations, get bandwidth, accumulate latency and the
+    contended counter at 2 and 3 ranks, with real numbers and an exact final count."""
+    out = tmp_path / "bench"
+    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "rma", "--quick", "--rounds", "1", "--ranks", "2,3",
+                        "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    assert "# rma" in report and "### Summary" in report and "](rma/rma-put-latency.png)" in report
+    for mode in ("flush", "lock", "fence"):
+        rows = read_csv(out / "rma" / ("put-latency-%s-synchronisation-us-per-put.csv" % mode))
+        assert rows[0][:2] == ["size", "mpiws"] and [r[0] for r in rows[1:]] == ["1 B", "64 B", "4 KiB", "64 KiB", "1 MiB"]
+        assert all(float(r[1]) > 0 for r in rows[1:]), rows
+    rows = read_csv(out / "rma" / "get-bandwidth-mb-s-1-mb-10-6-b.csv")
+    assert rows[0][:3] == ["size", "window", "mpiws"] and all(float(r[2]) > 0 for r in rows[1:]), rows
+    rows = read_csv(out / "rma" / "accumulate-latency-mpi-sum-on-float64-us-per-accumulate.csv")
+    assert [r[1] for r in rows[1:]] == ["1", "512", "8192"] and all(float(r[2]) > 0 for r in rows[1:]), rows
+    [rate] = (out / "rma").glob("shared-counter-fetch-and-op-1-on-rank-0-all-ranks-together*.csv")
+    rows = read_csv(rate)
+    assert [r[0].split()[0] for r in rows[1:]] == ["2", "3"] and all(float(r[1]) > 0 for r in rows[1:]), rows
+    rows = read_csv(out / "rma" / "shared-counter-final-count.csv")
+    assert [r[0] for r in rows[1:]] == ["2", "3"]
+    assert all(c.startswith("exact") for r in rows[1:] for c in r[1:] if c != "-"), rows
+    assert (out / "rma" / "rma-counter.png").stat().st_size > 1000

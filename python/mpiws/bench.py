@@ -1,8 +1,9 @@
 """``mpiws bench [SUITE ...] [--quick] [--ranks ...] [--out DIR]``: the
 evaluation suite against MPI in one command.
 
-Runs the benchmark suites of a source checkout (``benchmarks/<suite>/``),
-each of which measures mpiws and mpi4py + MPICH alternately in the same run,
+Runs the benchmark suites (``benchmarks/<suite>/`` of a source checkout, or
+the copy a wheel installs: ``benchmarks_dir``), each of which measures mpiws
+and mpi4py + MPICH alternately in the same run,
 then gathers what they wrote into one directory: per suite ``results.json``,
 ``table.md`` and PNG plots, the tables again as CSV, and ``report.md`` with
 every table and plot. It installs nothing: without mpi4py/MPICH the suites
@@ -17,16 +18,28 @@ import time
 from pathlib import Path
 
 # suite -> whether it takes --ranks
-SUITES = {"pingpong": False, "collectives": True, "overlap": False, "apps": True, "wan": False}
+SUITES = {"pingpong": False, "collectives": True, "overlap": False, "rma": True, "apps": True, "wan": False}
 
 
 def benchmarks_dir():
-    here = Path(__file__).resolve().parent  # python/mpiws
-    d = here.parent.parent / "benchmarks"
-    if not (d / "common.py").exists():
-        raise SystemExit("mpiws bench: the benchmarks come with the source checkout (benchmarks/ next to python/); "
-                         "none was found at %s" % d)
-    return d
+    """The suites: ``benchmarks/`` of the source checkout (next to ``python/``), or, installed from a
+    wheel, the copy beside the package (``site-packages/benchmarks/``: pyproject's ``[tool.maturin]``
+    ``include``)."""
+    here = Path(__file__).resolve().parent  # python/mpiws, or site-packages/mpiws
+    places = (here.parent.parent / "benchmarks", here.parent / "benchmarks")
+    for d in places:
+        if (d / "common.py").exists() and (d / "pingpong" / "driver.py").exists():
+            return d
+    raise SystemExit("mpiws bench: no benchmark suites found (looked in %s); they come with the source checkout "
+                     "and with the mpiws wheel" % " and ".join(map(str, places)))
+
+
+def default_out(bench):
+    """Where results go without --out: ``benchmarks/results/bench`` in a checkout; installed, not inside
+    site-packages but ``./mpiws-bench`` (the current directory)."""
+    if (bench.parent / "pyproject.toml").exists():
+        return bench / "results" / "bench"
+    return Path.cwd() / "mpiws-bench"
 
 
 def run_bench(suites, quick=False, ranks=None, out=None, rounds=None):
@@ -35,7 +48,7 @@ def run_bench(suites, quick=False, ranks=None, out=None, rounds=None):
     for s in suites:
         if s not in SUITES:
             raise SystemExit("mpiws bench: unknown suite %r (have %s)" % (s, ", ".join(SUITES)))
-    out = Path(out or bench / "results" / "bench").resolve()
+    out = Path(out or default_out(bench)).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     done, failed = [], []

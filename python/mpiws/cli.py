@@ -356,11 +356,11 @@ def main(argv=None):
     k.set_defaults(func=_key)
 
     b = sub.add_parser("bench", help="run the benchmarks against MPI (mpi4py + MPICH) and write a report")
-    b.add_argument("suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps, wan (default: all)")
+    b.add_argument("suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps, wan, rma (default: all)")
     b.add_argument("--quick", action="store_true", help="a few minutes in all (what CI runs)")
     b.add_argument("--ranks", help="comma-separated rank counts, for the suites that vary them")
     b.add_argument("--rounds", type=int, help="alternating rounds per measurement")
-    b.add_argument("--out", help="output directory (default benchmarks/results/bench)")
+    b.add_argument("--out", help="output directory (default benchmarks/results/bench in a checkout, else ./mpiws-bench)")
     b.set_defaults(func=_bench)
 
     # An endpoint is a client too: of its https peers, and of https job inputs.

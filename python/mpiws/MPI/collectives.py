@@ -341,12 +341,19 @@ class Collectives:
             sendbuf = recvbuf
             if recvbuf is None:
                 raise MPIException(ERR_ARG, f"{name} with IN_PLACE needs a receive buffer")
-        send, dt, _ = datatype.parse(sendbuf)
+        send, dt, scount = datatype.parse(sendbuf)
         wants = recvbuf is not None and (name != "reduce" or self._core.rank == root)
-        rview = datatype.parse(recvbuf, writable=True)[0] if wants else None
+        rview = rcount = None
+        if wants:
+            rview, rdt, rcount = datatype.parse(recvbuf, writable=True)
+            if sendbuf is not recvbuf:  # as mpi4py checks a reduction's two buffers
+                if rdt != dt:
+                    raise ValueError("mismatch in send and receive MPI datatypes")
+                if name != "reduce_scatter" and rcount != scount:
+                    raise ValueError(f"mismatch in send count {scount} and receive count {rcount}")
         if sendbuf is recvbuf:
             send = bytes(send)  # the result will land where the data is
-        return send, dt, rview, op
+        return send, dt, rview, op, scount, rcount
 
     def _user_op(self, name, send, dt, rview, op, root=0, counts=None):
         """A user op on buffers: the core gathers the raw buffers (to the
@@ -375,26 +382,26 @@ class Collectives:
 
     def _Reduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
         _root(root)
-        send, dt, rview, op = self._reduce_buffers("reduce", sendbuf, recvbuf, op, root)
+        send, dt, rview, op, _, _ = self._reduce_buffers("reduce", sendbuf, recvbuf, op, root)
         if here := folded_here(op, dt):
             return self._user_op("reduce", send, dt, rview, here, root)
         post = _into(rview) if rview is not None else _nothing
         return "reduce", post, dict(root=root, data=send, op=(op._core, datatype.reduce_code(dt)))
 
     def _Allreduce(self, sendbuf, recvbuf, op=SUM):
-        send, dt, rview, op = self._reduce_buffers("allreduce", sendbuf, recvbuf, op)
+        send, dt, rview, op, _, _ = self._reduce_buffers("allreduce", sendbuf, recvbuf, op)
         if here := folded_here(op, dt):
             return self._user_op("allreduce", send, dt, rview, here)
         return "allreduce", _into(rview), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
 
     def _Scan(self, sendbuf, recvbuf, op=SUM):
-        send, dt, rview, op = self._reduce_buffers("scan", sendbuf, recvbuf, op)
+        send, dt, rview, op, _, _ = self._reduce_buffers("scan", sendbuf, recvbuf, op)
         if here := folded_here(op, dt):
             return self._user_op("scan", send, dt, rview, here)
         return "scan", _into(rview), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
 
     def _Exscan(self, sendbuf, recvbuf, op=SUM):
-        send, dt, rview, op = self._reduce_buffers("exscan", sendbuf, recvbuf, op)
+        send, dt, rview, op, _, _ = self._reduce_buffers("exscan", sendbuf, recvbuf, op)
         if here := folded_here(op, dt):
             return self._user_op("exscan", send, dt, rview, here)
         post = _into(rview)
@@ -402,7 +409,7 @@ class Collectives:
 
     def _Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
         n = self._core.size
-        send, dt, rview, op = self._reduce_buffers("reduce_scatter", sendbuf, recvbuf, op)
+        send, dt, rview, op, scount, rcount = self._reduce_buffers("reduce_scatter", sendbuf, recvbuf, op)
         size = dt.Get_size()
         if recvcounts is None and _in_place(sendbuf):
             recvcounts = [len(send) // size // n] * n
@@ -410,6 +417,14 @@ class Collectives:
             recvcounts = self.allgather(rview.nbytes // size if size else 0)
         if len(recvcounts) != n:
             raise ValueError(f"recvcounts needs one entry per rank ({n})")
+        if _in_place(sendbuf) or sendbuf is recvbuf:
+            if scount != sum(recvcounts):
+                raise ValueError(f"mismatch in receive count {scount} and sum(recvcounts) {sum(recvcounts)}")
+        else:
+            if scount != sum(recvcounts):
+                raise ValueError(f"mismatch in send count {scount} and sum(recvcounts) {sum(recvcounts)}")
+            if rcount != recvcounts[self._core.rank]:
+                raise ValueError(f"mismatch in receive count {rcount} and recvcounts[{self._core.rank}] {recvcounts[self._core.rank]}")
         counts = [int(k) * size for k in recvcounts]
         mine = counts[self._core.rank]
         target = rview[:mine] if _in_place(sendbuf) or sendbuf is recvbuf else rview

@@ -51,6 +51,11 @@ def _ref(state):
     return _named_of.get(id(state)) or Datatype._new(state)
 
 
+#: The combiners of predefined datatypes.
+_PREDEFINED_COMBINERS = frozenset((derived.COMBINER_NAMED, derived.COMBINER_VALUE_INDEX, derived.COMBINER_F90_INTEGER,
+                                   derived.COMBINER_F90_REAL, derived.COMBINER_F90_COMPLEX))
+
+
 class Datatype(Handle, Attributes):
     __slots__ = ()
     _invalid = ERR_TYPE
@@ -145,9 +150,7 @@ class Datatype(Handle, Attributes):
 
     @property
     def is_predefined(self):
-        return not self or self._state().combiner in (
-            derived.COMBINER_NAMED, derived.COMBINER_VALUE_INDEX, derived.COMBINER_F90_INTEGER,
-            derived.COMBINER_F90_REAL, derived.COMBINER_F90_COMPLEX)
+        return not self or self._state().combiner in _PREDEFINED_COMBINERS
 
     def decode(self):
         st = self._state()
@@ -525,6 +528,11 @@ class _Interface(_core.Memory):
     owner = None
 
 
+def _is_bottom(buf):
+    """Whether ``buf`` is ``MPI.BOTTOM`` (address 0)."""
+    return isinstance(buf, int) and not isinstance(buf, bool) and buf == 0
+
+
 def _bytes_and_type(buf, dt, writable):
     """``buf`` as a flat byte view, and ``dt`` or else the type its format names."""
     mv = as_view(buf, writable)
@@ -581,7 +589,7 @@ def parse(spec, writable=False, blocks=1):
             raise ValueError(f"message: negative count {count}")
         if count > 0 and buf is None:
             raise ValueError(f"message: buffer is None but count is {count}")
-    if isinstance(buf, int) and not isinstance(buf, bool) and buf == 0:  # BOTTOM: displacements are addresses
+    if _is_bottom(buf):  # displacements are addresses
         if dt is None:
             raise ValueError("message: BOTTOM needs a datatype")
         items = (count or 0) * blocks
@@ -685,12 +693,14 @@ def parse_w(spec, nranks, writable=False):
         buf, (counts, displs), types = spec
     else:
         buf, counts, displs, types = spec
+    if _is_bottom(buf) and (counts is None or displs is None):
+        raise ValueError(f"message: BOTTOM requires {'counts' if counts is None else 'displs'}")
     types = [_as_datatype(t) for t in types] if isinstance(types, (list, tuple)) else [_as_datatype(types)] * nranks
     counts = [1] * nranks if counts is None else [int(c) for c in counts]
     displs = [0] * nranks if displs is None else [int(d) for d in displs]
     if not len(types) == len(counts) == len(displs) == nranks:
         raise ValueError(f"counts, displacements and types need one entry per rank ({nranks})")
-    bottom = isinstance(buf, int) and not isinstance(buf, bool) and buf == 0  # displacements are addresses
+    bottom = _is_bottom(buf)  # displacements are addresses
     raw = None if bottom else _bytes_and_type(buf, BYTE, writable)[0]
     views = []
     for c, d, t in zip(counts, displs, types):
@@ -755,7 +765,10 @@ def parse_v(spec, nranks, writable=False):
             raise ValueError("message: expecting 2 to 4 items")
         if isinstance(counts, tuple) and len(spec) in (2, 3):
             counts, displs = counts
-    raw, dt = _bytes_and_type(buf, None if dt is None else _as_datatype(dt), writable)
+    if _is_bottom(buf):  # vector collectives take BOTTOM only for empty messages: no blocks fit in it
+        raw, dt = memoryview(bytearray()), BYTE if dt is None else _as_datatype(dt)
+    else:
+        raw, dt = _bytes_and_type(buf, None if dt is None else _as_datatype(dt), writable)
     if counts is None:
         items = 0
         if raw.nbytes:

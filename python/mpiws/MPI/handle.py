@@ -157,7 +157,14 @@ def _kind_of(obj_or_cls):
     (``Comm`` for an ``Intracomm`` or a user's subclass): handles of one kind
     compare with each other."""
     cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
-    return next(c for c in cls.__mro__ if Handle in c.__bases__)
+    kind = _kinds.get(cls)
+    if kind is None:
+        kind = _kinds[cls] = next(c for c in cls.__mro__ if Handle in c.__bases__)
+    return kind
+
+
+#: ``_kind_of`` by class (handles are compared often: datatype decoding).
+_kinds = {}
 
 
 def predefine(obj, name):

@@ -115,6 +115,7 @@ def _into(blocks):
     def post(messages):
         for j, msg in messages.items():
             msg.copy_into(blocks[j])
+            datatype.settle(blocks[j])  # a staged block (BOTTOM, a derived type) to its memory
 
     return post
 

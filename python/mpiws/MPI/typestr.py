@@ -52,13 +52,17 @@ def _typealign(datatype):
     named = _named(datatype)
     if named is None:
         return None
-    if any(named == getattr(_dt, n, None) for n in ("LOGICAL16", "INTEGER16", "REAL16", "COMPLEX32")):
-        return 16
-    align = _ALIGN.get(named._state().char or "")
-    if align:
-        return align
-    for pair, (a, b) in (("SHORT_INT", "hi"), ("INT_INT", "ii"), ("LONG_INT", "li"), ("FLOAT_INT", "fi"),
-                         ("DOUBLE_INT", "di"), ("LONG_DOUBLE_INT", "gi")):
-        if named == getattr(_dt, pair, None):
-            return max(_ALIGN[a], _ALIGN[b])
-    return None
+    return _special_align().get(named._h) or _ALIGN.get(named._state().char or "")
+
+
+def _special_align(cache={}):
+    """Alignments by predefined handle of the types without a char of their
+    own: Fortran's 16-byte kinds and the MAXLOC/MINLOC pairs."""
+    if not cache:
+        for n in ("LOGICAL16", "INTEGER16", "REAL16", "COMPLEX32"):
+            cache[getattr(_dt, n)._h] = 16
+        for pair, (a, b) in (("SHORT_INT", "hi"), ("INT_INT", "ii"), ("LONG_INT", "li"), ("FLOAT_INT", "fi"),
+                             ("DOUBLE_INT", "di"), ("LONG_DOUBLE_INT", "gi")):
+            cache[getattr(_dt, pair)._h] = max(_ALIGN[a], _ALIGN[b])
+        cache.pop(0, None)  # a type this platform lacks is the null handle: no alignment
+    return cache

@@ -68,7 +68,8 @@ class Children:
     """``n`` child processes running ``argv`` (as ``python *flags argv``),
     started and reporting their URLs; ``bind`` hands them their domain."""
 
-    def __init__(self, argv, n, flags=(), host="127.0.0.1"):
+    def __init__(self, argv, n, flags=(), host=None):
+        host = host or os.environ.get("MPIWS_HOST", "127.0.0.1")  # where this rank serves, its children too
         self.procs, self._binding_fds, holds = [], [], []
         url_fds = []
         try:

@@ -129,3 +129,39 @@ for c in (dist, named, graph):
 print("OK")
 """)
     assert_ok(p, 3)
+
+
+TORUS = """
+import numpy as np
+from mpiws import MPI
+world = MPI.COMM_WORLD
+dims = MPI.Compute_dims(world.size, 2)
+torus = world.Create_cart(dims, periods=[True, True])
+rank = torus.rank
+# Each rank's four neighbours (-x, +x, -y, +y): what it must receive from them.
+nbrs = [n for d in range(2) for n in torus.Shift(d, 1)]
+send = np.array([1000 * rank + i for i in range(4)], dtype="i8")
+recv = np.full(4, -1, dtype="i8")
+# Blocking, non-blocking and persistent (two rounds) forms agree.
+torus.Neighbor_alltoall(send, recv)
+want = [1000 * nbrs[j] + (j ^ 1) for j in range(4)]
+assert list(recv) == want, (list(recv), want)
+req = torus.Neighbor_alltoall_init(send, recv)
+for round_ in range(2):
+    send += 1
+    recv[:] = -1
+    req.Start()
+    req.Wait()
+    assert list(recv) == [w + round_ + 1 for w in want]
+req.Free()
+recv[:] = -1
+torus.Ineighbor_allgather(np.array([rank], dtype="i8"), recv).Wait()
+assert list(recv) == nbrs
+assert torus.neighbor_alltoall([(rank, j) for j in range(4)]) == [(nbrs[j], j ^ 1) for j in range(4)]
+print("OK")
+"""
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_torus_neighbour_collectives_on_1_to_8_ranks(run, n):
+    assert_ok(run(n, TORUS), n)

@@ -1,4 +1,6 @@
-"""``from mpiws import MPI``: mpi4py's API over web service instances.
+"""Message Passing Interface over web services.
+
+``from mpiws import MPI``: mpi4py's API over web service instances.
 
 One file per MPI concept: ``comm`` (Comm, Intracomm), ``intercomm``
 (Intercomm; its collectives in ``intercomm_collectives``), ``request`` (Request),
@@ -10,10 +12,12 @@ numbers), ``pickled`` how objects travel. mpiws's additions: ``events``
 (Schedule, Receipt, the handler thread) and ``timeout`` (time limits).
 """
 
-import socket as _socket
-import time as _time
+# Functions and constants only, not modules: mpi4py's MPI namespace holds no
+# modules (see the end of this file).
+from socket import gethostname as _gethostname
+from time import get_clock_info as _get_clock_info, monotonic as _monotonic, time as _walltime
 
-from .. import _core
+from .._core import PROC_NULL as _CORE_PROC_NULL, VERSION as _CORE_VERSION
 from .comm import (
     COMM_NULL,
     COMM_SELF,
@@ -62,109 +66,204 @@ from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MOD
                   WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC,
                   WIN_FLAVOR_SHARED, WIN_MODEL, WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
 
-PROC_NULL = _core.PROC_NULL
+PROC_NULL = _CORE_PROC_NULL
 ROOT = -3
 from .attributes import TAG_UB  # the key; its value is _core.TAG_UB
 BOTTOM = 0
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 VERSION, SUBVERSION = 4, 1
 
-_T0 = _time.time() - _time.monotonic()
+_T0 = _walltime() - _monotonic()
 _finalized = False
 
 
 def Wtime():
-    """Wall-clock time in seconds (monotonic, so differences are exact)."""
-    return _T0 + _time.monotonic()
+    """Wtime()
+
+    Wall-clock time in seconds (monotonic, so differences are exact).
+    """
+    return _T0 + _monotonic()
 
 
 def Wtick():
-    return _time.get_clock_info("monotonic").resolution
+    """Wtick()
+
+    Return the resolution of `Wtime`.
+    """
+    return _get_clock_info("monotonic").resolution
 
 
 def Get_processor_name():
-    return _socket.gethostname()
+    """Get_processor_name()
+
+    Obtain the name of the calling processor.
+    """
+    return _gethostname()
 
 
 def Get_version():
+    """Get_version()
+
+    Obtain the version number of the MPI standard.
+    """
     return (VERSION, SUBVERSION)
 
 
 def Pcontrol(level):
-    """Profiling control: mpiws has no profiling layer to tell (accepted, as MPI allows)."""
+    """Pcontrol(level)
+
+    Profiling control: mpiws has no profiling layer to tell (accepted, as MPI allows).
+    """
     if not isinstance(level, int):
         raise TypeError(f"level must be an int, got {type(level).__name__}")
 
 
 def Get_hw_resource_info():
-    """What this process runs on: host name and CPU count, as an Info."""
+    """Get_hw_resource_info()
+
+    What this process runs on: host name and CPU count, as an Info.
+    """
     import os as _os
 
-    return Info.Create({"mpi_hw_resource_type": "mpi_shared_memory", "host": _socket.gethostname(),
+    return Info.Create({"mpi_hw_resource_type": "mpi_shared_memory", "host": _gethostname(),
                         "cpus": str(len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count())})
 
 
 def Get_address(location):
-    """The address of a buffer's first byte (0 for None and BOTTOM)."""
+    """Get_address(location)
+
+    The address of a buffer's first byte (0 for None and BOTTOM).
+    """
     if location is None or (isinstance(location, int) and location == BOTTOM):
         return 0
     import numpy as _np
 
-    view = datatype.as_view(location)
+    from .datatype import as_view
+
+    view = as_view(location)
     return int(_np.frombuffer(view, dtype="B").ctypes.data) if view.nbytes else 0
 
 
 def Aint_add(base, disp):
+    """Aint_add(base, disp)
+
+    Return the sum of base address and displacement.
+    """
     return base + disp
 
 
 def Aint_diff(addr1, addr2):
+    """Aint_diff(addr1, addr2)
+
+    Return the difference between absolute addresses.
+    """
     return addr1 - addr2
 
 
 #: What a buffered send needs beside its message in an attached buffer.
 def Get_abi_version():
-    """The MPI ABI this library implements: none (mpiws is not a C MPI library)."""
+    """Get_abi_version()
+
+    The MPI ABI this library implements: none (mpiws is not a C MPI library).
+    """
     return (-1, -1)
 
 
 def get_vendor():
-    """mpi4py's ``get_vendor``: this library's name and version."""
-    return ("mpiws", tuple(int(x) for x in _core.VERSION.split(".")[:3]))
+    """get_vendor()
+
+    Information about the underlying MPI implementation.
+
+    Mpi4py's ``get_vendor``: this library's name and version.
+    """
+    return ("mpiws", tuple(int(x) for x in _CORE_VERSION.split(".")[:3]))
 
 
 def Get_library_version():
-    return f"mpiws {_core.VERSION} (MPI-style message passing between web services)"
+    """Get_library_version()
+
+    Obtain the version string of the MPI library.
+    """
+    return f"mpiws {_CORE_VERSION} (MPI-style message passing between web services)"
 
 
 def Init():
+    """Init()
+
+    Initialize the MPI execution environment.
+    """
     pass
 
 
 def Init_thread(required=THREAD_MULTIPLE):
+    """Init_thread(required=THREAD_MULTIPLE)
+
+    Initialize the MPI execution environment.
+    """
     return THREAD_MULTIPLE
 
 
 def Query_thread():
+    """Query_thread()
+
+    Return the level of thread support provided by the MPI library.
+    """
     return THREAD_MULTIPLE
 
 
 def Is_initialized():
+    """Is_initialized()
+
+    Indicate whether `Init` has been called.
+    """
     return True
 
 
 def Is_finalized():
+    """Is_finalized()
+
+    Indicate whether `Finalize` has completed.
+    """
     return _finalized
 
 
 def Finalize():
-    """Wait until this rank's sends have left."""
+    """Finalize()
+
+    Wait until this rank's sends have left.
+    """
     global _finalized
     Flush_buffer()
     _finalized = True
 
 
 def Is_thread_main():
+    """Is_thread_main()
+
+    Indicate whether this thread called `Init` or `Init_thread`.
+    """
     import threading
 
     return threading.current_thread() is threading.main_thread()
+
+
+# mpi4py's ``MPI`` is one extension module with no submodules, and the typed
+# stub (``__init__.pyi``) declares none: keep the implementation modules
+# (``comm``, ``datatype``, ...) out of this namespace.  They stay importable
+# through ``sys.modules`` (``from mpiws.MPI.comm import Comm``).  Import every
+# submodule first, so that a lazy ``from .spawn import ...`` inside a function
+# cannot re-add one as a package attribute later.
+def _hide_submodules():
+    import importlib
+    import pkgutil
+    import types
+
+    for _info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{_info.name}")
+    for _key, _value in list(globals().items()):
+        if isinstance(_value, types.ModuleType) and _value.__name__.startswith(__name__ + "."):
+            del globals()[_key]
+
+
+_hide_submodules()
+del _hide_submodules

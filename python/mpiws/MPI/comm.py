@@ -84,9 +84,17 @@ class Comm(Handle, Attributes, Handled, Collectives):
     # ---- size, rank, names -----------------------------------------------
 
     def Get_rank(self):
+        """Get_rank(self)
+
+        Return the rank of this process in a communicator.
+        """
         return self._core.rank
 
     def Get_size(self):
+        """Get_size(self)
+
+        Return the number of processes in a communicator.
+        """
         return self._core.size
 
     @property
@@ -98,9 +106,17 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return self._core.size
 
     def Get_name(self):
+        """Get_name(self)
+
+        Get the print name for this communicator.
+        """
         return self._state().name if self else "MPI_COMM_NULL"
 
     def Set_name(self, name):
+        """Set_name(self, name)
+
+        Set the print name for this communicator.
+        """
         self._state().name = str(name)
 
     @property
@@ -112,10 +128,18 @@ class Comm(Handle, Attributes, Handled, Collectives):
         self.Set_name(value)
 
     def Is_inter(self):
+        """Is_inter(self)
+
+        Return whether the communicator is an intercommunicator.
+        """
         self._state()
         return False
 
     def Is_intra(self):
+        """Is_intra(self)
+
+        Return whether the communicator is an intracommunicator.
+        """
         self._state()
         return True
 
@@ -146,7 +170,10 @@ class Comm(Handle, Attributes, Handled, Collectives):
     # ---- communicator management ------------------------------------------
 
     def Dup(self, info=None):
-        """A new communicator with the same group and a separate context."""
+        """Dup(self, info=None)
+
+        A new communicator with the same group and a separate context.
+        """
         c = self._core
         dup = type(self)._wrap(c.derive(c.next_context(0), c.group))  # mpi4py's: of the caller's class
         dup._state().info = dict(self._state().info)
@@ -159,19 +186,40 @@ class Comm(Handle, Attributes, Handled, Collectives):
     Clone = Dup
 
     def Dup_with_info(self, info):
+        """Dup_with_info(self, info)
+
+        Duplicate a communicator with hints.
+        """
         return self.Dup(info)
 
     def Idup(self, info=None):
-        """``Dup`` and a request: done at once (a new context costs no message here)."""
+        """Idup(self, info=None)
+
+        Nonblocking duplicate a communicator.
+
+        ``Dup`` and a request: done at once (a new context costs no message here).
+        """
         return self.Dup(info), Request()
 
     def Idup_with_info(self, info):
+        """Idup_with_info(self, info)
+
+        Nonblocking duplicate a communicator with hints.
+        """
         return self.Idup(info)
 
     def Set_info(self, info):
+        """Set_info(self, info)
+
+        Set new values for the hints associated with a communicator.
+        """
         self._state().info.update(info.items() if info else ())
 
     def Get_info(self):
+        """Get_info(self)
+
+        Return the current hints for a communicator.
+        """
         return Info.Create(self._state().info)
 
     @property
@@ -184,6 +232,10 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     def Get_topology(self):
         # A topology communicator's state says its kind (MPI/topology.py).
+        """Get_topology(self)
+
+        Return the type of topology (if any) associated with a communicator.
+        """
         return getattr(self._state(), "kind", UNDEFINED)
 
     @property
@@ -196,8 +248,13 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     @classmethod
     def fromhandle(cls, handle):
-        """An object for ``handle``, of its communicator's own class where that
-        is more specific (mpi4py's: a Cartesian communicator's is a Cartcomm)."""
+        """fromhandle(cls, handle)
+
+        Create object from MPI handle.
+
+        An object for ``handle``, of its communicator's own class where that
+        is more specific (mpi4py's: a Cartesian communicator's is a Cartcomm).
+        """
         own = getattr(_table.get(int(handle)), "cls", cls)
         return Handle.fromhandle.__func__(own if issubclass(own, cls) else cls, handle)
 
@@ -205,19 +262,29 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     @classmethod
     def Get_parent(cls):
-        """The intercommunicator to the ranks that spawned this process (null if none did)."""
+        """Get_parent(cls)
+
+        The intercommunicator to the ranks that spawned this process (null if none did).
+        """
         from .spawn import get_parent
 
         return get_parent()
 
     def Disconnect(self):
-        """Wait for this rank's sends to be delivered, then free."""
+        """Disconnect(self)
+
+        Wait for this rank's sends to be delivered, then free.
+        """
         self._state()
         memory.Flush_buffer()
         self._core.instance.flush(None)  # a spawned domain's instance is not the process's own
         self.Free()
 
     def Free(self):
+        """Free(self)
+
+        Free a communicator.
+        """
         self._state()
         self._drop_attrs()
         self._drop_errhandler()
@@ -230,7 +297,10 @@ class Comm(Handle, Attributes, Handled, Collectives):
                 LASTUSEDCODE: last_used_code()}[keyval]
 
     def Split(self, color=0, key=0):
-        """Partition by ``color``, order each part by ``key`` (then rank)."""
+        """Split(self, color=0, key=0)
+
+        Partition by ``color``, order each part by ``key`` (then rank).
+        """
         c = self._core
         color = _check_rank_arg(color, "color")
         key = _check_rank_arg(key, "key")
@@ -245,11 +315,16 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return Intracomm._wrap(c.derive(context, [c.group[r] for _, r in members]))
 
     def Split_type(self, split_type, key=0, info=None):
-        """By hardware: ``COMM_TYPE_SHARED`` (and the guided types asking
+        """Split_type(self, split_type, key=0, info=None)
+
+        Split communicator by split type.
+
+        By hardware: ``COMM_TYPE_SHARED`` (and the guided types asking
         for ``mpi_shared_memory``) groups the ranks whose endpoints are on
         the same host; ``COMM_TYPE_HW_UNGUIDED`` does too where that is a
         smaller group, else (as for a resource mpiws does not know) no
-        communicator."""
+        communicator.
+        """
         c = self._core
         hosts = [urlsplit(u).hostname for u in c.instance.endpoints]
         mine = hosts[c.group[c.rank]]
@@ -272,6 +347,10 @@ class Comm(Handle, Attributes, Handled, Collectives):
     # ---- groups ------------------------------------------------------------
 
     def Get_group(self):
+        """Get_group(self)
+
+        Access the group associated with a communicator.
+        """
         c = self._core
         return Group._make(c.group, c.group[c.rank])
 
@@ -290,8 +369,13 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     @classmethod
     def Create_from_group(cls, group, stringtag="org.mpi4py", info=None, errhandler=None):
-        """A communicator over ``group``, made by its members alone (MPI 4);
-        ``stringtag`` keeps concurrent creations apart."""
+        """Create_from_group(cls, group, stringtag='org.mpi4py', info=None, errhandler=None)
+
+        Create communicator from group.
+
+        A communicator over ``group``, made by its members alone (MPI 4);
+        ``stringtag`` keeps concurrent creations apart.
+        """
         world = COMM_WORLD._core
         members = members_of(group, world.group)
         tag = zlib.crc32(str(stringtag).encode()) & 0x7FFFFFFF
@@ -301,7 +385,10 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return comm
 
     def Create_group(self, group, tag=0):
-        """A communicator over ``group``, created by its members only."""
+        """Create_group(self, group, tag=0)
+
+        A communicator over ``group``, created by its members only.
+        """
         c = self._core
         members = members_of(group, c.group)
         if c.group[c.rank] not in members:
@@ -309,15 +396,26 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return Intracomm._wrap(c.derive(c.group_context(members, tag), members))
 
     def Abort(self, errorcode=0):
+        """Abort(self, errorcode=0)
+
+        Terminate the MPI execution environment.
+        """
         raise SystemExit(errorcode or 1)
 
     # ---- time limits (mpiws) ---------------------------------------------
 
     def Set_timeout(self, timeout):
-        """Default time limit (seconds; None: none) of this communicator's calls."""
+        """Set_timeout(self, timeout)
+
+        Default time limit (seconds; None: none) of this communicator's calls.
+        """
         timeout_.set_default(self._core, timeout)
 
     def Get_timeout(self):
+        """Get_timeout(self)
+
+        Return the time limit of this communicator's operations (mpiws).
+        """
         return timeout_.resolve(self._core, None)
 
     def _limit(self, timeout):
@@ -340,24 +438,52 @@ class Comm(Handle, Attributes, Handled, Collectives):
         self._core.send(dest, tag, parts, len(parts) > 1, sync, self._limit(timeout))
 
     def send(self, obj, dest, tag=0, timeout=None):
+        """send(self, obj, dest, tag=0, timeout=None)
+
+        Send in standard mode.
+        """
         self._send_obj(obj, dest, tag, False, timeout)
 
     def bsend(self, obj, dest, tag=0, timeout=None):
+        """bsend(self, obj, dest, tag=0, timeout=None)
+
+        Send in buffered mode.
+        """
         self._send_obj(obj, dest, tag, False, timeout)
 
     def ssend(self, obj, dest, tag=0, timeout=None):
+        """ssend(self, obj, dest, tag=0, timeout=None)
+
+        Send in synchronous mode.
+        """
         self._send_obj(obj, dest, tag, True, timeout)
 
     def isend(self, obj, dest, tag=0, timeout=None, schedule=None):
+        """isend(self, obj, dest, tag=0, timeout=None, schedule=None)
+
+        Nonblocking send.
+        """
         return self._isend_obj(obj, dest, tag, False, timeout, schedule)
 
     def ibsend(self, obj, dest, tag=0, timeout=None, schedule=None):
+        """ibsend(self, obj, dest, tag=0, timeout=None, schedule=None)
+
+        Nonblocking send in buffered mode.
+        """
         return self._isend_obj(obj, dest, tag, False, timeout, schedule)
 
     def issend(self, obj, dest, tag=0, timeout=None, schedule=None):
+        """issend(self, obj, dest, tag=0, timeout=None, schedule=None)
+
+        Nonblocking send in synchronous mode.
+        """
         return self._isend_obj(obj, dest, tag, True, timeout, schedule)
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, timeout=None, schedule=None):
+        """irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, timeout=None, schedule=None)
+
+        Nonblocking receive.
+        """
         limit = None if buf is None else _buffer_length(buf)
         req = Request(self._core.irecv(source, tag), _OBJECT, None, limit, timeout_.deadline(self._limit(timeout)))
         return self._posted(req, source, tag, schedule)
@@ -366,19 +492,35 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return req._describe(tag=tag, source=source, dest=self._core.rank)._schedule(schedule)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
+        """recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None)
+
+        Receive.
+        """
         limit = None if buf is None else _buffer_length(buf)
         return received_object(self._core.recv(source, tag, None, self._limit(timeout)), status, limit)
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
+        """sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None)
+
+        Send and Receive.
+        """
         parts = pickled.dumps(sendobj)
         limit = None if recvbuf is None else _buffer_length(recvbuf)
         msg = self._core.sendrecv(dest, sendtag, parts, source, recvtag, None, self._limit(timeout), len(parts) > 1)
         return received_object(msg, status, limit)
 
     def probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
+        """probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None)
+
+        Blocking test for a message.
+        """
         return self.Probe(source, tag, status, timeout)
 
     def iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None)
+
+        Nonblocking test for a message.
+        """
         return self.Iprobe(source, tag, status)
 
     # ---- point-to-point: buffers -----------------------------------------
@@ -394,82 +536,174 @@ class Comm(Handle, Attributes, Handled, Collectives):
         self._core.send(dest, tag, [view], sync=sync, timeout=self._limit(timeout))
 
     def Send(self, buf, dest, tag=0, timeout=None):
+        """Send(self, buf, dest, tag=0, timeout=None)
+
+        Blocking send.
+        """
         self._send_buf(buf, dest, tag, False, timeout)
 
     def Bsend(self, buf, dest, tag=0, timeout=None):
+        """Bsend(self, buf, dest, tag=0, timeout=None)
+
+        Blocking send in buffered mode.
+        """
         self._send_buf(buf, dest, tag, False, timeout)
 
     def Rsend(self, buf, dest, tag=0, timeout=None):
+        """Rsend(self, buf, dest, tag=0, timeout=None)
+
+        Blocking send in ready mode.
+        """
         self._send_buf(buf, dest, tag, False, timeout)
 
     def Ssend(self, buf, dest, tag=0, timeout=None):
+        """Ssend(self, buf, dest, tag=0, timeout=None)
+
+        Blocking send in synchronous mode.
+        """
         self._send_buf(buf, dest, tag, True, timeout)
 
     def Isend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        """Isend(self, buf, dest, tag=0, timeout=None, schedule=None)
+
+        Nonblocking send.
+        """
         return self._isend_buf(buf, dest, tag, False, timeout, schedule)
 
     def Ibsend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        """Ibsend(self, buf, dest, tag=0, timeout=None, schedule=None)
+
+        Nonblocking send in buffered mode.
+        """
         return self._isend_buf(buf, dest, tag, False, timeout, schedule)
 
     def Irsend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        """Irsend(self, buf, dest, tag=0, timeout=None, schedule=None)
+
+        Nonblocking send in ready mode.
+        """
         return self._isend_buf(buf, dest, tag, False, timeout, schedule)
 
     def Issend(self, buf, dest, tag=0, timeout=None, schedule=None):
+        """Issend(self, buf, dest, tag=0, timeout=None, schedule=None)
+
+        Nonblocking send in synchronous mode.
+        """
         return self._isend_buf(buf, dest, tag, True, timeout, schedule)
 
     # ---- buffered sends' buffer, per communicator (MPI/memory.py) -----------
 
     def Attach_buffer(self, buf):
+        """Attach_buffer(self, buf)
+
+        Attach a user-provided buffer for sending in buffered mode.
+        """
         memory.Attach_buffer(buf, ("comm", self.tohandle()))
 
     def Detach_buffer(self):
+        """Detach_buffer(self)
+
+        Remove an existing attached buffer.
+        """
         return memory.Detach_buffer(("comm", self.tohandle()))
 
     def Flush_buffer(self):
+        """Flush_buffer(self)
+
+        Block until all buffered messages have been transmitted.
+        """
         memory.Flush_buffer()
 
     def Iflush_buffer(self):
+        """Iflush_buffer(self)
+
+        Nonblocking flush for buffered messages.
+        """
         return memory.Iflush_buffer()
 
     # ---- persistent requests (MPI/persistent.py) ----------------------------
 
     def Send_init(self, buf, dest, tag=0):
+        """Send_init(self, buf, dest, tag=0)
+
+        Create a persistent request for a standard send.
+        """
         return Prequest._persistent(lambda: self.Isend(buf, dest, tag))
 
     def Bsend_init(self, buf, dest, tag=0):
+        """Bsend_init(self, buf, dest, tag=0)
+
+        Persistent request for a send in buffered mode.
+        """
         return Prequest._persistent(lambda: self.Ibsend(buf, dest, tag))
 
     def Ssend_init(self, buf, dest, tag=0):
+        """Ssend_init(self, buf, dest, tag=0)
+
+        Persistent request for a send in synchronous mode.
+        """
         return Prequest._persistent(lambda: self.Issend(buf, dest, tag))
 
     def Rsend_init(self, buf, dest, tag=0):
+        """Rsend_init(self, buf, dest, tag=0)
+
+        Persistent request for a send in ready mode.
+        """
         return Prequest._persistent(lambda: self.Irsend(buf, dest, tag))
 
     def Psend_init(self, buf, partitions, dest, tag=0, info=None):
+        """Psend_init(self, buf, partitions, dest, tag=0, info=None)
+
+        Create request for a partitioned send operation.
+        """
         return Prequest._persistent(_Round(self, buf, partitions, dest, tag, send=True))
 
     def Precv_init(self, buf, partitions, source=ANY_SOURCE, tag=ANY_TAG, info=None):
+        """Precv_init(self, buf, partitions, source=ANY_SOURCE, tag=ANY_TAG, info=None)
+
+        Create request for a partitioned recv operation.
+        """
         return Prequest._persistent(_Round(self, buf, partitions, source, tag, send=False))
 
     def Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
+        """Recv_init(self, buf, source=ANY_SOURCE, tag=ANY_TAG)
+
+        Create a persistent request for a receive.
+        """
         return Prequest._persistent(lambda: self.Irecv(buf, source, tag))
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, timeout=None, schedule=None):
+        """Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, timeout=None, schedule=None)
+
+        Nonblocking receive.
+        """
         view, _, _ = datatype.parse(buf, writable=True)
         req = Request(self._core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
         return self._posted(req, source, tag, schedule)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
+        """Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None)
+
+        Blocking receive.
+        """
         view, _, _ = datatype.parse(buf, writable=True)
         received_buffer(self._core.recv(source, tag, view, self._limit(timeout)), status, view)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
         # The core's calls directly: this is many solvers' inner loop.
+        """Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None)
+
+        Send and receive a message.
+        """
         view, _, _ = datatype.parse(recvbuf, writable=True)
         msg = self._core.sendrecv(dest, sendtag, [datatype.parse(sendbuf)[0]], source, recvtag, view, self._limit(timeout))
         received_buffer(msg, status, view)
 
     def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
+        """Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None)
+
+        Nonblocking send and receive.
+        """
         sview = datatype.parse(sendbuf)[0]
         rview = datatype.parse(recvbuf, writable=True)[0]
         send = self._core.isend(dest, sendtag, [sview])
@@ -477,18 +711,30 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return Request(pair, _BUFFER, rview, deadline=timeout_.deadline(self._limit(timeout)))
 
     def Isendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
+        """Isendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None)
+
+        Send and receive a message.
+        """
         view = datatype.parse(buf, writable=True)[0]
         send = self._core.isend(dest, sendtag, [bytes(datatype.parse(buf)[0])])  # a copy: the receive overwrites the buffer
         pair = Pair(send, self._core.irecv(source, recvtag, view))
         return Request(pair, _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
 
     def isendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
+        """isendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None)
+
+        Nonblocking send and receive a general Python object.
+        """
         limit = None if recvbuf is None else _buffer_length(recvbuf)
         parts = pickled.dumps(sendobj)
         pair = Pair(self._core.isend(dest, sendtag, parts, split=len(parts) > 1), self._core.irecv(source, recvtag))
         return Request(pair, _OBJECT, None, limit, timeout_.deadline(self._limit(timeout)))
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
+        """Sendrecv_replace(self, buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None)
+
+        Send and receive a message.
+        """
         end = timeout_.deadline(self._limit(timeout))
         view, _, _ = datatype.parse(buf, writable=True)
         sreq = Request(self._core.isend(dest, sendtag, [bytes(datatype.parse(buf)[0])]))
@@ -496,6 +742,10 @@ class Comm(Handle, Attributes, Handled, Collectives):
         sreq.Wait(None, timeout_.left(end))
 
     def Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
+        """Probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None)
+
+        Blocking test for a message.
+        """
         limit = self._limit(timeout)
         found = self._core.probe(source, tag, limit)
         if found is None:
@@ -504,6 +754,10 @@ class Comm(Handle, Attributes, Handled, Collectives):
         return True
 
     def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None)
+
+        Nonblocking test for a message.
+        """
         found = self._core.probe(source, tag, 0.0)
         if found is None:
             return False
@@ -513,9 +767,17 @@ class Comm(Handle, Attributes, Handled, Collectives):
     # ---- matched probes (MPI/message.py) -----------------------------------
 
     def mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """mprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None)
+
+        Blocking test for a matched message.
+        """
         return Message.probe(self, source, tag, status)
 
     def improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """improbe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None)
+
+        Nonblocking test for a matched message.
+        """
         return Message.iprobe(self, source, tag, status)
 
     Mprobe = mprobe
@@ -524,9 +786,14 @@ class Comm(Handle, Attributes, Handled, Collectives):
     # ---- message handlers (mpiws) ------------------------------------------
 
     def on_message(self, handler, source=ANY_SOURCE, tag=ANY_TAG):
-        """Run ``handler(receipt)`` on the handler thread for each arriving
+        """on_message(self, handler, source=ANY_SOURCE, tag=ANY_TAG)
+
+        Register a handler for arriving messages (mpiws).
+
+        Run ``handler(receipt)`` on the handler thread for each arriving
         message that matches, with no receive posted by the application
-        (``receipt.value`` is the object), until ``off_message``."""
+        (``receipt.value`` is the object), until ``off_message``.
+        """
         if not callable(handler):
             raise TypeError("handler must be callable")
         state = _MessageHandler(self, handler, source, tag)
@@ -534,8 +801,13 @@ class Comm(Handle, Attributes, Handled, Collectives):
         state.arm()
 
     def off_message(self, handler=None, source=ANY_SOURCE, tag=ANY_TAG):
-        """Remove the message handlers registered with these arguments
-        (``handler=None``: every handler for that source and tag)."""
+        """off_message(self, handler=None, source=ANY_SOURCE, tag=ANY_TAG)
+
+        Remove message handlers (mpiws).
+
+        Remove the message handlers registered with these arguments
+        (``handler=None``: every handler for that source and tag).
+        """
         kept = []
         for state in _message_handlers.get(self._core, []):
             if (handler is None or state.handler is handler) and (state.source, state.tag) == (source, tag):
@@ -591,7 +863,9 @@ def _async_form(name):
         return await getattr(self, name)(*args, **kwargs)
 
     call.__name__ = "a" + name[1:]
-    call.__doc__ = f"``await comm.{call.__name__}(...)``: ``{name}`` awaited from asyncio code (mpiws)."
+    call.__doc__ = (f"{call.__name__}(self, *args, **kwargs)\n\n"
+                    f"Await ``{name}`` from asyncio code (mpiws).\n\n"
+                    f"``await comm.{call.__name__}(...)``: ``{name}`` awaited without blocking the event loop.\n")
     return call
 
 
@@ -622,8 +896,13 @@ class Intracomm(Comm):
         return self
 
     def Spawn(self, command, args=None, maxprocs=1, info=None, root=0, errcodes=None):
-        """Start ``maxprocs`` processes running ``command args`` (a Python
-        program: ``MPI/spawn.py``); the intercommunicator to them."""
+        """Spawn(self, command, args=None, maxprocs=1, info=None, root=0, errcodes=None)
+
+        Spawn instances of a single MPI application.
+
+        Start ``maxprocs`` processes running ``command args`` (a Python
+        program: ``MPI/spawn.py``); the intercommunicator to them.
+        """
         from .spawn import spawn
 
         self._state()
@@ -633,8 +912,13 @@ class Intracomm(Comm):
         return inter
 
     def Create_intercomm(self, local_leader, peer_comm, remote_leader, tag=0):
-        """An intercommunicator between this group and the remote leader's
-        (MPI/intercomm.py); ``peer_comm`` joins the two leaders."""
+        """Create_intercomm(self, local_leader, peer_comm, remote_leader, tag=0)
+
+        Create intercommunicator.
+
+        An intercommunicator between this group and the remote leader's
+        (MPI/intercomm.py); ``peer_comm`` joins the two leaders.
+        """
         from .intercomm import create_intercomm
 
         return create_intercomm(self, local_leader, peer_comm, remote_leader, tag)
@@ -642,26 +926,50 @@ class Intracomm(Comm):
     # ---- process topologies (MPI/topology.py, which builds on this class) ---
 
     def Create_cart(self, dims, periods=None, reorder=False):
+        """Create_cart(self, dims, periods=None, reorder=False)
+
+        Create cartesian communicator.
+        """
         from .topology import create_cart
         return create_cart(self, dims, periods, reorder)
 
     def Create_graph(self, index, edges, reorder=False):
+        """Create_graph(self, index, edges, reorder=False)
+
+        Create graph communicator.
+        """
         from .topology import create_graph
         return create_graph(self, index, edges, reorder)
 
     def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False):
+        """Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False)
+
+        Create distributed graph communicator.
+        """
         from .topology import create_dist_graph_adjacent
         return create_dist_graph_adjacent(self, sources, destinations, sourceweights, destweights, info, reorder)
 
     def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None, reorder=False):
+        """Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None, reorder=False)
+
+        Create distributed graph communicator.
+        """
         from .topology import create_dist_graph
         return create_dist_graph(self, sources, degrees, destinations, weights, info, reorder)
 
     def Cart_map(self, dims, periods=None):
+        """Cart_map(self, dims, periods=None)
+
+        Determine optimal process placement on a Cartesian topology.
+        """
         from .topology import cart_map
         return cart_map(self, dims, periods)
 
     def Graph_map(self, index, edges):
+        """Graph_map(self, index, edges)
+
+        Determine optimal process placement on a graph topology.
+        """
         from .topology import graph_map
         return graph_map(self, index, edges)
 

@@ -57,6 +57,9 @@ _PREDEFINED_COMBINERS = frozenset((derived.COMBINER_NAMED, derived.COMBINER_VALU
 
 
 class Datatype(Handle, Attributes):
+    """
+    Datatype object.
+    """
     __slots__ = ()
     _invalid = ERR_TYPE
 
@@ -78,19 +81,39 @@ class Datatype(Handle, Attributes):
     _layout = property(lambda self: self._state().layout)
 
     def Get_name(self):
+        """Get_name(self)
+
+        Get the print name for this datatype.
+        """
         return self.name
 
     def Set_name(self, name):
+        """Set_name(self, name)
+
+        Set the print name for this datatype.
+        """
         self._state().name = str(name)
 
     def Get_size(self):
+        """Get_size(self)
+
+        Return the number of bytes occupied by entries in the datatype.
+        """
         return self._layout.size
 
     def Get_extent(self):
+        """Get_extent(self)
+
+        Return lower bound and extent of datatype.
+        """
         lb, ub, _, _ = self._layout.bounds
         return lb, ub - lb
 
     def Get_true_extent(self):
+        """Get_true_extent(self)
+
+        Return the true lower bound and extent of a datatype.
+        """
         _, _, tlb, tub = self._layout.bounds
         return tlb, tub - tlb
 
@@ -117,6 +140,10 @@ class Datatype(Handle, Attributes):
         return _TYPESTR.get(st.char) or f"V{self.extent}"
 
     def tocode(self):
+        """tocode(self)
+
+        Get character code or type string from predefined MPI datatype.
+        """
         code = self._state().code if self else None
         if code is None:
             raise ValueError("cannot map to character code or type string")
@@ -124,6 +151,10 @@ class Datatype(Handle, Attributes):
 
     @classmethod
     def fromcode(cls, code):
+        """fromcode(cls, code)
+
+        Get predefined MPI datatype from character code or type string.
+        """
         try:
             return _typedict[code]
         except (KeyError, TypeError):
@@ -132,11 +163,19 @@ class Datatype(Handle, Attributes):
     # ---- how it was made (MPI/derived.py) ----------------------------------
 
     def Get_envelope(self):
+        """Get_envelope(self)
+
+        Return the number of input arguments used to create a datatype.
+        """
         st = self._state()
         i, a, c = derived.contents(st.combiner, st.params, len(st.children))
         return len(i), len(a), len(c), len(st.children), st.combiner
 
     def Get_contents(self):
+        """Get_contents(self)
+
+        Return the input arguments used to create a datatype.
+        """
         st = self._state()
         if st.combiner == derived.COMBINER_NAMED:
             raise MPIException(ERR_TYPE, "a named datatype has no contents")
@@ -153,6 +192,10 @@ class Datatype(Handle, Attributes):
         return not self or self._state().combiner in _PREDEFINED_COMBINERS
 
     def decode(self):
+        """decode(self)
+
+        Convenience method for decoding a datatype.
+        """
         st = self._state()
         if st.combiner == derived.COMBINER_NAMED:
             return self, "NAMED", {}
@@ -177,6 +220,10 @@ class Datatype(Handle, Attributes):
     # ---- constructors ------------------------------------------------------
 
     def Dup(self):
+        """Dup(self)
+
+        Duplicate a datatype.
+        """
         dup = self._derive(derived.COMBINER_DUP, {}, self._layout)
         self._copy_attrs(dup)
         return dup
@@ -184,38 +231,70 @@ class Datatype(Handle, Attributes):
     Create_dup = Dup
 
     def Create_contiguous(self, count):
+        """Create_contiguous(self, count)
+
+        Create a contiguous datatype.
+        """
         return self._derive(derived.COMBINER_CONTIGUOUS, {"count": int(count)}, self._layout.contiguous(int(count)))
 
     def Create_vector(self, count, blocklength, stride):
+        """Create_vector(self, count, blocklength, stride)
+
+        Create a vector (strided) datatype.
+        """
         params = {"count": int(count), "blocklength": int(blocklength), "stride": int(stride)}
         return self._derive(derived.COMBINER_VECTOR, params, self._layout.vector(*params.values()))
 
     def Create_hvector(self, count, blocklength, stride):
+        """Create_hvector(self, count, blocklength, stride)
+
+        Create a vector (strided) datatype with stride in bytes.
+        """
         params = {"count": int(count), "blocklength": int(blocklength), "stride": int(stride)}
         return self._derive(derived.COMBINER_HVECTOR, params, self._layout.hvector(*params.values()))
 
     def Create_indexed(self, blocklengths, displacements):
+        """Create_indexed(self, blocklengths, displacements)
+
+        Create an indexed datatype.
+        """
         bls = derived.ints(blocklengths)
         params = {"blocklengths": bls, "displacements": derived.ints(displacements, len(bls), "displacements")}
         return self._derive(derived.COMBINER_INDEXED, params, self._layout.indexed(*params.values()))
 
     def Create_hindexed(self, blocklengths, displacements):
+        """Create_hindexed(self, blocklengths, displacements)
+
+        Create an indexed datatype.
+        """
         bls = derived.ints(blocklengths)
         params = {"blocklengths": bls, "displacements": derived.ints(displacements, len(bls), "displacements")}
         return self._derive(derived.COMBINER_HINDEXED, params, self._layout.hindexed(*params.values()))
 
     def Create_indexed_block(self, blocklength, displacements):
+        """Create_indexed_block(self, blocklength, displacements)
+
+        Create an indexed datatype with constant-sized blocks.
+        """
         params = {"blocklength": int(blocklength), "displacements": derived.ints(displacements)}
         layout = self._layout.indexed([params["blocklength"]] * len(params["displacements"]), params["displacements"])
         return self._derive(derived.COMBINER_INDEXED_BLOCK, params, layout)
 
     def Create_hindexed_block(self, blocklength, displacements):
+        """Create_hindexed_block(self, blocklength, displacements)
+
+        Create an indexed datatype with constant-sized blocks.
+        """
         params = {"blocklength": int(blocklength), "displacements": derived.ints(displacements)}
         layout = self._layout.hindexed([params["blocklength"]] * len(params["displacements"]), params["displacements"])
         return self._derive(derived.COMBINER_HINDEXED_BLOCK, params, layout)
 
     @classmethod
     def Create_struct(cls, blocklengths, displacements, datatypes):
+        """Create_struct(cls, blocklengths, displacements, datatypes)
+
+        Create a general composite (struct) datatype.
+        """
         bls = derived.ints(blocklengths)
         params = {"blocklengths": bls, "displacements": derived.ints(displacements, len(bls), "displacements")}
         types = list(datatypes)
@@ -226,12 +305,20 @@ class Datatype(Handle, Attributes):
         return cls()._derive(derived.COMBINER_STRUCT, params, layout, states)
 
     def Create_subarray(self, sizes, subsizes, starts, order=derived.ORDER_C):
+        """Create_subarray(self, sizes, subsizes, starts, order=derived.ORDER_C)
+
+        Create a datatype for a subarray of a multidimensional array.
+        """
         sizes = derived.ints(sizes)
         params = {"sizes": sizes, "subsizes": derived.ints(subsizes, len(sizes), "subsizes"),
                   "starts": derived.ints(starts, len(sizes), "starts"), "order": int(order)}
         return self._derive(derived.COMBINER_SUBARRAY, params, self._layout.subarray(*params.values()))
 
     def Create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=derived.ORDER_C):
+        """Create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=derived.ORDER_C)
+
+        Create a datatype for a distributed array on Cartesian process grids.
+        """
         gsizes = derived.ints(gsizes)
         n = len(gsizes)
         params = {"size": int(size), "rank": int(rank), "gsizes": gsizes, "distribs": derived.ints(distribs, n, "distribs"),
@@ -239,6 +326,10 @@ class Datatype(Handle, Attributes):
         return self._derive(derived.COMBINER_DARRAY, params, self._layout.darray(*params.values()))
 
     def Create_resized(self, lb, extent):
+        """Create_resized(self, lb, extent)
+
+        Create a datatype with a new lower bound and extent.
+        """
         params = {"lb": int(lb), "extent": int(extent)}
         return self._derive(derived.COMBINER_RESIZED, params, self._layout.resized(*params.values()))
 
@@ -246,6 +337,10 @@ class Datatype(Handle, Attributes):
 
     @classmethod
     def Get_value_index(cls, value, index):
+        """Get_value_index(cls, value, index)
+
+        Return a predefined pair datatype.
+        """
         value._state(), index._state()
         if index == INT:
             for v, pair in ((FLOAT, FLOAT_INT), (DOUBLE, DOUBLE_INT), (LONG, LONG_INT), (INT, TWOINT),
@@ -256,19 +351,35 @@ class Datatype(Handle, Attributes):
 
     @classmethod
     def Create_f90_integer(cls, r):
+        """Create_f90_integer(cls, r)
+
+        Return a bounded integer datatype.
+        """
         return _f90(derived.COMBINER_F90_INTEGER, {"r": int(r)}, derived.f90_integer_size(int(r)), "i")
 
     @classmethod
     def Create_f90_real(cls, p, r):
+        """Create_f90_real(cls, p, r)
+
+        Return a bounded real datatype.
+        """
         return _f90(derived.COMBINER_F90_REAL, {"p": int(p), "r": int(r)}, derived.f90_real_size(int(p), int(r)), "f")
 
     @classmethod
     def Create_f90_complex(cls, p, r):
+        """Create_f90_complex(cls, p, r)
+
+        Return a bounded complex datatype.
+        """
         size = derived.f90_real_size(int(p), int(r))
         return _f90(derived.COMBINER_F90_COMPLEX, {"p": int(p), "r": int(r)}, size and 2 * size, "c")
 
     @classmethod
     def Match_size(cls, typeclass, size):
+        """Match_size(cls, typeclass, size)
+
+        Find a datatype matching a specified size in bytes.
+        """
         table = {derived.TYPECLASS_INTEGER: (INTEGER1, INTEGER2, INTEGER4, INTEGER8),
                  derived.TYPECLASS_REAL: (REAL4, REAL8, REAL16),
                  derived.TYPECLASS_COMPLEX: (COMPLEX8, COMPLEX16, COMPLEX32),
@@ -281,31 +392,55 @@ class Datatype(Handle, Attributes):
     # ---- packing (MPI/pack.py) -----------------------------------------------
 
     def Pack(self, inbuf, outbuf, position, comm):
+        """Pack(self, inbuf, outbuf, position, comm)
+
+        Pack into contiguous memory according to datatype.
+        """
         from .pack import pack
 
         return pack(self, inbuf, outbuf, position)
 
     def Unpack(self, inbuf, position, outbuf, comm):
+        """Unpack(self, inbuf, position, outbuf, comm)
+
+        Unpack from contiguous memory according to datatype.
+        """
         from .pack import unpack
 
         return unpack(self, inbuf, position, outbuf)
 
     def Pack_size(self, count, comm):
+        """Pack_size(self, count, comm)
+
+        Determine the amount of space needed to pack a message.
+        """
         from .pack import pack_size
 
         return pack_size(self, count)
 
     def Pack_external(self, datarep, inbuf, outbuf, position):
+        """Pack_external(self, datarep, inbuf, outbuf, position)
+
+        Pack into contiguous memory according to datatype.
+        """
         from .pack import pack
 
         return pack(self, inbuf, outbuf, position, datarep)
 
     def Unpack_external(self, datarep, inbuf, position, outbuf):
+        """Unpack_external(self, datarep, inbuf, position, outbuf)
+
+        Unpack from contiguous memory according to datatype.
+        """
         from .pack import unpack
 
         return unpack(self, inbuf, position, outbuf, datarep)
 
     def Pack_external_size(self, datarep, count):
+        """Pack_external_size(self, datarep, count)
+
+        Determine the amount of space needed to pack a message.
+        """
         from .pack import pack_size
 
         return pack_size(self, count, datarep)
@@ -313,10 +448,18 @@ class Datatype(Handle, Attributes):
     # ---- life --------------------------------------------------------------
 
     def Commit(self):
+        """Commit(self)
+
+        Commit the datatype.
+        """
         self._state().committed = True
         return self
 
     def Free(self):
+        """Free(self)
+
+        Free the datatype.
+        """
         self._state()
         if not self._is_predefined():
             self._drop_attrs()

@@ -17,12 +17,20 @@ from .handle import Handle, predefine
 
 
 class Errhandler(Handle):
+    """
+    Error handler.
+    """
     __slots__ = ()
     _invalid = ERR_ERRHANDLER
 
     def Free(self):
-        """Let go of this reference (``Get_errhandler`` gives one): the
-        handler itself goes when nothing holds it and it is not predefined."""
+        """Free(self)
+
+        Free an error handler.
+
+        Let go of this reference (``Get_errhandler`` gives one): the
+        handler itself goes when nothing holds it and it is not predefined.
+        """
         self._state()
         if self._is_predefined() or any(h._h == self._h for h in _held.values()):
             if not self._is_constant():

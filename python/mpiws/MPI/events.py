@@ -36,8 +36,12 @@ def check_event(event):
 
 
 class Schedule:
-    """Handlers for events, any of them blank; one schedule may serve many
-    operations: ``Schedule(completed=f, failed=g)``."""
+    """
+    Handlers for the events of an operation (mpiws).
+
+    Handlers for events, any of them blank; one schedule may serve many
+    operations: ``Schedule(completed=f, failed=g)``.
+    """
 
     __slots__ = ("handlers",)
 
@@ -59,10 +63,14 @@ def tells_match(schedule):
 
 
 class Receipt:
-    """What a handler is told: ``event``, ``tag``, ``size`` (bytes),
+    """
+    What a handler is told about an event (mpiws).
+
+    What a handler is told: ``event``, ``tag``, ``size`` (bytes),
     ``source`` and ``dest`` (wildcards resolved once known), ``time``
     (``MPI.Wtime()`` of the event), ``error`` (an ``MPI.Exception`` or None),
-    ``request``, and for message handlers ``value`` (what arrived)."""
+    ``request``, and for message handlers ``value`` (what arrived).
+    """
 
     __slots__ = ("_d",)
 

@@ -125,12 +125,24 @@ class Exception(RuntimeError):  # noqa: A001 - mirrors mpi4py's MPI.Exception
         return self.Get_error_string()
 
     def Get_error_class(self):
+        """Get_error_class(self)
+
+        Error class.
+        """
         return Get_error_class(self.ierr)
 
     def Get_error_code(self):
+        """Get_error_code(self)
+
+        Error code.
+        """
         return self.ierr
 
     def Get_error_string(self):
+        """Get_error_string(self)
+
+        Error string.
+        """
         if self.ierr in _added_text:
             return _added_text[self.ierr]
         text = _TEXT.get(self.ierr, "unknown error")
@@ -199,6 +211,10 @@ def _added(errorcode):
 
 
 def Add_error_class():
+    """Add_error_class()
+
+    Add an *error class* to the known error classes.
+    """
     _last_used[0] += 1
     _added_class[_last_used[0]] = _last_used[0]
     _added_text[_last_used[0]] = ""
@@ -206,6 +222,10 @@ def Add_error_class():
 
 
 def Add_error_code(errorclass):
+    """Add_error_code(errorclass)
+
+    Add an *error code* to an *error class*.
+    """
     if errorclass not in _NAMES and _added_class.get(errorclass) != errorclass:
         raise Exception(ERR_ARG, f"{errorclass} is no error class")
     _last_used[0] += 1
@@ -215,16 +235,28 @@ def Add_error_code(errorclass):
 
 
 def Add_error_string(errorcode, string):
+    """Add_error_string(errorcode, string)
+
+    Associate an *error string* with an *error class* or *error code*.
+    """
     _added(errorcode)
     _added_text[errorcode] = str(string)
 
 
 def Remove_error_string(errorcode):
+    """Remove_error_string(errorcode)
+
+    Remove *error string* association from *error class* or *error code*.
+    """
     _added(errorcode)
     _added_text[errorcode] = ""
 
 
 def Remove_error_code(errorcode):
+    """Remove_error_code(errorcode)
+
+    Remove an *error code* from the known error codes.
+    """
     _added(errorcode)
     if _added_class[errorcode] == errorcode:
         raise Exception(ERR_ARG, f"{errorcode} is an error class: Remove_error_class removes it")
@@ -234,6 +266,10 @@ def Remove_error_code(errorcode):
 
 
 def Remove_error_class(errorclass):
+    """Remove_error_class(errorclass)
+
+    Remove an *error class* from the known error classes.
+    """
     _added(errorclass)
     if any(c == errorclass and k != errorclass for k, c in _added_class.items()):
         raise Exception(ERR_ARG, f"error class {errorclass} still has codes")
@@ -243,6 +279,10 @@ def Remove_error_class(errorclass):
 
 
 def Get_error_class(errorcode):
+    """Get_error_class(errorcode)
+
+    Convert an *error code* into an *error class*.
+    """
     errorcode = int(errorcode)
     if errorcode < SUCCESS:
         return ERR_UNKNOWN
@@ -250,6 +290,10 @@ def Get_error_class(errorcode):
 
 
 def Get_error_string(errorcode):
+    """Get_error_string(errorcode)
+
+    Return the *error string* for a given *error class* or *error code*.
+    """
     return Exception(errorcode).Get_error_string()
 
 

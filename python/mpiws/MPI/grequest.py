@@ -50,15 +50,26 @@ class Generalized:
 
 
 class Grequest(Request):
+    """
+    Generalized request handler.
+    """
     __slots__ = ()
 
     @classmethod
     def Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None):
+        """Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None)
+
+        Create and return a user-defined request.
+        """
         return cls(Generalized(query_fn, free_fn, cancel_fn, args, kwargs))
 
     start = Start
 
     def Complete(self):
+        """Complete(self)
+
+        Notify that a user-defined request is complete.
+        """
         self._r.complete()
 
     complete = Complete

@@ -18,6 +18,9 @@ class _Members:
 
 
 class Group(Handle):
+    """
+    Group of processes.
+    """
     __slots__ = ()
     _invalid = ERR_GROUP
 
@@ -35,9 +38,17 @@ class Group(Handle):
         return self._state().me
 
     def Get_size(self):
+        """Get_size(self)
+
+        Return the number of processes in a group.
+        """
         return len(self._ranks)
 
     def Get_rank(self):
+        """Get_rank(self)
+
+        Return the rank of this process in a group.
+        """
         try:
             return self._ranks.index(self._me)
         except ValueError:
@@ -61,21 +72,42 @@ class Group(Handle):
         return ranks
 
     def Incl(self, ranks):
+        """Incl(self, ranks)
+
+        Create a new group by including listed members.
+        """
         return Group._make([self._ranks[r] for r in self._checked(ranks)], self._me)
 
     def Excl(self, ranks):
+        """Excl(self, ranks)
+
+        Create a new group by excluding listed members.
+        """
         out = set(self._checked(ranks))
         return Group._make([w for r, w in enumerate(self._ranks) if r not in out], self._me)
 
     def Range_incl(self, ranks):
+        """Range_incl(self, ranks)
+
+        Create a new group by including ranges of members.
+        """
         return self.Incl([r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)])
 
     def Range_excl(self, ranks):
+        """Range_excl(self, ranks)
+
+        Create a new group by excluding ranges of members.
+        """
         return self.Excl([r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)])
 
     def Translate_ranks(self, ranks=None, group=None):
-        """The rank in ``group`` of each of ``ranks`` (of this group); UNDEFINED
-        where a process is not in ``group``. Without ``group``: world ranks."""
+        """Translate_ranks(self, ranks=None, group=None)
+
+        Translate ranks in a group to those in another group.
+
+        The rank in ``group`` of each of ``ranks`` (of this group); UNDEFINED
+        where a process is not in ``group``. Without ``group``: world ranks.
+        """
         ranks = range(len(self._ranks)) if ranks is None else ranks
         out = []
         for r in ranks:
@@ -90,6 +122,10 @@ class Group(Handle):
         return out
 
     def Compare(self, group):
+        """Compare(self, group)
+
+        Compare two groups.
+        """
         if self._ranks == group._ranks:
             return IDENT
         if sorted(self._ranks) == sorted(group._ranks):
@@ -98,21 +134,41 @@ class Group(Handle):
 
     @classmethod
     def Union(cls, group1, group2):
+        """Union(cls, group1, group2)
+
+        Create a new group from the union of two existing groups.
+        """
         return cls._make(group1._ranks + tuple(w for w in group2._ranks if w not in group1._ranks), group1._me)
 
     @classmethod
     def Intersection(cls, group1, group2):
+        """Intersection(cls, group1, group2)
+
+        Create a new group from the intersection of two existing groups.
+        """
         return cls._make([w for w in group1._ranks if w in group2._ranks], group1._me)
 
     @classmethod
     def Difference(cls, group1, group2):
+        """Difference(cls, group1, group2)
+
+        Create a new group from the difference of two existing groups.
+        """
         return cls._make([w for w in group1._ranks if w not in group2._ranks], group1._me)
 
     def Dup(self):
+        """Dup(self)
+
+        Duplicate a group.
+        """
         state = self._state()
         return type(self)._new(_Members(state.ranks, state.me))
 
     def Free(self):
+        """Free(self)
+
+        Free a group.
+        """
         self._release()
 
     def __repr__(self):

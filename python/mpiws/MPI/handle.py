@@ -184,8 +184,13 @@ def _mpi_class(cls):
 
 
 def sizeof(arg):
-    """``MPI._sizeof``: the size of a handle (the same for an object and its
-    type); a status's is MPICH's five ints."""
+    """sizeof(arg)
+
+    Size in bytes of the underlying MPI handle.
+
+    ``MPI._sizeof``: the size of a handle (the same for an object and its
+    type); a status's is MPICH's five ints.
+    """
     cls = arg if isinstance(arg, type) else type(arg)
     if not _mpi_class(cls):
         raise TypeError(f"expected an MPI object or type, got {cls.__name__}")
@@ -195,14 +200,24 @@ def sizeof(arg):
 
 
 def addressof(obj):
-    """``MPI._addressof``: where the handle is (its object's identity here)."""
+    """addressof(obj)
+
+    Memory address of the underlying MPI handle.
+
+    ``MPI._addressof``: where the handle is (its object's identity here).
+    """
     if not _mpi_class(type(obj)):
         raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
     return id(obj)
 
 
 def handleof(obj):
-    """``MPI._handleof``: the handle number (a status's: its address)."""
+    """handleof(obj)
+
+    Unsigned integer value with the underlying MPI handle.
+
+    ``MPI._handleof``: the handle number (a status's: its address).
+    """
     if not _mpi_class(type(obj)):
         raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
     return obj.tohandle() if hasattr(obj, "tohandle") else id(obj)

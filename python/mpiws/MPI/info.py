@@ -23,12 +23,18 @@ def _str(what, value, limit, error):
 
 
 class Info(Handle):
+    """
+    Info object.
+    """
     __slots__ = ()
     _invalid = ERR_INFO
 
     @classmethod
     def Create(cls, items=None):
-        """A new info object, with ``items`` (an info, a mapping, or (key, value) pairs)."""
+        """Create(cls, items=None)
+
+        A new info object, with ``items`` (an info, a mapping, or (key, value) pairs).
+        """
         info = cls._new({})
         if items is not None:
             try:
@@ -40,25 +46,47 @@ class Info(Handle):
 
     @classmethod
     def Create_env(cls, args=None):
-        """An info object saying how a process started with ``args`` (this one's if None) is run."""
+        """Create_env(cls, args=None)
+
+        An info object saying how a process started with ``args`` (this one's if None) is run.
+        """
         if args is not None and not isinstance(args, (str, list, tuple)):
             raise TypeError(f"args must be a str or a sequence of str, not {type(args).__name__}")
         return cls._new(_environment(args))
 
     def Free(self):
+        """Free(self)
+
+        Free an info object.
+        """
         self._release()
 
     def Dup(self):
+        """Dup(self)
+
+        Duplicate an existing info object.
+        """
         return type(self)._new(dict(self._state()))
 
     def Get(self, key):
-        """The value of ``key``, or None."""
+        """Get(self, key)
+
+        The value of ``key``, or None.
+        """
         return self._state().get(_str("key", key, MAX_INFO_KEY, ERR_INFO_KEY))
 
     def Set(self, key, value):
+        """Set(self, key, value)
+
+        Store a value associated with a key.
+        """
         self._state()[_str("key", key, MAX_INFO_KEY, ERR_INFO_KEY)] = _str("value", value, MAX_INFO_VAL, ERR_INFO_VALUE)
 
     def Delete(self, key):
+        """Delete(self, key)
+
+        Remove a (key, value) pair from info.
+        """
         state = self._state()
         key = _str("key", key, MAX_INFO_KEY, ERR_INFO_KEY)
         if key not in state:
@@ -66,9 +94,17 @@ class Info(Handle):
         del state[key]
 
     def Get_nkeys(self):
+        """Get_nkeys(self)
+
+        Return the number of currently defined keys in info.
+        """
         return len(self._state())
 
     def Get_nthkey(self, n):
+        """Get_nthkey(self, n)
+
+        Return the *n*-th defined key in info.
+        """
         keys = list(self._state())
         if not 0 <= n < len(keys):
             raise MPIException(ERR_ARG, f"info key index {n} out of range (0-{len(keys) - 1})")
@@ -105,25 +141,53 @@ class Info(Handle):
         self.Delete(key)
 
     def get(self, key, default=None):
+        """get(self, key, default=None)
+
+        Retrieve value by key.
+        """
         return self._items().get(key, default)
 
     def keys(self):
+        """keys(self)
+
+        Return list of keys.
+        """
         return list(self._items())
 
     def values(self):
+        """values(self)
+
+        Return list of values.
+        """
         return list(self._items().values())
 
     def items(self):
+        """items(self)
+
+        Return list of items.
+        """
         return list(self._items().items())
 
     def copy(self):
+        """copy(self)
+
+        Copy contents.
+        """
         return self.Dup() if self else type(self)()
 
     def clear(self):
+        """clear(self)
+
+        Clear contents.
+        """
         if self:
             self._state().clear()
 
     def update(self, other=(), **kwds):
+        """update(self, other=(), **kwds)
+
+        Update contents.
+        """
         if not self:
             raise KeyError("update on a null info")
         if isinstance(other, Info):
@@ -136,6 +200,10 @@ class Info(Handle):
             self.Set(key, value)
 
     def pop(self, key, *default):
+        """pop(self, key, *default)
+
+        Pop value by key.
+        """
         items = self._items()
         if key in items and self:
             value = items[key]
@@ -146,6 +214,10 @@ class Info(Handle):
         raise KeyError(key)
 
     def popitem(self):
+        """popitem(self)
+
+        Pop first item.
+        """
         items = self._items()
         if not self or not items:
             raise KeyError("popitem on an empty info")

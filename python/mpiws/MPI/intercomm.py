@@ -99,8 +99,12 @@ def create_intercomm(local_comm, local_leader, peer_comm, remote_leader, tag=0):
 
 
 class Intercomm(InterCollectives, Comm):
-    """A communicator between two groups: ``rank``/``size`` are the local
-    group's, point-to-point ranks the remote group's."""
+    """
+    Intercommunicator.
+
+    A communicator between two groups: ``rank``/``size`` are the local
+    group's, point-to-point ranks the remote group's.
+    """
 
     __slots__ = ()
 
@@ -114,10 +118,18 @@ class Intercomm(InterCollectives, Comm):
         return self._state()
 
     def Is_inter(self):
+        """Is_inter(self)
+
+        Return whether the communicator is an intercommunicator.
+        """
         self._state()
         return True
 
     def Is_intra(self):
+        """Is_intra(self)
+
+        Return whether the communicator is an intracommunicator.
+        """
         self._state()
         return False
 
@@ -132,10 +144,18 @@ class Intercomm(InterCollectives, Comm):
     # ---- the remote group ----------------------------------------------
 
     def Get_remote_group(self):
+        """Get_remote_group(self)
+
+        Access the remote group associated with the inter-communicator.
+        """
         c = self._core
         return Group._make(self._inter().remote, c.group[c.rank])
 
     def Get_remote_size(self):
+        """Get_remote_size(self)
+
+        Intercommunicator remote size.
+        """
         return len(self._inter().remote)
 
     @property
@@ -149,14 +169,24 @@ class Intercomm(InterCollectives, Comm):
     # ---- communicator management ----------------------------------------
 
     def _trade(self, obj):
-        """The remote group's ``obj`` (as its leader gave it), on every rank:
-        a call like the collectives, in their order."""
+        """_trade(self, obj)
+
+        Exchange an object with the remote group.
+
+        The remote group's ``obj`` (as its leader gave it), on every rank:
+        a call like the collectives, in their order.
+        """
         return self._run(lambda call: call.trade(obj))
 
     def _derived(self, salt, local, remote):
-        """A new intercommunicator over these groups (world ranks; COMM_NULL
+        """_derived(self, salt, local, remote)
+
+        Create a new intercommunicator over these groups.
+
+        A new intercommunicator over these groups (world ranks; COMM_NULL
         for a rank outside ``local`` or if a group is empty). Every rank of
-        both groups takes the step, so later derivations stay agreed."""
+        both groups takes the step, so later derivations stay agreed.
+        """
         st = self._inter()
         context = self._core.next_context(salt)
         local_context = st.local._core.next_context(salt)
@@ -166,6 +196,10 @@ class Intercomm(InterCollectives, Comm):
         return _make(core, core and st.local._core.derive(local_context, list(local)))
 
     def Dup(self, info=None):
+        """Dup(self, info=None)
+
+        Duplicate a communicator.
+        """
         st = self._inter()
         dup = self._derived(0, self._core.group, st.remote)
         dup._state().info = dict(st.info)
@@ -178,8 +212,13 @@ class Intercomm(InterCollectives, Comm):
     Clone = Dup
 
     def Merge(self, high=False):
-        """An intracommunicator over both groups: the ``high=False`` group's
-        ranks first (both alike: the group with the lowest world rank)."""
+        """Merge(self, high=False)
+
+        Merge intercommunicator into an intracommunicator.
+
+        An intracommunicator over both groups: the ``high=False`` group's
+        ranks first (both alike: the group with the lowest world rank).
+        """
         st = self._inter()
         local = list(self._core.group)
         theirs = self._trade(bool(high))
@@ -190,8 +229,13 @@ class Intercomm(InterCollectives, Comm):
         return Intracomm._wrap(self._core.derive(self._core.next_context(0), members))
 
     def Split(self, color=0, key=0):
-        """Each colour's local members (by key, then rank) with the remote
-        group's members of that colour; COMM_NULL where either is empty."""
+        """Split(self, color=0, key=0)
+
+        Split communicator by color and key.
+
+        Each colour's local members (by key, then rank) with the remote
+        group's members of that colour; COMM_NULL where either is empty.
+        """
         color = _check_rank_arg(color, "color")
         key = _check_rank_arg(key, "key")
         if color < 0 and color != UNDEFINED:
@@ -215,8 +259,13 @@ class Intercomm(InterCollectives, Comm):
         return self._derived(color + 1, members(entries, self._core.group), members(theirs, st.remote))
 
     def Create(self, group):
-        """An intercommunicator between ``group`` (of the local group) and the
-        group the remote side names; COMM_NULL outside them or if one is empty."""
+        """Create(self, group)
+
+        Create communicator from group.
+
+        An intercommunicator between ``group`` (of the local group) and the
+        group the remote side names; COMM_NULL outside them or if one is empty.
+        """
         st = self._inter()
         if not isinstance(group, Group):
             raise TypeError(f"expected an MPI.Group, got {type(group).__name__}")
@@ -227,14 +276,23 @@ class Intercomm(InterCollectives, Comm):
         return self._derived(1, members, theirs)
 
     def Create_group(self, group, tag=0):
+        """Create_group(self, group, tag=0)
+
+        Create communicator from group.
+        """
         self._state()
         raise MPIException(ERR_COMM, "Create_group takes an intracommunicator")
 
     @classmethod
     def Create_from_groups(cls, local_group, local_leader=0, remote_group=None, remote_leader=0,
                            stringtag="org.mpi4py", info=None, errhandler=None):
-        """An intercommunicator made by the members of both groups alone (MPI 4):
-        each knows both groups, so the context follows from them and ``stringtag``."""
+        """Create_from_groups(cls, local_group, local_leader=0, remote_group=None, remote_leader=0, stringtag='org.mpi4py', info=None, errhandler=None)
+
+        Create communicator from group.
+
+        An intercommunicator made by the members of both groups alone (MPI 4):
+        each knows both groups, so the context follows from them and ``stringtag``.
+        """
         for g in (local_group, remote_group):
             if not isinstance(g, Group):
                 raise TypeError(f"expected an MPI.Group, got {type(g).__name__}")
@@ -258,8 +316,13 @@ class Intercomm(InterCollectives, Comm):
         return comm
 
     def Free(self):
-        """Free the handle; the hidden communicators go once the collectives
-        still running on them are done."""
+        """Free(self)
+
+        Free a communicator.
+
+        Free the handle; the hidden communicators go once the collectives
+        still running on them are done.
+        """
         st = self._inter()
         super().Free()
         st.runner.then(lambda: (st.local._release(), st.wire._release()))

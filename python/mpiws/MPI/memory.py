@@ -17,6 +17,9 @@ BUFFER_AUTOMATIC = 0
 
 
 class buffer(_core.Memory):
+    """
+    Buffer.
+    """
     def __new__(cls, *args):
         if len(args) > 1:
             raise TypeError(f"buffer() takes at most 1 argument ({len(args)} given)")
@@ -26,9 +29,14 @@ class buffer(_core.Memory):
         return mem
 
     def attach(self, obj, readonly=None):
-        """Name ``obj``'s memory: a C-contiguous buffer's (held), else the
+        """attach(self, obj, readonly=None)
+
+        Name the memory of an object.
+
+        Name ``obj``'s memory: a C-contiguous buffer's (held), else the
         view ``datatype.as_view`` makes of it (Fortran order, DLPack, CUDA
-        array interface), as mpi4py's ``PyMPI_GetBuffer`` takes them."""
+        array interface), as mpi4py's ``PyMPI_GetBuffer`` takes them.
+        """
         try:
             c_buffer = obj is None or memoryview(obj).c_contiguous
         except TypeError:
@@ -38,8 +46,13 @@ class buffer(_core.Memory):
         super().attach(obj, readonly)
 
     def _on_host(self):
-        """mpi4py's ``check_cpu_accessible``: the bytes of a foreign buffer
-        advertised on a device (``datatype._Interface``) are not touched."""
+        """_on_host(self)
+
+        Check that a buffer's memory is accessible from the host.
+
+        Mpi4py's ``check_cpu_accessible``: the bytes of a foreign buffer
+        advertised on a device (``datatype._Interface``) are not touched.
+        """
         view = self.obj
         holder = view.obj if isinstance(view, memoryview) else None
         if isinstance(getattr(holder, "base", None), memoryview):  # numpy's view of exotic items
@@ -49,6 +62,10 @@ class buffer(_core.Memory):
 
     @staticmethod
     def allocate(nbytes, clear=False):
+        """allocate(nbytes, clear=False)
+
+        Buffer allocation.
+        """
         if not isinstance(nbytes, int):
             raise TypeError(f"expected an int, got {type(nbytes).__name__}")
         if nbytes < 0:
@@ -59,12 +76,20 @@ class buffer(_core.Memory):
 
     @staticmethod
     def frombuffer(obj, readonly=False):
+        """frombuffer(obj, readonly=False)
+
+        Buffer from buffer-like object.
+        """
         mem = buffer()
         mem.attach(obj, readonly=True if readonly else False)
         return mem
 
     @staticmethod
     def fromaddress(address, nbytes, readonly=False):
+        """fromaddress(address, nbytes, readonly=False)
+
+        Buffer from address and size in bytes.
+        """
         mem = buffer()
         mem.at(address, nbytes, readonly)
         return mem
@@ -111,15 +136,27 @@ class buffer(_core.Memory):
         raise NotImplementedError("a buffer's length is fixed")
 
     def cast(self, format, shape=None):
+        """cast(self, format, shape=None)
+
+        Cast to a `memoryview` with new format or shape.
+        """
         self._on_host()
         view = memoryview(self)
         return view.cast(format) if shape is None else view.cast(format, shape)
 
     def tobytes(self, order=None):  # the bytes in memory order, whatever the order (as mpi4py)
+        """tobytes(self, order=None)
+
+        Return the data in the buffer as a byte string.
+        """
         self._on_host()
         return memoryview(self).tobytes()
 
     def toreadonly(self):
+        """toreadonly(self)
+
+        Return a readonly version of the buffer object.
+        """
         if self.obj is not None:
             return buffer.frombuffer(self.obj, readonly=True)
         return buffer.fromaddress(self.address, self.nbytes, readonly=True)
@@ -132,10 +169,18 @@ memory = buffer
 
 
 def Alloc_mem(size, info=None):
+    """Alloc_mem(size, info=None)
+
+    Allocate memory for message passing and remote memory access.
+    """
     return buffer.allocate(size)
 
 
 def Free_mem(mem):
+    """Free_mem(mem)
+
+    Free memory allocated with `Alloc_mem`.
+    """
     mem.release()
 
 
@@ -145,8 +190,13 @@ _attached = {}
 
 
 def Attach_buffer(buf, owner=None):
-    """Give buffered sends a buffer. mpiws's sends never wait for their
-    receiver, so ``Bsend`` needs none; it is kept to be given back."""
+    """Attach_buffer(buf, owner=None)
+
+    Attach a user-provided buffer for sending in buffered mode.
+
+    Give buffered sends a buffer. mpiws's sends never wait for their
+    receiver, so ``Bsend`` needs none; it is kept to be given back.
+    """
     if buf is not BUFFER_AUTOMATIC and not isinstance(buf, buffer):
         buf = buffer(datatype.as_view(buf))
     if buf is not BUFFER_AUTOMATIC and buf.readonly:
@@ -155,18 +205,32 @@ def Attach_buffer(buf, owner=None):
 
 
 def Detach_buffer(owner=None):
-    """The buffer ``Attach_buffer`` gave (None if none), once every
-    buffered send has left, as MPI's detach waits for them."""
+    """Detach_buffer(owner=None)
+
+    Remove an existing attached buffer.
+
+    The buffer ``Attach_buffer`` gave (None if none), once every
+    buffered send has left, as MPI's detach waits for them.
+    """
     Flush_buffer()
     return _attached.pop(owner, None)
 
 
 def Flush_buffer():
-    """Wait until the messages sent so far (buffered ones among them) are
-    delivered or failed."""
+    """Flush_buffer()
+
+    Block until all buffered messages have been transmitted.
+
+    Wait until the messages sent so far (buffered ones among them) are
+    delivered or failed.
+    """
     binding.current().instance.flush(None)
 
 
 def Iflush_buffer():
+    """Iflush_buffer()
+
+    Nonblocking flush for buffered messages.
+    """
     Flush_buffer()
     return Request()

@@ -22,6 +22,9 @@ _NO_PROC = "no process"
 
 
 class Message(Handle):
+    """
+    Matched message.
+    """
     __slots__ = ()
     _invalid = ERR_REQUEST
 
@@ -29,6 +32,10 @@ class Message(Handle):
 
     @classmethod
     def probe(cls, comm, source=-2, tag=ANY_TAG, status=None):
+        """probe(cls, comm, source=-2, tag=ANY_TAG, status=None)
+
+        Blocking test for a matched message.
+        """
         if source == PROC_NULL:
             fill(status, PROC_NULL, ANY_TAG, 0)
             return cls(MESSAGE_NO_PROC)
@@ -41,6 +48,10 @@ class Message(Handle):
 
     @classmethod
     def iprobe(cls, comm, source=-2, tag=ANY_TAG, status=None):
+        """iprobe(cls, comm, source=-2, tag=ANY_TAG, status=None)
+
+        Nonblocking test for a matched message.
+        """
         if source == PROC_NULL:
             fill(status, PROC_NULL, ANY_TAG, 0)
             return cls(MESSAGE_NO_PROC)
@@ -84,15 +95,31 @@ class Message(Handle):
         return Request(req, kind, buf)
 
     def recv(self, status=None):
+        """recv(self, status=None)
+
+        Blocking receive of matched message.
+        """
         return self._request(_OBJECT).wait(status)
 
     def irecv(self):
+        """irecv(self)
+
+        Nonblocking receive of matched message.
+        """
         return self._request(_OBJECT)
 
     def Recv(self, buf, status=None):
+        """Recv(self, buf, status=None)
+
+        Blocking receive of matched message.
+        """
         self.Irecv(buf).Wait(status)
 
     def Irecv(self, buf):
+        """Irecv(self, buf)
+
+        Nonblocking receive of matched message.
+        """
         return self._request(_BUFFER, datatype.parse(buf, writable=True)[0])
 
 

@@ -26,8 +26,12 @@ class _OpState:
 
 
 class Op(Handle):
-    """An op is a handle (MPI/handle.py) naming its function: the Python
-    one, and for a builtin op the core's name for it."""
+    """
+    Reduction operation.
+
+    An op is a handle (MPI/handle.py) naming its function: the Python
+    one, and for a builtin op the core's name for it.
+    """
 
     __slots__ = ()
     _invalid = ERR_OP
@@ -38,6 +42,10 @@ class Op(Handle):
 
     @classmethod
     def Create(cls, function, commute=False):
+        """Create(cls, function, commute=False)
+
+        Create a user-defined reduction operation.
+        """
         if not callable(function):
             raise TypeError("Op.Create needs a callable")
         return cls._new(_OpState(getattr(function, "__name__", "user op"), function, None, bool(commute), True))
@@ -65,6 +73,10 @@ class Op(Handle):
         return st.fn(x, y)
 
     def Is_commutative(self):
+        """Is_commutative(self)
+
+        Query reduction operations for their commutativity.
+        """
         return self._commute
 
     @property
@@ -76,10 +88,19 @@ class Op(Handle):
         return not self or not self._user
 
     def Free(self):
+        """Free(self)
+
+        Free a user-defined reduction operation.
+        """
         self._release()
 
     def Reduce_local(self, inbuf, inoutbuf):
-        """``inoutbuf = inbuf op inoutbuf``, here."""
+        """Reduce_local(self, inbuf, inoutbuf)
+
+        Apply a reduction operation to local data.
+
+        ``inoutbuf = inbuf op inoutbuf``, here.
+        """
         src, dt, n = datatype.parse(inbuf)
         dst, dt2, m = datatype.parse(inoutbuf, writable=True)
         if (n, dt.Get_size()) != (m, dt2.Get_size()):

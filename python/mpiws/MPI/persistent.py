@@ -10,6 +10,9 @@ from .request import Request
 
 
 class Prequest(Request):
+    """
+    Persistent request handler.
+    """
     __slots__ = ()
 
     @classmethod
@@ -20,6 +23,10 @@ class Prequest(Request):
         return p
 
     def Start(self):
+        """Start(self)
+
+        Initiate a communication with a persistent request.
+        """
         if self._start is None:
             raise MPIException(ERR_REQUEST, "Start on a null or freed persistent request")
         if self._r is not None:
@@ -32,6 +39,10 @@ class Prequest(Request):
 
     @staticmethod
     def Startall(requests):
+        """Startall(requests)
+
+        Start a collection of persistent requests.
+        """
         for r in requests:
             r.Start()
 
@@ -45,15 +56,31 @@ class Prequest(Request):
         return self._start
 
     def Pready(self, partition):
+        """Pready(self, partition)
+
+        Mark a given partition as ready.
+        """
         self._partitioned().ready(partition)
 
     def Pready_range(self, partition_low, partition_high):
+        """Pready_range(self, partition_low, partition_high)
+
+        Mark a range of partitions as ready.
+        """
         for i in range(partition_low, partition_high + 1):
             self._partitioned().ready(i)
 
     def Pready_list(self, partitions):
+        """Pready_list(self, partitions)
+
+        Mark a sequence of partitions as ready.
+        """
         for i in partitions:
             self._partitioned().ready(i)
 
     def Parrived(self, partition):
+        """Parrived(self, partition)
+
+        Test partial completion of a partitioned receive operation.
+        """
         return self._partitioned().arrived(partition)

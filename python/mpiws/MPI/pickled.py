@@ -86,7 +86,8 @@ class _Serializer:
 
 
 class Pickle:
-    """Pickle and unpickle Python objects (mpi4py's ``MPI.Pickle``).
+    """
+    Pickle and unpickle Python objects (mpi4py's ``MPI.Pickle``).
 
     ``MPI.pickle`` serves every object message and collective, and
     ``MPI.pickle.__init__(dumps, loads, protocol, threshold)`` puts another
@@ -125,21 +126,29 @@ class Pickle:
     THRESHOLD = property(lambda self: self._now().threshold, _set_threshold, doc="Out-of-band threshold.")
 
     def dumps(self, obj):
-        """Serialize object to pickle data stream."""
+        """dumps(self, obj)
+
+        Serialize object to pickle data stream.
+        """
         s = self._now()
         if s.dumps is None:
             return _pickle.dumps(obj, protocol=s.protocol)
         return s.dumps(obj) if s.protocol is None else s.dumps(obj, s.protocol)
 
     def loads(self, data, buffers=()):
-        """Deserialize object from pickle data stream."""
+        """loads(self, data, buffers=())
+
+        Deserialize object from pickle data stream.
+        """
         s = self._now()
         if s.loads is None:
             return loads_bytes(data, buffers)
         return s.loads(data)
 
     def dumps_oob(self, obj):
-        """Serialize object to pickle data stream and out-of-band buffers.
+        """dumps_oob(self, obj)
+
+        Serialize object to pickle data stream and out-of-band buffers.
 
         ``(data, buffers)``: the buffers (``MPI.buffer``) are the object's
         contiguous buffers of ``THRESHOLD`` bytes or more (pickle protocol 5
@@ -168,15 +177,23 @@ class Pickle:
         return data, buffers
 
     def loads_oob(self, data, buffers):
-        """Deserialize object from pickle data stream and out-of-band buffers."""
+        """loads_oob(self, data, buffers)
+
+        Deserialize object from pickle data stream and out-of-band buffers.
+        """
         s = self._now()
         if s.loads is None:
             return loads_bytes(data, list(buffers))
         return s.loads(data, buffers=buffers)
 
     def parts(self, obj):
-        """The parts of a message carrying ``obj``: the pickle, then each
-        out-of-band buffer (pickle protocol 5 only)."""
+        """parts(self, obj)
+
+        Return the parts of a message carrying an object.
+
+        The parts of a message carrying ``obj``: the pickle, then each
+        out-of-band buffer (pickle protocol 5 only).
+        """
         s = self._now()
         if s.dumps is not None or s.protocol < 5:
             return [self.dumps(obj)]

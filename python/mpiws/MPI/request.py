@@ -51,8 +51,12 @@ def received_buffer(msg, status, buf):
 
 
 class Request:
-    """``deadline`` (time.monotonic) is when the operation times out: a wait
-    or test after it withdraws the operation and raises ERR_TIMEOUT."""
+    """
+    Request handler.
+
+    ``deadline`` (time.monotonic) is when the operation times out: a wait
+    or test after it withdraws the operation and raises ERR_TIMEOUT.
+    """
 
     __slots__ = ("_r", "_kind", "_buf", "_limit", "_deadline", "_info", "_watch", "_start", "__weakref__")
 
@@ -97,8 +101,13 @@ class Request:
         return self.tohandle()
 
     def tohandle(self):
-        """A number that ``fromhandle`` turns into another object for this
-        request while this one lives; 0 for a null request."""
+        """tohandle(self)
+
+        Return MPI handle.
+
+        A number that ``fromhandle`` turns into another object for this
+        request while this one lives; 0 for a null request.
+        """
         if not self:
             return 0
         _by_handle[id(self)] = self
@@ -106,6 +115,10 @@ class Request:
 
     @classmethod
     def fromhandle(cls, handle):
+        """fromhandle(cls, handle)
+
+        Create object from MPI handle.
+        """
         handle = int(handle)
         if handle == 0:
             return cls()
@@ -181,8 +194,13 @@ class Request:
         return self
 
     def on(self, event, handler):
-        """Run ``handler(receipt)`` on the handler thread when ``event``
-        happens (at once if it already did). Returns the request."""
+        """on(self, event, handler)
+
+        Register a handler for an event of this request (mpiws).
+
+        Run ``handler(receipt)`` on the handler thread when ``event``
+        happens (at once if it already did). Returns the request.
+        """
         events_.check_event(event)
         if not callable(handler):
             raise TypeError("handler must be callable")
@@ -297,8 +315,13 @@ class Request:
             events_.run_handler(h, receipt)
 
     def __await__(self):
-        """``await request``: its value (a receive's object, a collective's
-        result), or its error raised, without blocking the event loop."""
+        """__await__(self)
+
+        Await the completion of this request.
+
+        ``await request``: its value (a receive's object, a collective's
+        result), or its error raised, without blocking the event loop.
+        """
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -322,9 +345,14 @@ class Request:
         return self._deadline is not None and timeout_.left(self._deadline) == 0
 
     def _expire(self):
-        """Time is up: withdraw the operation and raise ERR_TIMEOUT. A receive
+        """_expire(self)
+
+        Withdraw the operation and raise ERR_TIMEOUT.
+
+        Time is up: withdraw the operation and raise ERR_TIMEOUT. A receive
         that matched just now, or a send a receive just took, is not
-        withdrawn: it completes instead."""
+        withdrawn: it completes instead.
+        """
         r = self._r
         if self._kind in (_OBJECT, _BUFFER, _SEND) and not r.withdraw():
             r.wait(None)
@@ -333,26 +361,49 @@ class Request:
         raise timeout_.expired("receive" if self._kind in (_OBJECT, _BUFFER) else "operation")
 
     def Wait(self, status=None, timeout=None):
+        """Wait(self, status=None, timeout=None)
+
+        Wait for a non-blocking operation to complete.
+        """
         self._complete(status, True, timeout_.check(timeout))
         return True
 
     def wait(self, status=None, timeout=None):
+        """wait(self, status=None, timeout=None)
+
+        Wait for a non-blocking operation to complete.
+        """
         return self._complete(status, True, timeout_.check(timeout))[1]
 
     def Test(self, status=None):
+        """Test(self, status=None)
+
+        Test for the completion of a non-blocking operation.
+        """
         return self._complete(status, False)[0]
 
     def test(self, status=None):
+        """test(self, status=None)
+
+        Test for the completion of a non-blocking operation.
+        """
         return self._complete(status, False)
 
     def Get_status(self, status=None):
-        """Whether the request is complete, without completing it."""
+        """Get_status(self, status=None)
+
+        Whether the request is complete, without completing it.
+        """
         done = self._r is None or self._r.done()
         if done:
             self._peek(status)
         return done
 
     def get_status(self, status=None):
+        """get_status(self, status=None)
+
+        Non-destructive test for the completion of a request.
+        """
         return self.Get_status(status)
 
     def _peek(self, status):
@@ -365,7 +416,12 @@ class Request:
 
     @classmethod
     def Get_status_any(cls, requests, status=None):
-        """(index, flag) of a done request, not completing it: (UNDEFINED, True) if none is active."""
+        """Get_status_any(cls, requests, status=None)
+
+        Non-destructive test for the completion of any requests.
+
+        (index, flag) of a done request, not completing it: (UNDEFINED, True) if none is active.
+        """
         active = cls._active(requests)
         if not active:
             fill(status, -2, -1, 0)
@@ -378,7 +434,10 @@ class Request:
 
     @classmethod
     def Get_status_all(cls, requests, statuses=None):
-        """Whether every request is done, not completing them."""
+        """Get_status_all(cls, requests, statuses=None)
+
+        Whether every request is done, not completing them.
+        """
         if not all(r._r is None or r._r.done() for r in requests):
             return False
         for i, r in enumerate(requests):
@@ -387,7 +446,10 @@ class Request:
 
     @classmethod
     def Get_status_some(cls, requests, statuses=None):
-        """Indices of the done requests (None if none is active), not completing them."""
+        """Get_status_some(cls, requests, statuses=None)
+
+        Indices of the done requests (None if none is active), not completing them.
+        """
         active = cls._active(requests)
         if not active:
             return None
@@ -401,6 +463,10 @@ class Request:
     get_status_some = Get_status_some
 
     def Cancel(self):
+        """Cancel(self)
+
+        Cancel a request.
+        """
         if not self:
             raise MPIException(ERR_REQUEST, "cannot cancel a null request")
         if self._r is not None:
@@ -409,15 +475,25 @@ class Request:
     cancel = Cancel
 
     def Free(self):
-        """Forget the request (a persistent one too); an active operation
-        still completes in the background."""
+        """Free(self)
+
+        Free a communication request.
+
+        Forget the request (a persistent one too); an active operation
+        still completes in the background.
+        """
         if not self:
             raise MPIException(ERR_REQUEST, "cannot free a null request")
         self._r = None
         self._start = None
 
     def free(self):
-        """mpi4py's safe free: nothing on a null request, else ``Free``."""
+        """free(self)
+
+        Call `Free` if not null.
+
+        Mpi4py's safe free: nothing on a null request, else ``Free``.
+        """
         if self:
             self.Free()
 
@@ -429,8 +505,13 @@ class Request:
 
     @staticmethod
     def _wait_until_one_done(requests, active, timeout):
-        """Wait until one of ``active`` is done; ERR_TIMEOUT after ``timeout``,
-        and a request past its own deadline is withdrawn (ERR_TIMEOUT)."""
+        """_wait_until_one_done(requests, active, timeout)
+
+        Wait until one of the active requests is done.
+
+        Wait until one of ``active`` is done; ERR_TIMEOUT after ``timeout``,
+        and a request past its own deadline is withdrawn (ERR_TIMEOUT).
+        """
         rs = [requests[i] for i in active]
         end = timeout_.deadline(timeout)
         while not any(r._r.done() for r in rs):
@@ -458,11 +539,19 @@ class Request:
 
     @classmethod
     def Waitall(cls, requests, statuses=None, timeout=None):
+        """Waitall(cls, requests, statuses=None, timeout=None)
+
+        Wait for all previously initiated requests to complete.
+        """
         cls.waitall(requests, statuses, timeout)
         return True
 
     @classmethod
     def waitall(cls, requests, statuses=None, timeout=None):
+        """waitall(cls, requests, statuses=None, timeout=None)
+
+        Wait for all previously initiated requests to complete.
+        """
         end = timeout_.deadline(timeout_.check(timeout))
         out = []
         for i, r in enumerate(requests):
@@ -472,10 +561,18 @@ class Request:
 
     @classmethod
     def Testall(cls, requests, statuses=None):
+        """Testall(cls, requests, statuses=None)
+
+        Test for completion of all previously initiated requests.
+        """
         return cls.testall(requests, statuses)[0]
 
     @classmethod
     def testall(cls, requests, statuses=None):
+        """testall(cls, requests, statuses=None)
+
+        Test for completion of all previously initiated requests.
+        """
         cls._check_deadlines(requests)
         if not all(r._r is None or r._r.done() for r in requests):
             return False, None
@@ -483,10 +580,18 @@ class Request:
 
     @classmethod
     def Waitany(cls, requests, status=None, timeout=None):
+        """Waitany(cls, requests, status=None, timeout=None)
+
+        Wait for any previously initiated request to complete.
+        """
         return cls.waitany(requests, status, timeout)[0]
 
     @classmethod
     def waitany(cls, requests, status=None, timeout=None):
+        """waitany(cls, requests, status=None, timeout=None)
+
+        Wait for any previously initiated request to complete.
+        """
         active = cls._active(requests)
         if not active:
             fill(status, -2, -1, 0)
@@ -497,11 +602,19 @@ class Request:
 
     @classmethod
     def Testany(cls, requests, status=None):
+        """Testany(cls, requests, status=None)
+
+        Test for completion of any previously initiated request.
+        """
         i, flag, _ = cls.testany(requests, status)
         return i, flag
 
     @classmethod
     def testany(cls, requests, status=None):
+        """testany(cls, requests, status=None)
+
+        Test for completion of any previously initiated request.
+        """
         cls._check_deadlines(requests)
         active = cls._active(requests)
         if not active:
@@ -514,10 +627,18 @@ class Request:
 
     @classmethod
     def Waitsome(cls, requests, statuses=None, timeout=None):
+        """Waitsome(cls, requests, statuses=None, timeout=None)
+
+        Wait for some previously initiated requests to complete.
+        """
         return cls.waitsome(requests, statuses, timeout)[0]
 
     @classmethod
     def waitsome(cls, requests, statuses=None, timeout=None):
+        """waitsome(cls, requests, statuses=None, timeout=None)
+
+        Wait for some previously initiated requests to complete.
+        """
         active = cls._active(requests)
         if not active:
             return None, None
@@ -526,10 +647,18 @@ class Request:
 
     @classmethod
     def Testsome(cls, requests, statuses=None):
+        """Testsome(cls, requests, statuses=None)
+
+        Test for completion of some previously initiated requests.
+        """
         return cls.testsome(requests, statuses)[0]
 
     @classmethod
     def testsome(cls, requests, statuses=None):
+        """testsome(cls, requests, statuses=None)
+
+        Test for completion of some previously initiated requests.
+        """
         cls._check_deadlines(requests)
         active = cls._active(requests)
         if not active:

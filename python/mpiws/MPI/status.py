@@ -15,9 +15,13 @@ F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = _SOURCE, _TAG, _ERROR, 5
 
 
 class Status:
-    """The fields live in five C ints laid out as MPICH's ``MPI_Status``
+    """
+    Status object.
+
+    The fields live in five C ints laid out as MPICH's ``MPI_Status``
     (count low bits, count high bits and cancelled flag, source, tag,
-    error), so ``tomemory()`` is a writable view of them, as in mpi4py."""
+    error), so ``tomemory()`` is a writable view of them, as in mpi4py.
+    """
 
     __slots__ = ("_mem", "__weakref__")
 
@@ -56,25 +60,52 @@ class Status:
         self._mem[_HI] = (self._mem[_HI] & ~1) | bool(flag)
 
     def Get_source(self):
+        """Get_source(self)
+
+        Get message source.
+        """
         return self.source
 
     def Set_source(self, source):
+        """Set_source(self, source)
+
+        Set message source.
+        """
         self.source = source
 
     def Get_tag(self):
+        """Get_tag(self)
+
+        Get message tag.
+        """
         return self.tag
 
     def Set_tag(self, tag):
+        """Set_tag(self, tag)
+
+        Set message tag.
+        """
         self.tag = tag
 
     def Get_error(self):
+        """Get_error(self)
+
+        Get message error.
+        """
         return self.error
 
     def Set_error(self, error):
+        """Set_error(self, error)
+
+        Set message error.
+        """
         self.error = error
 
     def Get_count(self, datatype=None):
-        """Number of ``datatype`` items received (bytes by default)."""
+        """Get_count(self, datatype=None)
+
+        Number of ``datatype`` items received (bytes by default).
+        """
         size = 1 if datatype is None else datatype.Get_size()
         if size == 0:
             return 0
@@ -82,13 +113,21 @@ class Status:
         return UNDEFINED if r else q
 
     def Get_elements(self, datatype):
-        """Number of basic elements received (of a derived ``datatype``'s, a
-        last item may be partial)."""
+        """Get_elements(self, datatype)
+
+        Get the number of basic elements in a datatype.
+
+        Number of basic elements received (of a derived ``datatype``'s, a
+        last item may be partial).
+        """
         n = datatype._layout.elements_in(self._nbytes)
         return UNDEFINED if n is None else n
 
     def Set_elements(self, datatype, count):
-        """Set what ``Get_elements`` gives (``count`` basic elements of ``datatype``)."""
+        """Set_elements(self, datatype, count)
+
+        Set what ``Get_elements`` gives (``count`` basic elements of ``datatype``).
+        """
         if datatype is None or datatype._layout.elements_in(datatype.Get_size()) in (None, 0):
             self._nbytes = count * (1 if datatype is None else datatype.Get_size())
             return
@@ -97,16 +136,27 @@ class Status:
         self._nbytes = whole * datatype.Get_size() + _bytes_of_elements(datatype, rest)
 
     def Is_cancelled(self):
+        """Is_cancelled(self)
+
+        Test to see if a request was cancelled.
+        """
         return self._cancelled
 
     def Set_cancelled(self, flag):
+        """Set_cancelled(self, flag)
+
+        Set the cancelled state associated with a status.
+        """
         self._cancelled = bool(flag)
 
     count = property(Get_count, lambda self, n: self.Set_elements(None, n))
     cancelled = property(Is_cancelled, Set_cancelled)
 
     def tomemory(self):
-        """The status as writable memory (five C ints)."""
+        """tomemory(self)
+
+        The status as writable memory (five C ints).
+        """
         return memoryview(self._mem)
 
     def py2f(self):

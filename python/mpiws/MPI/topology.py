@@ -312,7 +312,10 @@ class Topocomm(Neighborhood, Intracomm):
         return self._state().topo
 
     def Dup(self, info=None):
-        """A duplicate with the same topology (and its own hidden duplicate)."""
+        """Dup(self, info=None)
+
+        A duplicate with the same topology (and its own hidden duplicate).
+        """
         return _adopt(super().Dup(info), self._topo())
 
     Clone = Dup
@@ -352,11 +355,19 @@ class Cartcomm(Topocomm):
     _expecting = "expecting a Cartesian communicator"
 
     def Get_dim(self):
+        """Get_dim(self)
+
+        Return number of dimensions.
+        """
         return len(self._topo().dims)
 
     dim = ndim = property(Get_dim)
 
     def Get_topo(self):
+        """Get_topo(self)
+
+        Return information on the cartesian topology.
+        """
         t = self._topo()
         return list(t.dims), [int(p) for p in t.periods], list(t.coords)
 
@@ -366,16 +377,28 @@ class Cartcomm(Topocomm):
     coords = property(lambda self: self.Get_topo()[2])
 
     def Get_cart_rank(self, coords):
+        """Get_cart_rank(self, coords)
+
+        Translate logical coordinates to ranks.
+        """
         t = self._topo()
         return t.rank_of(_exactly(coords, len(t.dims)))
 
     def Get_coords(self, rank):
+        """Get_coords(self, rank)
+
+        Translate ranks to logical coordinates.
+        """
         rank = operator.index(rank)
         if not 0 <= rank < self.Get_size():
             raise MPIException(ERR_RANK, f"invalid rank {rank} (communicator size {self.Get_size()})")
         return self._topo().coords_of(rank)
 
     def Shift(self, direction, disp):
+        """Shift(self, direction, disp)
+
+        Return a process ranks for data shifting with `Sendrecv`.
+        """
         t = self._topo()
         direction, disp = operator.index(direction), operator.index(disp)
         if not 0 <= direction < len(t.dims):
@@ -383,7 +406,10 @@ class Cartcomm(Topocomm):
         return t.shift(direction, disp)
 
     def Sub(self, remain_dims):
-        """The sub-grid of the kept dimensions through this rank (collective)."""
+        """Sub(self, remain_dims)
+
+        The sub-grid of the kept dimensions through this rank (collective).
+        """
         t = self._topo()
         keep = [bool(k) for k in _exactly(remain_dims, len(t.dims))]
         color = 0
@@ -404,6 +430,10 @@ class Graphcomm(Topocomm):
     _expecting = "expecting a general graph communicator"
 
     def Get_dims(self):
+        """Get_dims(self)
+
+        Return the number of nodes and edges.
+        """
         t = self._topo()
         return len(t.index), len(t.edges)
 
@@ -412,6 +442,10 @@ class Graphcomm(Topocomm):
     nedges = property(lambda self: self.Get_dims()[1])
 
     def Get_topo(self):
+        """Get_topo(self)
+
+        Return index and edges.
+        """
         t = self._topo()
         return list(t.index), list(t.edges)
 
@@ -420,9 +454,17 @@ class Graphcomm(Topocomm):
     edges = property(lambda self: self.Get_topo()[1])
 
     def Get_neighbors_count(self, rank):
+        """Get_neighbors_count(self, rank)
+
+        Return number of neighbors of a process.
+        """
         return len(self._topo().neighbors(operator.index(rank)))
 
     def Get_neighbors(self, rank):
+        """Get_neighbors(self, rank)
+
+        Return list of neighbors of a process.
+        """
         return list(self._topo().neighbors(operator.index(rank)))
 
     nneighbors = property(lambda self: self.Get_neighbors_count(self.Get_rank()))
@@ -437,10 +479,18 @@ class Distgraphcomm(Topocomm):
     _expecting = "expecting a distributed graph communicator"
 
     def Get_dist_neighbors_count(self):
+        """Get_dist_neighbors_count(self)
+
+        Return adjacency information for a distributed graph topology.
+        """
         t = self._topo()
         return len(t.inedges), len(t.outedges), t.sourceweights is not None
 
     def Get_dist_neighbors(self):
+        """Get_dist_neighbors(self)
+
+        Return adjacency information for a distributed graph topology.
+        """
         t = self._topo()
         weights = None if t.sourceweights is None else (list(t.sourceweights), list(t.destweights))
         return list(t.inedges), list(t.outedges), weights
@@ -453,9 +503,14 @@ _CLASSES = {CART: Cartcomm, GRAPH: Graphcomm, DIST_GRAPH: Distgraphcomm}
 
 
 def Compute_dims(nnodes, dims):
-    """A balanced grid of ``nnodes`` processes (MPI_Dims_create): the 0s of
+    """Compute_dims(nnodes, dims)
+
+    Return a balanced distribution of processes per coordinate direction.
+
+    A balanced grid of ``nnodes`` processes (MPI_Dims_create): the 0s of
     ``dims`` (or ``dims`` 0s, for an int) filled so that the grid's sides
-    differ as little as they can, in non-increasing order."""
+    differ as little as they can, in non-increasing order.
+    """
     nnodes = operator.index(nnodes)
     try:
         dims = _ints(dims)

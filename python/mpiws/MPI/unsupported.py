@@ -11,27 +11,45 @@ from .handle import Handle, predefine
 
 def _missing(what):
     def make(*args, **kwargs):
+        """make(*args, **kwargs)
+
+        Create a session.
+        """
         raise NotImplementedError(f"{what} is not in mpiws yet (docs/mpi4py-compat.md)")
 
     return classmethod(make)
 
 
 class File(Handle, Handled):
+    """
+    File I/O context.
+    """
     __slots__ = ()
     _invalid = ERR_FILE
     _null_has_errhandler = True
     Open = _missing("MPI.File (MPI-IO)")
 
     def Close(self):
+        """Close(self)
+
+        Close a file.
+        """
         self._release()
 
 
 class Session(Handle, Handled):
+    """
+    Session context.
+    """
     __slots__ = ()
     _invalid = ERR_SESSION
     Init = _missing("MPI.Session (the sessions model)")
 
     def Finalize(self):
+        """Finalize(self)
+
+        Finalize a session.
+        """
         self._release()
 
 

@@ -103,6 +103,9 @@ def _element_code(dt):
     return datatype.reduce_code(dt)
 
 class Win(Handle, Attributes, Handled):
+    """
+    Remote memory access context.
+    """
     __slots__ = ()
     _invalid = ERR_WIN
 
@@ -125,12 +128,20 @@ class Win(Handle, Attributes, Handled):
 
     @classmethod
     def Create(cls, memory, disp_unit=1, info=None, comm=None):
+        """Create(cls, memory, disp_unit=1, info=None, comm=None)
+
+        Create an window object for one-sided communication.
+        """
         from .comm import COMM_SELF
 
         return cls._make(comm if comm is not None else COMM_SELF, _held(memory), _disp_unit(disp_unit), WIN_FLAVOR_CREATE, info)
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=None, comm=None):
+        """Allocate(cls, size, disp_unit=1, info=None, comm=None)
+
+        Create an window object for one-sided communication.
+        """
         from .comm import COMM_SELF
 
         size = _positive_size(size)
@@ -139,8 +150,13 @@ class Win(Handle, Attributes, Handled):
 
     @classmethod
     def Allocate_shared(cls, size, disp_unit=1, info=None, comm=None):
-        """Each member's memory is its part of one mapping the members on
-        this host share (a file in /dev/shm, removed once mapped)."""
+        """Allocate_shared(cls, size, disp_unit=1, info=None, comm=None)
+
+        Create an window object for one-sided communication.
+
+        Each member's memory is its part of one mapping the members on
+        this host share (a file in /dev/shm, removed once mapped).
+        """
         from .comm import COMM_SELF
 
         comm = _intracomm(comm if comm is not None else COMM_SELF)
@@ -179,20 +195,36 @@ class Win(Handle, Attributes, Handled):
 
     @classmethod
     def Create_dynamic(cls, info=None, comm=None):
+        """Create_dynamic(cls, info=None, comm=None)
+
+        Create an window object for one-sided communication.
+        """
         from .comm import COMM_SELF
 
         return cls._make(comm if comm is not None else COMM_SELF, None, 1, WIN_FLAVOR_DYNAMIC, info)
 
     def Attach(self, memory):
+        """Attach(self, memory)
+
+        Attach a local memory region.
+        """
         st = self._state()
         view = datatype.as_view(memory, writable=True)
         st.core.attach(view)
 
     def Detach(self, memory):
+        """Detach(self, memory)
+
+        Detach a local memory region.
+        """
         st = self._state()
         st.core.detach(datatype.as_view(memory))
 
     def Free(self):
+        """Free(self)
+
+        Free a window.
+        """
         st = self._state()
         try:
             st.core.free()
@@ -203,8 +235,13 @@ class Win(Handle, Attributes, Handled):
             self._release()
 
     def free(self):
-        """The safe free of a window that exists is ``Free``: collective, so
-        no member lets its memory go while another still operates on it."""
+        """free(self)
+
+        Call `Free` if not null.
+
+        The safe free of a window that exists is ``Free``: collective, so
+        no member lets its memory go while another still operates on it.
+        """
         if self._h in _table and self._h not in _predefined:
             self.Free()
         else:
@@ -216,6 +253,10 @@ class Win(Handle, Attributes, Handled):
     # ---- what it is --------------------------------------------------------
 
     def Get_group(self):
+        """Get_group(self)
+
+        Access the group of processes that created the window.
+        """
         st = self._state()
         c = st.core.comm
         return Group._make(c.group, c.group[c.rank])
@@ -233,9 +274,17 @@ class Win(Handle, Attributes, Handled):
         return self._state().core.comm.rank
 
     def Get_info(self):
+        """Get_info(self)
+
+        Return the current hints for a window.
+        """
         return Info.Create(self._state().info)
 
     def Set_info(self, info):
+        """Set_info(self, info)
+
+        Set new values for the hints associated with a window.
+        """
         self._state().info.update(info.items() if info else ())
 
     @property
@@ -247,9 +296,17 @@ class Win(Handle, Attributes, Handled):
         self.Set_info(info)
 
     def Get_name(self):
+        """Get_name(self)
+
+        Get the print name for this window.
+        """
         return self._state().name if self else "MPI_WIN_NULL"
 
     def Set_name(self, name):
+        """Set_name(self, name)
+
+        Set the print name for this window.
+        """
         self._state().name = str(name)
 
     @property
@@ -261,6 +318,10 @@ class Win(Handle, Attributes, Handled):
         self.Set_name(value)
 
     def Get_attr(self, keyval):
+        """Get_attr(self, keyval)
+
+        Retrieve attribute value by key.
+        """
         if keyval in _WIN_KEYS:
             st = self._state()
             return {WIN_BASE: st.base, WIN_SIZE: st.size, WIN_DISP_UNIT: st.unit, WIN_CREATE_FLAVOR: st.flavor,
@@ -282,12 +343,21 @@ class Win(Handle, Attributes, Handled):
         return WIN_UNIFIED  # the target's own memory is what operations update
 
     def tomemory(self):
+        """tomemory(self)
+
+        Return window memory buffer.
+        """
         st = self._state()
         return buffer.fromaddress(st.base, st.size)
 
     def Shared_query(self, rank):
-        """(memory, displacement unit) of member ``rank``'s part of a shared
-        window (PROC_NULL: the first member with memory)."""
+        """Shared_query(self, rank)
+
+        Query the process-local address for remote memory segments.
+
+        (memory, displacement unit) of member ``rank``'s part of a shared
+        window (PROC_NULL: the first member with memory).
+        """
         st = self._state()
         n = len(st.sizes)
         if rank == PROC_NULL:
@@ -328,8 +398,13 @@ class Win(Handle, Attributes, Handled):
         return disp, count * dt.Get_size()
 
     def _check_range(self, st, rank, disp, nbytes):
-        """Checked here too where the target's size is known (the target
-        checks again): the error at the call, as MPI implementations give it."""
+        """_check_range(self, st, rank, disp, nbytes)
+
+        Check that an access is within the target window.
+
+        Checked here too where the target's size is known (the target
+        checks again): the error at the call, as MPI implementations give it.
+        """
         n = len(st.units)
         if not isinstance(rank, int) or not 0 <= rank < n:
             raise MPIException(ERR_RANK, f"invalid target rank {rank} (window group size {n})")
@@ -396,35 +471,67 @@ class Win(Handle, Attributes, Handled):
         return st.core.accumulate(target_rank, disp, view, nbytes, op._core, code, fetch)
 
     def Put(self, origin, target_rank, target=None):
+        """Put(self, origin, target_rank, target=None)
+
+        Put data into a memory window on a remote process.
+        """
         r = self._put(origin, target_rank, target)
         if r is not None:
             self._track(self._state(), r)
 
     def Get(self, origin, target_rank, target=None):
+        """Get(self, origin, target_rank, target=None)
+
+        Get data from a memory window on a remote process.
+        """
         r, staged = self._get(origin, target_rank, target, False)
         if r is not None:
             self._track(self._state(), r, staged)
 
     def Accumulate(self, origin, target_rank, target=None, op=SUM):
+        """Accumulate(self, origin, target_rank, target=None, op=SUM)
+
+        Accumulate data into the target process.
+        """
         r = self._acc(origin, None, target_rank, target, op)
         if r is not None:
             self._track(self._state(), r)
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=SUM):
+        """Get_accumulate(self, origin, result, target_rank, target=None, op=SUM)
+
+        Fetch-and-accumulate data into the target process.
+        """
         r = self._acc(origin, result, target_rank, target, op)
         if r is not None:
             self._track(self._state(), r)
 
     def Rput(self, origin, target_rank, target=None):
+        """Rput(self, origin, target_rank, target=None)
+
+        Put data into a memory window on a remote process.
+        """
         return _request(self._put(origin, target_rank, target))
 
     def Rget(self, origin, target_rank, target=None):
+        """Rget(self, origin, target_rank, target=None)
+
+        Get data from a memory window on a remote process.
+        """
         return _request(self._get(origin, target_rank, target, True)[0])
 
     def Raccumulate(self, origin, target_rank, target=None, op=SUM):
+        """Raccumulate(self, origin, target_rank, target=None, op=SUM)
+
+        Fetch-and-accumulate data into the target process.
+        """
         return _request(self._acc(origin, None, target_rank, target, op))
 
     def Rget_accumulate(self, origin, result, target_rank, target=None, op=SUM):
+        """Rget_accumulate(self, origin, result, target_rank, target=None, op=SUM)
+
+        Accumulate data into the target process using remote memory access.
+        """
         return _request(self._acc(origin, result, target_rank, target, op))
 
     @staticmethod
@@ -435,6 +542,10 @@ class Win(Handle, Attributes, Handled):
         return view, dt
 
     def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=SUM):
+        """Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=SUM)
+
+        Perform one-sided read-modify-write.
+        """
         st = self._state()
         if target_rank == PROC_NULL:
             return
@@ -451,6 +562,10 @@ class Win(Handle, Attributes, Handled):
         self._track(st, st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, _element_code(otype), rview))
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        """Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0)
+
+        Perform one-sided atomic compare-and-swap.
+        """
         st = self._state()
         if target_rank == PROC_NULL:
             return
@@ -481,6 +596,10 @@ class Win(Handle, Attributes, Handled):
             self._settle(st)
 
     def Fence(self, assertion=0):
+        """Fence(self, assertion=0)
+
+        Perform an MPI fence synchronization on a window.
+        """
         st = self._state()
         try:
             st.core.fence()
@@ -488,6 +607,10 @@ class Win(Handle, Attributes, Handled):
             self._settle(st)
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        """Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0)
+
+        Begin an RMA access epoch at the target process.
+        """
         st = self._state()
         if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
             raise MPIException(ERR_LOCKTYPE, f"invalid lock type {lock_type}")
@@ -499,6 +622,10 @@ class Win(Handle, Attributes, Handled):
         st.locked[rank] = lock_type
 
     def Unlock(self, rank):
+        """Unlock(self, rank)
+
+        Complete an RMA access epoch at the target process.
+        """
         st = self._state()
         if rank == PROC_NULL:
             return
@@ -511,6 +638,10 @@ class Win(Handle, Attributes, Handled):
             self._settle(st)
 
     def Lock_all(self, assertion=0):
+        """Lock_all(self, assertion=0)
+
+        Begin an RMA access epoch at all processes.
+        """
         st = self._state()
         if st.locked or st.lock_all:
             raise MPIException(ERR_RMA_SYNC, "the window is already locked by this process")
@@ -518,6 +649,10 @@ class Win(Handle, Attributes, Handled):
         st.lock_all = True
 
     def Unlock_all(self):
+        """Unlock_all(self)
+
+        Complete an RMA access epoch at all processes.
+        """
         st = self._state()
         if not st.lock_all:
             raise MPIException(ERR_RMA_SYNC, "the window is not locked (Lock_all) by this process")
@@ -528,21 +663,41 @@ class Win(Handle, Attributes, Handled):
             self._settle(st)
 
     def Flush(self, rank):
+        """Flush(self, rank)
+
+        Complete all outstanding RMA operations at a target.
+        """
         st = self._state()
         self._flushed(st, rank)
 
     def Flush_all(self):
+        """Flush_all(self)
+
+        Complete all outstanding RMA operations at all targets.
+        """
         self._flushed(self._state())
 
     # Local completion: the origin's buffers reusable. Complete at the
     # target implies it (replies come after the data is applied).
     def Flush_local(self, rank):
+        """Flush_local(self, rank)
+
+        Complete locally all outstanding RMA operations at a target.
+        """
         self.Flush(rank)
 
     def Flush_local_all(self):
+        """Flush_local_all(self)
+
+        Complete locally all outstanding RMA operations at all targets.
+        """
         self.Flush_all()
 
     def Sync(self):
+        """Sync(self)
+
+        Synchronize public and private copies of the window.
+        """
         self._state()  # one copy of the memory (WIN_UNIFIED): nothing to synchronise
 
     def _local_ranks(self, st, group):
@@ -550,6 +705,10 @@ class Win(Handle, Attributes, Handled):
         return [c.group.index(w) for w in members_of(group, c.group)] if group.Get_size() else []
 
     def Start(self, group, assertion=0):
+        """Start(self, group, assertion=0)
+
+        Start an RMA access epoch for MPI.
+        """
         st = self._state()
         if st.access is not None:
             raise MPIException(ERR_RMA_SYNC, "an access epoch (Start) is already open")
@@ -558,6 +717,10 @@ class Win(Handle, Attributes, Handled):
         st.access = ranks
 
     def Complete(self):
+        """Complete(self)
+
+        Complete an RMA operation begun after an `Start`.
+        """
         st = self._state()
         if st.access is None:
             raise MPIException(ERR_RMA_SYNC, "Complete without Start")
@@ -568,6 +731,10 @@ class Win(Handle, Attributes, Handled):
             self._settle(st)
 
     def Post(self, group, assertion=0):
+        """Post(self, group, assertion=0)
+
+        Start an RMA exposure epoch.
+        """
         st = self._state()
         if st.exposure is not None:
             raise MPIException(ERR_RMA_SYNC, "an exposure epoch (Post) is already open")
@@ -576,6 +743,10 @@ class Win(Handle, Attributes, Handled):
         st.exposure = ranks
 
     def Wait(self):
+        """Wait(self)
+
+        Complete an RMA exposure epoch begun with `Post`.
+        """
         st = self._state()
         if st.exposure is None:
             raise MPIException(ERR_RMA_SYNC, "Wait without Post")
@@ -583,6 +754,10 @@ class Win(Handle, Attributes, Handled):
         st.exposure = None
 
     def Test(self):
+        """Test(self)
+
+        Test whether an RMA exposure epoch has completed.
+        """
         st = self._state()
         if st.exposure is None:
             raise MPIException(ERR_RMA_SYNC, "Test without Post")

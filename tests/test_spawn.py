@@ -162,3 +162,22 @@ def test_mpiws_futures_and_util_pool_run_tasks_on_spawned_or_launched_workers(tm
     workers, pids = lines[1].split()[1], int(lines[1].split()[3])
     assert workers == "2" and 1 <= pids <= 2 and lines[1].endswith("False")  # tasks ran elsewhere
     assert lines[2] == "pool [3, 2, 1, 0, 1, 2]"
+
+
+def test_a_child_that_fails_is_an_error_for_its_parent_not_a_hang(tmp_path):
+    prog = _write(tmp_path, "crash.py", """
+        import sys
+        from mpiws import MPI
+        code = ("from mpiws import MPI\\n"
+                "if MPI.COMM_WORLD.rank == 1: raise SystemExit(3)\\n"
+                "MPI.Comm.Get_parent().send('hi', dest=0)")
+        inter = MPI.COMM_SELF.Spawn(sys.executable, ["-c", code], maxprocs=2)
+        print("from 0:", inter.recv(source=0), flush=True)
+        try:
+            inter.recv(source=1, timeout=60)
+        except MPI.Exception as e:
+            print("from 1:", e.Get_error_class() == MPI.ERR_PROC_FAILED, flush=True)
+    """)
+    out = subprocess.run([sys.executable, prog], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["from 0: hi", "from 1: True"]

@@ -54,6 +54,8 @@ def main():
     sys.stdout.flush()
     sys.stderr.flush()
     os.close(url_fd)
+    if code:
+        os._exit(code)  # failed: gone at once, so that peers waiting on it fail instead of waiting
 
 
 if __name__ == "__main__":

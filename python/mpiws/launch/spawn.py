@@ -12,7 +12,9 @@ process ends (or is killed), the child exits, so no orphan outlives it.
 A child closes its URL pipe when its program has ended and what it sent is
 delivered; it exits once all its fellow children have (and they stop
 serving together: none leaves while another's last message to it may
-still want its acknowledgement), or when the spawning process ends.
+still want its acknowledgement), or when the spawning process ends. A
+child whose program failed exits at once, so that its peers' operations
+with it fail (MPIX_ERR_PROC_FAILED) instead of waiting for it.
 
 Both sides derive the same communicators from the domain's world without a
 message (``sides``): each side's intracommunicator and the
@@ -99,6 +101,7 @@ class Children:
                 p.kill()
             raise
         self._holds = holds
+        self._releasing = threading.Lock()
         self.instance = None  # the spawning rank's instance in the children's domain, once made
         self.ended = threading.Event()
         threading.Thread(target=self._watch, args=(url_fds,), daemon=True).start()
@@ -121,7 +124,8 @@ class Children:
 
     def release(self):
         """Let the children exit (at once if their programs ended)."""
-        holds, self._holds = self._holds, []
+        with self._releasing:  # the watcher and the exit can both release
+            holds, self._holds = self._holds, []
         for fd in holds:
             os.close(fd)
         for p in self.procs:

@@ -212,7 +212,8 @@ class DomainClient:
 
     def __init__(self, domain: str, token: str, endpoints: list[str], key: Optional[str] = None) -> None:
         """``key``: the endpoint key that may create instances (*run*) on every endpoint."""
-    def start(self, service: str, params: str) -> None: ...
+    def start(self, service: str, params: str, ranks: Optional[list[int]] = None) -> None:
+        """*run* on every endpoint, or on those of ``ranks`` (the others' instances their processes create)."""
     def status(self, rank: int, wait: Optional[float] = None) -> str: ...
     def cancel(self, rank: int) -> str: ...
 

@@ -20,11 +20,14 @@ impl DomainClient {
         DomainClient { inner: Core::new(domain, token, endpoints, key) }
     }
 
-    /// Invoke *run* on every endpoint; `params` is a JSON string.
-    fn start(&self, py: Python<'_>, service: &str, params: &str) -> PyResult<()> {
+    /// Invoke *run* on every endpoint (or those of `ranks`: the others'
+    /// instances their own processes create); `params` is a JSON string.
+    #[pyo3(signature = (service, params, ranks=None))]
+    fn start(&self, py: Python<'_>, service: &str, params: &str, ranks: Option<Vec<usize>>) -> PyResult<()> {
         let params: serde_json::Value = serde_json::from_str(params)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("params are not JSON: {e}")))?;
-        py.detach(|| runtime().block_on(self.inner.start(service, &params))).py_err()
+        let ranks = ranks.unwrap_or_else(|| (0..self.inner.endpoints.len()).collect());
+        py.detach(|| runtime().block_on(self.inner.start_ranks(&ranks, service, &params))).py_err()
     }
 
     /// Status of `rank` as a JSON string; `wait` long-polls up to that many seconds.

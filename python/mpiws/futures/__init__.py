@@ -49,6 +49,7 @@ from ._base import (
     as_completed,
     wait,
 )
+from .farm import WorkerLost
 from .pool import (
     MPICommExecutor,
     MPIPoolExecutor,
@@ -73,6 +74,7 @@ __all__ = [
     "TimeoutError",
     "InvalidStateError",
     "BrokenExecutor",
+    "WorkerLost",
     "MPIPoolExecutor",
     "MPICommExecutor",
     "ThreadPoolExecutor",

@@ -378,8 +378,9 @@ def _manager_comm(pool, options, comm, sync=True):
     size = comm.Get_remote_size()
     queue = pool.setup(size)
     workers = WorkerSet(range(size))
-    client_exec(comm, options, 0, workers, queue)
-    client_stop(comm)
+    lost = set()
+    client_exec(comm, options, 0, workers, queue, pool, lost)
+    client_stop(comm, lost)
 
 
 def _manager_spawn(pool, options):
@@ -417,6 +418,11 @@ def WorkerPool(executor):
     # pylint: disable=invalid-name
     if SharedPool is not None:
         return SharedPool(executor)
+    if "endpoints" in executor._options or os_environ_get("ENDPOINTS"):  # mpiws: endpoints.py
+        from . import endpoints  # noqa: PLC0415 (it builds on this module)
+
+        executor._options.setdefault("endpoints", os_environ_get("ENDPOINTS"))
+        return Pool(executor, endpoints.manage)
     if "service" in executor._options:
         return ServicePool(executor)
     return SpawnPool(executor)
@@ -442,6 +448,7 @@ class SharedPoolCtx:
         self.on_root = None
         self.counter = None
         self.workers = None
+        self.lost = set()
         self.threads = weakref.WeakKeyDictionary()
 
     def __reduce__(self):
@@ -457,7 +464,7 @@ class SharedPoolCtx:
             return client_init(self.comm, options)
         if options.get("initializer") is None:
             return True
-        task = (self._initialize_remote, (), {})
+        task = [MPI.pickle.dumps((self._initialize_remote, (), {}))]  # mpiws: a batch of one
         reqs = isendtoall(self.comm, task, tag)
         waitall(self.comm, reqs, poll=True)
         success = client_init(self.comm, options)
@@ -478,7 +485,7 @@ class SharedPoolCtx:
         comm = self.comm
         size = comm.Get_remote_size()
         queue = pool.setup(size)
-        client_exec(comm, options, tag, self.workers, queue)
+        client_exec(comm, options, tag, self.workers, queue, pool, self.lost)
 
     def __call__(self, executor):
         assert SharedPool is self  # noqa: S101
@@ -510,7 +517,7 @@ class SharedPoolCtx:
                 if next(self.counter) == 0:
                     options = {"main": False}
                     self._initialize(options, 0)
-                client_stop(comm)
+                client_stop(comm, self.lost)
             else:
                 intracomm = self.intracomm
                 set_comm_server(intracomm)
@@ -523,6 +530,7 @@ class SharedPoolCtx:
         self.on_root = None
         self.counter = None
         self.workers = None
+        self.lost = set()
         self.threads.clear()
         return False
 
@@ -737,97 +745,23 @@ def client_init(comm, options):
     return success
 
 
-def client_exec(comm, options, tag, worker_set, task_queue):
-    # pylint: disable=too-many-locals
-    # pylint: disable=too-many-statements
-    backoff = Backoff(_getopt_backoff(options))
+def client_exec(comm, options, tag, worker_set, task_queue, pool=None, lost=None):
+    # mpiws: batches, prefetch and lost workers (farm.py), which it adds to ``lost``.
+    from . import farm  # noqa: PLC0415 (farm uses this module's helpers)
 
-    status = MPI.Status()
-    comm_recv = serialized(comm.recv)
-    comm_isend = serialized(comm.issend)
-    comm_iprobe = serialized(comm.iprobe)
-    request_free = serialized(_get_request(comm).Free)
+    links = {pid: (comm, pid) for pid in range(comm.Get_remote_size())}
+    farm.run_manager(links, options, tag, worker_set, task_queue, pool, lost)
 
-    pending = {}
 
-    def iprobe():
-        pid = MPI.ANY_SOURCE
-        return comm_iprobe(pid, tag, status)
-
-    def probe():
-        pid = MPI.ANY_SOURCE
-        backoff.reset()
-        while not comm_iprobe(pid, tag, status):
-            backoff.sleep()
-
-    def recv():
-        pid = MPI.ANY_SOURCE
+def client_stop(comm, lost=()):
+    # mpiws: lost workers get no message; one that cannot be told is let be.
+    size = comm.Get_remote_size()
+    requests = [serialized(comm.issend)(None, pid, 0) for pid in range(size) if pid not in lost]
+    for request in requests:
         try:
-            task = comm_recv(None, pid, tag, status)
-        except BaseException:
-            task = (None, sys_exception())
-        pid = status.source
-        worker_set.add(pid)
-
-        future, request = pending.pop(pid)
-        request_free(request)
-        result, exception = task
-        if exception is None:
-            future.set_result(result)
-        else:
-            future.set_exception(exception)
-
-        del result, exception
-        del future, task
-
-    def send():
-        try:
-            pid = worker_set.pop()
-        except LookupError:  # pragma: no cover
-            return False
-
-        try:
-            item = task_queue.pop()
-        except LookupError:  # pragma: no cover
-            worker_set.add(pid)
-            return False
-
-        if item is None:
-            worker_set.add(pid)
-            return True
-
-        future, task = item
-        if not future.set_running_or_notify_cancel():
-            worker_set.add(pid)
-            return False
-
-        try:
-            request = comm_isend(task, pid, tag)
-            pending[pid] = (future, request)
-        except BaseException:
-            worker_set.add(pid)
-            future.set_exception(sys_exception())
-
-        del future, task, item
-        return None
-
-    while True:
-        if task_queue and worker_set:
-            backoff.reset()
-            stop = send()
-            if stop:
-                break
-        if pending and iprobe():
-            backoff.reset()
-            recv()
-        backoff.sleep()
-    while pending:
-        probe()
-        recv()
-
-
-def client_stop(comm):
-    serialized(sendtoall)(comm, None)
+            serialized(request.wait)()
+        except MPI.Exception:
+            pass
     serialized(disconnect)(comm)
 
 
@@ -850,59 +784,13 @@ def server_init(comm):
 
 
 def server_exec(comm, options):
-    backoff = Backoff(_getopt_backoff(options))
+    # mpiws: a worker runs batches (farm.py).
+    from . import farm  # noqa: PLC0415 (farm uses this module's helpers)
 
-    status = MPI.Status()
-    comm_recv = comm.recv
-    comm_isend = comm.issend
-    comm_iprobe = comm.iprobe
-    request_test = _get_request(comm).test
+    def wrap(exc):
+        return _wrap_exc(exc, _format_exc(exc, comm))
 
-    def exception():
-        exc = sys_exception()
-        tb = _format_exc(exc, comm)
-        return _wrap_exc(exc, tb)
-
-    def recv():
-        pid, tag = MPI.ANY_SOURCE, MPI.ANY_TAG
-        backoff.reset()
-        while not comm_iprobe(pid, tag, status):
-            backoff.sleep()
-        pid, tag = status.source, status.tag
-        try:
-            task = comm_recv(None, pid, tag, status)
-        except BaseException:
-            task = exception()
-        return task
-
-    def call(task):
-        if isinstance(task, BaseException):
-            return (None, task)
-        func, args, kwargs = task
-        try:
-            result = func(*args, **kwargs)
-        except BaseException:
-            return (None, exception())
-        else:
-            return (result, None)
-
-    def send(task):
-        pid, tag = status.source, status.tag
-        try:
-            request = comm_isend(task, pid, tag)
-        except BaseException:
-            task = (None, exception())
-            request = comm_isend(task, pid, tag)
-        backoff.reset()
-        while not request_test(request)[0]:
-            backoff.sleep()
-
-    while True:
-        task = recv()
-        if task is None:
-            break
-        task = call(task)
-        send(task)
+    farm.run_worker(comm, options, wrap)
 
 
 def server_stop(comm):
@@ -956,6 +844,7 @@ def _sync_get_data(options):
     main = sys.modules["__main__"]
     sys.modules.setdefault(MAIN_RUN_NAME, main)
     import_main_module = options.pop("main", True)
+    ship_main = options.pop("ship_main", False)  # mpiws: to a worker that may not have the file
 
     data = options.copy()
     data.pop("initializer", None)
@@ -970,6 +859,9 @@ def _sync_get_data(options):
             data["@main:mod_name"] = name
         if path is not None:  # pragma: no branch
             data["@main:mod_path"] = path
+            if ship_main and name is None:
+                with open(path, encoding="utf-8") as f:
+                    data["@main:source"] = f.read()
 
     return data
 
@@ -985,7 +877,17 @@ def _sync_set_data(data):
     mod_name = data.pop("@main:mod_name", None)
     mod_path = data.pop("@main:mod_path", None)
     mod_glbs = data.pop("globals", None)
-    import_main(mod_name, mod_path, mod_glbs, MAIN_RUN_NAME)
+    mod_source = data.pop("@main:source", None)
+    if mod_source is not None:  # mpiws: run the program's source, not a path this machine may lack
+        import types  # noqa: PLC0415
+
+        module = types.ModuleType(MAIN_RUN_NAME)
+        module.__dict__.update(mod_glbs or {})
+        module.__name__, module.__file__ = MAIN_RUN_NAME, mod_path
+        sys.modules["__main__"] = sys.modules[MAIN_RUN_NAME] = module
+        exec(compile(mod_source, mod_path or "<main>", "exec"), module.__dict__)  # noqa: S102 - the client's code, by design
+    else:
+        import_main(mod_name, mod_path, mod_glbs, MAIN_RUN_NAME)
 
     return data
 

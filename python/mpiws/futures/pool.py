@@ -1,6 +1,7 @@
 # Adapted from mpi4py (https://github.com/mpi4py/mpi4py), src/mpi4py/futures/pool.py
 # at commit 7c8dac2c58203a4d538961c6524e3940b04a42dc (2026-08-22, version 4.2.0.dev0).
-# Changes for mpiws: imports are mpiws's (``from .. import MPI`` is mpiws.MPI; ``..run`` is ._run).
+# Changes for mpiws: imports are mpiws's (``from .. import MPI`` is mpiws.MPI; ``..run`` is ._run);
+# map/starmap take ``progress=``; ``worker_stats()``.
 #
 # mpi4py's licence:
 #
@@ -44,6 +45,7 @@ import time
 import weakref
 
 from . import _base, _core
+from . import progress as _progress
 
 
 class MPIPoolExecutor(_base.Executor):
@@ -75,6 +77,14 @@ class MPIPoolExecutor(_base.Executor):
             wdir: Path to set current working directory in workers.
             env: Environment variables to update ``os.environ`` in workers.
             use_pkl5: If ``True``, use out-of-band pickle for communication.
+            endpoints: mpiws: URLs of endpoints that deploy the futures
+                worker service (``mpiws.futures.endpoints``), one worker
+                each, beside ``max_workers`` local ones if given; also
+                ``MPIWS_FUTURES_ENDPOINTS`` (comma-separated).
+            key: mpiws: the endpoint key that starts them (default:
+                ``MPIWS_KEY`` or the user's key file).
+            prefetch, max_batch, retries: mpiws: the farm's settings
+                (``mpiws.futures.farm``).
 
         """
         if max_workers is not None:
@@ -162,6 +172,7 @@ class MPIPoolExecutor(_base.Executor):
         chunksize=1,
         buffersize=None,
         unordered=False,
+        progress=None,
     ):
         """Return an iterator equivalent to ``map(fn, *iterables)``.
 
@@ -177,6 +188,8 @@ class MPIPoolExecutor(_base.Executor):
             buffersize: If not ``None``, limit the number of submitted
                 tasks whose results have not yet been yielded.
             unordered: If ``True``, yield results out-of-order, as completed.
+            progress: mpiws: ``True`` for a progress bar (tqdm's if
+                installed), or a tqdm-like class (``mpiws.futures.progress``).
 
         Returns:
             An iterator equivalent to built-in ``map(func, *iterables)``
@@ -188,8 +201,10 @@ class MPIPoolExecutor(_base.Executor):
             Exception: If ``fn(*args)`` raises for any values.
 
         """
+        total = _progress.total_of(*iterables) if progress else None
         return self.starmap(
-            fn, zip(*iterables), timeout, chunksize, buffersize, unordered
+            fn, zip(*iterables), timeout, chunksize, buffersize, unordered,
+            progress=(progress, total) if progress else None,
         )
 
     def starmap(
@@ -200,6 +215,7 @@ class MPIPoolExecutor(_base.Executor):
         chunksize=1,
         buffersize=None,
         unordered=False,
+        progress=None,
     ):
         """Return an iterator equivalent to ``itertools.starmap(...)``.
 
@@ -214,6 +230,8 @@ class MPIPoolExecutor(_base.Executor):
             buffersize: If not ``None``, limit the number of submitted
                 tasks whose results have not yet been yielded.
             unordered: If ``True``, yield results out-of-order, as completed.
+            progress: mpiws: ``True`` for a progress bar (tqdm's if
+                installed), or a tqdm-like class (``mpiws.futures.progress``).
 
         Returns:
             An iterator equivalent to ``itertools.starmap(fn, iterable)``
@@ -235,6 +253,9 @@ class MPIPoolExecutor(_base.Executor):
                 raise ValueError("buffersize must be None or > 0")
             if unordered:
                 raise ValueError("buffersize must be None if unordered")
+        # mpiws: map passes (progress, total); starmap's own callers a bool or a class.
+        spec, total = progress if isinstance(progress, tuple) else (progress, _progress.total_of(iterable))
+        bar = _progress.bar(spec, total)
         if chunksize == 1:
             return _starmap_helper(
                 self,
@@ -243,6 +264,7 @@ class MPIPoolExecutor(_base.Executor):
                 timeout,
                 buffersize,
                 unordered,
+                bar,
             )
         else:
             return _starmap_chunks(
@@ -253,7 +275,32 @@ class MPIPoolExecutor(_base.Executor):
                 chunksize,
                 buffersize,
                 unordered,
+                bar,
             )
+
+    def add_endpoints(self, *urls):
+        """mpiws: workers on the endpoints at ``urls`` join this executor,
+        even while a map runs (for an executor made with ``endpoints=``,
+        which may be empty). Blocks until they are ready; returns their
+        keys in ``worker_stats``."""
+        with self._lock:
+            if self._broken:
+                raise _base.BrokenExecutor(self._broken)
+            if self._shutdown:
+                raise RuntimeError("cannot add workers after shutdown")
+            pool = self._bootstrap()
+        pool.wait()
+        workers = getattr(pool, "workers", None)
+        if workers is None:
+            raise ValueError("only an executor made with endpoints= (which may be empty) takes workers on endpoints")
+        return [workers.add(url) for url in urls]
+
+    def worker_stats(self):
+        """mpiws: per worker, the tasks it completed, the seconds it computed,
+        its tasks per second since it joined, the tasks it holds now, and why
+        it was lost (None while it serves). Empty before the first task."""
+        dispatcher = getattr(self._pool, "dispatcher", None)
+        return dispatcher.stats(time.perf_counter()) if dispatcher else []
 
     def shutdown(self, wait=True, *, cancel_futures=False):
         """Clean-up the resources associated with the executor.
@@ -287,28 +334,37 @@ class MPIPoolExecutor(_base.Executor):
 
 
 def _starmap_helper(
-    executor, function, iterable, timeout, buffersize, unordered
+    executor, function, iterable, timeout, buffersize, unordered, bar=None, weight=None
 ):
     # pylint: disable=too-many-arguments,too-many-positional-arguments
+    # mpiws: ``bar`` advances by ``weight(args)`` (default 1) as each call finishes.
     timer = time.monotonic
+    executor_weakref = weakref.ref(executor)
+
+    def submit(function, *args):
+        future = executor_weakref().submit(function, *args)
+        if bar is not None:
+            n = weight(args) if weight else 1
+            future.add_done_callback(lambda _: bar.update(n))
+        return future
+
     end_time = sys.float_info.max
     if timeout is not None:
         end_time = timeout + timer()
 
     if buffersize is not None:
         fs = collections.deque(
-            executor.submit(function, *args)
+            submit(function, *args)
             for args in itertools.islice(iterable, buffersize)
         )
         unordered = False
     else:
         fs = collections.deque(
-            executor.submit(function, *args) for args in iterable
+            submit(function, *args) for args in iterable
         )
         if unordered:
             fs = set(fs)
 
-    executor_weakref = weakref.ref(executor)
     del executor
 
     def resolve(future, timeout=None):
@@ -344,16 +400,18 @@ def _starmap_helper(
                         result.append(resolve(fs.pop(), end_time - timer()))
                     if (
                         buffersize is not None
-                        and (executor := executor_weakref())
+                        and executor_weakref()
                         and (args := next(iterable, None))
                     ):
-                        fs.appendleft(executor.submit(function, *args))
+                        fs.appendleft(submit(function, *args))
                     yield result.pop()
         finally:
             del future
             del result
             while fs:
                 fs.pop().cancel()
+            if bar is not None:
+                bar.close()
 
     return result_iterator()
 
@@ -379,13 +437,14 @@ def _chain_from_iterable_of_lists(iterable):
 
 
 def _starmap_chunks(
-    executor, function, iterable, timeout, chunksize, buffersize, unordered
+    executor, function, iterable, timeout, chunksize, buffersize, unordered, bar=None
 ):
     # pylint: disable=too-many-arguments,too-many-positional-arguments
     function = functools.partial(_apply_chunks, function)
     iterable = _build_chunks(iterable, chunksize)
     result = _starmap_helper(
-        executor, function, iterable, timeout, buffersize, unordered
+        executor, function, iterable, timeout, buffersize, unordered, bar,
+        weight=lambda args: len(args[0]),
     )
     return _chain_from_iterable_of_lists(result)
 

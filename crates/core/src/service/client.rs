@@ -33,7 +33,16 @@ impl DomainClient {
     /// Invoke *run* on every endpoint at once. If any refuses, the ranks
     /// already started are cancelled and the first refusal is returned.
     pub async fn start(&self, service: &str, params: &Value) -> Result<()> {
-        let runs = (0..self.endpoints.len()).map(|rank| {
+        self.start_ranks(&(0..self.endpoints.len()).collect::<Vec<_>>(), service, params).await
+    }
+
+    /// `start` for some ranks only: the others' instances are created by
+    /// their own processes (a client that is itself a rank).
+    pub async fn start_ranks(&self, ranks: &[usize], service: &str, params: &Value) -> Result<()> {
+        if let Some(r) = ranks.iter().find(|&&r| r >= self.endpoints.len()) {
+            return Err(Error::new(crate::error::ErrorClass::Rank, format!("rank {r} of a domain of {}", self.endpoints.len())));
+        }
+        let runs = ranks.iter().map(|&rank| {
             let binding = json!({
                 "domain": self.domain, "rank": rank, "endpoints": self.endpoints,
                 "token": self.token, "service": service, "params": params,
@@ -47,7 +56,7 @@ impl DomainClient {
         let results = join_all(runs).await;
         if let Some(Err(e)) = results.iter().find(|r| r.is_err()) {
             let e = e.clone();
-            let started: Vec<usize> = (0..results.len()).filter(|&r| results[r].is_ok()).collect();
+            let started: Vec<usize> = ranks.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(&rank, _)| rank).collect();
             join_all(started.into_iter().map(|r| self.cancel(r))).await;
             return Err(e);
         }

@@ -1,0 +1,126 @@
+"""``mpiws.futures`` workers on endpoints: a second endpoint process
+(``mpiws serve``) deploys the futures worker service; an executor farms
+work to it by URL, beside local workers, and endpoints join a running map.
+An endpoint that serves the worker with the restricted unpickler refuses."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+MPIWS = Path(sys.executable).with_name("mpiws")
+
+PROGRAM = """
+import os, sys, time
+from mpiws.futures import MPIPoolExecutor, BrokenExecutor
+
+def where(x):
+    time.sleep(0.01)
+    return x * x, os.getpid()
+
+if __name__ == "__main__":
+    url = sys.argv[1]
+{body}
+"""
+
+
+@pytest.fixture()
+def keyed(tmp_path):
+    env = dict(os.environ, MPIWS_KEY_FILE=str(tmp_path / "key"), MPIWS_FAILURE_TIMEOUT="2")
+    env.pop("MPIWS_KEY", None)
+    return env
+
+
+def serve(env, pickle="full"):
+    p = subprocess.Popen([str(MPIWS), "serve", "--service", "futures=mpiws.futures.endpoints:worker", "--pickle", pickle],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        m = re.search(r"serving futures at (\S+)", line)
+        if m:
+            return p, m.group(1)
+        if not line and p.poll() is not None:
+            break
+    p.kill()
+    raise AssertionError("mpiws serve did not start")
+
+
+def run(tmp_path, env, url, body, timeout=240):
+    # The program lives where the endpoint never looks: its source travels.
+    (tmp_path / "prog").mkdir(exist_ok=True)
+    prog = tmp_path / "prog" / "farm_endpoints.py"
+    prog.write_text(PROGRAM.replace("{body}", textwrap.indent(textwrap.dedent(body), "    ")))
+    return subprocess.run([sys.executable, str(prog), url], cwd=tmp_path / "prog", env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_workers_on_an_endpoint_beside_local_ones_and_joining_a_running_map(tmp_path, keyed):
+    server, url = serve(keyed)
+    try:
+        out = run(tmp_path, keyed, url, """
+        with MPIPoolExecutor(endpoints=[url, url]) as ex:
+            assert ex.num_workers == 2
+            results = list(ex.map(where, range(200)))
+            assert [r for r, _ in results] == [x * x for x in range(200)]
+            assert os.getpid() not in {p for _, p in results}
+            keys = {s["worker"] for s in ex.worker_stats()}
+            assert keys == {url, url + " #2"}, keys
+        with MPIPoolExecutor(max_workers=1, endpoints=[url]) as ex:
+            assert ex.num_workers == 2
+            assert [r for r, _ in ex.map(where, range(300))] == [x * x for x in range(300)]
+            stats = {s["worker"]: s["tasks"] for s in ex.worker_stats()}
+            assert set(stats) == {0, url} and all(n > 0 for n in stats.values()), stats
+        # elastic: no worker at first; endpoints join while the map runs
+        with MPIPoolExecutor(endpoints=[]) as ex:
+            fs = [ex.submit(where, i) for i in range(400)]
+            time.sleep(0.5)
+            assert not any(f.done() for f in fs)
+            ex.add_endpoints(url)
+            while sum(f.done() for f in fs) < 20:
+                time.sleep(0.01)
+            assert not all(f.done() for f in fs)
+            ex.add_endpoints(url)
+            assert [f.result()[0] for f in fs] == [x * x for x in range(400)]
+            stats = {s["worker"]: s["tasks"] for s in ex.worker_stats()}
+            assert len(stats) == 2 and all(n > 0 for n in stats.values()), stats
+        print("ok")
+        """)
+        assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
+    finally:
+        server.kill()
+
+
+def test_an_endpoint_with_the_restricted_unpickler_runs_no_client_code(tmp_path, keyed):
+    server, url = serve(keyed, pickle="restricted")
+    try:
+        out = run(tmp_path, keyed, url, """
+        ex = MPIPoolExecutor(endpoints=[url])
+        f = ex.submit(where, 3)
+        e = f.exception(timeout=120)
+        assert isinstance(e, BrokenExecutor), e
+        print("refused:", e)
+        """)
+        assert out.returncode == 0 and "refused:" in out.stdout, out.stdout + out.stderr[-4000:]
+        assert "pickle full" in out.stdout, out.stdout  # the worker's own refusal reaches the client
+    finally:
+        server.kill()
+
+
+def test_without_the_endpoints_key_no_worker_starts(tmp_path, keyed):
+    server, url = serve(keyed)
+    try:
+        out = run(tmp_path, dict(keyed, MPIWS_KEY="not-the-key"), url, """
+        ex = MPIPoolExecutor(endpoints=[url])
+        e = ex.submit(where, 3).exception(timeout=120)
+        assert isinstance(e, BrokenExecutor) and ("401" in str(e) or "key" in str(e).lower()), e
+        print("refused:", e)
+        """)
+        assert out.returncode == 0 and "refused:" in out.stdout, out.stdout + out.stderr[-4000:]
+    finally:
+        server.kill()

@@ -15,7 +15,7 @@ import pytest
 
 PROGRAM = """
 import os, sys, time, traceback
-from mpiws.futures import MPIPoolExecutor, WorkerLost, BrokenExecutor
+from mpiws.futures import MPIPoolExecutor, WorkerLost, BrokenExecutor, TaskTimeout
 
 def square(x):
     return x * x
@@ -36,6 +36,13 @@ def always_die(x):
         os._exit(4)
     time.sleep(0.02)
     return x
+
+def lambda_free_spin(seconds):
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:  # pure Python: interrupted by the limit
+        n += 1
+    return n
 
 def bad_init():
     raise RuntimeError("no init")
@@ -172,3 +179,21 @@ def test_progress_bar_counts_every_call_with_chunks(tmp_path):
     """)
     assert "120/120 tasks" in out.stderr, out.stderr
     assert "bar 33 33" in out.stdout
+
+
+def test_a_task_over_its_time_limit_fails_with_a_timeout_and_the_worker_goes_on(tmp_path):
+    run(tmp_path, """
+    with MPIPoolExecutor(max_workers=1, task_timeout=0.5) as ex:
+        slow, spin = ex.submit(time.sleep, 30), ex.submit(lambda_free_spin, 30)
+        after = [ex.submit(square, i) for i in range(10)]
+        for f in (slow, spin):
+            e = f.exception(timeout=20)
+            assert isinstance(e, TaskTimeout) and isinstance(e, TimeoutError) and "task_timeout" in str(e), e
+        assert [f.result(timeout=20) for f in after] == [i * i for i in range(10)]
+    try:
+        MPIPoolExecutor(task_timeout=0)
+    except ValueError as e:
+        assert "task_timeout" in str(e)
+    else:
+        raise AssertionError("task_timeout=0 is refused")
+    """)

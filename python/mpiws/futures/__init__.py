@@ -49,7 +49,7 @@ from ._base import (
     as_completed,
     wait,
 )
-from .farm import WorkerLost
+from .farm import TaskTimeout, WorkerLost
 from .pool import (
     MPICommExecutor,
     MPIPoolExecutor,
@@ -75,6 +75,7 @@ __all__ = [
     "InvalidStateError",
     "BrokenExecutor",
     "WorkerLost",
+    "TaskTimeout",
     "MPIPoolExecutor",
     "MPICommExecutor",
     "ThreadPoolExecutor",

@@ -14,10 +14,14 @@ others; a task lost with ``1 + retries`` workers fails with ``WorkerLost``.
 
 Settings (executor keyword, then ``MPIWS_FUTURES_<NAME>``): ``prefetch``
 (batches a worker holds, default 2), ``max_batch`` (tasks per batch,
-default 1024; 1 turns batching off), ``retries`` (default 2).
+default 1024; 1 turns batching off), ``retries`` (default 2),
+``task_timeout`` (seconds a task may run: it fails with ``TaskTimeout``,
+a ``TimeoutError``, and the worker goes on; default none).
 """
 
 import collections
+import contextlib
+import signal
 import threading
 import time
 
@@ -231,12 +235,14 @@ def run_worker(comm, options, wrap_exception):
     """
     status = MPI.Status()
     replies = Replies(comm)
+    limit = options.get("task_timeout")
 
     def run(data):
         start = time.perf_counter()
         try:
             func, args, kwargs = MPI.pickle.loads(data)
-            outcome = (func(*args, **kwargs), None)
+            with time_limit(limit):
+                outcome = (func(*args, **kwargs), None)
         except BaseException as exc:  # the task's own failure travels back
             outcome = (None, wrap_exception(exc))
         try:
@@ -258,6 +264,31 @@ def run_worker(comm, options, wrap_exception):
                 replies.put(dest, tag, *run(data))
     finally:
         replies.close()
+
+
+class TaskTimeout(TimeoutError):
+    """A task ran longer than the executor's ``task_timeout``."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raise TaskTimeout in the task after ``seconds`` (an alarm signal: on
+    the main thread, where workers run tasks; Python code and sleeps are
+    interrupted, a long call into C code only when it returns)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TaskTimeout(f"the task ran longer than its limit of {seconds} s (task_timeout)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 class Replies:

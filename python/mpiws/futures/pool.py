@@ -83,8 +83,8 @@ class MPIPoolExecutor(_base.Executor):
                 ``MPIWS_FUTURES_ENDPOINTS`` (comma-separated).
             key: mpiws: the endpoint key that starts them (default:
                 ``MPIWS_KEY`` or the user's key file).
-            prefetch, max_batch, retries: mpiws: the farm's settings
-                (``mpiws.futures.farm``).
+            prefetch, max_batch, retries, task_timeout: mpiws: the farm's
+                settings (``mpiws.futures.farm``).
 
         """
         if max_workers is not None:
@@ -98,6 +98,10 @@ class MPIPoolExecutor(_base.Executor):
             kwargs["initializer"] = initializer
             kwargs["initargs"] = tuple(initargs)
 
+        if kwargs.get("task_timeout") is None and _core.os_environ_get("TASK_TIMEOUT"):  # mpiws: workers get it in options
+            kwargs["task_timeout"] = float(_core.os_environ_get("TASK_TIMEOUT"))
+        if kwargs.get("task_timeout") is not None and not float(kwargs["task_timeout"]) > 0:
+            raise ValueError(f"task_timeout must be a positive number of seconds, got {kwargs['task_timeout']!r}")
         self._options = kwargs
         self._shutdown = False
         self._broken = None

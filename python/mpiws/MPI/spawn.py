@@ -13,7 +13,6 @@ import re
 import sys
 
 from .. import binding
-from ..launch.spawn import Children, new_domain, sides
 from .exception import ERR_ARG, ERR_SPAWN, Exception as MPIException
 from .intercomm import Intercomm, _make
 
@@ -37,6 +36,9 @@ def _python_argv(command, args):
 def spawn(comm, command, args, maxprocs, root):
     """MPI_Comm_spawn over intracommunicator ``comm`` (collective; the
     root's ``command``, ``args`` and ``maxprocs`` count)."""
+    # The launcher's modules load when used: ``python -m mpiws.launch.worker``
+    # imports mpiws.MPI before it runs, and must not import itself first.
+    from ..launch.spawn import Children, new_domain, sides  # noqa: PLC0415
     endpoint = binding.process_endpoint()
     urls = comm.allgather(endpoint.url if endpoint is not None else None)
     if None in urls:

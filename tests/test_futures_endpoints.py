@@ -36,9 +36,9 @@ def keyed(tmp_path):
     return env
 
 
-def serve(env, pickle="full"):
-    p = subprocess.Popen([str(MPIWS), "serve", "--service", "futures=mpiws.futures.endpoints:worker", "--pickle", pickle],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def serve(env, pickle="full", tls=()):
+    p = subprocess.Popen([str(MPIWS), "serve", "--service", "futures=mpiws.futures.endpoints:worker", "--pickle", pickle,
+                          *tls], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         line = p.stdout.readline()
@@ -122,5 +122,25 @@ def test_without_the_endpoints_key_no_worker_starts(tmp_path, keyed):
         print("refused:", e)
         """)
         assert out.returncode == 0 and "refused:" in out.stdout, out.stdout + out.stderr[-4000:]
+    finally:
+        server.kill()
+
+
+def test_a_worker_on_a_tls_endpoint(tmp_path, keyed):
+    cert = tmp_path / "cert.pem"
+    server, url = serve(keyed, tls=("--tls-self-signed", "--tls-cert-out", str(cert)))
+    try:
+        assert url.startswith("https://")
+        out = run(tmp_path, dict(keyed, MPIWS_CA_FILE=str(cert)), url, """
+        with MPIPoolExecutor(endpoints=[url]) as ex:
+            assert [r for r, _ in ex.map(where, range(50))] == [x * x for x in range(50)]
+        print("ok")
+        """)
+        assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
+        out = run(tmp_path, keyed, url, """
+        e = MPIPoolExecutor(endpoints=[url]).submit(where, 1).exception(timeout=120)
+        print("refused:", e)
+        """)
+        assert "refused:" in out.stdout and "certificate" in out.stdout.lower(), out.stdout + out.stderr[-3000:]
     finally:
         server.kill()

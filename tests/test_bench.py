@@ -3,6 +3,8 @@ suites themselves are benchmarks, not tests; this checks the plumbing and
 that every part of a suite comes out with real numbers)."""
 
 import csv
+import os
+import shutil
 import subprocess
 import sys
 
@@ -101,3 +103,35 @@ def test_rma_quick_tables_and_exact_counter(tmp_path):
     assert [r[0] for r in rows[1:]] == ["2", "3"]
     assert all(c.startswith("exact") for r in rows[1:] for c in r[1:] if c != "-"), rows
     assert (out / "rma" / "rma-counter.png").stat().st_size > 1000
+
+
+def test_farm_quick_completion_tiny_tasks_and_wire(tmp_path):
+    """``mpiws bench farm --quick``: completion time against granularity, tiny-task throughput and the targets
+    with real numbers for mpiws.futures (and whatever else is installed), the plots, and the bytes on the wire
+    when tcpdump can capture here."""
+    if os.geteuid() == 0 and shutil.which("apt-get") and not shutil.which("tcpdump"):
+        from netns import install_packages  # the wire part captures loopback with tcpdump
+
+        install_packages(tcpdump="tcpdump")
+    out = tmp_path / "bench"
+    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "farm", "--quick", "--rounds", "1", "--ranks", "2",
+                        "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    assert "# farm" in report and "### Targets (from the issue), 2 workers" in report
+    for png in ("farm-completion.png", "farm-tasks-per-second.png"):
+        assert "](farm/%s)" % png in report and (out / "farm" / png).stat().st_size > 1000
+    rows = read_csv(out / "farm" / "completion-time-2-workers-s.csv")
+    assert rows[0][:4] == ["g", "tasks", "ideal", "mpiws.futures"], rows[0]
+    assert [r[0] for r in rows[1:]] == ["1", "10", "100", "1000"] and [r[1] for r in rows[1:]] == ["4000", "400", "40", "4"]
+    assert all(float(r[3]) > 0 for r in rows[1:]), rows
+    for mode in ("submit", "map"):
+        rows = read_csv(out / "farm" / ("tiny-tasks-%s-tasks-per-second.csv" % mode))
+        assert rows[0][:2] == ["workers", "mpiws.futures"] and float(rows[1][1]) > 0, rows
+    rows = read_csv(out / "farm" / "targets-from-the-issue-2-workers.csv")
+    assert any(r[0].startswith("tiny-task throughput, `submit`") for r in rows[1:]), rows
+    if shutil.which("tcpdump") and os.geteuid() == 0:
+        rows = read_csv(out / "farm" / "bytes-on-the-wire-per-message-one-task-one-result.csv")
+        mine = [r for r in rows[1:] if r[0] == "mpiws.futures"]
+        assert [r[1] for r in mine] == ["8 B", "1 KiB", "64 KiB"], rows
+        assert all(int(r[3]) >= int(r[2]) > 0 for r in mine), mine  # on the wire at least the pickled task

@@ -27,7 +27,8 @@ def test_wheel_ships_the_suites_and_mpiws_bench_runs_them(tmp_path):
     [wheel] = dist.glob("mpiws-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("benchmarks/common.py", "benchmarks/pingpong/driver.py", "benchmarks/pingpong/bench.py",
-              "benchmarks/rma/driver.py", "benchmarks/rma/bench.py", "mpiws/bench.py"):
+              "benchmarks/rma/driver.py", "benchmarks/rma/bench.py", "benchmarks/farm/driver.py",
+              "benchmarks/farm/bench.py", "benchmarks/farm/wire.py", "mpiws/bench.py"):
         assert f in names, f
     assert not [n for n in names if n.startswith("benchmarks/results/") or "__pycache__" in n]
 

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 # suite -> whether it takes --ranks
-SUITES = {"pingpong": False, "collectives": True, "overlap": False, "rma": True, "apps": True, "wan": False}
+SUITES = {"pingpong": False, "collectives": True, "overlap": False, "rma": True, "apps": True, "wan": False,
+          "farm": True}
 
 
 def benchmarks_dir():

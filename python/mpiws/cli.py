@@ -356,9 +356,9 @@ def main(argv=None):
     k.set_defaults(func=_key)
 
     b = sub.add_parser("bench", help="run the benchmarks against MPI (mpi4py + MPICH) and write a report")
-    b.add_argument("suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps, wan, rma (default: all)")
+    b.add_argument("suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps, wan, rma, farm (default: all)")
     b.add_argument("--quick", action="store_true", help="a few minutes in all (what CI runs)")
-    b.add_argument("--ranks", help="comma-separated rank counts, for the suites that vary them")
+    b.add_argument("--ranks", help="comma-separated rank counts, for the suites that vary them (farm: worker counts)")
     b.add_argument("--rounds", type=int, help="alternating rounds per measurement")
     b.add_argument("--out", help="output directory (default benchmarks/results/bench in a checkout, else ./mpiws-bench)")
     b.set_defaults(func=_bench)

@@ -144,3 +144,24 @@ def test_a_worker_on_a_tls_endpoint(tmp_path, keyed):
         assert "refused:" in out.stdout and "certificate" in out.stdout.lower(), out.stdout + out.stderr[-3000:]
     finally:
         server.kill()
+
+
+def test_a_worker_ended_on_its_endpoint_mid_map_has_its_tasks_redone(tmp_path, keyed):
+    server, url = serve(keyed)
+    try:
+        out = run(tmp_path, dict(keyed, MPIWS_FUTURES_ENDPOINTS=f"{url},{url}"), url, """
+        with MPIPoolExecutor() as ex:  # the endpoints from MPIWS_FUTURES_ENDPOINTS
+            assert ex.num_workers == 2
+            fs = [ex.submit(where, i) for i in range(300)]
+            while sum(f.done() for f in fs) < 30:
+                time.sleep(0.01)
+            ex.remove_endpoints(url + " #2")
+            assert [f.result(timeout=120)[0] for f in fs] == [x * x for x in range(300)]
+            stats = {s["worker"]: s for s in ex.worker_stats()}
+            assert stats[url + " #2"]["lost"] and stats[url]["lost"] is None, stats
+            assert stats[url]["tasks"] + stats[url + " #2"]["tasks"] >= 300, stats
+        print("ok")
+        """)
+        assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
+    finally:
+        server.kill()

@@ -79,6 +79,7 @@ class Workers:
         self.service = options.pop("endpoint_service", SERVICE)
         self.options = dict(options)  # what each new worker is synchronised with
         self.comms = []               # (comm, its worker keys) to stop at the end
+        self.links = {}               # key -> Link, for the workers on endpoints
         self.lock = threading.Lock()
         self.closed = False
         pool.joining = collections.deque()
@@ -111,7 +112,16 @@ class Workers:
             n = sum(1 for _, ranks in self.comms for k in ranks if str(k).startswith(link.url))
         key = link.url if n == 0 else f"{link.url} #{n + 1}"
         self._join(comm, {key: 0})
+        self.links[key] = link
         return key
+
+    def remove(self, key):
+        """End the worker ``key`` on its endpoint: the manager finds it gone
+        and its tasks are redone by the others."""
+        link = self.links.get(key)
+        if link is None:
+            raise KeyError(f"no worker on an endpoint is called {key!r}")
+        link.cancel()
 
     def spawn(self, options, n):
         """Spawn ``n`` local workers (as ``MPIPoolExecutor`` without endpoints does)."""

@@ -299,6 +299,16 @@ class MPIPoolExecutor(_base.Executor):
             raise ValueError("only an executor made with endpoints= (which may be empty) takes workers on endpoints")
         return [workers.add(url) for url in urls]
 
+    def remove_endpoints(self, *keys):
+        """mpiws: end the workers ``keys`` (as ``add_endpoints`` returned
+        them) on their endpoints, even while a map runs; the tasks they held
+        are redone by the others."""
+        workers = getattr(self._pool, "workers", None)
+        if workers is None:
+            raise ValueError("only an executor made with endpoints= has workers on endpoints")
+        for key in keys:
+            workers.remove(key)
+
     def worker_stats(self):
         """mpiws: per worker, the tasks it completed, the seconds it computed,
         its tasks per second since it joined, the tasks it holds now, and why

@@ -40,14 +40,14 @@ SERVICE = "futures"
 class Link:
     """A worker instance on an endpoint and the intercommunicator to it."""
 
-    def __init__(self, url, key=None, service=SERVICE):
+    def __init__(self, url, key=None, service=SERVICE, advertise=None):
         endpoint = binding.process_endpoint()
         if endpoint is None:
             raise RuntimeError("workers on endpoints need this process to serve its own endpoint "
                                "(a program, not an instance served by mpiws serve)")
         self.url = url.rstrip("/")
         domain, token = "futures-" + secrets.token_hex(8), secrets.token_urlsafe(24)
-        urls = [endpoint.url, self.url]
+        urls = [advertise or endpoint.url, self.url]  # rank 0 as the worker reaches it
         instance = endpoint.create_instance(domain, 0, urls, token)
         instance.set_running()
         self.client = _core.DomainClient(domain, token, urls, client_key(key))
@@ -77,6 +77,9 @@ class Workers:
         self.pool = pool
         self.key = options.pop("key", None)
         self.service = options.pop("endpoint_service", SERVICE)
+        # The URL workers reach this process's endpoint at, if not its own
+        # (a port forward, a proxy, an emulated link).
+        self.advertise = options.pop("advertise", None) or futures.os_environ_get("ADVERTISE")
         self.options = dict(options)  # what each new worker is synchronised with
         self.comms = []               # (comm, its worker keys) to stop at the end
         self.links = {}               # key -> Link, for the workers on endpoints
@@ -106,7 +109,7 @@ class Workers:
     def add(self, url):
         """Connect a worker on the endpoint at ``url`` (blocks until it is
         ready); returns its key in ``worker_stats``."""
-        link = Link(url, self.key, self.service)
+        link = Link(url, self.key, self.service, self.advertise)
         comm = self._ready(link.comm, ship_main=True)
         with self.lock:
             n = sum(1 for _, ranks in self.comms for k in ranks if str(k).startswith(link.url))

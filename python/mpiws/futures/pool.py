@@ -83,6 +83,9 @@ class MPIPoolExecutor(_base.Executor):
                 ``MPIWS_FUTURES_ENDPOINTS`` (comma-separated).
             key: mpiws: the endpoint key that starts them (default:
                 ``MPIWS_KEY`` or the user's key file).
+            advertise: mpiws: the URL endpoint workers reach this process
+                at, when not its endpoint's own (a port forward, a proxy);
+                also ``MPIWS_FUTURES_ADVERTISE``.
             prefetch, max_batch, retries, task_timeout: mpiws: the farm's
                 settings (``mpiws.futures.farm``).
 

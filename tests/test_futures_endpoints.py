@@ -165,3 +165,38 @@ def test_a_worker_ended_on_its_endpoint_mid_map_has_its_tasks_redone(tmp_path, k
         assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
     finally:
         server.kill()
+
+
+def test_workers_reach_the_executor_at_its_advertised_url(tmp_path, keyed):
+    server, url = serve(keyed)
+    try:
+        out = run(tmp_path, keyed, url, """
+        import socket, threading
+        from mpiws import binding
+        own = binding.process_endpoint().url  # this process's endpoint, made on first use
+        port = int(own.rsplit(":", 1)[1])
+        carried = [0]
+
+        def pipe(a, b):
+            while (data := a.recv(65536)):
+                carried[0] += len(data)
+                b.sendall(data)
+            b.shutdown(socket.SHUT_WR)
+
+        relay = socket.create_server(("127.0.0.1", 0))
+        def accept():
+            while True:
+                c, _ = relay.accept()
+                s = socket.create_connection(("127.0.0.1", port))
+                threading.Thread(target=pipe, args=(c, s), daemon=True).start()
+                threading.Thread(target=pipe, args=(s, c), daemon=True).start()
+        threading.Thread(target=accept, daemon=True).start()
+        advertised = "http://127.0.0.1:%d" % relay.getsockname()[1]
+        with MPIPoolExecutor(endpoints=[url], advertise=advertised) as ex:
+            assert [r for r, _ in ex.map(where, range(40))] == [x * x for x in range(40)]
+        assert carried[0] > 40 * 8, carried  # the results came through the relay
+        print("ok", carried[0])
+        """)
+        assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
+    finally:
+        server.kill()

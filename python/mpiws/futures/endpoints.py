@@ -112,7 +112,7 @@ class Workers:
         link = Link(url, self.key, self.service, self.advertise)
         comm = self._ready(link.comm, ship_main=True)
         with self.lock:
-            n = sum(1 for _, ranks in self.comms for k in ranks if str(k).startswith(link.url))
+            n = sum(1 for _, ranks in self.comms for k in ranks if k == link.url or str(k).startswith(link.url + " #"))
         key = link.url if n == 0 else f"{link.url} #{n + 1}"
         self._join(comm, {key: 0})
         self.links[key] = link

@@ -135,3 +135,34 @@ def test_farm_quick_completion_tiny_tasks_and_wire(tmp_path):
         mine = [r for r in rows[1:] if r[0] == "mpiws.futures"]
         assert [r[1] for r in mine] == ["8 B", "1 KiB", "64 KiB"], rows
         assert all(int(r[3]) >= int(r[2]) > 0 for r in mine), mine  # on the wire at least the pickled task
+
+
+def test_farm_wan_quick_endpoints_behind_links(tmp_path):
+    """``benchmarks/farm/run --wan --quick`` with a tiny workload (~15 s): workers on two endpoints behind Toxiproxy
+    links and the master's endpoint behind one too, the default farm against one task at a time, loopback and 10 ms;
+    the table, its CSV with real numbers, the plot, and the suite's own files left alone. Without Toxiproxy (no `go`
+    to build it) the part says so and exits 0."""
+    out = tmp_path / "farm"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "farm" / "driver.py"), "--wan", "--quick", "--rounds",
+                        "1", "--values", "200", "--grains", "1,10,100", "--out", str(out)],
+                       capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    table = (out / "wan-table.md").read_text()
+    assert not (out / "table.md").exists() and not (out / "results.json").exists()  # the local suite's, untouched
+    if "Not measured: Toxiproxy is not available" in table:
+        assert shutil.which("go") is None, table
+        return
+    assert "### WAN farm: completion time (s) and tasks per second, 2 workers on endpoints" in table
+    rows = read_csv(out / "wan-farm-completion-time-s-and-tasks-per-second-2-workers-on.csv")
+    assert rows[0][:6] == ["link", "g", "tasks", "ideal", "default", "one at a time"], rows[0]
+    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [(link, g, t) for link in ("loopback", "10 ms")
+                                                      for g, t in (("1", "200"), ("10", "20"), ("100", "2"))], rows
+    assert all(float(x) > 0 for r in rows[1:] for x in r[3:]), rows
+    by = {(r[0], r[1]): r for r in rows[1:]}
+    # one task at a time across a 10 ms link: a round trip (>= 20 ms) per task and worker, 100 of them each
+    assert float(by[("10 ms", "1")][5]) > 100 * 0.020 * 0.9, by[("10 ms", "1")]
+    assert float(by[("10 ms", "1")][4]) < float(by[("10 ms", "1")][5]), by[("10 ms", "1")]  # batches hide it
+    rows = read_csv(out / "wan-farm-round-trips-and-the-pool-s-start.csv")
+    rtt = {r[0]: r for r in rows[1:]}
+    assert float(rtt["10 ms"][1]) >= 19 and float(rtt["10 ms"][2]) >= 19, rows  # through the links, both ways
+    assert (out / "wan-completion.png").stat().st_size > 1000

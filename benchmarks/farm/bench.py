@@ -23,6 +23,16 @@ workers:
             is, while benchmarks/farm/wire.py captures the loopback traffic
             (hand-shake through files: ``--ready-file``/``--go-file``)
 
+  --endpoints URL,URL,...   instead: the master of the WAN part (benchmarks/farm/wan_farm.py):
+            ``mpiws.futures.MPIPoolExecutor(endpoints=[...])``, one worker per URL
+            (endpoints serving ``futures=mpiws.futures.endpoints:worker --pickle
+            full``), in each of ``--modes`` (``default``: the farm's adaptive
+            batches and prefetch; ``one``: ``max_batch=1, prefetch=1``, one task
+            at a time as mpi4py.futures), an executor each, the farm at every
+            granularity. With ``--toxiproxy API --link-latency MS --link-rate
+            MBIT`` this process's own endpoint is reached by the workers through
+            a Toxiproxy link of its own (``advertise=``)
+
 Implementations (``--impl``): ``mpiws`` (mpiws.futures.MPIPoolExecutor, spawned
 workers), ``mpi4py`` (mpi4py.futures.MPIPoolExecutor, spawned workers: run it as
 ``mpiexec -n 1 python bench.py --impl mpi4py``), ``processpool``
@@ -32,6 +42,7 @@ one thread per worker process), ``ray`` (ray.init(num_cpus=workers)). Prints one
 
     .venv/bin/python benchmarks/farm/bench.py --impl mpiws --workers 2 --quick
     .venv/bin/mpiexec -n 1 .venv/bin/python benchmarks/farm/bench.py --impl mpi4py --workers 2 --quick
+    .venv/bin/python benchmarks/farm/bench.py --impl mpiws --endpoints URL,URL --values 1000   # MPIWS_KEY_FILE as the endpoints'
 """
 import argparse
 import json
@@ -334,6 +345,93 @@ def run_wire(a):
                  "versions": versions(a.impl)})
 
 
+# ------------------------------------------------- workers on endpoints (WAN)
+
+#: The WAN part's farm settings: executor keywords.
+MODES = {"default": {}, "one": {"max_batch": 1, "prefetch": 1}}
+
+
+def master_link(api, latency_ms, rate_mbit):
+    """A Toxiproxy link (of the server at ``api``) to this process's own endpoint: (the URL workers reach it at,
+    the link's name). The harness is benchmarks/wan/toxiproxy.py; this process only calls the server's API."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "wan"))
+    from toxiproxy import Toxiproxy, url_through
+    from mpiws import binding
+
+    tp = Toxiproxy()
+    tp.api = api  # a client of the driver's server: never started (nor stopped) here
+    own = binding.process_endpoint().url  # made on first use
+    name = "farm-master-%d" % os.getpid()
+    listen = tp.link(own.split("//", 1)[1].rstrip("/"), latency_ms=latency_ms, rate_mbit=rate_mbit, name=name)
+    return url_through(own, listen), (tp, name)
+
+
+def run_endpoints(a):
+    """The WAN part's master: per mode an executor whose workers are on ``--endpoints``; its start, a no-op task's
+    round trip, then the farm at every granularity (``farm``), and how the tasks were split between the workers."""
+    from mpiws.futures import MPIPoolExecutor
+
+    urls = [u.strip() for u in a.endpoints.split(",") if u.strip()]
+    modes = [m for m in a.modes.split(",") if m]
+    for m in modes:
+        if m not in MODES:
+            raise SystemExit("unknown mode %r (have %s)" % (m, ", ".join(MODES)))
+    skip = {tuple(x.split(":")) for x in a.skip.split(",") if x}
+    xs = values(a.values)
+    grains = [g for g in a.grains if g <= a.values]
+    advertise, link = None, None
+    if a.toxiproxy:
+        advertise, link = master_link(a.toxiproxy, a.link_latency, a.link_rate)
+        log("the workers reach this process at %s (a link of %d ms, %s Mbit/s)" % (advertise, a.link_latency, a.link_rate))
+    ms, split = [], {}
+    try:
+        for mode in modes:
+            t0 = time.perf_counter()
+            ex = MPIPoolExecutor(endpoints=urls, advertise=advertise, **MODES[mode])
+            pool = ExecutorPool(ex)
+            try:
+                ex.bootup(wait=True)
+                pool.map(work, [(array("d", [0.5] * 20), a.iters)] * (4 * len(urls)))  # every worker up and warm
+                startup = time.perf_counter() - t0
+                # each endpoint starts a spare process for its next instance as this one starts: on a shared host
+                # it takes CPU from the workers for about half a second
+                time.sleep(a.settle)
+                ms.append({"kind": "startup", "key": mode, "mode": mode, "size": 0, "t": startup})
+                rtts = []
+                for i in range(a.rtt_samples):
+                    t1 = time.perf_counter()
+                    assert ex.submit(noop, i).result() == i
+                    rtts.append(time.perf_counter() - t1)
+                rtt = common.median(rtts)
+                ms.append({"kind": "rtt", "key": mode, "mode": mode, "size": 0, "t": rtt})
+                log("%s: %d workers on endpoints up in %.2fs; a no-op task's round trip %.1f ms"
+                    % (mode, len(urls), startup, rtt * 1e3))
+                for g in grains:
+                    if (mode, str(g)) in skip:
+                        continue
+                    before = {s["worker"]: s["tasks"] for s in ex.worker_stats()}
+                    m = farm(pool, xs, g, a.iters)
+                    after = {s["worker"]: s["tasks"] for s in ex.worker_stats()}
+                    split["%s:%d" % (mode, g)] = [after[k] - before.get(k, 0) for k in sorted(after, key=str)]
+                    m.update(key="%s:%d" % (mode, g), mode=mode)
+                    ms.append(m)
+                    log("%s g=%d: %d tasks in %.3fs (per worker %s)"
+                        % (mode, g, m["tasks"], m["t"], split["%s:%d" % (mode, g)]))
+            finally:
+                t1 = time.perf_counter()
+                pool.close()
+                ms.append({"kind": "shutdown", "key": mode, "mode": mode, "size": 0, "t": time.perf_counter() - t1})
+    finally:
+        if link:
+            try:
+                link[0].remove(link[1])
+            except Exception:  # noqa: BLE001 - the driver's server goes with its links anyway
+                pass
+    common.emit({"impl": "mpiws-endpoints", "workers": len(urls), "values": a.values, "iters": a.iters,
+                 "grains": grains, "modes": modes, "measurements": ms, "split": split, "advertise": advertise,
+                 "versions": versions("mpiws")})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--impl", required=True, choices=IMPLS)
@@ -354,12 +452,26 @@ def main():
     ap.add_argument("--idle", type=float, default=1.0, help="seconds of idle traffic measured first")
     ap.add_argument("--ready-file")
     ap.add_argument("--go-file")
+    ap.add_argument("--endpoints", default=None, help="the WAN part's master: workers on these endpoints (comma-separated "
+                    "URLs, one worker each; see the module's docstring)")
+    ap.add_argument("--modes", default="default,one", help="with --endpoints: the farm settings to run, in this order "
+                    "(%s)" % ", ".join("%s: %s" % (k, v) for k, v in MODES.items()))
+    ap.add_argument("--skip", default="", help="with --endpoints: MODE:G pairs to leave out (comma-separated)")
+    ap.add_argument("--toxiproxy", default=None, help="with --endpoints: a Toxiproxy API URL; the workers reach this "
+                    "process's endpoint through a link of it (--link-latency, --link-rate)")
+    ap.add_argument("--link-latency", type=int, default=0, help="one-way latency of that link, ms")
+    ap.add_argument("--link-rate", type=float, default=None, help="rate of that link, Mbit/s each way")
+    ap.add_argument("--rtt-samples", type=int, default=8, help="with --endpoints: no-op tasks timed one by one per mode")
+    ap.add_argument("--settle", type=float, default=1.0, help="with --endpoints: seconds to wait once the workers are up "
+                    "(the endpoints start their spare processes then)")
     a = ap.parse_args()
     a.values = a.values or (QUICK_VALUES if a.quick else FULL_VALUES)
     a.grains = [int(x) for x in a.grains.split(",")] if a.grains else (QUICK_GRAINS if a.quick else FULL_GRAINS)
     a.tiny_seconds = a.tiny_seconds or (0.5 if a.quick else 1.0)
     a.wire_sizes = [int(x) for x in a.wire_sizes.split(",")]
-    if a.wire:
+    if a.endpoints:
+        run_endpoints(a)
+    elif a.wire:
         run_wire(a)
     else:
         run_farm(a)

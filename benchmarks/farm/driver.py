@@ -3,11 +3,16 @@ concurrent.futures' ProcessPool, Dask and Ray, alternating; completion time agai
 throughput, bytes on the wire per message; tables, JSON, CSV, plots.
 
 Entry point: benchmarks/farm/run [--quick] [--out DIR] [--workers 1,2,4,8] [--rounds R] [--impls a,b]
+             benchmarks/farm/run --wan [--quick]   (the WAN part alone: wan_farm.py)
 
 Every implementation runs the same program (bench.py) with its own pool of W workers, started by the pool
 itself: one launch per implementation and worker count, alternating implementations in rounds; the driver
 keeps the median over rounds. A last part captures the loopback traffic of one task at a time (wire.py) to
 give the bytes on the wire of a task message and of a result message against the payload.
+
+The WAN part (``--wan``: instead of the rest; ``--with-wan`` or MPIWS_BENCH_FARM_WAN=1: after it, its tables
+appended to table.md for ``mpiws bench``): mpiws.futures with workers on endpoints behind emulated links
+(wan_farm.py); never run otherwise.
 """
 import os
 import subprocess
@@ -97,6 +102,16 @@ def parse(argv):
                     help="worker count of the targets table (default: the number of cores, or the nearest measured)")
     ap.add_argument("--no-wire", action="store_true", help="leave out the bytes-on-the-wire part")
     ap.add_argument("--wire-tasks", type=int, default=None, help="tasks per payload size in the wire part (default 200, quick 50)")
+    ap.add_argument("--wan", action="store_true",
+                    help="the WAN part instead: workers on endpoints behind Toxiproxy links, the default farm against "
+                         "one task at a time (wan_farm.py; writes wan-table.md, wan-*.csv, wan-results.json, "
+                         "wan-completion.png; --values default 1000, --grains 1,10,100,1000, --workers 2, --rounds "
+                         "default 3, quick 1, --max-point-seconds default 60)")
+    ap.add_argument("--with-wan", action="store_true",
+                    help="the suite, then the WAN part with its defaults (also MPIWS_BENCH_FARM_WAN=1, for "
+                         "`mpiws bench farm`); its tables are appended to table.md")
+    ap.add_argument("--latencies", default=None, help="WAN part: one-way link latencies, ms (default 10,50; quick 10)")
+    ap.add_argument("--rate", type=float, default=None, help="WAN part: link rate each way, Mbit/s (default 100)")
     return ap.parse_args(argv)
 
 
@@ -133,10 +148,39 @@ def calibrate(iters):
     return best
 
 
+def command_line(argv):
+    return " ".join((["PYTHONPATH=" + os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+                    + ["benchmarks/farm/run"] + (argv if argv is not None else sys.argv[1:]))
+
+
+def run_wan(a, argv):
+    """The WAN part (wan_farm.py): (exit status, its report's text)."""
+    import wan_farm
+
+    return wan_farm.main(a, command_line(argv), calibrate, futures_provenance)
+
+
 def main(argv=None):
+    a = parse(argv)
+    if a.wan:
+        return run_wan(a, argv)[0]
+    rc = main_local(a, argv)
+    if a.with_wan or os.environ.get("MPIWS_BENCH_FARM_WAN", "") not in ("", "0"):
+        import argparse
+
+        # the WAN part's own defaults: the suite's --values/--grains/--workers/--max-point-seconds are not its
+        w = argparse.Namespace(**dict(vars(a), values=None, grains=None, workers=None, max_point_seconds=None))
+        wrc, text = run_wan(w, argv)
+        if text:
+            with open(Path(a.out) / "table.md", "a") as f:
+                f.write("\n" + text)
+        rc = rc or wrc
+    return rc
+
+
+def main_local(a, argv):
     import bench
 
-    a = parse(argv)
     rounds = a.rounds or (2 if a.quick else 3)
     workers = [int(x) for x in (a.workers or ("2" if a.quick else "1,2,4,8")).split(",")]
     values = a.values or (4000 if a.quick else 10000)
@@ -193,8 +237,7 @@ def main(argv=None):
                 started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
                 seconds=round(time.time() - started, 1), machine=machine,
                 wire=wire_res, wire_skipped=wire_why,
-                command=" ".join((["PYTHONPATH=" + os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-                                 + ["benchmarks/farm/run"] + (argv if argv is not None else sys.argv[1:])))
+                command=command_line(argv))
     out = common.save("farm", a.out, meta, merged, raw, failures, report(meta, merged, failures),
                       None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)))
     try:  # the tables as CSV too (``mpiws bench`` does the same for every suite)

@@ -23,6 +23,7 @@ have its file.
 """
 
 import collections
+import json
 import secrets
 import threading
 
@@ -59,6 +60,14 @@ class Link:
         self.instance = instance
         _, inter, inter_local = sides(instance, 1)
         self.comm = _make(inter, inter_local)
+
+    def failure(self):
+        """What the worker instance reported when it failed (or "")."""
+        try:
+            err = json.loads(self.client.status(1, 2.0)).get("error") or {}
+        except Exception:  # noqa: BLE001 - an endpoint gone cannot say
+            return ""
+        return f" (the worker: {err.get('name')}: {err.get('message')})" if err else ""
 
     def cancel(self):
         """End the worker instance (a task it runs is abandoned)."""
@@ -110,7 +119,11 @@ class Workers:
         """Connect a worker on the endpoint at ``url`` (blocks until it is
         ready); returns its key in ``worker_stats``."""
         link = Link(url, self.key, self.service, self.advertise)
-        comm = self._ready(link.comm, ship_main=True)
+        try:
+            comm = self._ready(link.comm, ship_main=True)
+        except Exception as exc:
+            link.instance.finish("null")
+            raise RuntimeError(f"{exc}{link.failure()}") from exc
         with self.lock:
             n = sum(1 for _, ranks in self.comms for k in ranks if k == link.url or str(k).startswith(link.url + " #"))
         key = link.url if n == 0 else f"{link.url} #{n + 1}"
@@ -140,6 +153,8 @@ class Workers:
             comms = list(self.comms)
         for comm, ranks in comms:
             futures.client_stop(comm, {rank for key, rank in ranks.items() if key in lost})
+        for link in self.links.values():  # this side's instance of each worker's domain ends too
+            link.instance.finish("null")
 
 
 def manage(pool, options):

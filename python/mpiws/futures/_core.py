@@ -802,7 +802,8 @@ def server_stop(comm):
 MAIN_RUN_NAME = "__worker__"
 
 
-def import_main(mod_name, mod_path, init_globals, run_name):
+def import_main(mod_name, mod_path, init_globals, run_name, source=None):
+    # mpiws: ``source``, the program's text, runs in place of a path this machine may lack.
     import runpy
     import types
 
@@ -823,7 +824,10 @@ def import_main(mod_name, mod_path, init_globals, run_name):
     main_module = sys.modules["__main__"]
     try:
         sys.modules["__main__"] = sys.modules[run_name] = module
-        if mod_name:  # pragma: no cover
+        if source is not None:
+            module.__file__ = mod_path
+            exec(compile(source, mod_path or "<main>", "exec"), module.__dict__)  # noqa: S102 - the client's code, by design
+        elif mod_name:  # pragma: no cover
             runpy.run_module(mod_name, run_name=run_name, alter_sys=True)
         elif mod_path:  # pragma: no branch
             safe_path = getattr(sys.flags, "safe_path", sys.flags.isolated)
@@ -877,17 +881,8 @@ def _sync_set_data(data):
     mod_name = data.pop("@main:mod_name", None)
     mod_path = data.pop("@main:mod_path", None)
     mod_glbs = data.pop("globals", None)
-    mod_source = data.pop("@main:source", None)
-    if mod_source is not None:  # mpiws: run the program's source, not a path this machine may lack
-        import types  # noqa: PLC0415
-
-        module = types.ModuleType(MAIN_RUN_NAME)
-        module.__dict__.update(mod_glbs or {})
-        module.__name__, module.__file__ = MAIN_RUN_NAME, mod_path
-        sys.modules["__main__"] = sys.modules[MAIN_RUN_NAME] = module
-        exec(compile(mod_source, mod_path or "<main>", "exec"), module.__dict__)  # noqa: S102 - the client's code, by design
-    else:
-        import_main(mod_name, mod_path, mod_glbs, MAIN_RUN_NAME)
+    mod_source = data.pop("@main:source", None)  # mpiws: shipped to a worker on an endpoint
+    import_main(mod_name, mod_path, mod_glbs, MAIN_RUN_NAME, mod_source)
 
     return data
 

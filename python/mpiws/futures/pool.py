@@ -1,7 +1,7 @@
 # Adapted from mpi4py (https://github.com/mpi4py/mpi4py), src/mpi4py/futures/pool.py
 # at commit 7c8dac2c58203a4d538961c6524e3940b04a42dc (2026-08-22, version 4.2.0.dev0).
 # Changes for mpiws: imports are mpiws's (``from .. import MPI`` is mpiws.MPI; ``..run`` is ._run);
-# map/starmap take ``progress=``; ``worker_stats()``.
+# map/starmap take ``progress=`` (both through ``_starmap``); endpoint workers; ``worker_stats()``.
 #
 # mpi4py's licence:
 #
@@ -208,10 +208,9 @@ class MPIPoolExecutor(_base.Executor):
             Exception: If ``fn(*args)`` raises for any values.
 
         """
-        total = _progress.total_of(*iterables) if progress else None
-        return self.starmap(
+        return self._starmap(
             fn, zip(*iterables), timeout, chunksize, buffersize, unordered,
-            progress=(progress, total) if progress else None,
+            progress, lambda: _progress.total_of(*iterables),
         )
 
     def starmap(
@@ -250,6 +249,15 @@ class MPIPoolExecutor(_base.Executor):
             Exception: If ``fn(*args)`` raises for any values.
 
         """
+        return self._starmap(
+            fn, iterable, timeout, chunksize, buffersize, unordered,
+            progress, lambda: _progress.total_of(iterable),
+        )
+
+    def _starmap(
+        self, fn, iterable, timeout, chunksize, buffersize, unordered, progress, total
+    ):
+        # mpiws: map and starmap in one; ``total()`` counts the calls for the bar.
         # pylint: disable=too-many-arguments,too-many-positional-arguments
         if chunksize < 1:
             raise ValueError("chunksize must be >= 1.")
@@ -260,9 +268,7 @@ class MPIPoolExecutor(_base.Executor):
                 raise ValueError("buffersize must be None or > 0")
             if unordered:
                 raise ValueError("buffersize must be None if unordered")
-        # mpiws: map passes (progress, total); starmap's own callers a bool or a class.
-        spec, total = progress if isinstance(progress, tuple) else (progress, _progress.total_of(iterable))
-        bar = _progress.bar(spec, total)
+        bar = _progress.bar(progress, total())
         if chunksize == 1:
             return _starmap_helper(
                 self,

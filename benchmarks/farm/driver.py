@@ -10,7 +10,7 @@ itself: one launch per implementation and worker count, alternating implementati
 keeps the median over rounds. A last part captures the loopback traffic of one task at a time (wire.py) to
 give the bytes on the wire of a task message and of a result message against the payload.
 
-The WAN part (``--wan``: instead of the rest; ``--with-wan`` or MPIWS_BENCH_FARM_WAN=1: after it, its tables
+The WAN part (``--wan``: instead of the rest; ``--with-wan``, which ``mpiws bench farm --wan`` passes: after it, its tables
 appended to table.md for ``mpiws bench``): mpiws.futures with workers on endpoints behind emulated links
 (wan_farm.py); never run otherwise.
 """
@@ -108,8 +108,8 @@ def parse(argv):
                          "wan-completion.png; --values default 1000, --grains 1,10,100,1000, --workers 2, --rounds "
                          "default 3, quick 1, --max-point-seconds default 60)")
     ap.add_argument("--with-wan", action="store_true",
-                    help="the suite, then the WAN part with its defaults (also MPIWS_BENCH_FARM_WAN=1, for "
-                         "`mpiws bench farm`); its tables are appended to table.md")
+                    help="the suite, then the WAN part with its defaults (what `mpiws bench farm --wan` "
+                         "runs); its tables are appended to table.md")
     ap.add_argument("--latencies", default=None, help="WAN part: one-way link latencies, ms (default 10,50; quick 10)")
     ap.add_argument("--rate", type=float, default=None, help="WAN part: link rate each way, Mbit/s (default 100)")
     return ap.parse_args(argv)
@@ -165,7 +165,7 @@ def main(argv=None):
     if a.wan:
         return run_wan(a, argv)[0]
     rc = main_local(a, argv)
-    if a.with_wan or os.environ.get("MPIWS_BENCH_FARM_WAN", "") not in ("", "0"):
+    if a.with_wan:
         import argparse
 
         # the WAN part's own defaults: the suite's --values/--grains/--workers/--max-point-seconds are not its

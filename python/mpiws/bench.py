@@ -20,6 +20,8 @@ from pathlib import Path
 # suite -> whether it takes --ranks
 SUITES = {"pingpong": False, "collectives": True, "overlap": False, "rma": True, "apps": True, "wan": False,
           "farm": True}
+# suite -> its flag for the part behind emulated wide-area links that ``--wan`` adds
+WAN_PARTS = {"farm": "--with-wan"}
 
 
 def benchmarks_dir():
@@ -43,7 +45,7 @@ def default_out(bench):
     return Path.cwd() / "mpiws-bench"
 
 
-def run_bench(suites, quick=False, ranks=None, out=None, rounds=None):
+def run_bench(suites, quick=False, ranks=None, out=None, rounds=None, wan=False):
     bench = benchmarks_dir()
     suites = suites or list(SUITES)
     for s in suites:
@@ -58,6 +60,7 @@ def run_bench(suites, quick=False, ranks=None, out=None, rounds=None):
         cmd += ["--quick"] if quick else []
         cmd += ["--ranks", ranks] if ranks and SUITES[suite] else []
         cmd += ["--rounds", str(rounds)] if rounds else []
+        cmd += [WAN_PARTS[suite]] if wan and suite in WAN_PARTS else []
         print("mpiws bench: [%d/%d] %s (%.0f s so far)" % (i, len(suites), suite, time.time() - started),
               file=sys.stderr, flush=True)
         # The suites' progress goes to stderr as they run; their tables to table.md.
@@ -67,7 +70,7 @@ def run_bench(suites, quick=False, ranks=None, out=None, rounds=None):
             print("mpiws bench: %s exited %d" % (suite, p.returncode), file=sys.stderr, flush=True)
         if (out / suite / "table.md").exists():
             tables_to_csv(out / suite / "table.md")
-    argv = ["mpiws", "bench"] + suites + (["--quick"] if quick else []) + (["--ranks", ranks] if ranks else [])
+    argv = ["mpiws", "bench"] + suites + (["--quick"] if quick else []) + (["--ranks", ranks] if ranks else []) + (["--wan"] if wan else [])
     report = write_report(out, suites, argv, time.time() - started)
     print("mpiws bench: wrote %s (and per suite: results.json, table.md, *.csv, *.png) in %.0f s"
           % (report, time.time() - started), file=sys.stderr, flush=True)

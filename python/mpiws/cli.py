@@ -243,7 +243,7 @@ def _key(a):
 def _bench(a):
     from .bench import run_bench
 
-    return run_bench(a.suites, quick=a.quick, ranks=a.ranks, out=a.out, rounds=a.rounds)
+    return run_bench(a.suites, quick=a.quick, ranks=a.ranks, out=a.out, rounds=a.rounds, wan=a.wan)
 
 
 def main(argv=None):
@@ -360,6 +360,8 @@ def main(argv=None):
     b.add_argument("--quick", action="store_true", help="a few minutes in all (what CI runs)")
     b.add_argument("--ranks", help="comma-separated rank counts, for the suites that vary them (farm: worker counts)")
     b.add_argument("--rounds", type=int, help="alternating rounds per measurement")
+    b.add_argument("--wan", action="store_true", help="also the suites' parts behind emulated wide-area links "
+                   "(Toxiproxy; farm: endpoint workers)")
     b.add_argument("--out", help="output directory (default benchmarks/results/bench in a checkout, else ./mpiws-bench)")
     b.set_defaults(func=_bench)
 

@@ -1,5 +1,5 @@
 """The ``mpiws`` command line: ``serve`` an endpoint, ``run`` a domain, ``bench`` against MPI,
-and use deployed programs: ``usage``, ``call``, ``spawn``, ``job``."""
+use deployed programs: ``usage``, ``call``, ``spawn``, ``job``, and run workflows: ``workflow``."""
 
 import argparse
 import json
@@ -364,6 +364,10 @@ def main(argv=None):
                    "(Toxiproxy; farm: endpoint workers)")
     b.add_argument("--out", help="output directory (default benchmarks/results/bench in a checkout, else ./mpiws-bench)")
     b.set_defaults(func=_bench)
+
+    from .workflow.command import add_parser as add_workflow
+
+    add_workflow(sub)
 
     # An endpoint is a client too: of its https peers, and of https job inputs.
     for client in (s, u, c, sp, j, r):

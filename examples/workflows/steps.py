@@ -1,0 +1,52 @@
+"""Step functions for the example workflows (``@step`` makes each a service).
+
+Deploy them on an endpoint with ``mpiws serve --service echo=examples.workflows.steps:echo ...``,
+or name them as ``steps:echo`` in a workflow file to run them on the run's
+own endpoint.
+"""
+
+from mpiws.workflow import step
+
+
+@step
+def echo(data):
+    """Its input, unchanged (the original chain experiment's service)."""
+    return data
+
+
+@step
+def square(x):
+    return x * x
+
+
+@step
+def add(a, b):
+    return a + b
+
+
+@step
+def total(values):
+    """The sum of a list (a scatter's gathered outputs, or several sources merged)."""
+    return sum(values)
+
+
+@step
+def stats(values):
+    """Two outputs: a dict by name."""
+    return {"count": len(values), "mean": sum(values) / len(values) if values else 0.0}
+
+
+@step
+def upper(text):
+    return text.upper()
+
+
+@step
+def fail(x):
+    raise ValueError(f"this step fails on purpose (given {x!r})")
+
+
+@step
+def upper_bytes(text):
+    """A file's bytes in upper case (a service between two programs)."""
+    return bytes(text).upper()

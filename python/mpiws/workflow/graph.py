@@ -1,0 +1,73 @@
+"""A picture of a workflow: its graph in Graphviz's DOT (pure code), drawn as
+SVG or PNG by Graphviz's ``dot`` when it is installed. After a run, each
+step shows its state, time and bytes, coloured by state."""
+
+import shutil
+import subprocess
+
+COLOURS = {"done": "#c8e6c9", "failed": "#ffcdd2", "cancelled": "#eeeeee", "running": "#fff9c4", "waiting": "#ffffff"}
+
+
+def _q(text):
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dot(wf, record=None):
+    """The DOT text of ``wf`` (with the states of ``record``, a run record, if given)."""
+    from .record import human
+    from .spec import Literal
+
+    lines = [f"digraph {_q(wf.name)} {{", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
+    for name in wf.inputs:
+        lines.append(f"  {_q('in:' + name)} [label={_q(name)}, shape=ellipse, style=dashed];")
+    for name, s in wf.steps.items():
+        label = [name, f"{s.kind} {s.target}" if len(s.target) < 40 else s.kind]
+        if s.scatter:
+            label.append("scatter " + ", ".join(s.scatter))
+        if s.endpoint:
+            label.append(s.endpoint)
+        fill = "#ffffff"
+        if record:
+            r = record["steps"].get(name, {})
+            fill = COLOURS.get(r.get("state"), fill)
+            info = [r.get("state", "")]
+            if r.get("started") is not None and r.get("ended") is not None:
+                info.append(f"{r['ended'] - r['started']:.3f} s")
+            if r.get("bytes_in") or r.get("bytes_out"):
+                info.append(f"{human(r['bytes_in'])} in, {human(r['bytes_out'])} out")
+            label.append(", ".join(i for i in info if i))
+        shape = "box" if s.kind == "service" else "component"
+        lines.append(f"  {_q(name)} [label={_q(chr(10).join(label))}, shape={shape}, style=filled, fillcolor={_q(fill)}];")
+    for name in wf.outputs:
+        lines.append(f"  {_q('out:' + name)} [label={_q(name)}, shape=ellipse, style=bold];")
+    for name, s in wf.steps.items():
+        for iname, v in s.inputs.items():
+            if isinstance(v, Literal):
+                continue
+            for src in v if isinstance(v, list) else [v]:
+                tail = _q("in:" + src.name) if src.step is None else _q(src.step)
+                label = iname if src.step is None or src.name == iname else f"{src.name} -> {iname}"
+                lines.append(f"  {tail} -> {_q(name)} [label={_q(label)}];")
+    for name, src in wf.outputs.items():
+        tail = _q("in:" + src.name) if src.step is None else _q(src.step)
+        lines.append(f"  {tail} -> {_q('out:' + name)} [label={_q(src.name)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def draw(wf, path, record=None):
+    """Write the picture to ``path``: .dot as text; .svg or .png drawn by Graphviz (``dot``)."""
+    text = dot(wf, record)
+    fmt = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    if fmt == "dot":
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+    if fmt not in ("svg", "png"):
+        raise ValueError(f"a workflow picture is .svg, .png or .dot, not {path!r}")
+    exe = shutil.which("dot")
+    if exe is None:
+        raise RuntimeError("drawing a workflow needs Graphviz's dot (apt-get install graphviz; "
+                           "or ask for a .dot file)")
+    subprocess.run([exe, f"-T{fmt}", "-o", path], input=text.encode(), check=True, capture_output=True)
+    return path

@@ -1,0 +1,124 @@
+"""Program steps: jobs of deployed programs (``mpiws.jobs``).
+
+A job's inputs are values, files the client names (uploaded), or other
+jobs' output files *by reference*: the job's endpoint pulls them from the
+producing endpoint itself (or, on the same endpoint, copies them from
+disk), so files never pass through the manager. An output is kept as a
+``Ref`` until someone needs its value: a service step (the manager relays
+it: a program's files are not messages), or the client, at the end.
+"""
+
+import os
+import tempfile
+
+from ..jobs import File, Program, download
+from .domain import StepFailed, tail
+from .values import LocalFile, Ref
+
+#: Bytes given to a job inline (base64 in its spawn request) at most; larger ones are uploaded as a file.
+INLINE_MAX = 64 * 1024
+
+
+class Jobs:
+    """Starting and finishing the jobs of a run's program steps."""
+
+    def __init__(self, key=None, scratch=None):
+        self.key = key
+        self.scratch = scratch or tempfile.mkdtemp(prefix="mpiws-wf-")
+        self._types = {}
+        self.live = set()  # jobs started and not yet finished: killed if the run fails
+
+    def spawn(self, url, name, inputs):
+        """A job of program ``name`` on endpoint ``url`` with ``inputs`` (name -> value, LocalFile or Ref)."""
+        program = Program(f"{url}/programs/{name}", key=self.key)
+        job = program.spawn(**{k: self._input(v) for k, v in inputs.items()})
+        self.live.add(job)
+        return job
+
+    def _input(self, v):
+        if isinstance(v, Ref):
+            return File(v.url)
+        if isinstance(v, LocalFile):
+            return File(v.path)
+        if isinstance(v, (bytes, bytearray)) and len(v) > INLINE_MAX:
+            fd, path = tempfile.mkstemp(dir=self.scratch)
+            with os.fdopen(fd, "wb") as f:
+                f.write(v)
+            return File(path)
+        if isinstance(v, (list, tuple, dict)):
+            raise TypeError("a program's parameter takes one value or file, not a list (scatter over it instead)")
+        return v
+
+    def finish(self, step, job):
+        """Wait for ``job``; its outputs by reference ({name: Ref}), or StepFailed with its stderr's tail."""
+        status = job.wait()
+        self.live.discard(job)
+        results = job.results(by="reference")
+        if status["state"] != "done" or status.get("exit_code") not in (0, None):
+            why = "killed" if status["state"] == "killed" else status.get("error") or f"exit code {status.get('exit_code')}"
+            raise StepFailed(step, f"{why} (job {job.url})", tail(self._text(results.get("stderr"))))
+        return {name: (Ref(r["url"], r.get("size", -1)) if r else None) for name, r in results["outputs"].items()}
+
+    def _text(self, entry):
+        if not entry:
+            return ""
+        path = os.path.join(self.scratch, "stderr-" + os.path.basename(entry["url"].rstrip("/")))
+        try:
+            download(entry["url"], path)
+            with open(path, "rb") as f:
+                return f.read()[-16384:].decode(errors="replace")
+        except Exception:  # noqa: BLE001 - its stderr is a courtesy
+            return ""
+
+    def value(self, ref, kind):
+        """A job output's value for a service or the client: ``kind`` is the template's type
+        (int, float: a number; string, xml: text; binary: bytes)."""
+        if isinstance(ref, list):
+            return [self.value(r, kind) for r in ref]
+        if not isinstance(ref, Ref):
+            return ref
+        data = self.fetch(ref)
+        if kind == "int":
+            return int(data.decode().strip())
+        if kind == "float":
+            return float(data.decode().strip())
+        if kind in ("string", "xml"):
+            return data.decode(errors="replace")
+        return data
+
+    def fetch(self, ref):
+        fd, path = tempfile.mkstemp(dir=self.scratch)
+        os.close(fd)
+        try:
+            download(ref.url, path)
+            with open(path, "rb") as f:
+                return f.read()
+        finally:
+            os.unlink(path)
+
+    def relay(self, ref):
+        """A job output through the client (the mediated form): downloaded here, uploaded again by the next job."""
+        if isinstance(ref, list):
+            return [self.relay(r) for r in ref]
+        if not isinstance(ref, Ref):
+            return ref
+        fd, path = tempfile.mkstemp(dir=self.scratch)
+        os.close(fd)
+        download(ref.url, path)
+        return LocalFile(path)
+
+    def types(self, url, name):
+        """Output name -> template type of program ``name`` on ``url`` (asked once)."""
+        if (url, name) not in self._types:
+            usage = Program(f"{url}/programs/{name}", key=self.key).usage()
+            self._types[(url, name)] = {p["name"]: p["type"] for p in usage["parameters"]
+                                        if p["direction"] in ("out", "in_out")}
+        return self._types[(url, name)]
+
+    def kill_all(self):
+        for job in list(self.live):
+            try:
+                job.kill()
+            except Exception:  # noqa: BLE001 - ended already
+                pass
+

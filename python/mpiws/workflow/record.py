@@ -1,0 +1,116 @@
+"""What a run did: live progress per step (stderr) and the run record (JSON).
+
+A step's *unit* is one service instance or one job (a scattered step has
+one per element). The record says per step: kind, endpoint, state, when it
+started and ended, bytes in and out, its units; per run: the mode, the
+bytes that passed through the manager, the outputs (files with checksums).
+"""
+
+import json
+import sys
+import threading
+import time
+
+FINAL = ("done", "failed", "cancelled", "skipped")
+
+
+def human(n):
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000.0
+    return str(n)
+
+
+class Record:
+    def __init__(self, wf, mode, progress=True, stream=None):
+        self.wf, self.mode = wf, mode
+        self.started = time.time()
+        self._t0 = time.monotonic()
+        self.progress = progress
+        self.stream = stream or sys.stderr
+        self.lock = threading.Lock()
+        self.manager_bytes = 0  # intermediate data the manager received or sent (not inputs, not outputs)
+        self.steps = {name: {"kind": s.kind, "endpoint": s.endpoint or "local", "state": "waiting", "units": {},
+                             "started": None, "ended": None, "bytes_in": 0, "bytes_out": 0}
+                      for name, s in wf.steps.items()}
+        self.outputs = None
+        self.error = None
+
+    def now(self):
+        return time.monotonic() - self._t0
+
+    def unit(self, step, index, state, **info):
+        """Unit ``index`` of ``step`` is now in ``state`` (with what it reported: bytes, times, a job URL)."""
+        with self.lock:
+            s = self.steps[step]
+            u = s["units"].setdefault(str(index), {"state": "waiting"})
+            if u["state"] in FINAL or u["state"] == state and not info:
+                return
+            u.update(info, state=state)
+            if state == "running" and u.get("started") is None:
+                u["started"] = round(self.now(), 4)
+            if state in FINAL:
+                u["ended"] = round(self.now(), 4)
+            before = s["state"]
+            self._roll_up(s)
+            changed = s["state"] != before
+        if changed and self.progress:
+            self._print(step)
+
+    def expect(self, step, n):
+        """``step`` will have ``n`` units (a scatter over n elements); none: it is done at once."""
+        with self.lock:
+            s = self.steps[step]
+            s["width"] = n
+            if n == 0:
+                s["state"], s["started"], s["ended"] = "done", round(self.now(), 4), round(self.now(), 4)
+
+    def _roll_up(self, s):
+        units = list(s["units"].values())
+        states = [u["state"] for u in units]
+        width = s.get("width", 1)
+        s["bytes_in"] = sum(u.get("bytes_in", 0) for u in units)
+        s["bytes_out"] = sum(u.get("bytes_out", 0) for u in units)
+        starts = [u["started"] for u in units if u.get("started") is not None]
+        s["started"] = min(starts) if starts else s["started"]
+        if "failed" in states:
+            s["state"] = "failed"
+        elif len(units) >= width and all(x == "done" for x in states):
+            s["state"] = "done"
+        elif states and all(x in FINAL for x in states) and len(units) >= width:
+            s["state"] = "cancelled"
+        elif "running" in states or "done" in states:
+            s["state"] = "running"
+        if s["state"] in FINAL:
+            s["ended"] = max((u.get("ended") or 0) for u in units) if units else round(self.now(), 4)
+
+    def cancel_rest(self):
+        """Every step not ended is cancelled (after a failure)."""
+        with self.lock:
+            for s in self.steps.values():
+                if s["state"] not in FINAL:
+                    s["state"], s["ended"] = "cancelled", round(self.now(), 4)
+                    for u in s["units"].values():
+                        if u["state"] not in FINAL:
+                            u["state"] = "cancelled"
+
+    def _print(self, step):
+        s = self.steps[step]
+        moved = ""
+        if s["bytes_in"] or s["bytes_out"]:
+            moved = f", {human(s['bytes_in'])} in, {human(s['bytes_out'])} out"
+        took = f" in {s['ended'] - s['started']:.3f} s" if s["state"] in FINAL and s["started"] is not None else ""
+        width = f" x{s['width']}" if s.get("width", 1) != 1 else ""
+        print(f"[{self.now():8.3f} s] {step}{width}: {s['state']}{took}{moved}", file=self.stream, flush=True)
+
+    def as_json(self):
+        return {"workflow": self.wf.name, "file": self.wf.path, "mode": self.mode, "started": self.started,
+                "seconds": round(self.now(), 4), "state": "failed" if self.error else "done",
+                "error": self.error, "manager_bytes": self.manager_bytes, "steps": self.steps,
+                "outputs": self.outputs}
+
+    def write(self, path):
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.as_json(), f, indent=2)
+            f.write("\n")

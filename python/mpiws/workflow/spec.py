@@ -1,0 +1,292 @@
+"""The workflow file: a small YAML format, read and checked here (pure code).
+
+::
+
+    name: chain
+    inputs:                       # what the client gives: NAME: TYPE, or NAME: {type: TYPE, default: VALUE}
+      message: bytes
+    endpoints:                    # optional: names for endpoint URLs
+      east: https://east.example.org:8001
+    steps:
+      first:
+        service: steps:echo       # no endpoint: deployed on a local endpoint started for the run
+        in: {data: message}       # input <- a workflow input, STEP/OUTPUT, a list of those, or {value: V}
+        out: [data]
+      second:
+        service: echo             # a service deployed on the endpoint named (or a URL)
+        endpoint: east
+        in: {data: first/data}
+        out: [data]
+    outputs:
+      result: second/data
+
+A step runs a **service** (a function made a step with ``mpiws.workflow.step``)
+or a **program** (a deployed one-line template, or, on the local endpoint,
+the template itself). ``scatter: NAME`` (or a list, paired element by
+element) runs the step once per element of that input; its outputs are
+then lists. Types: ``any``, ``int``, ``float``, ``string``, ``boolean``,
+``bytes``, ``file``, and ``T[]`` for lists. docs/workflows.md is the
+reference.
+"""
+
+import os
+import re
+from dataclasses import dataclass, field
+
+#: Names of steps, inputs and outputs: what a template parameter may be called too.
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+TYPES = ("any", "int", "float", "string", "boolean", "bytes", "file")
+STEP_KEYS = {"service", "program", "endpoint", "in", "out", "scatter", "scatterMethod", "label"}
+TOP_KEYS = {"name", "inputs", "outputs", "endpoints", "steps", "doc"}
+
+
+class WorkflowError(ValueError):
+    """The workflow file, or the inputs given to it, are wrong: the message says where."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value comes from: a workflow input (``step`` None) or a step's output."""
+
+    step: object  # str or None
+    name: str
+
+    def __str__(self):
+        return self.name if self.step is None else f"{self.step}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Literal:
+    value: object
+
+
+@dataclass
+class Input:
+    type: str
+    default: object = None
+    has_default: bool = False
+
+    @property
+    def is_list(self):
+        return self.type.endswith("[]")
+
+    @property
+    def item(self):
+        return self.type[:-2] if self.is_list else self.type
+
+
+@dataclass
+class Step:
+    name: str
+    kind: str               # "service" or "program"
+    target: str             # service/program name on its endpoint, or module:function / a template, locally
+    endpoint: object        # URL, or None: the run's local endpoint
+    inputs: dict            # input name -> Source, Literal, or a list of Sources (merged into a list)
+    outputs: list
+    scatter: list = field(default_factory=list)
+
+    @property
+    def local(self):
+        return self.endpoint is None
+
+
+@dataclass
+class Workflow:
+    name: str
+    inputs: dict            # name -> Input
+    steps: dict             # name -> Step, in file order
+    outputs: dict           # name -> Source
+    path: str = ""
+
+    def order(self):
+        """Step names, each after the steps it takes inputs from."""
+        done, order = set(), []
+
+        def visit(name, trail):
+            if name in done:
+                return
+            if name in trail:
+                raise WorkflowError(f"steps form a cycle: {' -> '.join(trail[trail.index(name):] + [name])}")
+            for src in sources(self.steps[name]):
+                if src.step is not None:
+                    visit(src.step, trail + [name])
+            done.add(name)
+            order.append(name)
+
+        for name in self.steps:
+            visit(name, [])
+        return order
+
+    def consumers(self, step):
+        """(step, input) pairs that take an output of ``step``, and workflow outputs as (None, name)."""
+        found = [(s.name, i) for s in self.steps.values() for i, v in s.inputs.items()
+                 if any(src.step == step for src in _as_sources(v))]
+        return found + [(None, o) for o, src in self.outputs.items() if src.step == step]
+
+
+def _as_sources(v):
+    return v if isinstance(v, list) else [v] if isinstance(v, Source) else []
+
+
+def sources(step):
+    return [src for v in step.inputs.values() for src in _as_sources(v)]
+
+
+def load(path):
+    """Read and check a workflow file (YAML or JSON)."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - a dependency of mpiws
+        raise WorkflowError("reading workflow files needs PyYAML (pip install pyyaml)") from None
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        raise WorkflowError(f"{path}: {e}") from None
+    return parse(doc, path=os.fspath(path))
+
+
+def parse(doc, path=""):
+    """A workflow from its parsed document; every mistake is a WorkflowError naming its place."""
+    where = path or "workflow"
+    if not isinstance(doc, dict):
+        raise WorkflowError(f"{where}: a workflow is a mapping with steps:, not {type(doc).__name__}")
+    _unknown(doc, TOP_KEYS, where)
+    endpoints = doc.get("endpoints") or {}
+    if not isinstance(endpoints, dict) or not all(isinstance(u, str) and _is_url(u) for u in endpoints.values()):
+        raise WorkflowError(f"{where}: endpoints: maps names to http(s):// URLs")
+    inputs = {}
+    for name, t in (doc.get("inputs") or {}).items():
+        inputs[_name(name, f"{where}: inputs")] = _input(t, f"{where}: input {name}")
+    steps_doc = doc.get("steps")
+    if not isinstance(steps_doc, dict) or not steps_doc:
+        raise WorkflowError(f"{where}: steps: is a mapping of step names to steps, and there must be one")
+    steps = {}
+    for name, s in steps_doc.items():
+        steps[_name(name, f"{where}: steps")] = _step(name, s, endpoints, f"{where}: step {name}")
+    outputs = {}
+    for name, ref in (doc.get("outputs") or {}).items():
+        outputs[_name(name, f"{where}: outputs")] = _source(ref, f"{where}: output {name}")
+    wf = Workflow(str(doc.get("name") or os.path.splitext(os.path.basename(path))[0] or "workflow"),
+                  inputs, steps, outputs, path)
+    _check_references(wf, where)
+    wf.order()
+    return wf
+
+
+def _unknown(d, allowed, where):
+    extra = sorted(set(d) - allowed)
+    if extra:
+        raise WorkflowError(f"{where}: unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(str, extra))} "
+                            f"(allowed: {', '.join(sorted(allowed))})")
+
+
+def _name(name, where):
+    if not isinstance(name, str) or not NAME.match(name):
+        raise WorkflowError(f"{where}: {name!r} is not a name (letters, digits, _ . -; a letter or _ first)")
+    return name
+
+
+def _is_url(u):
+    return u.startswith(("http://", "https://"))
+
+
+def _type(t, where):
+    base = t[:-2] if isinstance(t, str) and t.endswith("[]") else t
+    if base not in TYPES:
+        raise WorkflowError(f"{where}: type {t!r} is not one of {', '.join(TYPES)} (or T[] for a list)")
+    return t
+
+
+def _input(t, where):
+    if isinstance(t, str):
+        return Input(_type(t, where))
+    if isinstance(t, dict):
+        _unknown(t, {"type", "default", "doc"}, where)
+        return Input(_type(t.get("type", "any"), where), t.get("default"), "default" in t)
+    raise WorkflowError(f"{where}: give a type, or {{type: T, default: V}}")
+
+
+def _source(ref, where):
+    if not isinstance(ref, str) or ref.count("/") > 1 or not ref.strip("/"):
+        raise WorkflowError(f"{where}: a source is an input name or STEP/OUTPUT, not {ref!r}")
+    step, sep, name = ref.partition("/")
+    return Source(step, name) if sep else Source(None, step)
+
+
+def _step(name, s, endpoints, where):
+    if not isinstance(s, dict):
+        raise WorkflowError(f"{where}: a step is a mapping (service: or program:, in:, out:)")
+    _unknown(s, STEP_KEYS, where)
+    kinds = [k for k in ("service", "program") if k in s]
+    if len(kinds) != 1:
+        raise WorkflowError(f"{where}: a step names exactly one service: or program:")
+    kind = kinds[0]
+    target = s[kind]
+    if not isinstance(target, str) or not target.strip():
+        raise WorkflowError(f"{where}: {kind}: is a name (or, locally, {'module:function' if kind == 'service' else 'a template'})")
+    on = s.get("endpoint")
+    if on is not None:
+        on = endpoints.get(on, on)
+        if not isinstance(on, str) or not _is_url(on):
+            raise WorkflowError(f"{where}: endpoint: {s.get('endpoint')!r} is neither a name under endpoints: "
+                                f"nor an http(s):// URL")
+        on = on.rstrip("/")
+    elif kind == "service" and not re.match(r"^[\w.]+:[\w]+$", target):
+        raise WorkflowError(f"{where}: a service without endpoint: runs on the run's local endpoint, so it is named as "
+                            f"module:function (the function made a step with mpiws.workflow.step), not {target!r}")
+    if on is not None and not NAME.match(target):
+        raise WorkflowError(f"{where}: {kind} {target!r} on an endpoint is the name it is deployed under")
+    ins = {}
+    for iname, v in (s.get("in") or {}).items():
+        iname = _name(iname, f"{where}: in")
+        if isinstance(v, dict):
+            _unknown(v, {"value"}, f"{where}: in {iname}")
+            ins[iname] = Literal(v.get("value"))
+        elif isinstance(v, list):
+            if not v:
+                raise WorkflowError(f"{where}: in {iname}: an empty list of sources")
+            ins[iname] = [_source(r, f"{where}: in {iname}") for r in v]
+        else:
+            ins[iname] = _source(v, f"{where}: in {iname}")
+    outs = s.get("out") or []
+    if isinstance(outs, str):
+        outs = [outs]
+    if not isinstance(outs, list):
+        raise WorkflowError(f"{where}: out: is a list of output names")
+    outs = [_name(o, f"{where}: out") for o in outs]
+    if len(set(outs)) != len(outs):
+        raise WorkflowError(f"{where}: out: names an output twice")
+    scatter = s.get("scatter") or []
+    scatter = [scatter] if isinstance(scatter, str) else scatter
+    for x in scatter:
+        if x not in ins:
+            raise WorkflowError(f"{where}: scatter: {x!r} is not one of its inputs")
+        if isinstance(ins[x], Literal):
+            raise WorkflowError(f"{where}: scatter: {x!r} is a fixed value; scatter over an input or a step's output")
+    method = s.get("scatterMethod", "dotproduct")
+    if method != "dotproduct":
+        raise WorkflowError(f"{where}: scatterMethod: only dotproduct (elements paired by position)")
+    return Step(name, kind, target.strip(), on, ins, outs, list(scatter))
+
+
+def _check_references(wf, where):
+    def check(src, place):
+        if src.step is None:
+            if src.name not in wf.inputs:
+                raise WorkflowError(f"{where}: {place}: no workflow input {src.name!r} (inputs: "
+                                    f"{', '.join(wf.inputs) or 'none'})")
+        elif src.step not in wf.steps:
+            raise WorkflowError(f"{where}: {place}: no step {src.step!r}")
+        elif src.name not in wf.steps[src.step].outputs:
+            raise WorkflowError(f"{where}: {place}: step {src.step} has no output {src.name!r} (out: "
+                                f"{', '.join(wf.steps[src.step].outputs) or 'none'})")
+
+    for s in wf.steps.values():
+        for iname, v in s.inputs.items():
+            for src in _as_sources(v):
+                check(src, f"step {s.name} in {iname}")
+                if src.step == s.name:
+                    raise WorkflowError(f"{where}: step {s.name} in {iname}: takes its own output")
+    for o, src in wf.outputs.items():
+        check(src, f"output {o}")

@@ -1,0 +1,106 @@
+"""The workflow file's checks and the wiring of a direct run, as pure code:
+which rank sends what to whom, for chains, scatters, gathers and merges."""
+
+import pytest
+
+from mpiws.workflow import plan, spec, wiring
+from mpiws.workflow.spec import WorkflowError
+
+
+def wf(text):
+    import yaml
+
+    return spec.parse(yaml.safe_load(text), path="t.yml")
+
+
+CHAIN = """
+inputs: {m: bytes}
+steps:
+  a: {service: m:echo, in: {data: m}, out: [data]}
+  b: {service: m:echo, in: {data: a/data}, out: [data]}
+outputs: {r: b/data}
+"""
+
+SCATTER = """
+inputs: {xs: "int[]", k: int}
+steps:
+  sq:  {service: m:square, scatter: x, in: {x: xs}, out: [x]}
+  inc: {service: m:add, scatter: a, in: {a: sq/x, b: k}, out: [a]}
+  sum: {service: m:total, in: {values: inc/a}, out: [values]}
+  two: {service: m:total, in: {values: [sum/values, k]}, out: [values]}
+outputs: {s: sum/values, each: inc/a, both: two/values}
+"""
+
+
+def deliver(p, values):
+    """Run a plan's wiring with Python functions standing in for the step services."""
+    functions = {"echo": lambda data: data, "square": lambda x: x * x, "add": lambda a, b: a + b,
+                 "total": lambda values: sum(values)}
+    mail = {}  # (dest, tag, source) -> value
+    for dest, tag, v in wiring.sends({k: c for k, c in p.manager["outputs"].items() if k.startswith("in:")}, 0,
+                                     {f"in:{k}": v for k, v in values.items()}):
+        mail[(dest, tag, 0)] = v
+    for name, cfg in sorted(p.configs.items(), key=lambda kv: kv[1]["first"]):
+        step_fn = functions[W.steps[name].target.split(":")[1]]
+        for index in range(cfg["width"]):
+            rank = cfg["first"] + index
+            got = {(n, k, r): mail.pop((rank, t, r)) for n, k, r, t in wiring.receives(cfg["inputs"], index)}
+            out = step_fn(**wiring.assemble(cfg["inputs"], got))
+            for dest, tag, v in wiring.sends(cfg["outputs"], index, {cfg["out"][0]: out}, name):
+                mail[(dest, tag, rank)] = v
+    got = {(n, k, r): mail.pop((0, t, r)) for n, k, r, t in wiring.receives(p.manager["inputs"], 0)}
+    assert not mail, f"messages nobody received: {mail}"
+    return wiring.assemble(p.manager["inputs"], got)
+
+
+def test_a_chain_passes_the_message_rank_to_rank_and_back_to_the_manager():
+    global W
+    W = wf(CHAIN)
+    p = plan.direct(W, {"m": b"x"})
+    assert p.size == 3 and [(g.first, g.width) for g in p.groups.values()] == [(1, 1), (2, 1)]
+    assert p.configs["a"]["outputs"]["data"][0]["to"] == 2       # a sends to b, not to the manager
+    assert p.configs["b"]["outputs"]["data"][0]["to"] == 0
+    assert deliver(p, {"m": b"x"}) == {"out:r": b"x"}
+
+
+def test_scatter_element_gather_and_merge():
+    global W
+    W = wf(SCATTER)
+    p = plan.direct(W, {"xs": [1, 2, 3], "k": 10})
+    assert (p.groups["sq"].width, p.groups["inc"].width, p.groups["sum"].width) == (3, 3, 1)
+    modes = {part["mode"] for cfg in p.configs.values() for i in cfg["inputs"].values() for part in i.get("parts", [])}
+    assert modes == {"split", "element", "whole", "gather"}
+    out = deliver(p, {"xs": [1, 2, 3], "k": 10})
+    assert out == {"out:s": 44, "out:each": [11, 14, 19], "out:both": 54}
+
+
+def test_a_split_of_the_wrong_length_is_an_error_naming_the_step():
+    with pytest.raises(WorkflowError, match="scatter over 2 elements"):
+        wiring.sends({"x": [{"tag": 1, "to": 3, "width": 2, "mode": "split"}]}, 0, {"x": [1, 2, 3]}, "s")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("steps: {a: {service: echo, out: [x]}}", "module:function"),
+    ("steps: {a: {service: m:f, in: {x: nope}}}", "no workflow input 'nope'"),
+    ("steps: {a: {service: m:f, in: {x: b/y}}, b: {service: m:f, in: {x: a/y}, out: [y]}}", "no output 'y'"),
+    ("steps: {a: {service: m:f, in: {x: b/y}, out: [y]}, b: {service: m:f, in: {x: a/y}, out: [y]}}", "cycle"),
+    ("steps: {a: {service: m:f, run: x}}", "unknown key run"),
+    ("steps: {a: {service: m:f, program: p}}", "exactly one"),
+    ("inputs: {x: integer}\nsteps: {a: {service: m:f}}", "type 'integer'"),
+    ("steps: {a: {service: f, endpoint: 'ftp://x'}}", "neither"),
+    ("steps: {a: {service: m:f, scatter: y, in: {x: {value: 1}}}}", "not one of its inputs"),
+])
+def test_mistakes_in_the_file_are_named(text, message):
+    with pytest.raises(WorkflowError, match=message):
+        wf(text)
+
+
+def test_direct_messaging_refuses_a_scatter_whose_length_comes_at_run_time():
+    w = wf("""
+inputs: {n: int}
+steps:
+  make: {service: m:f, in: {n: n}, out: [xs]}
+  each: {service: m:g, scatter: x, in: {x: make/xs}, out: [y]}
+""")
+    with pytest.raises(WorkflowError, match="known only when it has run"):
+        plan.direct(w, {"n": 3})

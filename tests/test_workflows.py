@@ -1,0 +1,158 @@
+"""Workflows run end to end: services passing data directly (chain, scatter,
+gather, multi-input), programs passing files by reference, a step on a second
+endpoint process, a failing step, and the mediated form giving the same
+outputs while the manager carries every byte."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mpiws import workflow
+from mpiws.workflow.values import LocalFile
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOWS = ROOT / "examples" / "workflows"
+MPIWS = Path(sys.executable).parent / "mpiws"
+
+
+def both(flow, inputs, tmp_path, **kw):
+    """Run ``flow`` directly and mediated; their (outputs, records)."""
+    got = {}
+    for mode in ("direct", "mediated"):
+        got[mode] = workflow.run(flow, inputs, mode=mode, outdir=str(tmp_path / mode), progress=False, **kw)
+    return got
+
+
+def same(a, b):
+    """Output objects equal, files by checksum and size (their paths differ)."""
+    strip = lambda o: json.loads(json.dumps(o), object_hook=lambda d: {k: v for k, v in d.items()
+                                                                        if k not in ("path", "location")})
+    return strip(a) == strip(b)
+
+
+def test_a_chain_moves_the_message_step_to_step_and_the_mediated_form_relays_it(tmp_path):
+    message = os.urandom(200_000)
+    got = both(FLOWS / "chain.yml", {"message": message}, tmp_path)
+    for mode, (out, rec) in got.items():
+        assert (tmp_path / mode / "message").read_bytes() == message
+        assert rec["state"] == "done" and all(s["state"] == "done" for s in rec["steps"].values())
+        assert rec["steps"]["s2"]["bytes_in"] == rec["steps"]["s2"]["bytes_out"] == len(message)
+    assert same(got["direct"][0], got["mediated"][0])
+    # Direct: the manager sends the input and receives the output. Mediated: in and out of every step.
+    assert got["direct"][1]["manager_bytes"] == 2 * len(message)
+    assert got["mediated"][1]["manager_bytes"] == 2 * 3 * len(message)
+
+
+def test_scatter_gather_and_a_step_with_two_inputs(tmp_path):
+    got = both(FLOWS / "squares.yml", {"xs": [1, 2, 3, 4, 5], "offset": 100}, tmp_path)
+    want = {"squares": [1, 4, 9, 16, 25], "total": 155, "count": 5, "mean": 11.0}
+    for mode, (out, rec) in got.items():
+        assert out == want, mode
+        assert rec["steps"]["square"]["width"] == 5 and len(rec["steps"]["square"]["units"]) == 5
+
+
+def test_programs_pass_files_by_reference_and_a_service_between_them(tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_bytes(b"by reference\n" * 5000)
+    got = both(FLOWS / "files.yml", {"text": LocalFile(str(text))}, tmp_path)
+    for mode, (out, rec) in got.items():
+        assert (tmp_path / mode / "copy").read_bytes() == text.read_bytes()
+        assert (tmp_path / mode / "loud").read_bytes() == text.read_bytes().upper()
+        assert all(u.get("job", "").startswith("http") for u in rec["steps"]["first"]["units"].values())
+    assert same(got["direct"][0], got["mediated"][0])
+    n = len(text.read_bytes())
+    # Direct: the file goes job to job (first -> second); the manager uploads the input, relays what
+    # crosses to and from the service (in and out: 4), fetches the two outputs. Mediated: it also
+    # fetches every job's output and uploads it to the next (8), its outputs among them.
+    assert got["direct"][1]["manager_bytes"] == 7 * n
+    assert got["mediated"][1]["manager_bytes"] == 8 * n
+
+
+def serve(tmp_path):
+    p = subprocess.Popen([str(MPIWS), "serve", "--service", "echo=examples.workflows.steps:echo",
+                          "--service", "upper=examples.workflows.steps:upper_bytes", "--fetch-allow", "127.0.0.1",
+                          "--program", "copy=examples/workflows/copy.sh [in:file:src:binary] [out:file:dst:binary]"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        m = re.search(r"serving .* at (\S+)", line)
+        if m:
+            return p, m.group(1)
+        if not line and p.poll() is not None:
+            break
+    p.kill()
+    raise AssertionError("mpiws serve did not start")
+
+
+def test_steps_on_a_second_endpoint_process_beside_local_ones(tmp_path):
+    server, url = serve(tmp_path)
+    try:
+        flow = tmp_path / "remote.yml"
+        flow.write_text(f"""
+inputs: {{text: file}}
+endpoints: {{far: "{url}"}}
+steps:
+  copy1: {{program: "{FLOWS}/copy.sh [in:file:src:binary] [out:file:dst:binary]", in: {{src: text}}, out: [dst]}}
+  copy2: {{program: copy, endpoint: far, in: {{src: copy1/dst}}, out: [dst]}}
+  loud:  {{service: upper, endpoint: far, in: {{text: copy2/dst}}, out: [text]}}
+  back:  {{service: steps:echo, in: {{data: loud/text}}, out: [data]}}
+  far2:  {{service: echo, endpoint: far, in: {{data: back/data}}, out: [data]}}
+outputs: {{result: far2/data}}
+""")
+        os.symlink(FLOWS / "steps.py", tmp_path / "steps.py")
+        text = tmp_path / "in.txt"
+        text.write_bytes(b"far away\n")
+        got = both(flow, {"text": LocalFile(str(text))}, tmp_path)
+        for mode, (out, rec) in got.items():
+            assert (tmp_path / mode / "result").read_bytes() == b"FAR AWAY\n", mode
+            assert rec["steps"]["copy2"]["endpoint"] == url and rec["steps"]["far2"]["state"] == "done"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_failing_step_is_named_with_its_traceback_and_the_rest_cancelled(tmp_path):
+    flow = tmp_path / "failing.yml"
+    flow.write_text("""
+inputs: {x: int}
+steps:
+  ok:    {service: steps:square, in: {x: x}, out: [x]}
+  bad:   {service: steps:fail, in: {x: ok/x}, out: [y]}
+  after: {service: steps:echo, in: {data: bad/y}, out: [data]}
+outputs: {y: after/data}
+""")
+    os.symlink(FLOWS / "steps.py", tmp_path / "steps.py")
+    for extra in ([], ["--mediated"]):
+        record = tmp_path / "record.json"
+        p = subprocess.run([str(MPIWS), "workflow", "run", str(flow), "x=3", "--record", str(record), *extra],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert p.returncode == 1, p.stderr
+        assert "step bad failed: ValueError: this step fails on purpose (given 9)" in p.stderr
+        assert "raise ValueError" in p.stderr  # the traceback's tail
+        assert p.stdout == ""
+        rec = json.loads(record.read_text())
+        assert rec["state"] == "failed" and rec["steps"]["bad"]["state"] == "failed"
+        # Mediated, ok ran before bad started; direct, all started at once, ok may not have reported yet.
+        assert rec["steps"]["ok"]["state"] == "done" if extra else rec["steps"]["ok"]["state"] in ("done", "cancelled")
+        assert rec["steps"]["after"]["state"] == "cancelled"
+
+
+def test_the_command_line_prints_the_output_object_and_draws_the_graph(tmp_path):
+    p = subprocess.run([str(MPIWS), "workflow", "run", str(FLOWS / "squares.yml"), "xs=[2,3]", "--graph",
+                        str(tmp_path / "g.dot"), "--record", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"squares": [4, 9], "total": 13, "count": 2, "mean": 6.5}
+    assert re.search(r"square x2: done in [0-9.]+ s", p.stderr)
+    dot = (tmp_path / "g.dot").read_text()
+    assert '"square" -> "sum"' in dot and "done" in dot
+    bad = subprocess.run([str(MPIWS), "workflow", "run", str(FLOWS / "squares.yml"), "ys=1"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "has no input ys" in bad.stderr

@@ -40,6 +40,25 @@ def assert_ok(proc, n=None, marker="OK"):
         assert got == list(range(n)), f"ranks that reported {marker}: {got}\n{proc.stdout}\n{proc.stderr}"
 
 
+def mpiws_serve(args, env=None, cwd=None):
+    """Start ``mpiws serve ARGS`` as a process; (the process, its URL) once it serves."""
+    import re
+    import time
+
+    p = subprocess.Popen([str(Path(sys.executable).with_name("mpiws")), "serve", *args], env=env, cwd=cwd,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        m = re.search(r"serving .* at (\S+)", line)
+        if m:
+            return p, m.group(1)
+        if not line and p.poll() is not None:
+            break
+    p.kill()
+    raise AssertionError("mpiws serve did not start")
+
+
 @pytest.fixture
 def run(tmp_path):
     def _run(n, code, **kw):

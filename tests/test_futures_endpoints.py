@@ -4,7 +4,6 @@ work to it by URL, beside local workers, and endpoints join a running map.
 An endpoint that serves the worker with the restricted unpickler refuses."""
 
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import mpiws_serve
 
 MPIWS = Path(sys.executable).with_name("mpiws")
 
@@ -37,18 +37,7 @@ def keyed(tmp_path):
 
 
 def serve(env, pickle="full", tls=()):
-    p = subprocess.Popen([str(MPIWS), "serve", "--service", "futures=mpiws.futures.endpoints:worker", "--pickle", pickle,
-                          *tls], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = p.stdout.readline()
-        m = re.search(r"serving futures at (\S+)", line)
-        if m:
-            return p, m.group(1)
-        if not line and p.poll() is not None:
-            break
-    p.kill()
-    raise AssertionError("mpiws serve did not start")
+    return mpiws_serve(["--service", "futures=mpiws.futures.endpoints:worker", "--pickle", pickle, *tls], env=env)
 
 
 def run(tmp_path, env, url, body, timeout=240):

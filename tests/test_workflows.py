@@ -8,10 +8,9 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
+from conftest import mpiws_serve
 
 from mpiws import workflow
 from mpiws.workflow.values import LocalFile
@@ -74,25 +73,14 @@ def test_programs_pass_files_by_reference_and_a_service_between_them(tmp_path):
     assert got["mediated"][1]["manager_bytes"] == 8 * n
 
 
-def serve(tmp_path):
-    p = subprocess.Popen([str(MPIWS), "serve", "--service", "echo=examples.workflows.steps:echo",
-                          "--service", "upper=examples.workflows.steps:upper_bytes", "--fetch-allow", "127.0.0.1",
-                          "--program", "copy=examples/workflows/copy.sh [in:file:src:binary] [out:file:dst:binary]"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = p.stdout.readline()
-        m = re.search(r"serving .* at (\S+)", line)
-        if m:
-            return p, m.group(1)
-        if not line and p.poll() is not None:
-            break
-    p.kill()
-    raise AssertionError("mpiws serve did not start")
+def serve():
+    return mpiws_serve(["--service", "echo=examples.workflows.steps:echo", "--service",
+                        "upper=examples.workflows.steps:upper_bytes", "--fetch-allow", "127.0.0.1", "--program",
+                        "copy=examples/workflows/copy.sh [in:file:src:binary] [out:file:dst:binary]"], cwd=ROOT)
 
 
 def test_steps_on_a_second_endpoint_process_beside_local_ones(tmp_path):
-    server, url = serve(tmp_path)
+    server, url = serve()
     try:
         flow = tmp_path / "remote.yml"
         flow.write_text(f"""

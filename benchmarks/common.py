@@ -212,6 +212,20 @@ def alternate(impls, rounds, run_one):
     return results, failures
 
 
+def sweep(suite, impls, rounds, prog, points, timeout, unit="ranks", field="nranks"):
+    """Each of ``points``, (n, args): the implementations alternated ``rounds`` times, each launched on n
+    ranks with ``args``. Returns raw results {str(n): {impl: [round]}}, their medians {str(n): {impl:
+    measurements}} and the failures, each with ``field`` = n."""
+    raw, merged, failures = {}, {}, []
+    for n, args in points:
+        log("%s: --- %d %s ---" % (suite, n, unit))
+        r, f = alternate(impls, rounds, lambda impl: launch(impl, prog, n, args, timeout=timeout))
+        raw[str(n)] = r
+        merged[str(n)] = {i.key: merge_rounds([x["measurements"] for x in r[i.key]]) for i in impls if r[i.key]}
+        failures += [dict(x, **{field: n}) for x in f]
+    return raw, merged, failures
+
+
 def median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None

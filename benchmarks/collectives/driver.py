@@ -37,13 +37,7 @@ def main(argv=None):
                % (",".join(map(str, ranks)), machine["cores"], rounds, ", ".join(keys),
                   "quick" if a.quick else "full"))
     started = time.time()
-    raw, merged, failures = {}, {}, []
-    for n in ranks:
-        common.log("collectives: --- %d ranks ---" % n)
-        r, f = common.alternate(impls, rounds, lambda impl: common.launch(impl, PROG, n, args, timeout=timeout))
-        raw[str(n)] = r
-        merged[str(n)] = {k: common.merge_rounds([x["measurements"] for x in r[k]]) for k in keys if r[k]}
-        failures += [dict(x, nranks=n) for x in f]
+    raw, merged, failures = common.sweep("collectives", impls, rounds, PROG, [(n, args) for n in ranks], timeout)
     machine["load_avg_end"] = os.getloadavg()
     meta = dict(bench="collectives", ranks=ranks, cores=machine["cores"], rounds=rounds, quick=a.quick,
                 impls=keys, started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),

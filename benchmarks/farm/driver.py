@@ -215,13 +215,8 @@ def main_local(a, argv):
                % (values, iters, cost * 1e6, ",".join(map(str, grains)), ",".join(map(str, workers)),
                   machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full"))
     started = time.time()
-    raw, merged, failures = {}, {}, []
-    for w in workers:
-        common.log("farm: --- %d workers ---" % w)
-        r, f = common.alternate(impls, rounds, lambda impl: common.launch(impl, PROG, w, args, timeout=timeout))
-        raw[str(w)] = r
-        merged[str(w)] = {k: common.merge_rounds([x["measurements"] for x in r[k]]) for k in keys if r[k]}
-        failures += [dict(x, workers=w) for x in f]
+    raw, merged, failures = common.sweep("farm", impls, rounds, PROG, [(w, args) for w in workers], timeout,
+                                         unit="workers", field="workers")
     wire_res, wire_why = {}, None
     if not a.no_wire:
         wire_res, wire_why = measure_wire([k for k in WIRE_IMPLS if k in keys], wire_tasks, timeout)

@@ -65,13 +65,7 @@ def main(argv=None):
                % ("; ".join("%d ranks (%s)" % (n, args[args.index("--only") + 1]) for n, args in plan),
                   machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full"))
     started = time.time()
-    raw, merged, failures = {}, {}, []
-    for n, args in plan:
-        common.log("rma: --- %d ranks ---" % n)
-        r, f = common.alternate(impls, rounds, lambda impl: common.launch(impl, PROG, n, args, timeout=timeout))
-        raw[str(n)] = r
-        merged[str(n)] = {k: common.merge_rounds([x["measurements"] for x in r[k]]) for k in keys if r[k]}
-        failures += [dict(x, nranks=n) for x in f]
+    raw, merged, failures = common.sweep("rma", impls, rounds, PROG, plan, timeout)
     machine["load_avg_end"] = os.getloadavg()
     meta = dict(bench="rma", ranks=sorted({n for n, _ in plan}), counter_ranks=[n for n in ranks if "counter" in parts],
                 cores=machine["cores"], rounds=rounds, quick=a.quick, impls=keys,

@@ -49,17 +49,17 @@ class Manager:
         self.sent = []          # send requests
         self.outputs = {}
         self.flow = Dataflow(run.wf, [n for n in run.wf.order() if run.wf.steps[n].kind == "program"],
-                             self.launch, wake, run.record)
+                             run.program_unit, wake, run.record)
         self.relayed = set()    # program outputs already sent on to services
         self.taken = set()      # the manager's inputs already assembled
+        # the messages each of them is made of
+        self.expected = {name: [(n, k, r) for n, k, r, _ in receives({name: spec}, 0)]
+                         for name, spec in self.cfg["inputs"].items()}
 
     def send(self, out, value):
         for dest, tag, v in sends({out: self.cfg["outputs"][out]}, 0, {out: value}, "manager"):
             self.run.count(v)
             self.sent.append(self.comm.isend(v, dest=dest, tag=tag))
-
-    def launch(self, step, index, inputs):
-        return self.run.program_unit(step, index, inputs)
 
     def loop(self):
         run, wf = self.run, self.run.wf
@@ -100,9 +100,7 @@ class Manager:
     def _take(self, received):
         """Inputs of the manager all of whose messages are here: program inputs and the workflow's outputs."""
         for name, spec in self.cfg["inputs"].items():
-            if name in self.taken:
-                continue
-            if all((n, k, r) in received for n, k, r, _ in receives({name: spec}, 0)):
+            if name not in self.taken and all(key in received for key in self.expected[name]):
                 self.taken.add(name)
                 value = assemble({name: spec}, received)[name]
                 self.run.count(value)

@@ -46,10 +46,6 @@ class StepDomain:
         self.client = _core.DomainClient(domain, token, self.urls, client_key(key))
         self.started = []
 
-    @property
-    def size(self):
-        return len(self.urls)
-
     def start(self, service, cfg, ranks):
         """Start ``service`` as ``ranks`` with the step configuration ``cfg``."""
         ranks = list(ranks)

@@ -21,7 +21,6 @@ class Dataflow:
         self.running = {}     # step -> [outputs or None per unit]
         self.errors = []
         self.lock = threading.Lock()
-        self.threads = []
 
     @property
     def finished(self):
@@ -89,9 +88,7 @@ class Dataflow:
             self.record.expect(name, len(units))
             self.running[name] = [None] * len(units)
             for i, u in enumerate(units):
-                t = threading.Thread(target=self._unit, args=(step, i, u), name=f"mpiws-wf-{name}-{i}", daemon=True)
-                self.threads.append(t)
-                t.start()
+                threading.Thread(target=self._unit, args=(step, i, u), name=f"mpiws-wf-{name}-{i}", daemon=True).start()
         return started
 
     def _unit(self, step, index, inputs):

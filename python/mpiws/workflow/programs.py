@@ -73,8 +73,6 @@ class Jobs:
     def value(self, ref, kind):
         """A job output's value for a service or the client: ``kind`` is the template's type
         (int, float: a number; string, xml: text; binary: bytes)."""
-        if isinstance(ref, list):
-            return [self.value(r, kind) for r in ref]
         if not isinstance(ref, Ref):
             return ref
         data = self.fetch(ref)
@@ -98,10 +96,6 @@ class Jobs:
 
     def relay(self, ref):
         """A job output through the client (the mediated form): downloaded here, uploaded again by the next job."""
-        if isinstance(ref, list):
-            return [self.relay(r) for r in ref]
-        if not isinstance(ref, Ref):
-            return ref
         fd, path = tempfile.mkstemp(dir=self.scratch)
         os.close(fd)
         download(ref.url, path)

@@ -89,6 +89,14 @@ def test_a_split_of_the_wrong_length_is_an_error_naming_the_step():
     ("inputs: {x: integer}\nsteps: {a: {service: m:f}}", "type 'integer'"),
     ("steps: {a: {service: f, endpoint: 'ftp://x'}}", "neither"),
     ("steps: {a: {service: m:f, scatter: y, in: {x: {value: 1}}}}", "not one of its inputs"),
+    ("steps: {a: {program: p, loop: {iterations: 2}}}", "only a service step loops"),
+    ("steps: {a: {service: m:f, loop: {max: 3}}}", "iterations: N .* or until: OUTPUT"),
+    ("steps: {a: {service: m:f, out: [d], loop: {iterations: 2, until: d}}}", "one of them"),
+    ("steps: {a: {service: m:f, loop: {iterations: 0}}}", "whole number of iterations"),
+    ("steps: {a: {service: m:f, out: [y], loop: {until: d}}}", "until: 'd' is not one of the step's outputs"),
+    ("steps: {a: {service: m:f, out: [y], loop: {iterations: 2, carry: {x: y}}}}", "carry: 'x' is not one of the step's inputs"),
+    ("steps: {a: {service: m:f, in: {x: {value: 1}}, out: [y], loop: {iterations: 2, allreduce: {x: {output: y, op: avg}}}}}",
+     "op 'avg'"),
 ])
 def test_mistakes_in_the_file_are_named(text, message):
     with pytest.raises(WorkflowError, match=message):
@@ -104,3 +112,68 @@ steps:
 """)
     with pytest.raises(WorkflowError, match="known only when it has run"):
         plan.direct(w, {"n": 3})
+
+
+LOOP = """
+inputs: {xs: "int[]"}
+steps:
+  it: {service: m:f, scatter: x, in: {x: xs, total: {value: 0}}, out: [x, part, ok],
+       loop: {until: ok, max: 50, carry: {x: x}, allreduce: {total: {output: part, op: max}}}}
+outputs: {r: it/x}
+"""
+
+
+def test_a_loop_is_in_its_ranks_configuration_and_the_mediated_exchange_reduces_like_the_collective():
+    import threading
+
+    from mpiws.workflow import loop
+
+    w = wf(LOOP)
+    cfg = plan.direct(w, {"xs": [1, 2, 3]}).configs["it"]
+    assert cfg["width"] == 3 and cfg["loop"] == {"iterations": None, "until": "ok", "max": 50, "carry": {"x": "x"},
+                                                  "allreduce": {"total": ["part", "max"]}}
+    # Every rank counts up to the largest value shared the iteration before; each stops when it got there.
+    def body(x, total):
+        return {"x": x + 1 if x < total else x, "part": x, "ok": x >= total > 0}
+
+    ex = loop.Exchange(cfg["loop"], 3)
+    results = [None] * 3
+
+    def unit(i, x):
+        inputs, n = {"x": x, "total": 0}, 0
+        while True:
+            out = body(**inputs)
+            done, reduced = ex.share(i, out)
+            if loop.finished(cfg["loop"], done, n):
+                results[i] = (out["x"], n + 1)
+                return
+            inputs, n = loop.next_inputs(cfg["loop"], inputs, out, reduced), n + 1
+
+    threads = [threading.Thread(target=unit, args=(i, x)) for i, x in enumerate([1, 5, 3])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert results == [(5, 6)] * 3  # all at 5, and every rank ran as many iterations
+    assert loop.finished({"until": None, "iterations": 3}, False, 2) and not loop.finished({"until": None, "iterations": 3}, True, 1)
+
+
+def test_a_unit_that_fails_breaks_the_exchange_for_the_others():
+    import threading
+
+    from mpiws.workflow import loop
+
+    ex = loop.Exchange({"until": None, "iterations": 5, "carry": {}, "allreduce": {}}, 2)
+    got = []
+
+    def waiting():
+        try:
+            ex.share(0, {})
+        except Exception as e:  # noqa: BLE001 - the one we check
+            got.append(e)
+
+    t = threading.Thread(target=waiting)
+    t.start()
+    ex.fail(ValueError("unit 1 failed"))
+    t.join(10)
+    assert len(got) == 1 and str(got[0]) == "unit 1 failed"

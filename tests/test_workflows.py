@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import mpiws_serve
 
 from mpiws import workflow
@@ -144,3 +145,24 @@ def test_the_command_line_prints_the_output_object_and_draws_the_graph(tmp_path)
     bad = subprocess.run([str(MPIWS), "workflow", "run", str(FLOWS / "squares.yml"), "ys=1"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "has no input ys" in bad.stderr
+
+
+def test_a_loop_iterates_inside_the_domain_and_its_mediated_form_reinvokes_every_iteration(tmp_path):
+    blocks = [[1, 2], [30, 40], [500], [6000, 7000, 8000]]
+    got = both(FLOWS / "relax.yml", {"blocks": blocks, "tolerance": 0.01}, tmp_path)
+    mean = sum(map(sum, blocks)) / sum(map(len, blocks))
+    for mode, (out, rec) in got.items():
+        assert all(abs(x - mean) <= 0.01 for b in out["blocks"] for x in b), mode
+        assert [len(b) for b in out["blocks"]] == [len(b) for b in blocks]
+        units = rec["steps"]["relax"]["units"]
+        assert {u["iterations"] for u in units.values()} == {21}, mode  # every rank stopped together
+    assert got["direct"][0] == got["mediated"][0]
+    # Direct: only the blocks in and out pass the manager, whatever the iterations; mediated: every one.
+    assert got["mediated"][1]["manager_bytes"] > 15 * got["direct"][1]["manager_bytes"]
+    # A fixed number of iterations, the same file otherwise.
+    fixed = tmp_path / "fixed.yml"
+    fixed.write_text((FLOWS / "relax.yml").read_text().replace("until: done\n      max: 200", "iterations: 3"))
+    os.symlink(FLOWS / "steps.py", tmp_path / "steps.py")
+    out, rec = workflow.run(fixed, {"blocks": blocks}, outdir=str(tmp_path), progress=False)
+    assert {u["iterations"] for u in rec["steps"]["relax"]["units"].values()} == {3}
+    assert out["blocks"][0][0] == pytest.approx(mean - (mean - 1) / 4)  # moved halfway twice (nothing to move by at 0)

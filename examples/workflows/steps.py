@@ -50,3 +50,16 @@ def fail(x):
 def upper_bytes(text):
     """A file's bytes in upper case (a service between two programs)."""
     return bytes(text).upper()
+
+
+@step
+def relax(block, total, count, tolerance):
+    """One iteration of a distributed relaxation: every value moves halfway to
+    the mean of all blocks (``total / count``: the allreduce of the blocks'
+    sums and lengths of the iteration before, 0 at first). ``done`` once every
+    value is within ``tolerance`` of it."""
+    if count:
+        mean = total / count
+        block = [x + (mean - x) / 2 for x in block]
+    done = bool(count) and all(abs(x - mean) <= tolerance for x in block)
+    return {"block": block, "sum": sum(block), "n": len(block), "done": done}

@@ -9,7 +9,8 @@ and for program steps' outputs, and as consumer for the workflow's outputs
 and for program steps' inputs, so that only those pass through it.
 
 A mediated run (``invocation``) wires one step alone with the manager:
-everything comes from rank 0 and goes back to it.
+everything comes from rank 0 and goes back to it (a looping step: once
+per iteration).
 """
 
 from dataclasses import dataclass, field
@@ -83,6 +84,8 @@ def direct(wf, values):
         g = plan.groups[s.name]
         plan.configs[s.name] = {"step": s.name, "first": g.first, "width": g.width, "out": list(s.outputs),
                                 "inputs": {}, "outputs": {}}
+        if s.loop is not None:
+            plan.configs[s.name]["loop"] = s.loop.as_config()
     for s in services:
         cfg, g = plan.configs[s.name], plan.groups[s.name]
         for name, v in s.inputs.items():

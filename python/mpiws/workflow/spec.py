@@ -24,7 +24,11 @@ A step runs a **service** (a function made a step with ``mpiws.workflow.step``)
 or a **program** (a deployed one-line template, or, on the local endpoint,
 the template itself). ``scatter: NAME`` (or a list, paired element by
 element) runs the step once per element of that input; its outputs are
-then lists. Types: ``any``, ``int``, ``float``, ``string``, ``boolean``,
+then lists. ``loop:`` makes a service step iterate: its ranks (one per
+element when it scatters) call the function again and again, carrying
+outputs into the next iteration's inputs and sharing an allreduce of
+outputs among themselves, for a fixed number of iterations or until a
+step reports it is done (``Loop``). Types: ``any``, ``int``, ``float``, ``string``, ``boolean``,
 ``bytes``, ``file``, and ``T[]`` for lists. docs/workflows.md is the
 reference.
 """
@@ -36,7 +40,10 @@ from dataclasses import dataclass, field
 #: Names of steps, inputs and outputs: what a template parameter may be called too.
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 TYPES = ("any", "int", "float", "string", "boolean", "bytes", "file")
-STEP_KEYS = {"service", "program", "endpoint", "in", "out", "scatter", "scatterMethod", "label"}
+STEP_KEYS = {"service", "program", "endpoint", "in", "out", "scatter", "scatterMethod", "loop", "label"}
+LOOP_KEYS = {"iterations", "until", "max", "carry", "allreduce"}
+#: Reductions a loop may share: what MPI.SUM etc. do to numbers and numpy arrays.
+OPS = ("sum", "prod", "min", "max")
 TOP_KEYS = {"name", "inputs", "outputs", "endpoints", "steps", "doc"}
 
 
@@ -76,6 +83,27 @@ class Input:
 
 
 @dataclass
+class Loop:
+    """A step that iterates. Iteration 0 takes the step's inputs as wired;
+    each next one takes them again, except ``carry`` (input <- this rank's
+    output of the iteration before) and ``allreduce`` (input <- (output, op):
+    that output of every rank of the step, reduced). It stops after
+    ``iterations``, or after the first iteration in which every rank's
+    ``until`` output is true (at most ``max``); the last iteration's outputs
+    are the step's outputs."""
+
+    iterations: object = None   # int, or None with until
+    until: object = None        # an output name
+    max: int = 1000
+    carry: dict = field(default_factory=dict)
+    allreduce: dict = field(default_factory=dict)  # input -> (output, op)
+
+    def as_config(self):
+        return {"iterations": self.iterations, "until": self.until, "max": self.max, "carry": dict(self.carry),
+                "allreduce": {k: list(v) for k, v in self.allreduce.items()}}
+
+
+@dataclass
 class Step:
     name: str
     kind: str               # "service" or "program"
@@ -84,6 +112,7 @@ class Step:
     inputs: dict            # input name -> Source, Literal, or a list of Sources (merged into a list)
     outputs: list
     scatter: list = field(default_factory=list)
+    loop: object = None     # Loop, or None
 
     @property
     def local(self):
@@ -267,7 +296,61 @@ def _step(name, s, endpoints, where):
     method = s.get("scatterMethod", "dotproduct")
     if method != "dotproduct":
         raise WorkflowError(f"{where}: scatterMethod: only dotproduct (elements paired by position)")
-    return Step(name, kind, target.strip(), on, ins, outs, list(scatter))
+    loop = _loop(s["loop"], kind, ins, outs, f"{where}: loop") if "loop" in s else None
+    return Step(name, kind, target.strip(), on, ins, outs, list(scatter), loop)
+
+
+def _loop(d, kind, ins, outs, where):
+    if kind != "service":
+        raise WorkflowError(f"{where}: only a service step loops (a program step runs once per job)")
+    if not isinstance(d, dict):
+        raise WorkflowError(f"{where}: a mapping: iterations: N or until: OUTPUT, carry:, allreduce:")
+    _unknown(d, LOOP_KEYS, where)
+
+    def count(key):
+        v = d[key]
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 10_000_000:
+            raise WorkflowError(f"{where}: {key}: is a whole number of iterations from 1, not {v!r}")
+        return v
+
+    if ("iterations" in d) == ("until" in d):
+        raise WorkflowError(f"{where}: give iterations: N (a fixed number) or until: OUTPUT (a boolean output), one of them")
+    loop = Loop()
+    if "iterations" in d:
+        loop.iterations = count("iterations")
+        if "max" in d:
+            raise WorkflowError(f"{where}: max: goes with until:, not with a fixed number of iterations")
+    else:
+        if d["until"] not in outs:
+            raise WorkflowError(f"{where}: until: {d['until']!r} is not one of the step's outputs (out: {', '.join(outs) or 'none'})")
+        loop.until = d["until"]
+        loop.max = count("max") if "max" in d else loop.max
+
+    def pairs(key):
+        v = d.get(key) or {}
+        if not isinstance(v, dict):
+            raise WorkflowError(f"{where}: {key}: maps inputs to outputs")
+        for i in v:
+            if i not in ins:
+                raise WorkflowError(f"{where}: {key}: {i!r} is not one of the step's inputs (in: gives its first value)")
+        return v
+
+    for i, o in pairs("carry").items():
+        if o not in outs:
+            raise WorkflowError(f"{where}: carry: {i}: {o!r} is not one of the step's outputs")
+        loop.carry[i] = o
+    for i, r in pairs("allreduce").items():
+        o, op = (r, "sum") if isinstance(r, str) else (r.get("output"), r.get("op", "sum")) if isinstance(r, dict) else (None, None)
+        if isinstance(r, dict):
+            _unknown(r, {"output", "op"}, f"{where}: allreduce: {i}")
+        if o not in outs:
+            raise WorkflowError(f"{where}: allreduce: {i}: {o!r} is not one of the step's outputs")
+        if op not in OPS:
+            raise WorkflowError(f"{where}: allreduce: {i}: op {op!r} is not one of {', '.join(OPS)}")
+        if i in loop.carry:
+            raise WorkflowError(f"{where}: input {i} is both carried and allreduced")
+        loop.allreduce[i] = (o, op)
+    return loop
 
 
 def _check_references(wf, where):

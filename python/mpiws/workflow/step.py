@@ -15,14 +15,16 @@ step with several outputs, a dict by name). Run by ``mpiws workflow run``,
 an instance receives each input straight from the rank that produces it
 and sends each output straight to the ranks that consume it, as its
 configuration in the domain's parameters says (``wiring``); run mediated,
-it exchanges everything with the manager. It reports what it did (times
-and bytes) as its instance's result.
+it exchanges everything with the manager. A looping step's ranks iterate
+here, sharing reductions with collectives among themselves (``loop``). It
+reports what it did (times, bytes, iterations) as its instance's result.
 """
 
 import functools
 import time
 
 from ..MPI.request import Request
+from .loop import iterate
 from .values import nbytes
 from .wiring import assemble, receives, sends
 
@@ -52,12 +54,21 @@ def run(function, comm, cfg):
     received = {(n, k, r): v for (n, k, r, _), v in zip(expected, got)}
     inputs = assemble(cfg["inputs"], received)
     computing = time.monotonic()
-    result = function(**inputs)
+    report = {}
+    if cfg.get("loop"):
+        members = comm.group.Incl(range(cfg["first"], cfg["first"] + cfg["width"]))
+        group = comm.Create_group(members)
+        try:
+            outputs, report["iterations"] = iterate(function, inputs, group, cfg["loop"], cfg["step"],
+                                                    lambda r, s: named_outputs(r, cfg["out"], s))
+        finally:
+            group.Free()
+    else:
+        outputs = named_outputs(function(**inputs), cfg["out"], cfg["step"])
     computed = time.monotonic()
-    outputs = named_outputs(result, cfg["out"], cfg["step"])
     messages = sends(cfg["outputs"], index, outputs, cfg["step"])
     Request.waitall([comm.isend(v, dest=d, tag=t) for d, t, v in messages])
-    return {"waited": computing - started, "seconds": computed - computing,
+    return {**report, "waited": computing - started, "seconds": computed - computing,
             "sent_seconds": time.monotonic() - computed, "bytes_in": sum(map(nbytes, got)),
             "bytes_out": sum(nbytes(v) for _, _, v in messages)}
 

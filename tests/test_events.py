@@ -131,6 +131,35 @@ print("OK")
     assert "[0] OK" in p.stdout, p.stdout + p.stderr
 
 
+def test_testing_a_receive_while_its_handler_takes_the_message_gives_the_message(run):
+    # A watched receive is settled on the handler thread when it completes; a test() on
+    # the owner's thread meanwhile (here: for all of a slow unpickling) once saw the
+    # request inactive and answered (True, None): the message lost.
+    p = run(2, """
+import time
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+class Slow:
+    def __reduce__(self):
+        return (make, (), )
+def make():
+    time.sleep(1.5)
+    return "slow value"
+if comm.rank == 0:
+    comm.send(Slow(), dest=1, tag=1)
+else:
+    r = comm.irecv(source=0, tag=1, schedule=MPI.Schedule(completed=lambda r: None))
+    time.sleep(0.5)  # the message is here, and the handler thread is unpickling it
+    while True:
+        done, v = r.test()
+        if done:
+            break
+    assert v == "slow value", v
+print("OK", flush=True)
+""")
+    assert_ok(p, 2)
+
+
 MATCHED = """
 import threading, time
 import numpy as np

@@ -155,6 +155,10 @@ class Request:
 
     def _take(self, status):
         r, self._r = self._r, None
+        return self._outcome(r, status)
+
+    def _outcome(self, r, status):
+        """The received value of ``r`` (done), converted; ``status`` filled."""
         msg = r.take()
         if isinstance(msg, Status):  # a generalized request's query
             fill(status, msg.source, msg.tag, msg._nbytes, msg._cancelled, msg.error)
@@ -243,12 +247,14 @@ class Request:
             w = self._watch
             if w.settled is not None or self._r is None:
                 return
-            r, st = self._r, Status()
+            # self._r stays set meanwhile: an owner's test() on another thread must
+            # not take it for an inactive request (and answer None) while a large
+            # message is being converted here.
+            st = Status()
             try:
-                w.settled = (True, self._take(st), st)
+                w.settled = (True, self._outcome(self._r, st), st)
             except MPIException as e:
                 w.settled = (False, e, st)
-            self._r = r
 
     def _progress(self, what):
         """On the handler thread: the operation moved on (``what``: done, stored, deadline)."""

@@ -352,6 +352,8 @@ def test_run(api):
     taken = binding(api, "block", domain=domain, token=token)
     api.call("POST", "/run", json.dumps(taken), {**json_h, **auth(KEY_RUN)}, expect=409)        # another key's domain
     again = binding(api, "block", domain=domain, token=token)
+    api.call("POST", "/run", json.dumps(again), json_h, expect=201)                 # the same binding: a retry
+    again["params"] = {"other": 1}
     api.call("POST", "/run", json.dumps(again), json_h, expect=409)                                  # rank exists
     other = binding(api, "block", rank=0, size=1, domain=domain, token="another-token")
     api.call("POST", "/run", json.dumps(other), json_h, expect=409)                                  # other token

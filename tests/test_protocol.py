@@ -233,9 +233,14 @@ def test_bad_run_requests(client):
         assert status == expected, (status, expected, body)
         assert body["error"]["message"]
     domain, token = start(client, "block")
+    # The same binding again is the same request (a retry): the instance made the first time, not a second one.
     status, body, _, _ = client.run("block", domain=domain, token=token, url=client.url)
-    assert status == 409
+    assert status == 201 and body["domain"] == domain and body["state"] in ("starting", "running"), body
+    status, body, _, _ = client.run("block", domain=domain, token=token, url=client.url, params={"other": 1})
+    assert status == 409 and "already exists" in body["error"]["message"], body
     client.call("DELETE", f"/domains/{domain}/ranks/0", headers={"authorization": f"Bearer {token}"})
+    status, body, _, _ = client.run("block", domain=domain, token=token, url=client.url)  # repeated after its end
+    assert status == 201 and body["state"] == "cancelled", body
 
 
 def test_status_and_cancel(client):

@@ -185,6 +185,11 @@ impl Transport {
     }
 
     /// Send a request with a JSON (or empty) body and decode a JSON answer.
+    /// An idempotent one (GET, DELETE, and a POST the protocol makes so, such
+    /// as *run*: `replayable`) that reaches nobody is sent again for up to the
+    /// failure timeout: a proxy or server may close a kept-alive connection
+    /// just as a request goes out on it (tinyproxy does), which is no sign
+    /// that the peer is gone.
     pub async fn call_json<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -192,22 +197,47 @@ impl Transport {
         token: Option<&str>,
         body: Option<&serde_json::Value>,
     ) -> Result<T> {
-        let mut req = Request::builder().method(method).uri(uri);
-        if let Some(t) = token {
-            req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
-        }
-        let body = match body {
-            Some(v) => {
-                req = req.header(http::header::CONTENT_TYPE, "application/json");
-                Chunks::json(v)
+        self.call_json_replayable(method, uri, token, body, false).await
+    }
+
+    /// `call_json`, saying whether the request may be sent twice though its method is not idempotent.
+    pub async fn call_json_replayable<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<&serde_json::Value>,
+        replayable: bool,
+    ) -> Result<T> {
+        let idempotent = replayable || method.is_idempotent();
+        let mut pause = Duration::from_millis(1);
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let mut req = Request::builder().method(method.clone()).uri(uri);
+            if let Some(t) = token {
+                req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
             }
-            None => Chunks::empty(),
-        };
-        let req = req
-            .body(body)
-            .map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-        let a = self.exchange(req, uri).await?;
-        a.json(uri)
+            let chunks = match body {
+                Some(v) => {
+                    req = req.header(http::header::CONTENT_TYPE, "application/json");
+                    Chunks::json(v)
+                }
+                None => Chunks::empty(),
+            };
+            let req = req.body(chunks).map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
+            match self.exchange(req, uri).await {
+                Ok(a) => return a.json(uri),
+                Err(e) if idempotent && e.class == ErrorClass::ProcFailed => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() + pause > failure_timeout() {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
     }
 
     /// POST a JSON body once, not retried: Ok(Ok(body)) on success,

@@ -49,7 +49,8 @@ impl DomainClient {
             });
             let uri = format!("{}/run", self.endpoints[rank]);
             async move {
-                let reply = self.transport.call_json::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding)).await;
+                // *run* with the same binding is idempotent (docs/protocol.md): safe to send again.
+                let reply = self.transport.call_json_replayable::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding), true).await;
                 reply.map_err(|e| Error::new(e.class, format!("rank {rank}: {}", e.message)))
             }
         });

@@ -250,6 +250,8 @@ impl Endpoint {
     /// sandboxes instances, else handed to the service layer; without it
     /// the caller runs it. A domain belongs to the key that created its
     /// first instance here: another key can neither join nor take it over.
+    /// The same binding again from the same key gives the instance made
+    /// the first time (the request is idempotent).
     pub fn create_instance(&self, binding: Binding, queue: bool, owner: Option<KeyId>) -> std::result::Result<Arc<Instance>, Refused> {
         binding.validate().map_err(Refused::Invalid)?;
         let key = (binding.domain.clone(), binding.rank);
@@ -265,7 +267,13 @@ impl Endpoint {
                     return conflict(format!("domain {} is already bound here with other endpoints or token", binding.domain));
                 }
             }
-            if map.contains_key(&key) {
+            if let Some(same) = map.get(&key) {
+                // The same binding from the same key again is the same request
+                // (a client's retry after a connection closed under it): it
+                // answers as the first did, so *run* can be safely repeated.
+                if same.owner == owner && same.instance.binding == binding {
+                    return Ok(same.instance.clone());
+                }
                 return conflict(format!("domain {} rank {} already exists here", key.0, key.1));
             }
             if let Some(owner) = owner {

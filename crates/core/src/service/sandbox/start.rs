@@ -3,6 +3,7 @@
 //! reported outcome, cancelled (the child is then ended within
 //! `process_group::GRACE`), over its time limit, or with why the child died.
 
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -30,7 +31,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(10);
 /// start and import its service.
 pub struct Spares {
     setting: SandboxSetting,
-    ready: Mutex<Vec<Spare>>,
+    /// Oldest first: the one taken has had the longest to import its services.
+    ready: Mutex<VecDeque<Spare>>,
 }
 
 /// A child started ahead of need, waiting for its binding on stdin.
@@ -43,7 +45,7 @@ struct Spare {
 impl Spares {
     /// Start the spares (in the runtime).
     pub fn new(setting: &SandboxSetting) -> Arc<Spares> {
-        let spares = Arc::new(Spares { setting: setting.clone(), ready: Mutex::new(Vec::new()) });
+        let spares = Arc::new(Spares { setting: setting.clone(), ready: Mutex::new(VecDeque::new()) });
         let _in_runtime = runtime().enter();
         spares.refill();
         spares
@@ -70,7 +72,9 @@ impl Spares {
     /// A spare still alive, or a new child.
     fn take(&self) -> io::Result<Spare> {
         loop {
-            let Some(mut spare) = self.ready.lock().pop() else { break };
+            // The oldest, not the newest: one just started to replace another is
+            // still importing, and would make the instance wait for it.
+            let Some(mut spare) = self.ready.lock().pop_front() else { break };
             if matches!(spare.child.try_wait(), Ok(None)) {
                 return Ok(spare);
             }
@@ -81,7 +85,7 @@ impl Spares {
     fn refill(&self) {
         while self.ready.lock().len() < self.setting.spares {
             match spawn(&self.setting) {
-                Ok(spare) => self.ready.lock().push(spare),
+                Ok(spare) => self.ready.lock().push_back(spare),
                 Err(_) => break, // the next instance tries again, and says why
             }
         }

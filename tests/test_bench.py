@@ -166,3 +166,33 @@ def test_farm_wan_quick_endpoints_behind_links(tmp_path):
     rtt = {r[0]: r for r in rows[1:]}
     assert float(rtt["10 ms"][1]) >= 19 and float(rtt["10 ms"][2]) >= 19, rows  # through the links, both ways
     assert (out / "wan-completion.png").stat().st_size > 1000
+
+
+def test_workflows_quick_direct_against_mediated_and_behind_a_slow_link(tmp_path):
+    """``mpiws bench workflows --quick --wan``: every part with real numbers for both forms, the bytes through the
+    manager as the 2-vs-16 count says, the plots, and the WAN part (the manager behind a Toxiproxy link) where
+    direct messaging wins. Without Toxiproxy or tinyproxy the WAN part says why and the rest still counts."""
+    from netns import install_packages
+
+    if os.geteuid() == 0 and shutil.which("apt-get") and not shutil.which("tinyproxy"):
+        install_packages(tinyproxy="tinyproxy")
+    out = tmp_path / "bench"
+    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "workflows", "--quick", "--wan", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    d = out / "workflows"
+    rows = read_csv(d / "chain-of-8-echo-services-direct-against-mediated-medians-s.csv")
+    assert rows[0][:3] == ["size", "direct s", "mediated s"], rows[0]
+    assert [r[0] for r in rows[1:]] == ["1 KiB", "1 MiB"]
+    for r, n in zip(rows[1:], (1024, 1 << 20)):
+        assert float(r[1]) > 0 and float(r[2]) > 0, r
+        assert (int(r[6]), int(r[7])) == (2 * n, 16 * n), r  # in and out of the manager: once, or at every step
+    rows = read_csv(d / "loop-of-4-services-an-allreduce-per-iteration-medians-s.csv")
+    assert rows[1][0] == "10" and float(rows[1][4]) > 1, rows  # the loop in the domain is faster already at 10
+    assert (d / "chain-ratio.png").stat().st_size > 1000 and (d / "loop-times.png").stat().st_size > 1000
+    table = (d / "table.md").read_text()
+    if "## Behind a slow link\n\nNot measured" in table:
+        assert shutil.which("go") is None or not shutil.which("tinyproxy"), table
+        return
+    rows = read_csv(d / "wan-chain-of-8-echo-services-medians-s.csv")
+    assert rows[1][0] == "1 KiB" and float(rows[-1][4]) > 2, rows  # behind the link, the manager's 16 moves cost

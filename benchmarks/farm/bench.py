@@ -352,18 +352,11 @@ MODES = {"default": {}, "one": {"max_batch": 1, "prefetch": 1}}
 
 
 def master_link(api, latency_ms, rate_mbit):
-    """A Toxiproxy link (of the server at ``api``) to this process's own endpoint: (the URL workers reach it at,
-    the link's name). The harness is benchmarks/wan/toxiproxy.py; this process only calls the server's API."""
+    """A Toxiproxy link to this process's own endpoint: (the URL workers reach it at, the link's name)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "wan"))
-    from toxiproxy import Toxiproxy, url_through
-    from mpiws import binding
+    from toxiproxy import own_endpoint_link
 
-    tp = Toxiproxy()
-    tp.api = api  # a client of the driver's server: never started (nor stopped) here
-    own = binding.process_endpoint().url  # made on first use
-    name = "farm-master-%d" % os.getpid()
-    listen = tp.link(own.split("//", 1)[1].rstrip("/"), latency_ms=latency_ms, rate_mbit=rate_mbit, name=name)
-    return url_through(own, listen), (tp, name)
+    return own_endpoint_link(api, latency_ms, rate_mbit, "farm-master-%d" % os.getpid())
 
 
 def run_endpoints(a):

@@ -19,9 +19,9 @@ from pathlib import Path
 
 # suite -> whether it takes --ranks
 SUITES = {"pingpong": False, "collectives": True, "overlap": False, "rma": True, "apps": True, "wan": False,
-          "farm": True}
+          "farm": True, "workflows": False}
 # suite -> its flag for the part behind emulated wide-area links that ``--wan`` adds
-WAN_PARTS = {"farm": "--with-wan"}
+WAN_PARTS = {"farm": "--with-wan", "workflows": "--with-wan"}
 
 
 def benchmarks_dir():

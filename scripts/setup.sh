@@ -12,6 +12,6 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "maturin>=1.5,<2" numpy pytest pyyaml trustme mypy "$@"
+.venv/bin/python -m pip install -q "maturin>=1.5,<2" numpy pytest pyyaml trustme mypy cwltool "$@"  # cwltool: the reference runner tests/test_cwl_workflows.py compares with
 .venv/bin/maturin develop --release -q
 echo "setup: mpiws $(.venv/bin/python -c 'import mpiws; print(mpiws.__version__)') ready in .venv"

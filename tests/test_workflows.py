@@ -102,6 +102,10 @@ outputs: {{result: far2/data}}
         for mode, (out, rec) in got.items():
             assert (tmp_path / mode / "result").read_bytes() == b"FAR AWAY\n", mode
             assert rec["steps"]["copy2"]["endpoint"] == url and rec["steps"]["far2"]["state"] == "done"
+        # Its jobs and the uploads made for them are gone from the endpoint with the runs (its disk given back).
+        from mpiws.jobs import _call
+
+        assert _call("GET", f"{url}/jobs") == [], "jobs left behind"
     finally:
         server.kill()
         server.wait()

@@ -75,6 +75,8 @@ class Endpoint:
     def deploy(self, name: str) -> None: ...
     def deploy_program(self, name: str, template: str) -> None:
         """Deploy a command-line program as a service, described by its one-line template."""
+    def deploy_program_cwl(self, name: str, document: str) -> None:
+        """Deploy a CWL v1.2 CommandLineTool (its document as JSON text) as a program."""
     def next_run(self, timeout: Optional[float] = None) -> Optional[Instance]:
         """The next instance a *run* request created (to be started by the caller)."""
     def open_rendezvous(self, size: int) -> None:
@@ -241,6 +243,10 @@ def sandbox_report(instance: Instance) -> None:
 def rendezvous_register(rendezvous: str, key: str, rank: int, size: int, url: str, timeout: float) -> None:
     """Register this rank's endpoint ``url`` at the rendezvous, trying again
     while it is unreachable or not open yet, for up to ``timeout`` seconds."""
+
+def cwl_eval(text: str, context: str, condition: bool = False) -> str:
+    """A CWL parameter reference evaluated against ``context`` (JSON); the value as JSON.
+    ``condition`` also allows ``!`` and one comparison with a literal (a step's ``when``)."""
 
 def exit_on_signals() -> None:
     """End this process on SIGTERM or SIGINT even while service code holds the

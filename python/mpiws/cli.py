@@ -76,11 +76,14 @@ def _serve(a):
     if bool(a.tls_cert) != bool(a.tls_key):
         raise ValueError("--tls-cert and --tls-key go together")
     limits = {k: getattr(a, k) for k in (flag[2:].replace("-", "_") for flag, _, _ in LIMITS) if getattr(a, k) is not None}
-    server = Server(services, a.host, a.port, programs=a.program, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
+    from .workflow.cwl.load import tool_spec
+
+    cwl = [tool_spec(spec) for spec in a.program_cwl]
+    server = Server(services, a.host, a.port, programs=a.program, cwl_programs=cwl, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
                     pickle_allow=a.pickle_allow, isolation=a.isolation, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                     fetch_allow=a.fetch_allow, tls_cert=a.tls_cert, tls_key=a.tls_key, tls_self_signed=a.tls_self_signed,
                     tls_cert_out=a.tls_cert_out, relay=a.relay, via_relay=a.via_relay, relay_key=_relay_key(a.via_relay), **limits)
-    names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program]
+    names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program] + [f"CWL program {n}" for n, _ in cwl]
     made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
     if a.relay:
@@ -178,6 +181,14 @@ def _usage(a):
     from .jobs import Program
 
     u = Program(a.url, key=a.key).usage()
+    if u.get("class") == "CommandLineTool":  # a CWL tool: its inputs and outputs
+        print(f"{u['name']}: CWL CommandLineTool running {' '.join(u['baseCommand'])}")
+        for p in u["inputs"]:
+            default = f" (default {json.dumps(p['default'])})" if "default" in p else ""
+            print(f"  {p['name']:<12} in     {json.dumps(p['type']).strip(chr(34))}{default}")
+        for p in u["outputs"]:
+            print(f"  {p['name']:<12} out    {json.dumps(p['type']).strip(chr(34))}")
+        return 0
     print(f"{u['name']}: {u['template']}")
     for p in u["parameters"]:
         how = {"in": "NAME=VALUE" if p["placement"] == "val" else "NAME=TEXT or NAME:@FILE"}.get(p["direction"], "out:NAME[=PATH]")
@@ -256,6 +267,8 @@ def main(argv=None):
     s.add_argument("--service", action="append", default=[], metavar="NAME=module:function", help="deploy a service (repeatable)")
     s.add_argument("--program", action="append", default=[], metavar="NAME=TEMPLATE",
                    help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
+    s.add_argument("--program-cwl", action="append", default=[], metavar="[NAME=]TOOL.cwl",
+                   help="deploy a CWL v1.2 CommandLineTool as a program (NAME: the file's stem by default; repeatable)")
     s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new private temporary directory, "
                    "removed at exit); made 0700 if missing, refused if a symlink or writable by others")
     sec = s.add_argument_group("security (docs/security.md)")

@@ -129,6 +129,10 @@ class Job:
         """End the job (if it has not ended); its status afterwards."""
         return _call("DELETE", self.url, key=self.key)
 
+    def remove(self):
+        """End the job if it runs, and remove it and its files from its endpoint (their disk is given back)."""
+        _client(self.key).call("DELETE", f"{self.url}?remove=true", None)
+
     def download(self, name, path):
         """Save output file ``name`` (or ``stdout``/``stderr``) to ``path``; its size."""
         return download(f"{self.url}/{name}" if name in ("stdout", "stderr") else f"{self.url}/files/{name}", path)
@@ -137,6 +141,11 @@ class Job:
 def upload(endpoint, path, key=None):
     """Upload a local file to ``endpoint`` (streamed, any size): ``{"url", "size"}``."""
     return json.loads(_client(key).upload(f"{endpoint.rstrip('/')}/files", os.fspath(path)))
+
+
+def remove_upload(url, key=None):
+    """Remove a file ``upload`` made (its URL) from its endpoint."""
+    _client(key).call("DELETE", url, None)
 
 
 def download(url, path):

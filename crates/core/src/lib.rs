@@ -27,8 +27,9 @@
 //!   [`direct::stream`] / [`direct::inbound`] are the faster upgraded
 //!   channel and its readers, [`direct::polled`] their socket I/O.
 //! - [`jobs`] — **legacy programs as services**: a command-line program
-//!   deployed with a one-line template; jobs of it are spawned, watched,
-//!   killed, and their files pass by value or by URL.
+//!   deployed with a one-line template (or a CWL `CommandLineTool`,
+//!   [`jobs::cwl`]); jobs of it are spawned, watched, killed, and their
+//!   files pass by value or by URL.
 //! - [`completion`] — where outcomes land, how threads wait for them
 //!   (polling briefly, then sleeping), and [`completion::Events`], the
 //!   queue a handler thread sleeps on.

@@ -188,6 +188,11 @@ impl Endpoint {
         self.inner.jobs.deploy(name, template).py_err()
     }
 
+    /// Deploy a CWL v1.2 CommandLineTool (its document as JSON text) as a program.
+    fn deploy_program_cwl(&self, name: &str, document: &str) -> PyResult<()> {
+        self.inner.jobs.deploy_cwl(name, document).py_err()
+    }
+
     /// The next instance a *run* request created, waiting up to `timeout` seconds.
     #[pyo3(signature = (timeout=None))]
     fn next_run(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Instance>> {
@@ -259,6 +264,19 @@ pub fn sandbox_begin(endpoint: &Endpoint) -> PyResult<Instance> {
 #[pyfunction]
 pub fn sandbox_report(instance: &Instance) -> PyResult<()> {
     mpiws_core::service::sandbox::child::report(&instance.inner).py_err()
+}
+
+/// A CWL parameter reference evaluated (`text` with its `$(...)`) against
+/// `context` (JSON: `{"inputs", "self", "runtime"}`); `condition` also allows
+/// `!` and one comparison with a literal (a step's `when`). The value as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, context, condition=false))]
+pub fn cwl_eval(text: &str, context: &str, condition: bool) -> PyResult<String> {
+    use mpiws_core::jobs::cwl::params::{eval, Mode};
+    let ctx: serde_json::Value =
+        serde_json::from_str(context).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("context is not JSON: {e}")))?;
+    let mode = if condition { Mode::Condition } else { Mode::Reference };
+    eval(text, &ctx, mode).map(|v| v.to_string()).map_err(pyo3::exceptions::PyValueError::new_err)
 }
 
 /// End this process on SIGTERM or SIGINT even while service code holds the

@@ -36,6 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collective::reduce_local, m)?)?;
     m.add_function(wrap_pyfunction!(client::rendezvous_register, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::exit_on_signals, m)?)?;
+    m.add_function(wrap_pyfunction!(endpoint::cwl_eval, m)?)?;
     m.add("ANY_SOURCE", mpiws_core::mpi::ANY_SOURCE)?;
     m.add("ANY_TAG", mpiws_core::mpi::ANY_TAG)?;
     m.add("PROC_NULL", mpiws_core::mpi::PROC_NULL)?;

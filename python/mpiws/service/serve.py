@@ -3,7 +3,9 @@
 A service is a function ``f(comm, params) -> result``: ``comm`` is the
 instance's COMM_WORLD, ``params`` the domain's JSON parameters, and the
 result must be JSON-serialisable. A program is a command-line program made
-a service by its one-line template (``NAME=TEMPLATE``; see ``mpiws.jobs``).
+a service by its one-line template (``NAME=TEMPLATE``; see ``mpiws.jobs``),
+or by a CWL CommandLineTool document (``cwl_programs``: the endpoint builds
+each job's command line from it).
 
 Objects that peers and clients send a service are unpickled by a
 restricted unpickler (``mpiws.MPI.pickled``): builtins, numpy arrays and the
@@ -12,6 +14,7 @@ sender with arbitrary code, as mpi4py does.
 """
 
 import importlib
+import json
 import os
 import sys
 import threading
@@ -48,11 +51,13 @@ class Server:
     file (created with a new key if missing: ``mpiws.keys``); ``key`` is
     then the first of them, for this process's own clients. ``pickle`` and
     ``pickle_allow``: what services may unpickle (see the module's doc).
+    ``cwl_programs``: (name, CWL CommandLineTool document as a dict) pairs,
+    deployed as programs (``mpiws.workflow.cwl.load.tool_spec`` reads one).
     Other keyword arguments are the endpoint's limits (``_core.Endpoint``).
     """
 
     def __init__(self, services, host="127.0.0.1", port=0, programs=(), keys=None, pickle="restricted",
-                 pickle_allow=(), isolation="process", **limits):
+                 pickle_allow=(), isolation="process", cwl_programs=(), **limits):
         self.services = dict(services)
         text, self.key_file, self.key_created = keyfiles.server_keys(keys)
         self.key = keyfiles.first_key(text)
@@ -70,6 +75,8 @@ class Server:
             if not sep:
                 raise ValueError(f"program must be NAME=TEMPLATE, got {spec!r}")
             self.endpoint.deploy_program(name.strip(), template)
+        for name, document in cwl_programs:  # (name, the tool document as a dict)
+            self.endpoint.deploy_program_cwl(name, json.dumps(document))
         self._stop = threading.Event()
         # On threads, a dispatcher starts each instance; in processes the endpoint does.
         self._thread = None

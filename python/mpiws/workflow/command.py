@@ -47,6 +47,11 @@ def run_command(a):
     from . import graph
     from .manager import run
 
+    if a.flow.endswith(".cwl"):  # a CWL document: its own runner
+        from .cwl.run import run_command as run_cwl
+
+        return run_cwl(a)
+
     try:
         wf = load(a.flow)
         args = list(a.inputs)
@@ -98,7 +103,7 @@ def add_parser(sub):
     w = sub.add_parser("workflow", help="run a workflow: steps pass data to each other directly (docs/workflows.md)")
     ws = w.add_subparsers(dest="workflow_command", required=True)
     r = ws.add_parser("run", help="run a workflow file; prints its output object (JSON)")
-    r.add_argument("flow", help="the workflow file (YAML)")
+    r.add_argument("flow", help="the workflow file (YAML), or a CWL v1.2 document (.cwl: a Workflow or a CommandLineTool)")
     r.add_argument("inputs", nargs="*", metavar="INPUT", help="[JOB.yml] NAME=VALUE, NAME:@PATH (a file)")
     r.add_argument("--mediated", action="store_true",
                    help="the classic form: the manager invokes each step and relays every result (to compare)")
@@ -108,6 +113,8 @@ def add_parser(sub):
     r.add_argument("--advertise", metavar="URL",
                    help="the URL steps reach this manager at, if not its own (a port forward, a proxy)")
     r.add_argument("--key", help="endpoint key (default: MPIWS_KEY, else the user's key file)")
+    r.add_argument("--endpoint", action="append", default=[], metavar="[STEP=]URL",
+                   help="CWL: run STEP (every step, without STEP=) as a job on this endpoint (repeatable)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     r.set_defaults(func=run_command)
     g = ws.add_parser("graph", help="draw a workflow file (DOT on stdout, or -o .svg/.png/.dot)")

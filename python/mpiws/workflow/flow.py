@@ -43,18 +43,7 @@ class Dataflow:
         return got
 
     def units(self, step, inputs):
-        if not step.scatter:
-            return [inputs]
-        lengths = set()
-        for name in step.scatter:
-            if not isinstance(inputs[name], (list, tuple)):
-                raise WorkflowError(f"step {step.name} scatters over {name}, which is not a list")
-            lengths.add(len(inputs[name]))
-        if len(lengths) > 1:
-            raise WorkflowError(f"step {step.name}: the inputs it scatters over have different lengths "
-                                f"({', '.join(map(str, sorted(lengths)))})")
-        n = lengths.pop()
-        return [dict(inputs, **{name: inputs[name][i] for name in step.scatter}) for i in range(n)]
+        return dotproduct(inputs, step.scatter, f"step {step.name}")
 
     def poll(self, have):
         """Take in what ended (into ``have``), then start what is ready; raises a unit's error."""
@@ -100,3 +89,20 @@ class Dataflow:
             self.errors.append(e)
         finally:
             self.wake()
+
+
+def dotproduct(inputs, scatter, where, error=WorkflowError):
+    """The units of a step that scatters over the inputs named in ``scatter`` (none: one unit, ``inputs``),
+    their i-th elements together."""
+    if not scatter:
+        return [inputs]
+    lengths = set()
+    for name in scatter:
+        if not isinstance(inputs[name], (list, tuple)):
+            raise error(f"{where} scatters over {name}, which is not a list")
+        lengths.add(len(inputs[name]))
+    if len(lengths) > 1:
+        raise error(f"{where}: the inputs it scatters over (dotproduct) have different lengths "
+                    f"({', '.join(map(str, sorted(lengths)))})")
+    n = lengths.pop()
+    return [dict(inputs, **{name: inputs[name][i] for name in scatter}) for i in range(n)]

@@ -37,6 +37,7 @@ class Run:
             self.local = LocalEndpoint(wf, keys=keys)
 
     def close(self):
+        self.jobs.remove_all()
         if self.local is not None:
             self.local.stop()
         shutil.rmtree(self.scratch, ignore_errors=True)

@@ -11,7 +11,7 @@ it: a program's files are not messages), or the client, at the end.
 import os
 import tempfile
 
-from ..jobs import File, Program, download
+from ..jobs import File, Program, download, remove_upload, upload
 from .domain import StepFailed, tail
 from .values import LocalFile, Ref
 
@@ -27,36 +27,53 @@ class Jobs:
         self.scratch = scratch or tempfile.mkdtemp(prefix="mpiws-wf-")
         self._types = {}
         self.live = set()  # jobs started and not yet finished: killed if the run fails
+        self.made = []     # jobs and uploads of the run: removed from their endpoints at its end
 
     def spawn(self, url, name, inputs):
         """A job of program ``name`` on endpoint ``url`` with ``inputs`` (name -> value, LocalFile or Ref)."""
-        program = Program(f"{url}/programs/{name}", key=self.key)
-        job = program.spawn(**{k: self._input(v) for k, v in inputs.items()})
+        return self.spawn_object(url, name, {k: self._input(v, url) for k, v in inputs.items()})
+
+    def spawn_object(self, url, name, inputs):
+        """A job whose inputs are given as they go on the wire (a CWL program's job object)."""
+        job = Program(f"{url}/programs/{name}", key=self.key).spawn(**inputs)
         self.live.add(job)
+        self.made.append(job)
         return job
 
-    def _input(self, v):
+    def upload(self, url, path):
+        """A local file uploaded to endpoint ``url`` for the run's jobs there; its URL."""
+        got = upload(url, path, key=self.key)["url"]
+        self.made.append(got)
+        return got
+
+    def _input(self, v, url):
         if isinstance(v, Ref):
             return File(v.url)
         if isinstance(v, LocalFile):
-            return File(v.path)
+            return File(self.upload(url, v.path))
         if isinstance(v, (bytes, bytearray)) and len(v) > INLINE_MAX:
             fd, path = tempfile.mkstemp(dir=self.scratch)
             with os.fdopen(fd, "wb") as f:
                 f.write(v)
-            return File(path)
+            try:
+                return File(self.upload(url, path))
+            finally:
+                os.unlink(path)
         if isinstance(v, (list, tuple, dict)):
             raise TypeError("a program's parameter takes one value or file, not a list (scatter over it instead)")
         return v
 
-    def finish(self, step, job):
-        """Wait for ``job``; its outputs by reference ({name: Ref}), or StepFailed with its stderr's tail."""
+    def finish(self, step, job, raw=False):
+        """Wait for ``job``; its outputs by reference ({name: Ref}; ``raw``: as the endpoint
+        gives them, a CWL output object), or StepFailed with its stderr's tail."""
         status = job.wait()
         self.live.discard(job)
         results = job.results(by="reference")
         if status["state"] != "done" or status.get("exit_code") not in (0, None):
             why = "killed" if status["state"] == "killed" else status.get("error") or f"exit code {status.get('exit_code')}"
             raise StepFailed(step, f"{why} (job {job.url})", tail(self._text(results.get("stderr"))))
+        if raw:
+            return results["outputs"]
         return {name: (Ref(r["url"], r.get("size", -1)) if r else None) for name, r in results["outputs"].items()}
 
     def _text(self, entry):
@@ -115,4 +132,17 @@ class Jobs:
                 job.kill()
             except Exception:  # noqa: BLE001 - ended already
                 pass
+
+    def remove_all(self):
+        """At the run's end (its outputs saved): every job and upload of it removed from its endpoint, so that
+        runs do not fill an endpoint's disk until their files expire."""
+        for made in self.made:
+            try:
+                if isinstance(made, str):  # an upload's URL
+                    remove_upload(made, key=self.key)
+                else:
+                    made.remove()
+            except Exception:  # noqa: BLE001 - gone already, or its endpoint is
+                pass
+        self.made = []
 

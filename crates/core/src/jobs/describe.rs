@@ -1,6 +1,6 @@
 //! `GET /programs`: the programs deployed here; `GET /programs/{name}`: one
-//! program's interface (its template and parameters), generated from its
-//! template.
+//! program's interface (its template and parameters, or its CWL tool's
+//! inputs and outputs).
 
 use http::StatusCode;
 use serde_json::Value;
@@ -9,13 +9,13 @@ use crate::service::reply::{json, Reply};
 use crate::service::Endpoint;
 
 pub fn list(ep: &Endpoint) -> Reply {
-    let all: Vec<Value> = ep.jobs.programs().iter().map(|p| p.template.describe(&p.name)).collect();
+    let all: Vec<Value> = ep.jobs.programs().iter().map(|p| p.describe()).collect();
     json(StatusCode::OK, &all)
 }
 
 pub fn describe(ep: &Endpoint, name: &str) -> Reply {
     match ep.jobs.program_or_404(name) {
-        Ok(p) => json(StatusCode::OK, &p.template.describe(&p.name)),
+        Ok(p) => json(StatusCode::OK, &p.describe()),
         Err(reply) => reply,
     }
 }

@@ -1,7 +1,8 @@
 //! Files by reference. `POST /files` uploads a file (the raw body, of any
 //! size, written to disk as it arrives) and answers its URL, to give a job
 //! as an input; `GET /files/{id}` and `DELETE /files/{id}`. A job's own
-//! files: `GET /jobs/{id}/files/{name}`, `GET /jobs/{id}/stdout|stderr`.
+//! files: `GET /jobs/{id}/files/{name}` (a CWL job's: `/files/{path...}`),
+//! `GET /jobs/{id}/stdout|stderr`.
 //!
 //! An upload belongs to the key that uploaded it: only that key (or one
 //! with `admin`) may remove it; to another, it does not exist (404). Its
@@ -23,7 +24,8 @@ use crate::body::Chunks;
 use crate::error::ErrorClass;
 use crate::jobs::disk::insufficient_storage;
 use crate::jobs::new_id;
-use crate::jobs::safe_file::{create_new, open_regular};
+use crate::jobs::safe_file::{create_new, open_beneath, open_regular};
+use crate::jobs::spawn::decode_path;
 use crate::service::keys::Key;
 use crate::service::reply::{error, json, no_content, Reply};
 use crate::service::Endpoint;
@@ -119,22 +121,44 @@ pub async fn remove_upload(ep: &Endpoint, caller: &Key, id: &str) -> Reply {
     }
 }
 
-/// `name` is a file parameter of the job's program, or (`printed`) its
-/// `stdout` or `stderr`.
-pub async fn get_job_file(ep: &Endpoint, id: &str, name: &str, printed: bool) -> Reply {
+/// `stdout` or `stderr` of a job.
+pub async fn get_job_stream(ep: &Endpoint, id: &str, name: &str) -> Reply {
     let job = match ep.jobs.job_or_404(id) {
         Ok(job) => job,
         Err(reply) => return reply,
     };
-    let path = match (printed, name) {
-        (true, "stdout") => Some(job.stdout_path()),
-        (true, _) => Some(job.stderr_path()),
-        (false, _) => job.file_path(name),
+    let path = if name == "stdout" { job.stdout_path() } else { job.stderr_path() };
+    send_file(&path, &format!("job {id} has no {name} (yet)")).await
+}
+
+/// A job's file: a template program's file parameter (`segments` is one
+/// name), or a CWL job's output file (its path in the output directory,
+/// percent-encoded segments).
+pub async fn get_job_file(ep: &Endpoint, id: &str, segments: &[&str]) -> Reply {
+    let job = match ep.jobs.job_or_404(id) {
+        Ok(job) => job,
+        Err(reply) => return reply,
     };
-    match path {
-        Some(path) => send_file(&path, &format!("job {id} has no file {name} (yet)")).await,
-        None => error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("{} has no file parameter {name:?}", job.program.name)),
+    let shown = segments.join("/");
+    let Some((root, rel)) = decode_path(segments).and_then(|rel| job.file_location(&rel)) else {
+        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("{} has no file {shown:?}", job.program.name));
+    };
+    let missing = format!("job {id} has no file {shown} (yet)");
+    match open_beneath(&root, &rel) {
+        Ok(f) => send_open(tokio::fs::File::from_std(f)).await.unwrap_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, missing)),
+        Err(_) => error(StatusCode::NOT_FOUND, ErrorClass::Arg, missing),
     }
+}
+
+async fn send_open(f: tokio::fs::File) -> Option<Reply> {
+    let m = f.metadata().await.ok()?;
+    Some(
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, "application/octet-stream")
+            .body(Chunks::file(f, m.len()))
+            .expect("valid response"),
+    )
 }
 
 async fn send_file(path: &Path, missing: &str) -> Reply {

@@ -26,6 +26,7 @@
 //! ends everything a job started), and a bounded job table whose ended
 //! jobs and uploads [`expiry`] removes after their time to live.
 
+pub mod cwl;
 pub mod describe;
 pub mod disk;
 pub mod expiry;
@@ -62,13 +63,46 @@ use job::Job;
 use template::{Template, Word};
 use workdir::WorkDir;
 
-/// A deployed program: its name, template and the executable it runs.
+/// A deployed program: its name and the rule its jobs follow.
 pub struct Program {
     pub name: String,
-    pub template: Template,
-    /// The template's first word; made absolute if it names a file, since
-    /// each job runs in its own directory.
-    pub executable: PathBuf,
+    pub runs: Runs,
+}
+
+/// How a program's command line is made: by its one-line template, or by its CWL tool document.
+pub enum Runs {
+    Template {
+        template: Template,
+        /// The template's first word; made absolute if it names a file, since
+        /// each job runs in its own directory.
+        executable: PathBuf,
+    },
+    Cwl(cwl::Tool),
+}
+
+impl Program {
+    /// The template of a template program.
+    pub fn template(&self) -> Option<&Template> {
+        match &self.runs {
+            Runs::Template { template, .. } => Some(template),
+            Runs::Cwl(_) => None,
+        }
+    }
+
+    /// The interface clients read (`GET /programs/{name}`): a template's
+    /// parameters, or a CWL tool's inputs and outputs.
+    pub fn describe(&self) -> serde_json::Value {
+        match &self.runs {
+            Runs::Template { template, .. } => template.describe(&self.name),
+            Runs::Cwl(tool) => {
+                let mut d = serde_json::json!({"name": self.name, "class": "CommandLineTool"});
+                for (k, v) in tool.interface.as_object().expect("an object") {
+                    d[k] = v.clone();
+                }
+                d
+            }
+        }
+    }
 }
 
 pub struct Jobs {
@@ -123,9 +157,7 @@ impl Jobs {
 
     /// Deploy `template` as program `name` (replacing one of that name).
     pub fn deploy(&self, name: &str, template: &str) -> Result<()> {
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
-            return err(ErrorClass::Arg, format!("program name {name:?}: letters, digits, '_', '-' and '.'"));
-        }
+        check_name(name)?;
         let template = Template::parse(template)?;
         let Some(Word::Literal(first)) = template.words.first() else { unreachable!("a template starts with its program") };
         let executable = if first.contains('/') {
@@ -133,7 +165,19 @@ impl Jobs {
         } else {
             PathBuf::from(first) // looked up on PATH
         };
-        let program = Program { name: name.to_string(), template, executable };
+        let program = Program { name: name.to_string(), runs: Runs::Template { template, executable } };
+        self.programs.write().insert(name.to_string(), Arc::new(program));
+        Ok(())
+    }
+
+    /// Deploy the CWL `CommandLineTool` `document` (JSON text) as program
+    /// `name` (replacing one of that name); refused, saying why, if it uses
+    /// what mpiws does not support.
+    pub fn deploy_cwl(&self, name: &str, document: &str) -> Result<()> {
+        check_name(name)?;
+        let doc: serde_json::Value = serde_json::from_str(document).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: malformed JSON: {e}")))?;
+        let tool = cwl::Tool::parse(&doc).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: {e}")))?;
+        let program = Program { name: name.to_string(), runs: Runs::Cwl(tool) };
         self.programs.write().insert(name.to_string(), Arc::new(program));
         Ok(())
     }
@@ -297,6 +341,13 @@ impl Jobs {
         }
         removed
     }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
+        return err(ErrorClass::Arg, format!("program name {name:?}: letters, digits, '_', '-' and '.'"));
+    }
+    Ok(())
 }
 
 /// A key may act on what `owner` made if it is that key, or has `admin`.

@@ -4,7 +4,9 @@
 //! reference (and, by value, for a file over 16 MiB) `{"url", "size"}`, a
 //! URL to download it from (or to pass to another job as its input).
 //! Only to the job's own key, or one with `admin` (404 to any other); the
-//! URLs themselves are capabilities, to be handed on.
+//! URLs themselves are capabilities, to be handed on. A CWL program's
+//! outputs are its output object, files as CWL File objects whose
+//! `location` is their URL (by value or by reference alike).
 
 use std::path::Path;
 
@@ -56,9 +58,15 @@ pub async fn results_route(ep: &Endpoint, caller: &Key, id: &str, req: Request<I
 pub async fn results(ep: &Endpoint, job: &Job, by: By) -> Reply {
     let base = job.url(&ep.url());
     let mut outputs = Map::new();
-    for p in job.program.template.params.iter().filter(|p| p.is_output()) {
-        let url = format!("{base}/files/{}", p.name);
-        outputs.insert(p.name.clone(), entry(&url, &job.dir.join(&p.name), Some(p), by).await);
+    match job.program.template() {
+        Some(template) => {
+            for p in template.params.iter().filter(|p| p.is_output()) {
+                let url = format!("{base}/files/{}", p.name);
+                outputs.insert(p.name.clone(), entry(&url, &job.dir.join(&p.name), Some(p), by).await);
+            }
+        }
+        // A CWL job's output object (empty unless it ended well): its files are always by reference.
+        None => outputs = job.outputs.get().cloned().unwrap_or_default(),
     }
     let s = job.state();
     json(

@@ -73,3 +73,34 @@ pub fn bytes_under(dir: &Path) -> u64 {
     }
     total
 }
+
+/// Open `rel` (a path of plain components, `a/b/c`) under the trusted
+/// directory `root` for reading, if it is a regular file: each directory on
+/// the way is opened with `openat(O_NOFOLLOW)`, so a job that swaps one of
+/// them for a symlink (even while it is read) leads nowhere outside.
+pub fn open_beneath(root: &Path, rel: &str) -> io::Result<std::fs::File> {
+    use std::ffi::CString;
+    use std::os::unix::io::{AsRawFd, FromRawFd};
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{rel:?} is not a path of plain names")));
+    }
+    let open_at = |dir: &std::fs::File, name: &str, flags: libc::c_int| -> io::Result<std::fs::File> {
+        let name = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in a file name"))?;
+        // SAFETY: a valid directory descriptor and a NUL-terminated name; the new descriptor is owned by the File.
+        let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    };
+    let mut dir = std::fs::File::open(root)?;
+    for p in &parts[..parts.len() - 1] {
+        dir = open_at(&dir, p, libc::O_DIRECTORY)?;
+    }
+    let file = open_at(&dir, parts[parts.len() - 1], libc::O_NONBLOCK)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{rel} is not a regular file")));
+    }
+    Ok(file)
+}

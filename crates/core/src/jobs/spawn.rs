@@ -8,12 +8,15 @@
 //! the job pulls it, from an allowed address only: see [`fetch`]; a URL of
 //! this endpoint's own files is copied from disk, not fetched).
 //!
+//! A CWL program's inputs are its CWL job object: see [`cwl::inputs`].
+//!
 //! A request carries at most `max_spawn_body` bytes and exactly the inputs
 //! the template names; the job table holds at most `max_jobs` jobs, and
 //! at most `max_jobs_per_key` of one key. The job belongs to the caller's
 //! key.
 //!
 //! [`fetch`]: crate::jobs::fetch
+//! [`cwl::inputs`]: crate::jobs::cwl::inputs
 
 use std::time::Duration;
 
@@ -22,12 +25,13 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{Map, Value};
 
-use crate::jobs::job::Job;
+use crate::jobs::cwl;
+use crate::jobs::job::{Job, Plan};
 use crate::jobs::results::{by_param, results, By};
 use crate::jobs::stage::{Input, Source};
-use crate::jobs::safe_file::{make_private_dir, size_of};
-use crate::jobs::template::Placement;
-use crate::jobs::{new_id, Program};
+use crate::jobs::safe_file::{make_private_dir, open_beneath};
+use crate::jobs::template::{Placement, Template};
+use crate::jobs::{new_id, Program, Runs};
 use crate::error::ErrorClass;
 use crate::service::keys::Key;
 use crate::service::reply::{error, json, read_body, Reply};
@@ -59,7 +63,11 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         Ok(_) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "the body is {\"inputs\": {...}}"),
         Err(e) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("malformed JSON: {e}")),
     };
-    let (values, files) = match check_inputs(ep, &program, inputs) {
+    let checked = match &program.runs {
+        Runs::Template { template, .. } => check_inputs(ep, &program, template, inputs),
+        Runs::Cwl(tool) => check_cwl(ep, tool, inputs),
+    };
+    let (plan, files) = match checked {
         Ok(x) => x,
         Err(message) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, message),
     };
@@ -84,7 +92,7 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         ep.jobs.jobs.lock().remove(&job.id); // it never started: nothing to end
         return no_dir(e.to_string());
     }
-    tokio::spawn(job.clone().run(values, files, ep.jobs.fetcher.clone()));
+    tokio::spawn(job.clone().run(plan, files, ep.jobs.fetcher.clone(), job.url(&ep.url())));
     if call {
         job.wait(Duration::MAX).await;
         return results(ep, &job, by).await;
@@ -93,12 +101,12 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
 }
 
 /// Every input the template asks for, each checked; nothing else.
-fn check_inputs(ep: &Endpoint, program: &Program, mut inputs: Map<String, Value>) -> Result<(Vec<(String, String)>, Vec<Input>), String> {
+fn check_inputs(ep: &Endpoint, program: &Program, template: &Template, mut inputs: Map<String, Value>) -> Result<(Plan, Vec<Input>), String> {
     let mut values = Vec::new();
     let mut files = Vec::new();
-    for p in program.template.params.iter().filter(|p| p.is_input()) {
+    for p in template.params.iter().filter(|p| p.is_input()) {
         let Some(v) = inputs.remove(&p.name) else {
-            return Err(format!("missing input '{}' ({})", p.name, usage(program)));
+            return Err(format!("missing input '{}' ({})", p.name, usage(program, template)));
         };
         if p.placement == Placement::Val {
             values.push((p.name.clone(), p.check_value(&v).map_err(|e| e.message)?));
@@ -120,16 +128,31 @@ fn check_inputs(ep: &Endpoint, program: &Program, mut inputs: Map<String, Value>
             },
             _ => return Err(not_a_file()),
         };
-        files.push(Input { name: p.name.clone(), source });
+        files.push(Input { name: p.name.clone(), rel: p.name.clone(), source });
     }
     if let Some(extra) = inputs.keys().next() {
-        return Err(format!("no input '{extra}' ({})", usage(program)));
+        return Err(format!("no input '{extra}' ({})", usage(program, template)));
     }
-    Ok((values, files))
+    Ok((Plan::Template(values), files))
 }
 
-fn usage(program: &Program) -> String {
-    let ins: Vec<&str> = program.template.params.iter().filter(|p| p.is_input()).map(|p| p.name.as_str()).collect();
+/// A CWL job object, checked against the tool; its files' URLs checked as a template's are.
+fn check_cwl(ep: &Endpoint, tool: &cwl::Tool, inputs: Map<String, Value>) -> Result<(Plan, Vec<Input>), String> {
+    let (job, stages) = cwl::inputs::check(tool, inputs)?;
+    let mut files = Vec::with_capacity(stages.len());
+    for s in stages {
+        let source = match s.from {
+            cwl::inputs::From::Bytes(b) => Source::Bytes(b),
+            cwl::inputs::From::Dir => Source::Dir,
+            cwl::inputs::From::Location(url) => reference(ep, &url).map_err(|e| format!("{}: {e}", s.what))?,
+        };
+        files.push(Input { name: s.what, rel: s.rel, source });
+    }
+    Ok((Plan::Cwl(job), files))
+}
+
+fn usage(program: &Program, template: &Template) -> String {
+    let ins: Vec<&str> = template.params.iter().filter(|p| p.is_input()).map(|p| p.name.as_str()).collect();
     format!("{} takes {}", program.name, if ins.is_empty() { "no inputs".to_string() } else { ins.join(", ") })
 }
 
@@ -140,12 +163,40 @@ fn reference(ep: &Endpoint, url: &str) -> Result<Source, String> {
     }
     let Some(path) = url.strip_prefix(&ep.url()).filter(|p| p.starts_with('/')) else { return Ok(Source::Url(url.to_string())) };
     let local = match path.trim_start_matches('/').split('/').collect::<Vec<_>>()[..] {
-        ["files", id] => ep.jobs.upload_path(id),
-        ["jobs", id, "files", name] => ep.jobs.job(id).and_then(|j| j.file_path(name)),
+        ["files", id] => ep.jobs.upload_path(id).and_then(|p| Some((p.parent()?.to_path_buf(), id.to_string()))),
+        ["jobs", id, "files", ref rest @ ..] if !rest.is_empty() => {
+            decode_path(rest).and_then(|rel| ep.jobs.job(id).and_then(|j| j.file_location(&rel)))
+        }
         _ => None,
     };
     match local {
-        Some(p) if size_of(&p).is_some() => Ok(Source::Local(p)),
+        Some((root, rel)) if open_beneath(&root, &rel).is_ok() => Ok(Source::Local { root, rel }),
         _ => Err(format!("{url} is not a file of this endpoint")),
     }
+}
+
+/// URL path segments (percent-encoded) as a relative path of plain names, or None.
+pub fn decode_path(segments: &[&str]) -> Option<String> {
+    let mut names = Vec::with_capacity(segments.len());
+    for seg in segments {
+        let b = seg.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        let name = String::from_utf8(out).ok()?;
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+            return None;
+        }
+        names.push(name);
+    }
+    Some(names.join("/"))
 }

@@ -7,35 +7,56 @@
 //!
 //! [`fetch`]: crate::jobs::fetch
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 use tokio::io::AsyncWriteExt;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::jobs::fetch::Fetcher;
 use crate::jobs::job::Job;
-use crate::jobs::safe_file::{create_new, inside, open_regular};
+use crate::jobs::safe_file::{create_new, make_private_dir, open_beneath};
 
 pub enum Source {
     /// Sent by value in the spawn request.
     Bytes(Vec<u8>),
     /// A URL the job pulls its input from.
     Url(String),
-    /// A file on this endpoint (an upload, or another job's file).
-    Local(PathBuf),
+    /// A file on this endpoint (an upload, or another job's file): `rel`
+    /// under the directory `root` (see [`open_beneath`]).
+    Local { root: PathBuf, rel: String },
+    /// A directory to make (a CWL Directory input, before its listing).
+    Dir,
 }
 
 pub struct Input {
+    /// What the client calls it (for errors).
     pub name: String,
+    /// Where it goes in the job's directory: plain names, `a/b/c`; its
+    /// directories are made first (the job's directory is new, nothing runs in it yet).
+    pub rel: String,
     pub source: Source,
+}
+
+/// `rel` under `dir`, if it is made of plain names only.
+fn under(dir: &Path, rel: &str) -> Option<PathBuf> {
+    let plain = !rel.is_empty() && Path::new(rel).components().all(|c| matches!(c, Component::Normal(_)));
+    plain.then(|| dir.join(rel))
 }
 
 pub async fn stage(job: &Job, inputs: Vec<Input>, fetcher: &Fetcher) -> Result<()> {
     for input in inputs {
         let fail = |why: String| Error::new(ErrorClass::Other, format!("input '{}': {why}", input.name));
-        let to = inside(&job.dir, &input.name).ok_or_else(|| fail("not a plain file name".into()))?;
+        let to = under(&job.dir, &input.rel).ok_or_else(|| fail("not a plain file name".into()))?;
+        if let Some(parent) = to.parent().filter(|p| *p != job.dir) {
+            tokio::fs::create_dir_all(parent).await.map_err(|e| fail(e.to_string()))?;
+        }
+        if let Source::Dir = input.source {
+            make_private_dir(&to).map_err(|e| fail(e.to_string()))?;
+            continue;
+        }
         let mut file = create_new(&to).await.map_err(|e| fail(e.to_string()))?;
         match input.source {
+            Source::Dir => unreachable!("made above"),
             Source::Bytes(b) => {
                 job.claim(b.len() as u64).map_err(fail)?;
                 file.write_all(&b).await.map_err(|e| fail(e.to_string()))?;
@@ -44,10 +65,11 @@ pub async fn stage(job: &Job, inputs: Vec<Input>, fetcher: &Fetcher) -> Result<(
             Source::Url(url) => {
                 fetcher.fetch(&url, &mut file, &|n| job.claim(n)).await.map_err(fail)?;
             }
-            Source::Local(from) => {
-                let (src, meta) = open_regular(&from).await.map_err(|e| fail(e.to_string()))?;
+            Source::Local { root, rel } => {
+                let src = open_beneath(&root, &rel).map_err(|e| fail(e.to_string()))?;
+                let meta = src.metadata().map_err(|e| fail(e.to_string()))?;
                 job.claim(meta.len()).map_err(fail)?;
-                let (src, dst) = (src.into_std().await, file.into_std().await);
+                let dst = file.into_std().await;
                 let copied = tokio::task::spawn_blocking(move || {
                     let (mut src, mut dst) = (std::io::Read::take(src, meta.len()), dst);
                     std::io::copy(&mut src, &mut dst)

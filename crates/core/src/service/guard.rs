@@ -42,7 +42,7 @@ pub fn need(method: &Method, parts: &[&str]) -> Need {
         ["relay", _] if method == Method::POST => Need::Key(Scope::Relay),
         ["domains", _, "ranks", _] => Need::TokenOrAdmin,
         ["domains", ..] => Need::Token,
-        ["jobs", _, "files", _] | ["jobs", _, "stdout" | "stderr"] | ["files", _] if method == Method::GET => Need::Capability,
+        ["jobs", _, "files", _, ..] | ["jobs", _, "stdout" | "stderr"] | ["files", _] if method == Method::GET => Need::Capability,
         ["programs", ..] => Need::Key(Scope::Jobs),
         ["jobs", ..] => Need::KeyOrAdmin(Scope::Jobs),
         ["files"] => Need::Key(Scope::Files),

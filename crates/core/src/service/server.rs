@@ -244,8 +244,8 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
             Some(key) => jobs::results::results_route(&ep, key, id, req).await,
             None => guard::no_key(),
         },
-        (&Method::GET, ["jobs", id, "files", name]) => jobs::files::get_job_file(&ep, id, name, false).await,
-        (&Method::GET, ["jobs", id, out @ ("stdout" | "stderr")]) => jobs::files::get_job_file(&ep, id, out, true).await,
+        (&Method::GET, ["jobs", id, "files", rest @ ..]) if !rest.is_empty() => jobs::files::get_job_file(&ep, id, rest).await,
+        (&Method::GET, ["jobs", id, out @ ("stdout" | "stderr")]) => jobs::files::get_job_stream(&ep, id, out).await,
         (&Method::POST, ["files"]) => match owner {
             Some(key) => jobs::files::upload(&ep, key, req).await,
             None => guard::no_key(),
@@ -259,7 +259,7 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
             _,
             [""] | ["run"] | ["rendezvous"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _]
             | ["domains", _, "ranks", _, "messages", _, _, "matched"] | ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs"] | ["jobs", _]
-            | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _] | ["files"] | ["files", _],
+            | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _, ..] | ["files"] | ["files", _],
         ) => {
             reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
         }

@@ -1,0 +1,22 @@
+"""CWL v1.2 in mpiws: ``mpiws workflow run flow.cwl job.yml``.
+
+- ``load``: CWL documents (a CommandLineTool, or a Workflow of them) and
+  their ids normalized; ``job``: the job object, values on the wire, the
+  final output object; ``steps``: a step's jobs from its sources (pure);
+  ``run``: a run, each tool an mpiws job of a CWL program (the endpoint
+  builds its command line: ``crates/core/src/jobs/cwl``).
+
+docs/workflows.md ("CWL") says what of CWL v1.2 is supported.
+"""
+
+from .load import CwlError
+
+
+def run(flow, job=None, **options):
+    """Run a CWL document; returns (output object, run record). See ``mpiws.workflow.cwl.run.run``."""
+    from .run import run as _run
+
+    return _run(flow, job, **options)
+
+
+__all__ = ["CwlError", "run"]

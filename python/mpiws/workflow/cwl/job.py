@@ -1,0 +1,162 @@
+"""Values of a CWL run at its edges: the job object from a job file (Files
+and Directories relative to it), values as a job's spawn request carries
+them (local files uploaded to the job's endpoint once; other jobs' files by
+their URL: endpoint to endpoint), and the final output object, its files
+downloaded into ``--outdir`` with their checksums, as cwltool reports it."""
+
+import os
+import shutil
+
+from ...jobs import download
+from ..values import file_object
+from .load import CwlError
+
+
+def _names(basename):
+    root, dot, ext = basename.rpartition(".")
+    return (root, dot + ext) if root else (basename, "")
+
+
+def local(kind, path):
+    """A File or Directory of this machine, as the runner holds it."""
+    path = os.path.abspath(path)
+    if not (os.path.isfile(path) if kind == "File" else os.path.isdir(path)):
+        raise CwlError(f"no {kind.lower()} {path}")
+    basename = os.path.basename(path)
+    root, ext = _names(basename)
+    v = {"class": kind, "path": path, "location": "file://" + path, "basename": basename, "nameroot": root, "nameext": ext}
+    if kind == "File":
+        v["size"] = os.path.getsize(path)
+    return v
+
+
+def from_file(v, base):
+    """A job file's value with its Files and Directories made local objects (paths relative to ``base``)."""
+    if isinstance(v, list):
+        return [from_file(x, base) for x in v]
+    if isinstance(v, dict) and v.get("class") in ("File", "Directory"):
+        if "contents" in v and v["class"] == "File":
+            return {"class": "File", "contents": v["contents"], "basename": v.get("basename", "contents")}
+        where = v.get("path") or v.get("location")
+        if not where:
+            raise CwlError(f"a {v['class']} in the job has no path or location")
+        if where.startswith(("http://", "https://")):
+            return dict(v, location=where, basename=v.get("basename") or where.rstrip("/").rsplit("/", 1)[-1])
+        where = where[len("file://"):] if where.startswith("file://") else where
+        return local(v["class"], os.path.join(base, where))
+    if isinstance(v, dict):
+        return {k: from_file(x, base) for k, x in v.items()}
+    return v
+
+
+def job_object(path=None, args=()):
+    """The job object: a job file's (YAML or JSON), then ``NAME=VALUE`` (JSON, else text) and ``NAME:@PATH`` (a File)."""
+    import json
+
+    import yaml
+
+    given = {}
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = yaml.safe_load(f) or {}
+        except OSError as e:
+            raise CwlError(f"{path}: {e.strerror}") from None
+        if not isinstance(doc, dict):
+            raise CwlError(f"{path}: a job file maps input names to values")
+        given = from_file(doc, os.path.dirname(os.path.abspath(path)))
+    for a in args:
+        if ":@" in a and ("=" not in a or a.index(":@") < a.index("=")):
+            name, _, p = a.partition(":@")
+            given[name] = local("File", p)
+            continue
+        name, sep, text = a.partition("=")
+        if not sep:
+            raise CwlError(f"an input is NAME=VALUE or NAME:@PATH, not {a!r}")
+        try:
+            given[name] = json.loads(text)
+        except ValueError:
+            given[name] = text
+    return given
+
+
+class Wire:
+    """Values as a job's spawn request carries them: local files uploaded (once per endpoint)."""
+
+    def __init__(self, upload):
+        self.upload = upload  # (endpoint, path) -> URL: the run's (programs.Jobs.upload), removed at its end
+        self.uploaded = {}
+
+    def value(self, v, endpoint):
+        if isinstance(v, list):
+            return [self.value(x, endpoint) for x in v]
+        if not isinstance(v, dict):
+            return v
+        cls = v.get("class")
+        if cls == "File":
+            if "contents" in v and "path" not in v and "location" not in v:
+                return {"class": "File", "contents": v["contents"], "basename": v["basename"]}
+            if "path" in v:  # local: uploaded to the job's endpoint
+                k = (endpoint, v["path"])
+                if k not in self.uploaded:
+                    self.uploaded[k] = self.upload(endpoint, v["path"])
+                return {"class": "File", "location": self.uploaded[k], "basename": v["basename"]}
+            return {"class": "File", "location": v["location"], "basename": v["basename"]}  # by reference
+        if cls == "Directory":
+            if "path" in v:
+                listing = [local("Directory" if os.path.isdir(p) else "File", p)
+                           for p in (os.path.join(v["path"], n) for n in sorted(os.listdir(v["path"])))
+                           if os.path.isdir(p) or os.path.isfile(p)]
+            else:
+                listing = v.get("listing", [])
+            return {"class": "Directory", "basename": v["basename"], "listing": [self.value(x, endpoint) for x in listing]}
+        return {k: self.value(x, endpoint) for k, x in v.items()}
+
+
+def final(v, outdir, taken=None):
+    """The output object for the client: files of endpoints downloaded into ``outdir``
+    (a name another output of the run took gets ``_2``, ``_3``... after it, as cwltool
+    does; its basename stays), each with its checksum."""
+    taken = set() if taken is None else taken
+    if isinstance(v, list):
+        return [final(x, outdir, taken) for x in v]
+    if not isinstance(v, dict):
+        return v
+    cls = v.get("class")
+    if cls not in ("File", "Directory"):
+        return {k: final(x, outdir, taken) for k, x in v.items()}
+    os.makedirs(outdir, exist_ok=True)
+    dest = _free(os.path.join(outdir, v["basename"]), taken)
+    if cls == "Directory":
+        shutil.rmtree(dest, ignore_errors=True)  # a run's output replaces an earlier run's, as a file does
+        os.makedirs(dest)
+        listing = v.get("listing")
+        if listing is None and "path" in v:
+            listing = [local("Directory" if os.path.isdir(p) else "File", p)
+                       for p in (os.path.join(v["path"], n) for n in sorted(os.listdir(v["path"])))]
+        inner = set()
+        items = [final(x, dest, inner) for x in listing or []]
+        path = os.path.abspath(dest)
+        return {"class": "Directory", "location": "file://" + path, "basename": v["basename"], "listing": items, "path": path}
+    if "path" in v:
+        shutil.copyfile(v["path"], dest)
+    elif "contents" in v and "location" not in v:
+        with open(dest, "w", encoding="utf-8") as f:
+            f.write(v["contents"])
+    else:
+        download(v["location"], dest)
+    obj = file_object(dest)
+    out = {"location": obj["location"], "basename": v["basename"], "class": "File",
+           "checksum": obj["checksum"], "size": obj["size"], "path": obj["path"]}
+    if "contents" in v:
+        out["contents"] = v["contents"]
+    return out
+
+
+def _free(path, taken):
+    base, n = path, 1
+    while path in taken:
+        n += 1
+        path = f"{base}_{n}"
+    taken.add(path)
+    return path

@@ -89,6 +89,23 @@ def check(part, point, given, outputs, outdir):
         f.unlink()
 
 
+def settle(idle=0.85, most=10.0):
+    """Wait until this machine is about idle (``idle`` of its CPU time over 0.2 s; at most ``most`` s): the
+    endpoint refills the instance processes a run took (each a new interpreter importing its service), and a
+    run measured during that measures the refill. Every run, either form, starts on a settled endpoint."""
+    def times():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[3] + v[4], sum(v)  # idle + iowait, all
+    deadline = time.monotonic() + most
+    while time.monotonic() < deadline:
+        (i0, a0) = times()
+        time.sleep(0.2)
+        (i1, a1) = times()
+        if a1 > a0 and (i1 - i0) / (a1 - a0) >= idle:
+            return
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=PARTS, required=True)
@@ -127,6 +144,7 @@ def main(argv=None):
                         continue
                     given = inputs(a.part, point, tmp)
                     outdir = os.path.join(tmp, "out")
+                    settle()
                     t0 = time.perf_counter()
                     outputs, record = workflow.run(wf, given, mode=mode, outdir=outdir, progress=False,
                                                    advertise=advertise)

@@ -32,12 +32,12 @@ def finished(loop, done, iteration):
     return bool(done) or iteration + 1 >= loop["max"]
 
 
-def iterate(function, inputs, comm, loop, step_name, named_outputs):
-    """Direct: call ``function`` until the loop ends, sharing reductions over ``comm`` (the step's
-    ranks); returns (the last iteration's outputs, iterations run)."""
+def iterate(call, inputs, comm, loop):
+    """Direct: ``call(inputs)`` (an iteration's outputs by name) until the loop ends, sharing reductions
+    over ``comm`` (the step's ranks); returns (the last iteration's outputs, iterations run)."""
     iteration = 0
     while True:
-        outputs = named_outputs(function(**inputs), step_name)
+        outputs = call(inputs)
         done = comm.allreduce(bool(outputs[loop["until"]]), op=MPI.LAND) if loop["until"] else False
         if finished(loop, done, iteration):
             return outputs, iteration + 1

@@ -55,16 +55,15 @@ def run(function, comm, cfg):
     inputs = assemble(cfg["inputs"], received)
     computing = time.monotonic()
     report = {}
+    call = lambda given: named_outputs(function(**given), cfg["out"], cfg["step"])  # noqa: E731
     if cfg.get("loop"):
-        members = comm.group.Incl(range(cfg["first"], cfg["first"] + cfg["width"]))
-        group = comm.Create_group(members)
+        group = comm.Create_group(comm.group.Incl(range(cfg["first"], cfg["first"] + cfg["width"])))
         try:
-            outputs, report["iterations"] = iterate(function, inputs, group, cfg["loop"], cfg["step"],
-                                                    lambda r, s: named_outputs(r, cfg["out"], s))
+            outputs, report["iterations"] = iterate(call, inputs, group, cfg["loop"])
         finally:
             group.Free()
     else:
-        outputs = named_outputs(function(**inputs), cfg["out"], cfg["step"])
+        outputs = call(inputs)
     computed = time.monotonic()
     messages = sends(cfg["outputs"], index, outputs, cfg["step"])
     Request.waitall([comm.isend(v, dest=d, tag=t) for d, t, v in messages])

@@ -384,11 +384,18 @@ def _toxics(latency_ms, jitter_ms, rate_mbit):
 
 def own_endpoint_link(api, latency_ms, rate_mbit, name):
     """A link (of the server at ``api``, run by a driver) to this process's own mpiws endpoint, for peers to
-    reach it through (``advertise=``): (its URL, (Toxiproxy client, link name)). Never starts or stops the server."""
+    reach it through (``advertise=``): (its URL, a function that removes it). Never starts or stops the server."""
     from mpiws import binding
 
     tp = Toxiproxy()
     tp.api = api
     own = binding.process_endpoint().url  # made on first use
     listen = tp.link(own.split("//", 1)[1].rstrip("/"), latency_ms=latency_ms, rate_mbit=rate_mbit, name=name)
-    return url_through(own, listen), (tp, name)
+
+    def remove():
+        try:
+            tp.remove(name)
+        except Exception:  # noqa: BLE001 - the driver's server goes with its links anyway
+            pass
+
+    return url_through(own, listen), remove

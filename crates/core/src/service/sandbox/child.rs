@@ -1,7 +1,7 @@
-//! The child's half (in `python -m mpiws.service.sandbox`): make the
-//! instance from the binding the endpoint writes on stdin, on the child's
-//! own loopback endpoint; take the streams the endpoint hands over; say
-//! ready; at the end report the outcome. When the endpoint goes (the
+//! The child's half (in `python -m mpiws.service.sandbox`): say warm (its
+//! services imported); make the instance from the binding the endpoint
+//! writes on stdin, on the child's own loopback endpoint; take the streams
+//! the endpoint hands over; say ready; at the end report the outcome. When the endpoint goes (the
 //! hand-over wire ends), the child ends at once: no orphans.
 
 use std::io::{Read, Write};
@@ -36,6 +36,8 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
             crate::direct::tls::trust_own(cert);
         }
     }
+    // Warm (its services imported): the endpoint may start the next spare.
+    writeln!(&reports, "{}", super::start::WARM).map_err(|e| broken("cannot report", &e))?;
     let mut text = Vec::new();
     std::io::stdin().read_to_end(&mut text).map_err(|e| broken("cannot read the binding", &e))?;
     if text.is_empty() {

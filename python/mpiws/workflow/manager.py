@@ -11,7 +11,7 @@ import threading
 from . import direct, mediated
 from .local import LocalEndpoint, deployed_name
 from .programs import Jobs
-from .record import Record
+from .record import Record, kept
 from .spec import Workflow, load
 from .values import LocalFile, Ref, bind, nbytes, output_object
 
@@ -118,15 +118,7 @@ def run(flow, inputs=None, mode="direct", outdir=".", key=None, advertise=None, 
     wf = flow if isinstance(flow, Workflow) else load(flow)
     values = bind(wf, inputs or {})
     r = Run(wf, values, mode, key=key, advertise=advertise, progress=progress)
-    try:
+    with kept(r.record, record, r.close):
         outputs = (direct if mode == "direct" else mediated).execute(r)
         r.record.outputs = output_object(outputs, outdir)
         return r.record.outputs, r.record.as_json()
-    except BaseException as e:
-        r.record.error = str(e)
-        r.record.cancel_rest()
-        raise
-    finally:
-        if record:
-            r.record.write(record)
-        r.close()

@@ -10,6 +10,7 @@ import json
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 FINAL = ("done", "failed", "cancelled", "skipped")
 
@@ -114,3 +115,19 @@ class Record:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.as_json(), f, indent=2)
             f.write("\n")
+
+
+@contextmanager
+def kept(record, path, close):
+    """A run's body: on an error the record says it and cancels the steps not ended; either way it is
+    written to ``path`` (if given), then ``close()`` ends the run's resources."""
+    try:
+        yield
+    except BaseException as e:
+        record.error = str(e)
+        record.cancel_rest()
+        raise
+    finally:
+        if path:
+            record.write(path)
+        close()

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 from ..programs import Jobs
-from ..record import Record
+from ..record import Record, kept
 from . import steps
 from .job import Wire, final, from_file, job_object
 from .load import CwlError, Step, StepIn, Tool, Workflow, endpoint_hint, entries, load
@@ -223,19 +223,11 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
     wf = doc if isinstance(doc, Workflow) else as_workflow(doc)
     values = bind(wf, job or {})
     r = Runner(wf, key=key, endpoints=endpoints, progress=progress)
-    try:
+    with kept(r.record, record, r.close):
         outputs = r.execute(values)
         taken = set()  # one output's file name is not another's (in name order, as cwltool)
         r.record.outputs = {n: final(outputs[n], outdir, taken) for n in sorted(outputs)}
         return r.record.outputs, r.record.as_json()
-    except BaseException as e:
-        r.record.error = str(e)
-        r.record.cancel_rest()
-        raise
-    finally:
-        if record:
-            r.record.write(record)
-        r.close()
 
 
 def run_command(a):

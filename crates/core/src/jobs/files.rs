@@ -152,22 +152,21 @@ pub async fn get_job_file(ep: &Endpoint, id: &str, segments: &[&str]) -> Reply {
 
 async fn send_open(f: tokio::fs::File) -> Option<Reply> {
     let m = f.metadata().await.ok()?;
-    Some(
-        Response::builder()
-            .status(StatusCode::OK)
-            .header(http::header::CONTENT_TYPE, "application/octet-stream")
-            .body(Chunks::file(f, m.len()))
-            .expect("valid response"),
-    )
+    Some(file_reply(f, m.len()))
 }
 
 async fn send_file(path: &Path, missing: &str) -> Reply {
     match open_regular(path).await {
-        Ok((f, m)) => Response::builder()
-            .status(StatusCode::OK)
-            .header(http::header::CONTENT_TYPE, "application/octet-stream")
-            .body(Chunks::file(f, m.len()))
-            .expect("valid response"),
+        Ok((f, m)) => file_reply(f, m.len()),
         _ => error(StatusCode::NOT_FOUND, ErrorClass::Arg, missing),
     }
+}
+
+/// A file's bytes as the answer, streamed from disk.
+fn file_reply(f: tokio::fs::File, len: u64) -> Reply {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "application/octet-stream")
+        .body(Chunks::file(f, len))
+        .expect("valid response")
 }

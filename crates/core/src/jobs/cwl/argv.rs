@@ -120,25 +120,11 @@ fn emit(binding: Option<&Binding>, t: &Type, value: &Value, ctx: &Value, src: &S
     Ok(words)
 }
 
-/// The member of a union a value is of (the first that fits), else `t` itself.
+/// The member of a union a value is of (the first that admits it), else `t` itself.
 fn resolve_union<'a>(t: &'a Type, v: &Value) -> &'a Type {
     match t {
-        Type::Union(members) => members.iter().find(|m| fits(m, v)).unwrap_or(t),
+        Type::Union(members) => members.iter().find(|m| m.admits(v)).unwrap_or(t),
         _ => t,
-    }
-}
-
-fn fits(t: &Type, v: &Value) -> bool {
-    match (t, v) {
-        (Type::Null, Value::Null) | (Type::Boolean, Value::Bool(_)) | (Type::String, Value::String(_)) | (Type::Enum(_), Value::String(_)) => true,
-        (Type::Int | Type::Long, Value::Number(n)) => n.is_i64(),
-        (Type::Float | Type::Double, Value::Number(_)) => true,
-        (Type::File, Value::Object(o)) => o.get("class") == Some(&json!("File")),
-        (Type::Directory, Value::Object(o)) => o.get("class") == Some(&json!("Directory")),
-        (Type::Array(items, _), Value::Array(a)) => a.iter().all(|x| fits(items, x)),
-        (Type::Union(m), v) => m.iter().any(|t| fits(t, v)),
-        (Type::Any, v) => !v.is_null(),
-        _ => false,
     }
 }
 

@@ -69,7 +69,7 @@ pub fn collect(tool: &Tool, outdir: &Path, ctx: &Value, streams: (Option<&str>, 
             }
             None => shape(&o.typ, objects).map_err(fail)?,
         };
-        if !conforms(&o.typ, &value) {
+        if !o.typ.admits(&value) {
             return Err(fail(format!("{} is not of its type {}", excerpt(&value), super::tool::type_name(&o.typ))));
         }
         out.insert(o.name.clone(), value);
@@ -89,21 +89,6 @@ fn shape(t: &Type, objects: Vec<Value>) -> Result<Value, String> {
         (_, 0) => Err("no file matches its glob".into()),
         (_, 1) => Ok(objects.into_iter().next().expect("one")),
         (_, n) => Err(format!("{n} files match its glob; its type takes one")),
-    }
-}
-
-fn conforms(t: &Type, v: &Value) -> bool {
-    match (t, v) {
-        (Type::Any, v) => !v.is_null(),
-        (Type::Null, Value::Null) | (Type::Boolean, Value::Bool(_)) | (Type::String, Value::String(_)) => true,
-        (Type::Enum(s), Value::String(x)) => s.contains(x),
-        (Type::Int | Type::Long, Value::Number(n)) => n.is_i64(),
-        (Type::Float | Type::Double, Value::Number(_)) => true,
-        (Type::File, Value::Object(o)) => o.get("class") == Some(&json!("File")),
-        (Type::Directory, Value::Object(o)) => o.get("class") == Some(&json!("Directory")),
-        (Type::Array(items, _), Value::Array(a)) => a.iter().all(|x| conforms(items, x)),
-        (Type::Union(m), v) => m.iter().any(|t| conforms(t, v)),
-        _ => false,
     }
 }
 

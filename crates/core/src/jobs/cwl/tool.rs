@@ -27,6 +27,24 @@ pub enum Type {
     Union(Vec<Type>),
 }
 
+impl Type {
+    /// Whether `v` is a value of this type (an enum's: one of its symbols).
+    pub fn admits(&self, v: &Value) -> bool {
+        match (self, v) {
+            (Type::Any, v) => !v.is_null(),
+            (Type::Null, Value::Null) | (Type::Boolean, Value::Bool(_)) | (Type::String, Value::String(_)) => true,
+            (Type::Enum(s), Value::String(x)) => s.contains(x),
+            (Type::Int | Type::Long, Value::Number(n)) => n.is_i64(),
+            (Type::Float | Type::Double, Value::Number(_)) => true,
+            (Type::File, Value::Object(o)) => o.get("class") == Some(&json!("File")),
+            (Type::Directory, Value::Object(o)) => o.get("class") == Some(&json!("Directory")),
+            (Type::Array(items, _), Value::Array(a)) => a.iter().all(|x| items.admits(x)),
+            (Type::Union(m), v) => m.iter().any(|t| t.admits(v)),
+            _ => false,
+        }
+    }
+}
+
 /// An `inputBinding` (or an argument's binding).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Binding {

@@ -14,6 +14,7 @@ Two halves:
 The driver side uses only the standard library except ``plot`` (matplotlib,
 imported lazily), so this file can be imported inside rank processes too.
 """
+
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ RESULT_PREFIX = "BENCH-RESULT "
 
 
 # ---------------------------------------------------------------- rank side
+
 
 def import_mpi():
     """The MPI module named by BENCH_MPI (``mpi4py`` or, by default, mpiws)."""
@@ -52,6 +54,7 @@ def emit(result):
 
 
 # -------------------------------------------------------------- driver side
+
 
 class Impl:
     """One implementation to compare: how to launch N ranks of a program."""
@@ -74,8 +77,9 @@ class Impl:
 
 IMPLS = {
     "mpiws": Impl("mpiws", "mpiws", "mpiws"),
-    "mpi-tcp": Impl("mpi-tcp", "MPI-TCP", "mpi4py",
-                    {"MPIR_CVAR_NOLOCAL": "1", "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}),
+    "mpi-tcp": Impl(
+        "mpi-tcp", "MPI-TCP", "mpi4py", {"MPIR_CVAR_NOLOCAL": "1", "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
+    ),
     "mpi-shm": Impl("mpi-shm", "MPI-shm", "mpi4py"),
 }
 REFERENCES = ("mpi-tcp", "mpi-shm")
@@ -96,7 +100,12 @@ def arg_parser(suite, doc, quick, rounds, timeout, timeout_default=None, bench_a
     ap.add_argument("--out", default=str(BENCH_DIR / "results" / suite), help="output directory")
     ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (%s)" % rounds)
     ap.add_argument("--impls", default=None, help="comma-separated subset of: " + ",".join(IMPLS))
-    ap.add_argument("--timeout", type=float, default=timeout_default, help="seconds per launch%s" % (" (%s)" % timeout if timeout else ""))
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=timeout_default,
+        help="seconds per launch%s" % (" (%s)" % timeout if timeout else ""),
+    )
     ap.add_argument("--no-plots", action="store_true")
     if bench_args:
         ap.add_argument("bench_args", nargs="*", help="extra arguments for bench.py (after --)")
@@ -115,8 +124,10 @@ def check_setup():
     if subprocess.run([str(PYTHON), "-c", "import mpi4py"], capture_output=True).returncode != 0:
         missing.append("mpi4py")
     if missing:
-        log("bench: %s not installed: measuring mpiws alone. For the comparison run:\n    %s"
-            % (" and ".join(missing), SETUP_HINT))
+        log(
+            "bench: %s not installed: measuring mpiws alone. For the comparison run:\n    %s"
+            % (" and ".join(missing), SETUP_HINT)
+        )
     else:
         have += list(REFERENCES)
     return have
@@ -157,17 +168,17 @@ def launch(impl, prog, nranks, args=(), timeout=600, prefix=RESULT_PREFIX):
     (the line starting with ``prefix``)."""
     cmd = impl.command(nranks, prog, args)
     try:
-        p = subprocess.run(cmd, env=impl.environ(), capture_output=True, text=True, timeout=timeout,
-                           cwd=str(ROOT))
+        p = subprocess.run(cmd, env=impl.environ(), capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
     except subprocess.TimeoutExpired as e:
         raise LaunchError("%s: timed out after %ss\n%s" % (impl.key, timeout, _tail(e.stderr)))
     result = None
     for line in p.stdout.splitlines():
         if line.startswith(prefix):
-            result = json.loads(line[len(prefix):])
+            result = json.loads(line[len(prefix) :])
     if result is None:
-        raise LaunchError("%s: exit %s, no result line\n%s\n%s" % (impl.key, p.returncode,
-                          _tail(p.stdout), _tail(p.stderr)))
+        raise LaunchError(
+            "%s: exit %s, no result line\n%s\n%s" % (impl.key, p.returncode, _tail(p.stdout), _tail(p.stderr))
+        )
     if p.returncode != 0:
         # the measurements are complete (rank 0 printed them) but the program did not end cleanly:
         # keep them, and report the error
@@ -200,12 +211,16 @@ def alternate(impls, rounds, run_one):
             try:
                 res = run_one(impl)
                 results[impl.key].append(res)
-                log("[round %d/%d] %-8s done in %.1fs (total %.0fs)"
-                    % (r + 1, rounds, impl.key, time.time() - t0, time.time() - t_start))
+                log(
+                    "[round %d/%d] %-8s done in %.1fs (total %.0fs)"
+                    % (r + 1, rounds, impl.key, time.time() - t0, time.time() - t_start)
+                )
                 if isinstance(res, dict) and res.get("exit_error"):
                     failures.append({"round": r + 1, "impl": impl.key, "error": res["exit_error"], "kept": True})
-                    log("[round %d/%d] %-8s WARNING: results kept, but %s"
-                        % (r + 1, rounds, impl.key, res["exit_error"]))
+                    log(
+                        "[round %d/%d] %-8s WARNING: results kept, but %s"
+                        % (r + 1, rounds, impl.key, res["exit_error"])
+                    )
             except LaunchError as e:
                 failures.append({"round": r + 1, "impl": impl.key, "error": str(e)})
                 log("[round %d/%d] %-8s FAILED after %.1fs:\n%s" % (r + 1, rounds, impl.key, time.time() - t0, e))
@@ -293,8 +308,10 @@ def provenance(machine):
     """The report line saying which mpiws was measured."""
     dirty = machine.get("git_dirty")
     return "mpiws: git %s%s, core built %s." % (
-        machine.get("git", "?"), " + uncommitted changes in %d files" % len(dirty) if dirty else "",
-        machine.get("mpiws_core_built", "?"))
+        machine.get("git", "?"),
+        " + uncommitted changes in %d files" % len(dirty) if dirty else "",
+        machine.get("mpiws_core_built", "?"),
+    )
 
 
 def failure_lines(failures, label):
@@ -304,12 +321,21 @@ def failure_lines(failures, label):
     kept = [f for f in failures if f.get("kept")]
     lines = []
     if lost:
-        lines += ["**Failed launches, no result: %d** (%s)." % (len(lost), ", ".join(
-            "%s: %s" % (label(f), (f["error"].strip().splitlines() or ["?"])[0]) for f in lost)), ""]
+        lines += [
+            "**Failed launches, no result: %d** (%s)."
+            % (
+                len(lost),
+                ", ".join("%s: %s" % (label(f), (f["error"].strip().splitlines() or ["?"])[0]) for f in lost),
+            ),
+            "",
+        ]
     if kept:
         errs = sorted({f["error"].splitlines()[-1].strip() for f in kept})
-        lines += ["**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
-                  "Error: %s" % (len(kept), ", ".join(label(f) for f in kept), " / ".join("`%s`" % e for e in errs)), ""]
+        lines += [
+            "**Launches that exited non-zero after printing their result: %d** (%s; measurements kept). "
+            "Error: %s" % (len(kept), ", ".join(label(f) for f in kept), " / ".join("`%s`" % e for e in errs)),
+            "",
+        ]
     return lines
 
 
@@ -330,8 +356,18 @@ def write_json(path, data):
 COLORS = {"mpiws": "tab:red", "mpi-tcp": "tab:blue", "mpi-shm": "tab:green"}
 
 
-def plot(path, title, series, ylabel, transform=None, xlabel="message size (bytes)", subtitle=None,
-         colors=None, styles=None, xticks=None):
+def plot(
+    path,
+    title,
+    series,
+    ylabel,
+    transform=None,
+    xlabel="message size (bytes)",
+    subtitle=None,
+    colors=None,
+    styles=None,
+    xticks=None,
+):
     """Log-log plot of {impl key: [(size, t, t_min, t_max), ...]}.
 
     ``transform(size, t)`` maps a time to the plotted value (e.g. bandwidth);
@@ -341,6 +377,7 @@ def plot(path, title, series, ylabel, transform=None, xlabel="message size (byte
     of the size ticks.
     """
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -357,8 +394,9 @@ def plot(path, title, series, ylabel, transform=None, xlabel="message size (byte
         label = IMPLS[key].label if key in IMPLS else key
         color = (colors or {}).get(key, COLORS.get(key))
         ax.plot(xs, ys, (styles or {}).get(key, "o-"), ms=3, color=color, label=label)
-        ax.fill_between(xs, [min(a, b) for a, b in zip(lo, hi)], [max(a, b) for a, b in zip(lo, hi)],
-                        color=color, alpha=0.15, lw=0)
+        ax.fill_between(
+            xs, [min(a, b) for a, b in zip(lo, hi)], [max(a, b) for a, b in zip(lo, hi)], color=color, alpha=0.15, lw=0
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -371,8 +409,11 @@ def plot(path, title, series, ylabel, transform=None, xlabel="message size (byte
         ax.set_xticklabels([str(t) for t in xticks])
     else:
         sizes = [p[0] for pts in series.values() for p in pts if p[0] > 0]
-        ticks = [x for x in (1, 16, 256, 4096, 1 << 16, 1 << 20, 1 << 24, 1 << 26)
-                 if not sizes or min(sizes) <= x <= max(sizes)]
+        ticks = [
+            x
+            for x in (1, 16, 256, 4096, 1 << 16, 1 << 20, 1 << 24, 1 << 26)
+            if not sizes or min(sizes) <= x <= max(sizes)
+        ]
         ax.set_xticks(ticks)
         ax.set_xticklabels([human_size(t).replace(" ", "") for t in ticks])
     fig.tight_layout()
@@ -435,6 +476,7 @@ if INSTALLED:
             info.pop(k, None)
         try:
             from importlib.metadata import version
+
             info["mpiws_installed"] = "%s installed in %s" % (version("mpiws"), ROOT)
         except Exception:  # noqa: BLE001 - a report line, never a failure
             info["mpiws_installed"] = "installed in %s" % ROOT

@@ -1,5 +1,6 @@
 """Compute pi by the midpoint rule, the work split across ranks.
 Run: mpiws run -n 4 examples/compute_pi.py [intervals]"""
+
 import math
 import sys
 

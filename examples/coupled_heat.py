@@ -24,6 +24,7 @@ Run:  mpiws run -n 4 examples/coupled_heat.py --cells 4000 --steps 5000
 The same file, its mpiws import line switched to mpi4py, runs under
 ``mpiexec -n 4 python coupled_heat.py``.
 """
+
 import argparse
 import json
 import sys
@@ -32,8 +33,8 @@ import numpy as np
 
 from mpiws import MPI
 
-LENGTH = 0.1             # m
-T_HOT, T_COLD = 100.0, 0.0   # deg C at the left and right ends
+LENGTH = 0.1  # m
+T_HOT, T_COLD = 100.0, 0.0  # deg C at the left and right ends
 SAFETY = 0.9
 
 # name, conductivity k (W/m/K), volumetric heat capacity rho*c (J/m^3/K), initial T (deg C)
@@ -124,15 +125,15 @@ def main():
 
     u = np.empty(m + 2)
     u[1:-1] = t0
-    u[0] = T_HOT if rank == 0 else np.nan          # ghosts: fixed end or neighbour's cell
+    u[0] = T_HOT if rank == 0 else np.nan  # ghosts: fixed end or neighbour's cell
     u[-1] = T_COLD if rank == p - 1 else np.nan
 
     comm.Barrier()
     start = MPI.Wtime()
     for _ in range(steps):
         # my last cell -> right neighbour's left ghost; my first cell -> left neighbour's right ghost
-        comm.Sendrecv(u[m:m + 1], dest=right, sendtag=1, recvbuf=u[0:1], source=left, recvtag=1)
-        comm.Sendrecv(u[1:2], dest=left, sendtag=2, recvbuf=u[m + 1:m + 2], source=right, recvtag=2)
+        comm.Sendrecv(u[m : m + 1], dest=right, sendtag=1, recvbuf=u[0:1], source=left, recvtag=1)
+        comm.Sendrecv(u[1:2], dest=left, sendtag=2, recvbuf=u[m + 1 : m + 2], source=right, recvtag=2)
         step(u, kf, coef)
     comm.Barrier()
     seconds = comm.allreduce(MPI.Wtime() - start, op=MPI.MAX)
@@ -147,13 +148,29 @@ def main():
         diff = float(np.max(np.abs(T - ref)))
         valid = bool(diff < 1e-9 and np.all(np.isfinite(T)))
         # temperature at an interface: where the two half-cell fluxes agree
-        face = [(materials[j][1] * T[o - 1] + materials[j + 1][1] * T[o]) / (materials[j][1] + materials[j + 1][1])
-                for j, o in enumerate(offsets[1:])]
+        face = [
+            (materials[j][1] * T[o - 1] + materials[j + 1][1] * T[o]) / (materials[j][1] + materials[j + 1][1])
+            for j, o in enumerate(offsets[1:])
+        ]
         interfaces = ", ".join(f"{materials[j][0]}|{materials[j + 1][0]} {t:.3f}" for j, t in enumerate(face))
-        print(f"{p} materials, {cells} cells, {steps} steps of {dt:.3e} s ({steps * dt:.3f} s simulated); "
-              f"interface temperatures: {interfaces or 'none'}; max |coupled - single| = {diff:.3e}")
-        print("RESULT " + json.dumps({"app": "coupled_heat", "cells": cells, "steps": steps, "ranks": p,
-                                      "seconds": round(seconds, 6), "valid": valid}), flush=True)
+        print(
+            f"{p} materials, {cells} cells, {steps} steps of {dt:.3e} s ({steps * dt:.3f} s simulated); "
+            f"interface temperatures: {interfaces or 'none'}; max |coupled - single| = {diff:.3e}"
+        )
+        print(
+            "RESULT "
+            + json.dumps(
+                {
+                    "app": "coupled_heat",
+                    "cells": cells,
+                    "steps": steps,
+                    "ranks": p,
+                    "seconds": round(seconds, 6),
+                    "valid": valid,
+                }
+            ),
+            flush=True,
+        )
     valid = comm.bcast(valid, root=0)
     if not valid:
         sys.exit(1)

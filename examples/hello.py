@@ -1,4 +1,5 @@
 """Hello world: every rank reports in. Run: mpiws run -n 4 examples/hello.py"""
+
 from mpiws import MPI
 
 comm = MPI.COMM_WORLD

@@ -14,6 +14,7 @@ Run:  mpiws run -n 4 examples/matmul.py --n 1024
 The same file, its mpiws import line switched to mpi4py, runs under
 ``mpiexec -n 4 python matmul.py``.
 """
+
 import argparse
 import json
 import os
@@ -55,20 +56,20 @@ def main():
     rng = np.random.default_rng(args.seed)
     A = rng.standard_normal((n, n))
     B = rng.standard_normal((n, n))
-    A_local = np.ascontiguousarray(A[:, lo:hi])          # n x nb
-    B_local = np.ascontiguousarray(B[:, lo:hi])          # n x nb
+    A_local = np.ascontiguousarray(A[:, lo:hi])  # n x nb
+    B_local = np.ascontiguousarray(B[:, lo:hi])  # n x nb
     if rank != 0:
         del A, B
 
     C_local = np.zeros((n, sizes[rank]))
-    panel = np.empty((n, max(sizes)))                    # receives A's column block k
+    panel = np.empty((n, max(sizes)))  # receives A's column block k
 
     comm.Barrier()
     t0 = MPI.Wtime()
     for k in range(p):
         Ak = A_local if k == rank else np.ndarray((n, sizes[k]), buffer=panel)
         comm.Bcast(Ak, root=k)
-        C_local += Ak @ B_local[offsets[k]:offsets[k] + sizes[k], :]
+        C_local += Ak @ B_local[offsets[k] : offsets[k] + sizes[k], :]
     comm.Barrier()
     seconds = comm.allreduce(MPI.Wtime() - t0, op=MPI.MAX)
 
@@ -86,7 +87,10 @@ def main():
         tol = 1e-12 * n * float(np.max(np.abs(ref)))
         valid = bool(err <= tol)
         print(f"max |C - A@B| = {err:.3e} (tolerance {tol:.3e})")
-        print("RESULT " + json.dumps({"app": "matmul", "n": n, "ranks": p, "seconds": round(seconds, 6), "valid": valid}), flush=True)
+        print(
+            "RESULT " + json.dumps({"app": "matmul", "n": n, "ranks": p, "seconds": round(seconds, 6), "valid": valid}),
+            flush=True,
+        )
     valid = comm.bcast(valid, root=0)
     if not valid:
         sys.exit(1)

@@ -20,6 +20,7 @@ Run: mpiws run -n 4 examples/moldyn.py [--size A|B] [--moves N]
 The same file with the import line changed to ``from mpi4py import MPI``
 runs under ``mpiexec -n 4 python moldyn.py``.
 """
+
 import argparse
 import json
 import math
@@ -166,7 +167,7 @@ class MD:
         mine = np.arange(self.rank, n - 1, self.nprocs)  # the last particle has no j > i
         rows_per_block = max(8, BLOCK // self.nprocs)  # keeps the wasted triangle j <= i small
         for b in range(0, len(mine), rows_per_block):
-            rows = mine[b:b + rows_per_block]
+            rows = mine[b : b + rows_per_block]
             j0 = int(rows[0]) + 1
             d = []
             for c in (x, y, z):
@@ -308,8 +309,10 @@ def main():
         dev, valid = None, None
 
     if rank == 0:
-        print(f"moldyn size {args.size}: {md.mdsize} particles, {args.moves} moves on {nprocs} ranks, "
-              f"{md.interactions} interactions, {seconds:.3f} s")
+        print(
+            f"moldyn size {args.size}: {md.mdsize} particles, {args.moves} moves on {nprocs} ranks, "
+            f"{md.interactions} interactions, {seconds:.3f} s"
+        )
         print(f"kinetic energy ek = {ek!r}  (potential {md.ep!r}, total {md.etot!r})")
         if not agree:
             print("Validation failed: the ranks' kinetic energies differ")
@@ -319,9 +322,17 @@ def main():
             print(f"Validation passed: |ek - ref| = {dev:.3e} (ref {REFVAL[args.size]!r}, tolerance {TOLERANCE:g})")
         else:
             print(f"Validation failed: |ek - ref| = {dev:.3e} (ref {REFVAL[args.size]!r}, tolerance {TOLERANCE:g})")
-        result = {"app": "moldyn", "size": args.size, "ranks": nprocs, "seconds": seconds,
-                  "ek": ek, "valid": valid, "dev": dev, "moves": args.moves,
-                  "interactions": md.interactions}
+        result = {
+            "app": "moldyn",
+            "size": args.size,
+            "ranks": nprocs,
+            "seconds": seconds,
+            "ek": ek,
+            "valid": valid,
+            "dev": dev,
+            "moves": args.moves,
+            "interactions": md.interactions,
+        }
         print("RESULT " + json.dumps(result), flush=True)
     if valid is False:
         sys.exit(1)

@@ -20,6 +20,7 @@ against what the traders report they did.
 
 Run:  mpiws run -n 4 examples/order_manager.py [--orders 24]
 """
+
 import argparse
 import threading
 import time
@@ -99,9 +100,15 @@ settled = threading.Event()
 
 def send_order(oid, attempt):
     t = trader_for(oid, attempt)
-    comm.irecv(source=t, tag=fill_tag(oid, attempt), timeout=LIMIT, schedule=MPI.Schedule(
-        completed=lambda r: on_fill(r.request.wait(), oid, attempt, t),
-        timed_out=lambda r: on_timeout(oid, attempt, t)))
+    comm.irecv(
+        source=t,
+        tag=fill_tag(oid, attempt),
+        timeout=LIMIT,
+        schedule=MPI.Schedule(
+            completed=lambda r: on_fill(r.request.wait(), oid, attempt, t),
+            timed_out=lambda r: on_timeout(oid, attempt, t),
+        ),
+    )
     comm.isend((oid, attempt, quantity(oid)), dest=t, tag=ORDER)
 
 
@@ -154,10 +161,14 @@ def manage():
     assert len(timed_out) == rerouted + len(expired)
     assert all(executed.get(f[:2]) == f[2] for f in fills.values())  # each fill taken was sent for that attempt
     assert sorted(late + skipped) == sorted(timed_out)  # a timed-out attempt was dropped or filled late, never taken
-    print(f"orders: {args.orders}, filled: {len(fills)} ({sum(f[1] > 0 for f in fills.values())} after re-routing), "
-          f"expired: {len(expired)} {sorted(expired)}, filled quantity: {sum(f[3] for f in fills.values())}")
-    print(f"timed out: {len(timed_out)} attempts = {rerouted} re-routed + {len(expired)} expired; "
-          f"of these, cancelled in time: {len(skipped)}, filled late (ignored): {len(late)}")
+    print(
+        f"orders: {args.orders}, filled: {len(fills)} ({sum(f[1] > 0 for f in fills.values())} after re-routing), "
+        f"expired: {len(expired)} {sorted(expired)}, filled quantity: {sum(f[3] for f in fills.values())}"
+    )
+    print(
+        f"timed out: {len(timed_out)} attempts = {rerouted} re-routed + {len(expired)} expired; "
+        f"of these, cancelled in time: {len(skipped)}, filled late (ignored): {len(late)}"
+    )
     print("books consistent")
 
 

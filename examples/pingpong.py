@@ -1,5 +1,6 @@
 """Ping-pong between ranks 0 and 1: objects, then numpy buffers.
 Run: mpiws run -n 2 examples/pingpong.py"""
+
 import numpy as np
 
 from mpiws import MPI

@@ -1,5 +1,6 @@
 """A token travels round the ring of ranks, each adding its rank.
 Run: mpiws run -n 4 examples/ring.py"""
+
 from mpiws import MPI
 
 comm = MPI.COMM_WORLD

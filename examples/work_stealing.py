@@ -19,6 +19,7 @@ Run:  mpiws run -n 4 examples/work_stealing.py
       mpiws run -n 4 -k examples/work_stealing.py --kill 2   # rank 2 dies mid-way
 (-k: the launcher lets the survivors run on; it still exits 1, naming rank 2.)
 """
+
 import argparse
 import itertools
 import os
@@ -94,6 +95,7 @@ def check():
 
 # ---- the owner's side: lending ------------------------------------------------
 
+
 def on_steal(r):
     """A peer asks for work: lend it half of the untouched pool."""
     thief, reply_tag = r.source, r.value
@@ -103,9 +105,13 @@ def on_steal(r):
         if tasks:
             loans[loan] = (thief, tasks)
     if tasks:  # the loan's results; if the thief dies instead, the tasks come back
-        comm.irecv(source=thief, tag=RESULT + loan, schedule=MPI.Schedule(
-            completed=lambda x: returned(loan, x.request.wait()),
-            failed=lambda x: thief_lost(loan)))
+        comm.irecv(
+            source=thief,
+            tag=RESULT + loan,
+            schedule=MPI.Schedule(
+                completed=lambda x: returned(loan, x.request.wait()), failed=lambda x: thief_lost(loan)
+            ),
+        )
     comm.isend((loan, tasks), dest=thief, tag=reply_tag)
 
 
@@ -126,6 +132,7 @@ def thief_lost(loan):
 
 # ---- the thief's side: asking -------------------------------------------------
 
+
 def ask(avoid=None):
     """Ask a random live peer for work; its handlers carry on from there."""
     peers = [p for p in range(size) if p != rank and p not in dead]
@@ -134,10 +141,16 @@ def ask(avoid=None):
         return
     v = rng.choice([p for p in peers if p != avoid] or peers)
     tag = LOOT + next(ask_numbers)  # the answer's tag: one to this ask only
-    comm.irecv(source=v, tag=tag, timeout=ASK_TIMEOUT, schedule=MPI.Schedule(
-        completed=lambda r: inbox.put((v, *r.request.wait())),
-        timed_out=lambda r: no_answer(v, tag),
-        failed=lambda r: gone(v, r.error)))
+    comm.irecv(
+        source=v,
+        tag=tag,
+        timeout=ASK_TIMEOUT,
+        schedule=MPI.Schedule(
+            completed=lambda r: inbox.put((v, *r.request.wait())),
+            timed_out=lambda r: no_answer(v, tag),
+            failed=lambda r: gone(v, r.error),
+        ),
+    )
     comm.isend(tag, dest=v, tag=STEAL)
 
 
@@ -162,6 +175,7 @@ def gone(v, error):
 
 # ---- rank 0's books -------------------------------------------------------------
 
+
 def on_report(r, pool):
     with lock:
         reports[r] = pool
@@ -184,13 +198,19 @@ def take_over(r, error):
 comm.on_message(on_steal, tag=STEAL)
 if rank == 0:
     for r in range(1, size):
-        comm.irecv(source=r, tag=REPORT, schedule=MPI.Schedule(
-            completed=lambda x, r=r: on_report(r, x.request.wait()),
-            failed=lambda x, r=r: take_over(r, x.error)))
+        comm.irecv(
+            source=r,
+            tag=REPORT,
+            schedule=MPI.Schedule(
+                completed=lambda x, r=r: on_report(r, x.request.wait()), failed=lambda x, r=r: take_over(r, x.error)
+            ),
+        )
 else:  # rank 0 says when to stop; if it is gone, nobody ever will
-    comm.irecv(source=0, tag=STOP, schedule=MPI.Schedule(
-        completed=lambda r: (stop.set(), inbox.put(None)),
-        failed=lambda r: inbox.put(r.error)))
+    comm.irecv(
+        source=0,
+        tag=STOP,
+        schedule=MPI.Schedule(completed=lambda r: (stop.set(), inbox.put(None)), failed=lambda r: inbox.put(r.error)),
+    )
 with lock:
     check()  # an empty pool is complete at once
 comm.Barrier()  # all start together: nobody's pool is raided before its owner is at work
@@ -229,8 +249,14 @@ while not stop.is_set():
         continue
     stolen += len(tasks)
     values = {t: compute(t) for t in tasks}
-    comm.isend(values, dest=victim, tag=RESULT + loan, schedule=MPI.Schedule(
-        failed=lambda r, v=victim: say(f"rank {v} is gone: results of its loan dropped (rank 0 redoes its pool)")))
+    comm.isend(
+        values,
+        dest=victim,
+        tag=RESULT + loan,
+        schedule=MPI.Schedule(
+            failed=lambda r, v=victim: say(f"rank {v} is gone: results of its loan dropped (rank 0 redoes its pool)")
+        ),
+    )
 
 # Every pool is accounted for. Stop in two steps, so that no rank's end looks
 # like a failure to another still at work: rank 0 says STOP, each survivor
@@ -265,7 +291,7 @@ if rank == 0:
     sieve[:2] = b"\0\0"
     for i in range(2, int(limit**0.5) + 1):
         if sieve[i]:
-            sieve[i * i::i] = bytearray(len(range(i * i, limit, i)))
+            sieve[i * i :: i] = bytearray(len(range(i * i, limit, i)))
     serial = {t: sum(n for n in range(t * WIDTH, (t + 1) * WIDTH) if sieve[n]) for t in range(args.tasks)}
     assert merged == serial, "results differ from the serial computation"
     for r, n, s in counts:

@@ -28,7 +28,11 @@ def mpiws_run(n, code, tmp_path, args=(), timeout=120, env=None, keep_going=Fals
     e = dict(os.environ, **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "mpiws", "run", "-n", str(n), "-l", *(["-k"] if keep_going else []), str(script), *args],
-        capture_output=True, text=True, timeout=timeout, env=e, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=e,
+        cwd=ROOT,
     )
 
 
@@ -36,7 +40,9 @@ def assert_ok(proc, n=None, marker="OK"):
     """All ranks succeeded; if ``n``, each printed ``marker``."""
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     if n is not None:
-        got = sorted(int(l.split("]")[0][1:]) for l in proc.stdout.splitlines() if l.split("] ", 1)[-1].startswith(marker))
+        got = sorted(
+            int(l.split("]")[0][1:]) for l in proc.stdout.splitlines() if l.split("] ", 1)[-1].startswith(marker)
+        )
         assert got == list(range(n)), f"ranks that reported {marker}: {got}\n{proc.stdout}\n{proc.stderr}"
 
 
@@ -45,8 +51,14 @@ def mpiws_serve(args, env=None, cwd=None):
     import re
     import time
 
-    p = subprocess.Popen([str(Path(sys.executable).with_name("mpiws")), "serve", *args], env=env, cwd=cwd,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(
+        [str(Path(sys.executable).with_name("mpiws")), "serve", *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         line = p.stdout.readline()

@@ -94,7 +94,9 @@ def describe(url, ns=None, timeout=3.0):
 
 
 def link_bytes(ns, dev):
-    out = in_ns(ns, "cat", f"/sys/class/net/{dev}/statistics/tx_bytes", f"/sys/class/net/{dev}/statistics/rx_bytes").stdout
+    out = in_ns(
+        ns, "cat", f"/sys/class/net/{dev}/statistics/tx_bytes", f"/sys/class/net/{dev}/statistics/rx_bytes"
+    ).stdout
     tx, rx = (int(v) for v in out.split())
     return tx, rx
 
@@ -145,8 +147,14 @@ class Network:
         """Start ``cmd`` in namespace ``ns``, its output in files; returns the Popen."""
         out, err = self.tmp / f"{name}.out", self.tmp / f"{name}.err"
         with open(out, "w") as o, open(err, "w") as e:
-            p = subprocess.Popen(["ip", "netns", "exec", ns, *cmd], cwd=cwd, stdin=subprocess.DEVNULL, stdout=o, stderr=e,
-                                 env=dict(env or os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1"))
+            p = subprocess.Popen(
+                ["ip", "netns", "exec", ns, *cmd],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=o,
+                stderr=e,
+                env=dict(env or os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1"),
+            )
         self.procs.append((name, p, out, err))
         return p
 
@@ -201,7 +209,9 @@ PidFile "{logs_dir}/tinyproxy.pid"
     def logs(self):
         parts = []
         for name, p, out, err in self.procs:
-            parts.append(f"--- {name} (pid {p.pid}, exit {p.poll()})\nstdout:\n{out.read_text()}stderr:\n{err.read_text()}")
+            parts.append(
+                f"--- {name} (pid {p.pid}, exit {p.poll()})\nstdout:\n{out.read_text()}stderr:\n{err.read_text()}"
+            )
         return "\n".join(parts)
 
     def stop(self, name=None):

@@ -5,6 +5,7 @@
 - ``fail RANK``: that rank raises; the others wait for a message from it
   (and so see its failure instead of hanging).
 """
+
 import sys
 
 from mpiws import MPI

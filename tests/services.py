@@ -105,14 +105,23 @@ def multihost(comm, params):
     reqs = [comm.Isend(out, dest=right, tag=2)]
     comm.Recv(got, source=left, tag=2, status=st)
     MPI.Request.Waitall(reqs)
-    ring_buf = {"count": st.Get_count(MPI.INT), "source": st.source, "values": sorted(set(got[: params["payload"]].tolist())),
-                "sum": int(got.sum())}
+    ring_buf = {
+        "count": st.Get_count(MPI.INT),
+        "source": st.source,
+        "values": sorted(set(got[: params["payload"]].tolist())),
+        "sum": int(got.sum()),
+    }
     # sendrecv between all pairs
     pairs = {}
     for step in range(1, n):
         dest, src = (me + step) % n, (me - step) % n
-        pairs[str(src)] = comm.sendrecv({"from": me, "to": dest, "netns": ident["netns"], "url": ident["url"]},
-                                        dest=dest, sendtag=100 + step, source=src, recvtag=100 + step)
+        pairs[str(src)] = comm.sendrecv(
+            {"from": me, "to": dest, "netns": ident["netns"], "url": ident["url"]},
+            dest=dest,
+            sendtag=100 + step,
+            source=src,
+            recvtag=100 + step,
+        )
     # collectives, and a synchronous send (its completion waits for the match)
     total = np.zeros(1024, dtype="i8")
     comm.Allreduce(np.full(1024, me + 1, dtype="i8"), total, op=MPI.SUM)
@@ -152,10 +161,17 @@ def check_multihost(results, urls):
             s = int(s)
             assert msg == {"from": s, "to": r, "netns": me[s]["netns"], "url": urls[s]}, (r, s, msg)
         assert got["colls"] == {
-            "allreduce": n * (n + 1) // 2, "Allreduce": [n * (n + 1) // 2], "bcast": urls[-1],
-            "allgather": list(range(n)), "alltoall": [10 * s + r for s in range(n)], "ssend": left,
+            "allreduce": n * (n + 1) // 2,
+            "Allreduce": [n * (n + 1) // 2],
+            "bcast": urls[-1],
+            "allgather": list(range(n)),
+            "alltoall": [10 * s + r for s in range(n)],
+            "ssend": left,
         }, (r, got["colls"])
     return me
 
 
-ALL = {f.__name__: f for f in (recv_object, recv_repr, recv_raw, recv_many, exchange, block, block_on_self, fail, array_sum)}
+ALL = {
+    f.__name__: f
+    for f in (recv_object, recv_repr, recv_raw, recv_many, exchange, block, block_on_self, fail, array_sum)
+}

@@ -74,7 +74,9 @@ def ensure_installed(timeout=900):
     missing = _missing_programs()
     if os.geteuid() != 0:
         if missing:
-            raise SlurmUnavailable(f"Slurm is not installed ({', '.join(missing)} missing) and we are not root to apt-get it")
+            raise SlurmUnavailable(
+                f"Slurm is not installed ({', '.join(missing)} missing) and we are not root to apt-get it"
+            )
         raise SlurmUnavailable("not root: this one-machine cluster runs slurmd (and so its jobs) as root")
     if not missing:
         return
@@ -207,13 +209,18 @@ class SlurmCluster:
         # A random key of MUNGE's default size; only our munged reads it.
         key.write_bytes(os.urandom(1024))
         os.chmod(key, 0o600)
-        self._spawn("munged", [
-            "munged", "--foreground", "--force",
-            f"--socket={self.munge_socket}",
-            f"--key-file={key}",
-            f"--pid-file={self.run / 'munged.pid'}",
-            f"--seed-file={self.run / 'munged.seed'}",
-        ])
+        self._spawn(
+            "munged",
+            [
+                "munged",
+                "--foreground",
+                "--force",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={self.run / 'munged.pid'}",
+                f"--seed-file={self.run / 'munged.seed'}",
+            ],
+        )
         # Ready when a credential made through our socket decodes through it.
         deadline = time.monotonic() + 20
         while True:
@@ -291,8 +298,13 @@ class SlurmCluster:
         try:
             # Own session: a signal to the group reaches the daemon's helpers.
             self._procs[name] = subprocess.Popen(
-                [_which(argv[0]) or argv[0], *argv[1:]], env=self.env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.run,
+                [_which(argv[0]) or argv[0], *argv[1:]],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.run,
             )
         finally:
             out.close()
@@ -317,22 +329,32 @@ class SlurmCluster:
                 return
             # DOWN/DRAIN (an earlier registration failed, say): resume it,
             # at most every few seconds to let slurmd register meanwhile.
-            if any(s in state for s in ("down", "drain", "fail")) and not state.endswith("*") \
-                    and time.monotonic() - resumed_at > 3:
+            if (
+                any(s in state for s in ("down", "drain", "fail"))
+                and not state.endswith("*")
+                and time.monotonic() - resumed_at > 3
+            ):
                 self._cmd(["scontrol", "update", f"nodename={self.node}", "state=resume"], timeout=10)
                 resumed_at = time.monotonic()
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"node {self.node} not idle after {self.start_timeout} s (state {state!r}; "
-                    f"slurmd -C: {self.hardware})\n" + self.logs())
+                    f"slurmd -C: {self.hardware})\n" + self.logs()
+                )
             time.sleep(0.25)
 
     # -- use -----------------------------------------------------------------
 
     def _cmd(self, argv, timeout, input=None):
         try:
-            return subprocess.run([_which(argv[0]) or argv[0], *argv[1:]], env=self.env, input=input,
-                                  capture_output=True, text=True, timeout=timeout)
+            return subprocess.run(
+                [_which(argv[0]) or argv[0], *argv[1:]],
+                env=self.env,
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired as e:
             return subprocess.CompletedProcess(argv, -1, e.stdout or "", f"timed out after {timeout} s")
 

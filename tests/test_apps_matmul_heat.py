@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, assert_ok, mpiws_run
 
 APPS = {
-    "matmul": ["--n", "150"],                          # 150 is not divisible by 4
+    "matmul": ["--n", "150"],  # 150 is not divisible by 4
     "coupled_heat": ["--cells", "203", "--steps", "300"],
 }
 IMPORT = "from mpiws import MPI"
@@ -56,7 +56,13 @@ def test_app_mpi4py(tmp_path, app):
         pytest.skip("mpiexec or mpi4py not installed")
     script = tmp_path / f"{app}.py"
     script.write_text(source(app).replace(IMPORT, "from mpi4py import MPI"))
-    p = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script), *APPS[app]],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=dict(os.environ))
+    p = subprocess.run(
+        [mpiexec, "-n", "2", sys.executable, str(script), *APPS[app]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=dict(os.environ),
+    )
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     result(p.stdout, app, 2)

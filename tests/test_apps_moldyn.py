@@ -16,7 +16,7 @@ from conftest import ROOT, assert_ok, mpiws_run
 
 APP = ROOT / "examples" / "moldyn.py"
 REF_A = 1731.4306625334357  # JGFMolDynBench.JGFvalidate, refval[0]
-REF_B = 7397.392307839352   # refval[1]
+REF_B = 7397.392307839352  # refval[1]
 IMPORT = "from mpiws import MPI"
 
 
@@ -24,7 +24,7 @@ def result_of(stdout):
     """The JSON of the RESULT line (with or without mpiws's ``[rank] `` prefix)."""
     found = [l.split("] ", 1)[-1] for l in stdout.splitlines() if l.split("] ", 1)[-1].startswith("RESULT ")]
     assert len(found) == 1, f"expected one RESULT line:\n{stdout}"
-    return json.loads(found[0][len("RESULT "):])
+    return json.loads(found[0][len("RESULT ") :])
 
 
 def check(res, ranks):
@@ -64,7 +64,13 @@ def test_moldyn_mpi4py(tmp_path):
     assert text.count(IMPORT + "\n") == 1
     script = tmp_path / "moldyn_mpi4py.py"
     script.write_text(text.replace(IMPORT + "\n", "from mpi4py import MPI\n"))
-    p = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script), "--size", "A"],
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path, env=dict(os.environ))
+    p = subprocess.run(
+        [mpiexec, "-n", "2", sys.executable, str(script), "--size", "A"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=dict(os.environ),
+    )
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     check(result_of(p.stdout), 2)

@@ -17,8 +17,13 @@ def read_csv(path):
 
 def test_bench_writes_report_tables_csv_and_plots(tmp_path):
     out = tmp_path / "bench"
-    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "pingpong", "--quick", "--rounds", "1", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "mpiws", "bench", "pingpong", "--quick", "--rounds", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "[1/1] pingpong" in p.stderr  # progress
     report = (out / "report.md").read_text()
@@ -51,10 +56,30 @@ def test_collectives_matmul_and_vs_ranks(tmp_path):
     from mpiws.bench import tables_to_csv, write_report
 
     out = tmp_path / "bench"
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "collectives" / "driver.py"), "--quick",
-                        "--rounds", "1", "--ranks", "2,3", "--impls", "mpiws", "--out", str(out / "collectives"),
-                        "--", "--only", "matmul,bcast", "--max-size", str(1 << 20)],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "collectives" / "driver.py"),
+            "--quick",
+            "--rounds",
+            "1",
+            "--ranks",
+            "2,3",
+            "--impls",
+            "mpiws",
+            "--out",
+            str(out / "collectives"),
+            "--",
+            "--only",
+            "matmul,bcast",
+            "--max-size",
+            str(1 << 20),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     tables_to_csv(out / "collectives" / "table.md")
     report = write_report(out, ["collectives"], ["test"], 0).read_text()
@@ -74,8 +99,12 @@ def test_collectives_matmul_and_vs_ranks(tmp_path):
     rows = read_csv(out / "collectives" / "time-per-call-vs-number-of-ranks-us.csv")
     assert rows[0][:4] == ["collective", "size", "ranks", "mpiws auto"]
     got = {(r[0], r[1], r[2].split()[0]): float(r[3]) for r in rows[1:]}
-    assert set(got) == {("bcast", "1 MiB", "2"), ("bcast", "1 MiB", "3"),
-                        ("matmul", "N = 1024", "2"), ("matmul", "N = 1024", "3")}, got
+    assert set(got) == {
+        ("bcast", "1 MiB", "2"),
+        ("bcast", "1 MiB", "3"),
+        ("matmul", "N = 1024", "2"),
+        ("matmul", "N = 1024", "3"),
+    }, got
     assert all(t > 0 for t in got.values())
 
 
@@ -83,14 +112,38 @@ def test_rma_quick_tables_and_exact_counter(tmp_path):
     """``mpiws bench rma --quick``: put latency in three synchronisations, get bandwidth, accumulate latency and the
     contended counter at 2 and 3 ranks, with real numbers and an exact final count."""
     out = tmp_path / "bench"
-    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "rma", "--quick", "--rounds", "1", "--ranks", "2,3",
-                        "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mpiws",
+            "bench",
+            "rma",
+            "--quick",
+            "--rounds",
+            "1",
+            "--ranks",
+            "2,3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     report = (out / "report.md").read_text()
     assert "# rma" in report and "### Summary" in report and "](rma/rma-put-latency.png)" in report
     for mode in ("flush", "lock", "fence"):
         rows = read_csv(out / "rma" / ("put-latency-%s-synchronisation-us-per-put.csv" % mode))
-        assert rows[0][:2] == ["size", "mpiws"] and [r[0] for r in rows[1:]] == ["1 B", "64 B", "4 KiB", "64 KiB", "1 MiB"]
+        assert rows[0][:2] == ["size", "mpiws"] and [r[0] for r in rows[1:]] == [
+            "1 B",
+            "64 B",
+            "4 KiB",
+            "64 KiB",
+            "1 MiB",
+        ]
         assert all(float(r[1]) > 0 for r in rows[1:]), rows
     rows = read_csv(out / "rma" / "get-bandwidth-mb-s-1-mb-10-6-b.csv")
     assert rows[0][:3] == ["size", "window", "mpiws"] and all(float(r[2]) > 0 for r in rows[1:]), rows
@@ -114,8 +167,13 @@ def test_farm_quick_completion_tiny_tasks_and_wire(tmp_path):
 
         install_packages(tcpdump="tcpdump")
     out = tmp_path / "bench"
-    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "farm", "--quick", "--rounds", "1", "--ranks", "2",
-                        "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "mpiws", "bench", "farm", "--quick", "--rounds", "1", "--ranks", "2", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     report = (out / "report.md").read_text()
     assert "# farm" in report and "### Targets (from the issue), 2 workers" in report
@@ -123,7 +181,12 @@ def test_farm_quick_completion_tiny_tasks_and_wire(tmp_path):
         assert "](farm/%s)" % png in report and (out / "farm" / png).stat().st_size > 1000
     rows = read_csv(out / "farm" / "completion-time-2-workers-s.csv")
     assert rows[0][:4] == ["g", "tasks", "ideal", "mpiws.futures"], rows[0]
-    assert [r[0] for r in rows[1:]] == ["1", "10", "100", "1000"] and [r[1] for r in rows[1:]] == ["4000", "400", "40", "4"]
+    assert [r[0] for r in rows[1:]] == ["1", "10", "100", "1000"] and [r[1] for r in rows[1:]] == [
+        "4000",
+        "400",
+        "40",
+        "4",
+    ]
     assert all(float(r[3]) > 0 for r in rows[1:]), rows
     for mode in ("submit", "map"):
         rows = read_csv(out / "farm" / ("tiny-tasks-%s-tasks-per-second.csv" % mode))
@@ -143,9 +206,26 @@ def test_farm_wan_quick_endpoints_behind_links(tmp_path):
     the table, its CSV with real numbers, the plot, and the suite's own files left alone. Without Toxiproxy (no `go`
     to build it) the part says so and exits 0."""
     out = tmp_path / "farm"
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "farm" / "driver.py"), "--wan", "--quick", "--rounds",
-                        "1", "--values", "200", "--grains", "1,10,100", "--out", str(out)],
-                       capture_output=True, text=True, timeout=240, cwd=ROOT)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "farm" / "driver.py"),
+            "--wan",
+            "--quick",
+            "--rounds",
+            "1",
+            "--values",
+            "200",
+            "--grains",
+            "1,10,100",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     table = (out / "wan-table.md").read_text()
     assert not (out / "table.md").exists() and not (out / "results.json").exists()  # the local suite's, untouched
@@ -155,8 +235,9 @@ def test_farm_wan_quick_endpoints_behind_links(tmp_path):
     assert "### WAN farm: completion time (s) and tasks per second, 2 workers on endpoints" in table
     rows = read_csv(out / "wan-farm-completion-time-s-and-tasks-per-second-2-workers-on.csv")
     assert rows[0][:6] == ["link", "g", "tasks", "ideal", "default", "one at a time"], rows[0]
-    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [(link, g, t) for link in ("loopback", "10 ms")
-                                                      for g, t in (("1", "200"), ("10", "20"), ("100", "2"))], rows
+    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [
+        (link, g, t) for link in ("loopback", "10 ms") for g, t in (("1", "200"), ("10", "20"), ("100", "2"))
+    ], rows
     assert all(float(x) > 0 for r in rows[1:] for x in r[3:]), rows
     by = {(r[0], r[1]): r for r in rows[1:]}
     # one task at a time across a 10 ms link: a round trip (>= 20 ms) per task and worker, 100 of them each
@@ -177,8 +258,13 @@ def test_workflows_quick_direct_against_mediated_and_behind_a_slow_link(tmp_path
     if os.geteuid() == 0 and shutil.which("apt-get") and not shutil.which("tinyproxy"):
         install_packages(tinyproxy="tinyproxy")
     out = tmp_path / "bench"
-    p = subprocess.run([sys.executable, "-m", "mpiws", "bench", "workflows", "--quick", "--wan", "--out", str(out)],
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "mpiws", "bench", "workflows", "--quick", "--wan", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     d = out / "workflows"
     rows = read_csv(d / "chain-of-8-echo-services-direct-against-mediated-medians-s.csv")

@@ -21,14 +21,23 @@ def test_wheel_ships_the_suites_and_mpiws_bench_runs_them(tmp_path):
     if not MATURIN.exists():
         pytest.skip("maturin is not in .venv (scripts/setup.sh installs it)")
     dist = tmp_path / "dist"
-    p = subprocess.run([str(MATURIN), "build", "--release", "-o", str(dist)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=1800)
+    p = subprocess.run(
+        [str(MATURIN), "build", "--release", "-o", str(dist)], cwd=ROOT, capture_output=True, text=True, timeout=1800
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     [wheel] = dist.glob("mpiws-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for f in ("benchmarks/common.py", "benchmarks/pingpong/driver.py", "benchmarks/pingpong/bench.py",
-              "benchmarks/rma/driver.py", "benchmarks/rma/bench.py", "benchmarks/farm/driver.py",
-              "benchmarks/farm/bench.py", "benchmarks/farm/wire.py", "mpiws/bench.py"):
+    for f in (
+        "benchmarks/common.py",
+        "benchmarks/pingpong/driver.py",
+        "benchmarks/pingpong/bench.py",
+        "benchmarks/rma/driver.py",
+        "benchmarks/rma/bench.py",
+        "benchmarks/farm/driver.py",
+        "benchmarks/farm/bench.py",
+        "benchmarks/farm/wire.py",
+        "mpiws/bench.py",
+    ):
         assert f in names, f
     assert not [n for n in names if n.startswith("benchmarks/results/") or "__pycache__" in n]
 
@@ -36,22 +45,36 @@ def test_wheel_ships_the_suites_and_mpiws_bench_runs_them(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py, mpiws = venv / "bin" / "python", venv / "bin" / "mpiws"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    p = subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True,
-                       timeout=600, env=env)
+    p = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True, timeout=600, env=env
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     # the rank programs need numpy (mpi4py/MPICH are optional: without them the suites measure mpiws alone)
-    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "numpy"], capture_output=True, text=True,
-                       timeout=600, env=env)
+    p = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "numpy"], capture_output=True, text=True, timeout=600, env=env
+    )
     if p.returncode != 0:
         pytest.skip("numpy could not be installed into the fresh virtualenv: " + p.stderr[-500:])
-    site = subprocess.run([str(py), "-c", "import mpiws, os; print(os.path.dirname(os.path.dirname(os.path.realpath(mpiws.__file__))))"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(py), "-c", "import mpiws, os; print(os.path.dirname(os.path.dirname(os.path.realpath(mpiws.__file__))))"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    ).stdout.strip()
     assert site.startswith(os.path.realpath(venv)), site  # the installed copy, not the checkout
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    p = subprocess.run([str(mpiws), "bench", "pingpong", "--quick", "--rounds", "1"], cwd=elsewhere,
-                       capture_output=True, text=True, timeout=600, env=env)
+    p = subprocess.run(
+        [str(mpiws), "bench", "pingpong", "--quick", "--rounds", "1"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     out = elsewhere / "mpiws-bench"  # the default when installed: the current directory, not site-packages
     table = (out / "pingpong" / "table.md").read_text()

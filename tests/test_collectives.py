@@ -36,7 +36,10 @@ def vec(r, k=6, dtype="d"):
 
 @pytest.mark.parametrize("n", RANKS)
 def test_object_collectives(run, n):
-    p = run(n, PRELUDE + """
+    p = run(
+        n,
+        PRELUDE
+        + """
 objs = [{"rank": r, "data": list(range(r + 1))} for r in range(n)]
 for algo in each_algorithm("bcast", "gather", "scatter", "allgather"):
     for root in range(n):
@@ -80,13 +83,17 @@ reqs = [comm.ibcast("hello" if rank == 0 else None), comm.iallreduce(rank), comm
 assert MPI.Request.waitall(reqs) == ["hello", sum(range(n)), list(range(n)), None]
 comm.barrier()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, n)
 
 
 @pytest.mark.parametrize("n", RANKS)
 def test_buffer_collectives(run, n):
-    p = run(n, PRELUDE + """
+    p = run(
+        n,
+        PRELUDE
+        + """
 for dtype, mpitype in (("d", MPI.DOUBLE), ("i", MPI.INT), ("f", MPI.FLOAT), ("q", MPI.INT64_T)):
     for algo in each_algorithm("bcast", "gather", "scatter", "allgather"):
         for root in range(n):
@@ -217,13 +224,18 @@ reqs = [comm.Iallreduce(np.ones(3), a), comm.Ibcast(b, root=0), comm.Ibarrier()]
 MPI.Request.Waitall(reqs)
 assert list(a) == [n] * 3 and list(b) == [0, 1, 2]
 print("OK")
-""", timeout=300)
+""",
+        timeout=300,
+    )
     assert_ok(p, n)
 
 
 @pytest.mark.parametrize("n", [2, 3, 5])
 def test_bad_arguments_raise_instead_of_hanging(run, n):
-    p = run(n, PRELUDE + """
+    p = run(
+        n,
+        PRELUDE
+        + """
 def fails(cls, f, *a, **k):
     try:
         f(*a, **k)
@@ -260,13 +272,18 @@ except MPI.Exception as e:
 # the communicator still works afterwards
 assert comm.allreduce(1) == n
 print("OK")
-""", timeout=120)
+""",
+        timeout=120,
+    )
     assert_ok(p, n)
 
 
 @pytest.mark.parametrize("n", [3, 4, 8])
 def test_collectives_on_subcommunicators_in_flight_together(run, n):
-    p = run(n, PRELUDE + """
+    p = run(
+        n,
+        PRELUDE
+        + """
 dup = comm.Dup()
 half = comm.Split(rank % 2, -rank)  # reversed order inside each half
 hr, hn = half.rank, half.size
@@ -287,13 +304,17 @@ assert vals[3] == ("root of half", members[0]) and vals[4] == list(range(n))
 assert half.allreduce(rank) == sum(members)
 assert half.gather(rank, root=hn - 1) == (members if hr == hn - 1 else None)
 print("OK")
-""")
+""",
+    )
     assert_ok(p, n)
 
 
 @pytest.mark.parametrize("n", [1, 4, 5])
 def test_groups_and_communicators_made_from_them(run, n):
-    p = run(n, PRELUDE + """
+    p = run(
+        n,
+        PRELUDE
+        + """
 world = comm.Get_group()
 assert world.size == n and world.rank == rank
 evens = world.Incl(list(range(0, n, 2)))
@@ -331,5 +352,6 @@ assert shared.size == n and shared.rank == n - 1 - rank
 assert shared.bcast(rank, root=0) == n - 1
 comm.Barrier()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, n)

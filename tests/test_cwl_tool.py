@@ -22,9 +22,16 @@ ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "examples" / "workflows" / "cwl"
 MPIWS = Path(sys.executable).parent / "mpiws"
 
-LEAK = {"cwlVersion": "v1.2", "class": "CommandLineTool", "baseCommand": ["ln", "-s", "/etc/passwd", "leak.txt"], "inputs": {},
-        "outputs": {"leak": {"type": "File?", "outputBinding": {"glob": "leak.txt"}},
-                    "all": {"type": "File[]", "outputBinding": {"glob": "*"}}}}
+LEAK = {
+    "cwlVersion": "v1.2",
+    "class": "CommandLineTool",
+    "baseCommand": ["ln", "-s", "/etc/passwd", "leak.txt"],
+    "inputs": {},
+    "outputs": {
+        "leak": {"type": "File?", "outputBinding": {"glob": "leak.txt"}},
+        "all": {"type": "File[]", "outputBinding": {"glob": "*"}},
+    },
+}
 
 
 def sha1(data):
@@ -56,13 +63,20 @@ def error_of(call):
 
 
 def test_a_job_of_a_tool_gives_the_cwl_output_object(endpoint):
-    job = program(endpoint, "sort").spawn(text={"class": "File", "contents": "pear\napple\nfig\n", "basename": "f.txt"}, reverse=True)
+    job = program(endpoint, "sort").spawn(
+        text={"class": "File", "contents": "pear\napple\nfig\n", "basename": "f.txt"}, reverse=True
+    )
     status, results = ended(job)
     assert status["state"] == "done" and status["exit_code"] == 0
     out = results["outputs"]["sorted"]
     assert {k: out[k] for k in ("class", "basename", "nameroot", "nameext", "size", "checksum")} == {
-        "class": "File", "basename": "sorted.txt", "nameroot": "sorted", "nameext": ".txt", "size": 15,
-        "checksum": sha1(b"pear\nfig\napple\n")}
+        "class": "File",
+        "basename": "sorted.txt",
+        "nameroot": "sorted",
+        "nameext": ".txt",
+        "size": 15,
+        "checksum": sha1(b"pear\nfig\napple\n"),
+    }
     assert out["location"] == f"{job.url}/files/sorted.txt"
     # An output passes on by reference: a job of another tool takes its URL (here: the same endpoint, copied from disk).
     count = program(endpoint, "wc").spawn(text={"class": "File", "location": out["location"]})
@@ -72,7 +86,9 @@ def test_a_job_of_a_tool_gives_the_cwl_output_object(endpoint):
 
 
 def test_globs_directories_and_nested_file_urls(endpoint, tmp_path):
-    job = program(endpoint, "split").spawn(lines=2, text={"class": "File", "contents": "a\nb\nc\nd\ne\n", "basename": "my text.txt"})
+    job = program(endpoint, "split").spawn(
+        lines=2, text={"class": "File", "contents": "a\nb\nc\nd\ne\n", "basename": "my text.txt"}
+    )
     status, results = ended(job)
     assert status["state"] == "done", results
     o = results["outputs"]
@@ -87,7 +103,11 @@ def test_globs_directories_and_nested_file_urls(endpoint, tmp_path):
     download(o["first"]["location"], tmp_path / "first")
     assert (tmp_path / "first").read_bytes() == b"a\nb\nc\nd\ne\n"
     # A Directory input: its listing staged, its files from other jobs' URLs.
-    d = {"class": "Directory", "basename": "parts", "listing": [{"class": "File", "location": p["location"]} for p in o["parts"]]}
+    d = {
+        "class": "Directory",
+        "basename": "parts",
+        "listing": [{"class": "File", "location": p["location"]} for p in o["parts"]],
+    }
     whole = program(endpoint, "cat").spawn(files=[{"class": "File", "location": p["location"]} for p in o["parts"]])
     assert ended(whole)[1]["outputs"]["all"]["checksum"] == sha1(b"a\nb\nc\nd\ne\n")
     assert "Directory" in error_of(lambda: program(endpoint, "cat").spawn(files=d))
@@ -95,12 +115,22 @@ def test_globs_directories_and_nested_file_urls(endpoint, tmp_path):
 
 def test_the_inputs_become_the_command_line_cwltool_builds(endpoint, tmp_path):
     job = program(endpoint, "options").spawn(
-        name="run1", verbose=True, tags=["a", "b"], keys=["k1", "k2"], csv=[1, 2, 3], mode="slow", ratio=0.5,
-        data={"class": "File", "contents": "x", "basename": "fruit.txt"})
+        name="run1",
+        verbose=True,
+        tags=["a", "b"],
+        keys=["k1", "k2"],
+        csv=[1, 2, 3],
+        mode="slow",
+        ratio=0.5,
+        data={"class": "File", "contents": "x", "basename": "fruit.txt"},
+    )
     status, results = ended(job)
     download(results["outputs"]["line"]["location"], tmp_path / "line")
     # cwltool 3.3 builds the same from examples/workflows/cwl/options.yml (tests/test_cwl_workflows.py compares them)
-    assert (tmp_path / "line").read_text() == "-- --mode slow -v run1 -n 2 --ratio 0.5 --tags a b --csv=1,2,3 -k k1 -k k2 -o=run1.out fruit.txt\n"
+    assert (
+        (tmp_path / "line").read_text()
+        == "-- --mode slow -v run1 -n 2 --ratio 0.5 --tags a b --csv=1,2,3 -k k1 -k k2 -o=run1.out fruit.txt\n"
+    )
 
 
 def test_wrong_inputs_are_refused_at_spawn(endpoint):
@@ -109,9 +139,13 @@ def test_wrong_inputs_are_refused_at_spawn(endpoint):
     assert "missing input 'text' (inputs: reverse, text)" in error_of(lambda: sort.spawn())
     assert "no input 'colour'" in error_of(lambda: sort.spawn(text=text, colour="red"))
     assert "input 'reverse' must be \"boolean\"" in error_of(lambda: sort.spawn(text=text, reverse="yes"))
-    assert "not a plain file name" in error_of(lambda: sort.spawn(text={"class": "File", "contents": "x", "basename": "../x"}))
+    assert "not a plain file name" in error_of(
+        lambda: sort.spawn(text={"class": "File", "contents": "x", "basename": "../x"})
+    )
     assert "location" in error_of(lambda: sort.spawn(text={"class": "File", "path": "/etc/passwd"}))
-    assert "file:///etc/passwd" in error_of(lambda: sort.spawn(text={"class": "File", "location": "file:///etc/passwd"}))
+    assert "file:///etc/passwd" in error_of(
+        lambda: sort.spawn(text={"class": "File", "location": "file:///etc/passwd"})
+    )
     assert "allow" in error_of(lambda: sort.spawn(text={"class": "File", "location": "http://127.0.0.1:1/x"}))
 
 
@@ -140,9 +174,13 @@ def test_a_symlink_out_of_the_job_is_never_an_output(endpoint):
 def test_serve_program_cwl_usage_and_call(tmp_path):
     p, url = mpiws_serve(["--program-cwl", str(TOOLS / "wc.cwl"), "--program-cwl", f"srt={TOOLS / 'sort.cwl'}"])
     try:
-        usage = subprocess.run([str(MPIWS), "usage", f"{url}/programs/srt"], capture_output=True, text=True, check=True).stdout
+        usage = subprocess.run(
+            [str(MPIWS), "usage", f"{url}/programs/srt"], capture_output=True, text=True, check=True
+        ).stdout
         assert "CWL CommandLineTool running sort" in usage
-        assert re.search(r"reverse\s+in\s+boolean \(default false\)", usage) and re.search(r"sorted\s+out\s+File", usage)
+        assert re.search(r"reverse\s+in\s+boolean \(default false\)", usage) and re.search(
+            r"sorted\s+out\s+File", usage
+        )
         described = Program(f"{url}/programs/wc").usage()
         assert described["inputs"] == [{"name": "text", "type": "File"}]
         assert {o["name"]: o["type"] for o in described["outputs"]} == {"count": "string", "count_file": "File"}
@@ -156,7 +194,9 @@ def test_serve_program_cwl_usage_and_call(tmp_path):
 
 
 def test_a_tool_mpiws_cannot_run_is_refused_at_deploy_by_name():
-    out = subprocess.run([str(MPIWS), "serve", "--program-cwl", str(TOOLS / "js.cwl")], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [str(MPIWS), "serve", "--program-cwl", str(TOOLS / "js.cwl")], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode != 0
     assert "requirement InlineJavascriptRequirement is not supported" in out.stderr, out.stderr
     ep = _core.Endpoint("127.0.0.1", 0)
@@ -173,4 +213,3 @@ def test_parameter_references_evaluate_without_javascript():
     assert json.loads(_core.cwl_eval("$(inputs.n > 2)", ctx, True)) is True
     with pytest.raises(ValueError, match="JavaScript"):
         _core.cwl_eval("$(inputs.n > 2)", ctx)
-

@@ -141,8 +141,12 @@ def test_steps_on_another_endpoint_by_flag_and_by_hint(tmp_path):
 
 def test_failures_say_what_and_where(tmp_path):
     def fails(*args):
-        out = subprocess.run([str(MPIWS), "workflow", "run", "-q", *map(str, args), "--outdir", str(tmp_path)],
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [str(MPIWS), "workflow", "run", "-q", *map(str, args), "--outdir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 1 and out.stdout == ""
         return out.stderr
 

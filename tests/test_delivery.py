@@ -22,7 +22,11 @@ def serve(env):
     e = dict(os.environ, PYTHONPATH=TESTS + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
     p = subprocess.Popen(
         [sys.executable, "-m", "mpiws", "serve", "--service", "exchange=delivery_service:exchange"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e, cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=e,
+        cwd=ROOT,
     )
     line = p.stdout.readline()
     assert " at http://" in line, line

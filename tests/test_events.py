@@ -103,7 +103,9 @@ def test_events_handlers_async(run):
 
 
 def test_failed_event(run):
-    p = run(2, """
+    p = run(
+        2,
+        """
 import os, signal, threading, time
 from mpiws import MPI
 comm = MPI.COMM_WORLD
@@ -127,7 +129,10 @@ try:
 except MPI.Exception as e:
     assert e.Get_error_class() == MPI.ERR_PROC_FAILED
 print("OK")
-""", env={"MPIWS_FAILURE_TIMEOUT": "1"}, keep_going=True)
+""",
+        env={"MPIWS_FAILURE_TIMEOUT": "1"},
+        keep_going=True,
+    )
     assert "[0] OK" in p.stdout, p.stdout + p.stderr
 
 
@@ -135,7 +140,9 @@ def test_testing_a_receive_while_its_handler_takes_the_message_gives_the_message
     # A watched receive is settled on the handler thread when it completes; a test() on
     # the owner's thread meanwhile (here: for all of a slow unpickling) once saw the
     # request inactive and answered (True, None): the message lost.
-    p = run(2, """
+    p = run(
+        2,
+        """
 import time
 from mpiws import MPI
 comm = MPI.COMM_WORLD
@@ -156,7 +163,8 @@ else:
             break
     assert v == "slow value", v
 print("OK", flush=True)
-""")
+""",
+    )
     assert_ok(p, 2)
 
 

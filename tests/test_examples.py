@@ -7,12 +7,15 @@ import pytest
 from conftest import ROOT, assert_ok, mpiws_run
 
 
-@pytest.mark.parametrize("name,n,expect", [
-    ("hello", 4, "Hello from rank 3 of 4"),
-    ("ring", 4, "token came back after visiting 4 ranks: [0, 1, 2, 3]"),
-    ("compute_pi", 3, "pi ~= 3.14159265"),
-    ("pingpong", 2, "GB/s"),
-])
+@pytest.mark.parametrize(
+    "name,n,expect",
+    [
+        ("hello", 4, "Hello from rank 3 of 4"),
+        ("ring", 4, "token came back after visiting 4 ranks: [0, 1, 2, 3]"),
+        ("compute_pi", 3, "pi ~= 3.14159265"),
+        ("pingpong", 2, "GB/s"),
+    ],
+)
 def test_example(tmp_path, name, n, expect):
     p = mpiws_run(n, (ROOT / "examples" / f"{name}.py").read_text(), tmp_path)
     assert_ok(p)
@@ -50,7 +53,7 @@ def primes_below(limit):
     sieve[:2] = b"\0\0"
     for i in range(2, int(limit**0.5) + 1):
         if sieve[i]:
-            sieve[i * i::i] = bytearray(len(range(i * i, limit, i)))
+            sieve[i * i :: i] = bytearray(len(range(i * i, limit, i)))
     return sum(i for i in range(limit) if sieve[i])
 
 
@@ -82,7 +85,10 @@ def test_work_stealing_survives_a_dead_worker(tmp_path):
     assert sorted(r for r, _, _ in counts) == [0, 1, 3], out
     assert sum(n for _, n, _ in counts) >= 200 - 10, out  # all but what rank 2 computed before it died
     # only rank 2 was ever taken for gone
-    assert set(re.findall(r"rank (\d+) (?:is gone|died)|asked rank (\d+) for work: gone", out)) <= {("2", ""), ("", "2")}, out
+    assert set(re.findall(r"rank (\d+) (?:is gone|died)|asked rank (\d+) for work: gone", out)) <= {
+        ("2", ""),
+        ("", "2"),
+    }, out
 
 
 def test_order_manager(tmp_path):
@@ -90,10 +96,16 @@ def test_order_manager(tmp_path):
     assert_ok(p)
     out = p.stdout
     assert "[0] books consistent" in out, out
-    m = re.search(r"orders: 24, filled: (\d+) \((\d+) after re-routing\), expired: (\d+) \[([\d, ]*)\], "
-                  r"filled quantity: (\d+)", out)
-    t = re.search(r"timed out: (\d+) attempts = (\d+) re-routed \+ (\d+) expired; "
-                  r"of these, cancelled in time: (\d+), filled late \(ignored\): (\d+)", out)
+    m = re.search(
+        r"orders: 24, filled: (\d+) \((\d+) after re-routing\), expired: (\d+) \[([\d, ]*)\], "
+        r"filled quantity: (\d+)",
+        out,
+    )
+    t = re.search(
+        r"timed out: (\d+) attempts = (\d+) re-routed \+ (\d+) expired; "
+        r"of these, cancelled in time: (\d+), filled late \(ignored\): (\d+)",
+        out,
+    )
     assert m and t, out
     filled, after, expired, expired_ids, qty = int(m[1]), int(m[2]), int(m[3]), m[4], int(m[5])
     timed_out, rerouted, expired2, cancelled, late = map(int, t.groups())
@@ -101,9 +113,14 @@ def test_order_manager(tmp_path):
     assert timed_out == rerouted + expired == cancelled + late, out
     assert after <= rerouted and qty <= sum(10 * (1 + i % 5) for i in range(24)), out
     # the event lines agree with the summary: one per timed-out attempt, one per late fill
-    timeouts = re.findall(r"order (\d+) \(attempt (\d)\): no fill from trader \d within [\d.]+ s: "
-                          r"cancelled, (re-routed|expired)", out)
+    timeouts = re.findall(
+        r"order (\d+) \(attempt (\d)\): no fill from trader \d within [\d.]+ s: "
+        r"cancelled, (re-routed|expired)",
+        out,
+    )
     assert len(timeouts) == timed_out, out
-    assert sorted(int(o) for o, _, what in timeouts if what == "expired") == [int(i) for i in expired_ids.split(", ") if i], out
+    assert sorted(int(o) for o, _, what in timeouts if what == "expired") == [
+        int(i) for i in expired_ids.split(", ") if i
+    ], out
     lates = re.findall(r"late fill of order (\d+) \(attempt (\d)\) from trader \d: ignored", out)
     assert len(lates) == late and set(lates) <= {(o, a) for o, a, _ in timeouts}, out

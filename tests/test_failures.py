@@ -68,8 +68,16 @@ print("SURVIVED", flush=True)
 """
 
 CASES = [
-    ("recv", 2), ("recv", 4), ("anysource", 2), ("anysource", 3), ("send", 3),
-    ("allreduce", 2), ("allreduce", 5), ("allreduce", 8), ("bcast", 4), ("barrier", 7),
+    ("recv", 2),
+    ("recv", 4),
+    ("anysource", 2),
+    ("anysource", 3),
+    ("send", 3),
+    ("allreduce", 2),
+    ("allreduce", 5),
+    ("allreduce", 8),
+    ("bcast", 4),
+    ("barrier", 7),
 ]
 
 
@@ -83,15 +91,17 @@ def test_dead_rank_fails_survivors(run, what, n):
     for r in range(n - 1):
         m = re.search(rf"^\[{r}\] FAILED class=(\d+) took=([\d.]+) msg=(.*)$", out, re.M)
         assert m, f"rank {r} got no error\n{out}\n{p.stderr}"
-        assert int(m.group(1)) == 101, m.group(0)              # MPI.ERR_PROC_FAILED
+        assert int(m.group(1)) == 101, m.group(0)  # MPI.ERR_PROC_FAILED
         assert float(m.group(2)) < BOUND, m.group(0)
-        assert f"rank {n - 1}" in m.group(3), m.group(0)       # names the dead rank
+        assert f"rank {n - 1}" in m.group(3), m.group(0)  # names the dead rank
         assert re.search(rf"^\[{r}\] SURVIVED$", out, re.M), f"rank {r}\n{out}\n{p.stderr}"
 
 
 def test_sends_to_a_gone_rank_fail_at_once(run):
     """Once a rank is known gone, sends to it fail at once (no connection attempt)."""
-    p = run(3, """
+    p = run(
+        3,
+        """
 import os, signal, time
 from mpiws import MPI
 comm = MPI.COMM_WORLD
@@ -108,7 +118,10 @@ try:
     print("NOERROR")
 except MPI.Exception as e:
     print(f"SENDFAILED {time.monotonic() - t:.3f} {e.Get_error_class()}")
-""", env={"MPIWS_FAILURE_TIMEOUT": "0.5"}, keep_going=True)
+""",
+        env={"MPIWS_FAILURE_TIMEOUT": "0.5"},
+        keep_going=True,
+    )
     lines = [l for l in p.stdout.splitlines() if "SENDFAILED" in l]
     assert len(lines) == 2, p.stdout + p.stderr
     for l in lines:
@@ -120,7 +133,9 @@ def test_isend_to_an_unreachable_rank_returns_at_once_and_fails_within_the_bound
     """A first connection refused does not block the caller: the send is
     queued while the link retries in the background; then its failed event
     fires, naming the rank, and later sends fail at once."""
-    p = run(3, """
+    p = run(
+        3,
+        """
 import os, signal, threading, time
 from mpiws import MPI
 comm = MPI.COMM_WORLD
@@ -141,12 +156,15 @@ if comm.rank == 0:
         print("NOERROR")
     except MPI.Exception as e:
         print(f"SENDFAILED {time.monotonic() - t:.3f} {e.Get_error_class()}", flush=True)
-""", env={"MPIWS_FAILURE_TIMEOUT": "2"}, keep_going=True)
+""",
+        env={"MPIWS_FAILURE_TIMEOUT": "2"},
+        keep_going=True,
+    )
     out = p.stdout
     returned = re.search(r"RETURNED ([\d.]+)", out)
     failed = re.search(r"FAILED ([\d.]+) (\d+) (.*)", out)
     again = re.search(r"SENDFAILED ([\d.]+) (\d+)", out)
     assert returned and failed and again, out + p.stderr
-    assert float(returned.group(1)) < 0.5, out          # not the 2 s failure timeout
+    assert float(returned.group(1)) < 0.5, out  # not the 2 s failure timeout
     assert float(failed.group(1)) < 2 + 3 and int(failed.group(2)) == 101 and "rank 2" in failed.group(3), out
     assert float(again.group(1)) < 0.5 and int(again.group(2)) == 101, out

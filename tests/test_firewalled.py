@@ -90,8 +90,11 @@ def net(request, tmp_path_factory):
 def _dropped(net, ns, direction="inbound"):
     """Packets host ``ns``'s firewall dropped so far, in ``direction``."""
     rules = json.loads(in_ns(ns, "nft", "-j", "list", "table", "inet", "mpiws_fw").stdout)
-    counters = [r["rule"]["expr"][0]["counter"]["packets"] for r in rules["nftables"]
-                if "rule" in r and r["rule"].get("comment") == direction]
+    counters = [
+        r["rule"]["expr"][0]["counter"]["packets"]
+        for r in rules["nftables"]
+        if "rule" in r and r["rule"].get("comment") == direction
+    ]
     assert len(counters) == 1, rules
     return counters[0]
 
@@ -110,7 +113,9 @@ def test_the_firewalls_drop_what_they_should(net):
     for ns in (net.a, net.b, net.c):  # nobody gets in on another port ...
         assert not _connects(net.p, net.addr[ns], PROBE_PORT), ns
         assert _dropped(net, ns) > before[ns]
-    assert _connects(net.p, net.addr[net.a], PORT) and _connects(net.p, net.addr[net.b], PORT)  # ... A and B let theirs in
+    assert _connects(net.p, net.addr[net.a], PORT) and _connects(
+        net.p, net.addr[net.b], PORT
+    )  # ... A and B let theirs in
     assert not _connects(net.p, net.addr[net.c], PORT)  # C none
     out = _dropped(net, net.b, "outbound")
     assert not _connects(net.b, net.addr[net.a], PORT)  # B reaches nothing directly ...
@@ -128,7 +133,11 @@ def tls(net, tmp_path_factory):
     sends the key the endpoints share (the session's key file, see conftest)."""
     from mpiws.keys import server_keys
 
-    with certificates(tmp_path_factory.mktemp("firewalled-tls"), [net.addr[net.a], net.addr[net.b]], MPIWS_KEY=server_keys()[0].split()[0]) as d:
+    with certificates(
+        tmp_path_factory.mktemp("firewalled-tls"),
+        [net.addr[net.a], net.addr[net.b]],
+        MPIWS_KEY=server_keys()[0].split()[0],
+    ) as d:
         yield d
 
 
@@ -151,8 +160,19 @@ def endpoints(net, tls):
 
 
 def test_a_domain_across_the_three_firewalls(net, endpoints):
-    p = in_ns(net.c, *mpiws_cmd(), "run", "--endpoints", ",".join(endpoints), "--service", "multihost",
-              "--params", json.dumps({"payload": PAYLOAD}), check=False, timeout=120)
+    p = in_ns(
+        net.c,
+        *mpiws_cmd(),
+        "run",
+        "--endpoints",
+        ",".join(endpoints),
+        "--service",
+        "multihost",
+        "--params",
+        json.dumps({"payload": PAYLOAD}),
+        check=False,
+        timeout=120,
+    )
     info = f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{net.logs()}"
     assert p.returncode == 0, info
     results = rank_results(p.stdout)

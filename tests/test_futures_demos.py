@@ -32,8 +32,24 @@ POOL, COMM = ("cpi", "hello", "primes", "crawl"), ("julia", "mandelbrot")
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory):
     where = tmp_path_factory.mktemp("demos")
-    got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "mpi4py",
-                          f"mpi4py=={MPI4PY}", "-d", str(where)], capture_output=True, text=True, timeout=300)
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            "mpi4py",
+            f"mpi4py=={MPI4PY}",
+            "-d",
+            str(where),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert got.returncode == 0, got.stderr
     with tarfile.open(where / f"mpi4py-{MPI4PY}.tar.gz") as tar:
         for member in tar.getmembers():
@@ -63,8 +79,14 @@ def test_mpi4py_futures_demo_runs_with_the_import_changed(demos, demo, how):
     ranks = ["-n", "1"] if how == "spawned" and demo in POOL else ["-n", "3"]
     module = ["-m", "mpiws.futures"] if how != "spawned" else []
     env = dict(os.environ, MPLBACKEND="Agg")
-    out = subprocess.run([str(MPIWS), "run", *ranks, *module, f"run_{demo}.py"], cwd=demos, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(MPIWS), "run", *ranks, *module, f"run_{demo}.py"],
+        cwd=demos,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     assert re.search(EXPECT[demo], out.stdout), out.stdout[-2000:]
     assert "RuntimeWarning" not in out.stderr, out.stderr[-2000:]

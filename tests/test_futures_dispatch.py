@@ -28,7 +28,7 @@ def test_a_batch_holds_about_one_round_trip_of_work_but_no_more_than_a_fair_shar
     assert d.task_time == pytest.approx(0.001)
     assert d.round_trip == pytest.approx(0.010)
     assert d.batch_size(queued=1000) == 10
-    assert d.batch_size(queued=6) == 3          # two workers: half each
+    assert d.batch_size(queued=6) == 3  # two workers: half each
     assert d.batch_size(queued=6, free=4) == 1  # six workers could share them
     d.max_batch = 4
     assert d.batch_size(queued=1000) == 4
@@ -49,9 +49,9 @@ def test_prefetch_gives_each_worker_a_second_batch_only_when_work_is_plentiful()
         d.sent(k, items(1), now=0.0)
         picks.append(k)
     assert sorted(picks) == [0, 0, 1, 1]
-    assert d.pick(queued=100) is None           # both hold two batches
+    assert d.pick(queued=100) is None  # both hold two batches
     d.replied(0, now=0.1, count=1, compute=0.05)
-    assert d.pick(queued=1) is None             # a short queue goes to idle workers only
+    assert d.pick(queued=1) is None  # a short queue goes to idle workers only
     assert d.pick(queued=100) == 0
 
 
@@ -85,11 +85,11 @@ def test_a_lost_workers_tasks_are_redone_until_retries_run_out():
     d.sent(0, batch, now=0.0)
     redo, fail = d.lose(0, "gone")
     assert redo == batch and fail == []
-    d.sent(1, redo, now=0.0)                     # the second try
+    d.sent(1, redo, now=0.0)  # the second try
     redo, fail = d.lose(1, "gone too")
     assert redo == [] and fail == batch
     assert [w.key for w in d.live()] == [2]
-    assert d.lose(1, "again") == ([], [])        # losing twice changes nothing
+    assert d.lose(1, "again") == ([], [])  # losing twice changes nothing
     with pytest.raises(ValueError, match="is lost"):
         d.replied(1, now=0.0, count=1, compute=0.0)
     with pytest.raises(ValueError, match="lost"):

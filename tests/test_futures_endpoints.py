@@ -45,14 +45,24 @@ def run(tmp_path, env, url, body, timeout=240):
     (tmp_path / "prog").mkdir(exist_ok=True)
     prog = tmp_path / "prog" / "farm_endpoints.py"
     prog.write_text(PROGRAM.replace("{body}", textwrap.indent(textwrap.dedent(body), "    ")))
-    return subprocess.run([sys.executable, str(prog), url], cwd=tmp_path / "prog", env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(prog), url],
+        cwd=tmp_path / "prog",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_workers_on_an_endpoint_beside_local_ones_and_joining_a_running_map(tmp_path, keyed):
     server, url = serve(keyed)
     try:
-        out = run(tmp_path, keyed, url, """
+        out = run(
+            tmp_path,
+            keyed,
+            url,
+            """
         with MPIPoolExecutor(endpoints=[url, url]) as ex:
             assert ex.num_workers == 2
             results = list(ex.map(where, range(200)))
@@ -79,7 +89,8 @@ def test_workers_on_an_endpoint_beside_local_ones_and_joining_a_running_map(tmp_
             stats = {s["worker"]: s["tasks"] for s in ex.worker_stats()}
             assert len(stats) == 2 and all(n > 0 for n in stats.values()), stats
         print("ok")
-        """)
+        """,
+        )
         assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
     finally:
         server.kill()
@@ -88,13 +99,18 @@ def test_workers_on_an_endpoint_beside_local_ones_and_joining_a_running_map(tmp_
 def test_an_endpoint_with_the_restricted_unpickler_runs_no_client_code(tmp_path, keyed):
     server, url = serve(keyed, pickle="restricted")
     try:
-        out = run(tmp_path, keyed, url, """
+        out = run(
+            tmp_path,
+            keyed,
+            url,
+            """
         ex = MPIPoolExecutor(endpoints=[url])
         f = ex.submit(where, 3)
         e = f.exception(timeout=120)
         assert isinstance(e, BrokenExecutor), e
         print("refused:", e)
-        """)
+        """,
+        )
         assert out.returncode == 0 and "refused:" in out.stdout, out.stdout + out.stderr[-4000:]
         assert "pickle full" in out.stdout, out.stdout  # the worker's own refusal reaches the client
     finally:
@@ -104,12 +120,17 @@ def test_an_endpoint_with_the_restricted_unpickler_runs_no_client_code(tmp_path,
 def test_without_the_endpoints_key_no_worker_starts(tmp_path, keyed):
     server, url = serve(keyed)
     try:
-        out = run(tmp_path, dict(keyed, MPIWS_KEY="not-the-key"), url, """
+        out = run(
+            tmp_path,
+            dict(keyed, MPIWS_KEY="not-the-key"),
+            url,
+            """
         ex = MPIPoolExecutor(endpoints=[url])
         e = ex.submit(where, 3).exception(timeout=120)
         assert isinstance(e, BrokenExecutor) and ("401" in str(e) or "key" in str(e).lower()), e
         print("refused:", e)
-        """)
+        """,
+        )
         assert out.returncode == 0 and "refused:" in out.stdout, out.stdout + out.stderr[-4000:]
     finally:
         server.kill()
@@ -120,16 +141,26 @@ def test_a_worker_on_a_tls_endpoint(tmp_path, keyed):
     server, url = serve(keyed, tls=("--tls-self-signed", "--tls-cert-out", str(cert)))
     try:
         assert url.startswith("https://")
-        out = run(tmp_path, dict(keyed, MPIWS_CA_FILE=str(cert)), url, """
+        out = run(
+            tmp_path,
+            dict(keyed, MPIWS_CA_FILE=str(cert)),
+            url,
+            """
         with MPIPoolExecutor(endpoints=[url]) as ex:
             assert [r for r, _ in ex.map(where, range(50))] == [x * x for x in range(50)]
         print("ok")
-        """)
+        """,
+        )
         assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
-        out = run(tmp_path, keyed, url, """
+        out = run(
+            tmp_path,
+            keyed,
+            url,
+            """
         e = MPIPoolExecutor(endpoints=[url]).submit(where, 1).exception(timeout=120)
         print("refused:", e)
-        """)
+        """,
+        )
         assert "refused:" in out.stdout and "certificate" in out.stdout.lower(), out.stdout + out.stderr[-3000:]
     finally:
         server.kill()
@@ -138,7 +169,11 @@ def test_a_worker_on_a_tls_endpoint(tmp_path, keyed):
 def test_a_worker_ended_on_its_endpoint_mid_map_has_its_tasks_redone(tmp_path, keyed):
     server, url = serve(keyed)
     try:
-        out = run(tmp_path, dict(keyed, MPIWS_FUTURES_ENDPOINTS=f"{url},{url}"), url, """
+        out = run(
+            tmp_path,
+            dict(keyed, MPIWS_FUTURES_ENDPOINTS=f"{url},{url}"),
+            url,
+            """
         with MPIPoolExecutor() as ex:  # the endpoints from MPIWS_FUTURES_ENDPOINTS
             assert ex.num_workers == 2
             fs = [ex.submit(where, i) for i in range(300)]
@@ -150,7 +185,8 @@ def test_a_worker_ended_on_its_endpoint_mid_map_has_its_tasks_redone(tmp_path, k
             assert stats[url + " #2"]["lost"] and stats[url]["lost"] is None, stats
             assert stats[url]["tasks"] + stats[url + " #2"]["tasks"] >= 300, stats
         print("ok")
-        """)
+        """,
+        )
         assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
     finally:
         server.kill()
@@ -159,7 +195,11 @@ def test_a_worker_ended_on_its_endpoint_mid_map_has_its_tasks_redone(tmp_path, k
 def test_workers_reach_the_executor_at_its_advertised_url(tmp_path, keyed):
     server, url = serve(keyed)
     try:
-        out = run(tmp_path, keyed, url, """
+        out = run(
+            tmp_path,
+            keyed,
+            url,
+            """
         import socket, threading
         from mpiws import binding
         own = binding.process_endpoint().url  # this process's endpoint, made on first use
@@ -185,7 +225,8 @@ def test_workers_reach_the_executor_at_its_advertised_url(tmp_path, keyed):
             assert [r for r, _ in ex.map(where, range(40))] == [x * x for x in range(40)]
         assert carried[0] > 40 * 8, carried  # the results came through the relay
         print("ok", carried[0])
-        """)
+        """,
+        )
         assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
     finally:
         server.kill()

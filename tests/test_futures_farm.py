@@ -53,18 +53,23 @@ def bad_init():
 
 def run(tmp_path, body, timeout=180):
     """Run ``body`` as a program's main (workers import it, as in mpi4py)."""
-    code = textwrap.dedent(PROGRAM).replace("{body}", "if __name__ == '__main__':\n" + textwrap.indent(textwrap.dedent(body), "    "))
+    code = textwrap.dedent(PROGRAM).replace(
+        "{body}", "if __name__ == '__main__':\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    )
     (tmp_path / "farm_main.py").write_text(code)
     environ = dict(os.environ, MPIWS_FAILURE_TIMEOUT="1")
-    out = subprocess.run([sys.executable, "farm_main.py"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=timeout, env=environ)
+    out = subprocess.run(
+        [sys.executable, "farm_main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=timeout, env=environ
+    )
     assert out.returncode == 0, out.stdout + out.stderr[-4000:]
     return out
 
 
 @pytest.mark.parametrize("workers", [1, 3, 8])
 def test_map_results_come_in_order_once_and_exceptions_with_their_tracebacks(tmp_path, workers):
-    run(tmp_path, f"""
+    run(
+        tmp_path,
+        f"""
     with MPIPoolExecutor(max_workers={workers}) as ex:
         assert ex.num_workers == {workers}
         assert list(ex.map(square, range(300))) == [x * x for x in range(300)]
@@ -80,11 +85,14 @@ def test_map_results_come_in_order_once_and_exceptions_with_their_tracebacks(tmp
                 assert f.result() == i * i
         stats = ex.worker_stats()
         assert sum(s["tasks"] for s in stats) > 0 and all(s["lost"] is None for s in stats), stats
-    """)
+    """,
+    )
 
 
 def test_tiny_tasks_are_batched_yet_a_slow_task_holds_back_no_other_result(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
     with MPIPoolExecutor(max_workers=2) as ex:
         assert list(ex.map(square, range(5000))) == [x * x for x in range(5000)]
         d = ex._pool.dispatcher
@@ -96,11 +104,14 @@ def test_tiny_tasks_are_batched_yet_a_slow_task_holds_back_no_other_result(tmp_p
         # the results before the slow task come back while it runs
         assert [f.result(timeout=2) for f in quick] == [i * i for i in range(20)]
         assert not slow.done()
-    """)
+    """,
+    )
 
 
 def test_a_worker_dying_mid_map_has_its_tasks_redone_and_every_future_settles_once(tmp_path):
-    out = run(tmp_path, f"""
+    out = run(
+        tmp_path,
+        f"""
     flag = {str(tmp_path / "died")!r}
     with MPIPoolExecutor(max_workers=3) as ex:
         settled = []
@@ -118,23 +129,29 @@ def test_a_worker_dying_mid_map_has_its_tasks_redone_and_every_future_settles_on
         # the executor goes on with the workers it has
         assert list(ex.map(square, range(100))) == [x * x for x in range(100)]
         print("lost", lost[0]["worker"])
-    """)
+    """,
+    )
     assert "lost " in out.stdout
 
 
 def test_a_task_that_kills_every_worker_fails_after_its_retries_and_the_rest_completes(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
     with MPIPoolExecutor(max_workers=4, retries=1) as ex:
         fs = [ex.submit(always_die, i) for i in range(40)]
         e = fs[0].exception(timeout=60)
         assert isinstance(e, WorkerLost) and isinstance(e, BrokenExecutor), e
         assert [f.result(timeout=60) for f in fs[1:]] == list(range(1, 40))
         assert sum(1 for s in ex.worker_stats() if s["lost"]) == 2, ex.worker_stats()
-    """)
+    """,
+    )
 
 
 def test_when_every_worker_is_lost_the_futures_fail_instead_of_hanging(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
     with MPIPoolExecutor(max_workers=2, retries=5) as ex:
         fs = [ex.submit(always_die, 0)] + [ex.submit(time.sleep, 0.5) for _ in range(10)]
         errors = [f.exception(timeout=60) for f in fs]
@@ -146,11 +163,14 @@ def test_when_every_worker_is_lost_the_futures_fail_instead_of_hanging(tmp_path)
             assert "lost" in str(e), e
         else:
             raise AssertionError("a broken executor takes no tasks")
-    """)
+    """,
+    )
 
 
 def test_shutdown_cancels_what_did_not_start_and_a_failed_initializer_breaks_the_executor(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
     ex = MPIPoolExecutor(max_workers=2).bootup()
     fs = [ex.submit(time.sleep, 0.2) for _ in range(40)]
     time.sleep(0.5)
@@ -161,11 +181,14 @@ def test_shutdown_cancels_what_did_not_start_and_a_failed_initializer_breaks_the
     f = ex.submit(square, 2)
     assert isinstance(f.exception(timeout=60), BrokenExecutor)
     ex.shutdown()
-    """)
+    """,
+    )
 
 
 def test_progress_bar_counts_every_call_with_chunks(tmp_path):
-    out = run(tmp_path, """
+    out = run(
+        tmp_path,
+        """
     with MPIPoolExecutor(max_workers=2) as ex:
         assert list(ex.map(square, range(120), chunksize=7, progress=True)) == [x * x for x in range(120)]
         class Bar:
@@ -176,13 +199,16 @@ def test_progress_bar_counts_every_call_with_chunks(tmp_path):
             def close(self):
                 print("bar", self.total, self.n)
         list(ex.starmap(pow, [(x, 2) for x in range(33)], chunksize=4, progress=Bar))
-    """)
+    """,
+    )
     assert "120/120 tasks" in out.stderr, out.stderr
     assert "bar 33 33" in out.stdout
 
 
 def test_a_task_over_its_time_limit_fails_with_a_timeout_and_the_worker_goes_on(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
     with MPIPoolExecutor(max_workers=1, task_timeout=0.5) as ex:
         slow, spin = ex.submit(time.sleep, 30), ex.submit(lambda_free_spin, 30)
         after = [ex.submit(square, i) for i in range(10)]
@@ -196,4 +222,5 @@ def test_a_task_over_its_time_limit_fails_with_a_timeout_and_the_worker_goes_on(
         assert "task_timeout" in str(e)
     else:
         raise AssertionError("task_timeout=0 is refused")
-    """)
+    """,
+    )

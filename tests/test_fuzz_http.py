@@ -51,10 +51,27 @@ def endpoint(tmp_path_factory):
     d = tmp_path_factory.mktemp("fuzz_http")
     err = open(d / "stderr.txt", "w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mpiws", "serve", "--service", "sum=examples.service_sum:service", "--program", ADD,
-         "--workdir", str(d / "work"), "--max-message", str(1 << 20),
-         "--max-upload", str(1 << 20)],
-        stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "mpiws",
+            "serve",
+            "--service",
+            "sum=examples.service_sum:service",
+            "--program",
+            ADD,
+            "--workdir",
+            str(d / "work"),
+            "--max-message",
+            str(1 << 20),
+            "--max-upload",
+            str(1 << 20),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         url = proc.stdout.readline().split(" at ")[-1].strip()
         assert urlparse(url).hostname == "127.0.0.1", url
@@ -108,7 +125,7 @@ def call(url, method, target, body=None, headers=(), content_length=None, timeou
 
 
 def describe(url):
-    status, body = call(url, "GET", "/", key=client_key())   # as the admin key sees it
+    status, body = call(url, "GET", "/", key=client_key())  # as the admin key sees it
     assert status == 200, (status, body[:300])
     return json.loads(body)
 
@@ -116,7 +133,10 @@ def describe(url):
 # ---- what the document allows -------------------------------------------------
 
 
-ROUTES = [(template, re.compile("^" + re.sub(r"{\w+}", "[^/]+", template) + "$"), item) for template, item in SPEC["paths"].items()]
+ROUTES = [
+    (template, re.compile("^" + re.sub(r"{\w+}", "[^/]+", template) + "$"), item)
+    for template, item in SPEC["paths"].items()
+]
 
 
 def documented_5xx(method, target):
@@ -133,8 +153,13 @@ def may_wait(method, target, headers):
     """Requests that by design wait for something (long polls, a synchronous
     store, a program call): a client timeout is their answer, not a hang."""
     path = target.split("?", 1)[0]
-    return ("wait=" in target or path.endswith("/matched") or path.endswith("/call")
-            or any(k.lower() == "mpiws-sync" for k, _ in headers) or "/stream" in path)
+    return (
+        "wait=" in target
+        or path.endswith("/matched")
+        or path.endswith("/call")
+        or any(k.lower() == "mpiws-sync" for k, _ in headers)
+        or "/stream" in path
+    )
 
 
 # ---- state: "no state changes without a key" ----------------------------------
@@ -145,8 +170,13 @@ def snapshot(proc, url):
     domains, and the jobs and uploads in its work directory."""
     d = describe(url)
     listing = lambda sub: sorted(os.listdir(proc.work / sub)) if (proc.work / sub).is_dir() else []
-    return {"services": d.get("services"), "programs": d.get("programs"),
-            "domains": sorted(x["domain"] for x in d.get("domains", [])), "jobs": listing("jobs"), "files": listing("files")}
+    return {
+        "services": d.get("services"),
+        "programs": d.get("programs"),
+        "domains": sorted(x["domain"] for x in d.get("domains", [])),
+        "jobs": listing("jobs"),
+        "files": listing("files"),
+    }
 
 
 def assert_no_state_change_without_key(before, after):
@@ -165,10 +195,18 @@ class State:
     def __init__(self, url):
         self.url = url
         self.domain, self.token = secrets.token_hex(6), secrets.token_hex(8)
-        binding = {"domain": self.domain, "rank": 0, "endpoints": [url, url], "token": self.token, "service": "sum",
-                   "params": {"n": 10}}
+        binding = {
+            "domain": self.domain,
+            "rank": 0,
+            "endpoints": [url, url],
+            "token": self.token,
+            "service": "sum",
+            "params": {"n": 10},
+        }
         key = client_key()
-        status, body = call(url, "POST", "/run", json.dumps(binding).encode(), [("content-type", "application/json")], key=key)
+        status, body = call(
+            url, "POST", "/run", json.dumps(binding).encode(), [("content-type", "application/json")], key=key
+        )
         assert status == 201, body
         # Until its process is up, a new instance answers "not yet" (503): wait for it to run.
         deadline = time.monotonic() + 30
@@ -178,22 +216,63 @@ class State:
         status, body = call(url, "POST", "/files", b"41", [("content-type", "application/octet-stream")], key=key)
         assert status == 201, body
         self.upload = json.loads(body)["url"]
-        status, body = call(url, "POST", "/programs/add/call", json.dumps({"inputs": {"x": 1, "y": "41"}}).encode(),
-                            [("content-type", "application/json")], timeout=30, key=key)
+        status, body = call(
+            url,
+            "POST",
+            "/programs/add/call",
+            json.dumps({"inputs": {"x": 1, "y": "41"}}).encode(),
+            [("content-type", "application/json")],
+            timeout=30,
+            key=key,
+        )
         assert status == 200 and json.loads(body)["outputs"]["result"] == 42, body
         self.job = json.loads(body)["id"]
 
 
-JUNK_SEGMENTS = ["", ".", "..", "%2e%2e", "%2E%2E%2F..", "..%2F..%2Fetc%2Fpasswd", "%00", "%ZZ", "%", "%C3%A9", "é",
-                 "-1", "+5", "0x10", "1e3", "4294967296", "18446744073709551616", "99999999999999999999999999",
-                 "~", "*", ";", "a" * 300, "a" * 5000, "%252e%252e", " ", "%20", "\\", "null", "[]", "{}"]
+JUNK_SEGMENTS = [
+    "",
+    ".",
+    "..",
+    "%2e%2e",
+    "%2E%2E%2F..",
+    "..%2F..%2Fetc%2Fpasswd",
+    "%00",
+    "%ZZ",
+    "%",
+    "%C3%A9",
+    "é",
+    "-1",
+    "+5",
+    "0x10",
+    "1e3",
+    "4294967296",
+    "18446744073709551616",
+    "99999999999999999999999999",
+    "~",
+    "*",
+    ";",
+    "a" * 300,
+    "a" * 5000,
+    "%252e%252e",
+    " ",
+    "%20",
+    "\\",
+    "null",
+    "[]",
+    "{}",
+]
 
 
 def segment(rng, name, st):
     """A path parameter: the real one, a near miss, or junk."""
-    real = {"domain": st.domain, "rank": rng.choice(["0", "1"]), "source": rng.choice(["0", "1"]),
-            "seq": str(rng.randrange(4)), "name": rng.choice(["add", "x", "y", "result"]),
-            "id": rng.choice([st.job, st.upload.rsplit("/", 1)[-1]])}.get(name, "x")
+    real = {
+        "domain": st.domain,
+        "rank": rng.choice(["0", "1"]),
+        "source": rng.choice(["0", "1"]),
+        "seq": str(rng.randrange(4)),
+        "name": rng.choice(["add", "x", "y", "result"]),
+        "id": rng.choice([st.job, st.upload.rsplit("/", 1)[-1]]),
+    }.get(name, "x")
     pick = rng.random()
     if pick < 0.5:
         s = real
@@ -206,9 +285,29 @@ def segment(rng, name, st):
     return quote(s, safe="%.~+*;-[]{}")  # percent-encodings kept as they are, the rest made legal
 
 
-QUERIES = ["", "", "", "?wait=0.05", "?wait=-1", "?wait=soon", "?wait=1e309", "?wait=nan", "?wait=inf", "?wait=0x10",
-           "?wait=99999999999999999999", "?wait=0.1&wait=0.2", "?by=value", "?by=reference", "?by=mail", "?by=",
-           "?&&==", "?a=%ZZ", "?" + "q" * 4000, "#frag", "?wait=%00"]
+QUERIES = [
+    "",
+    "",
+    "",
+    "?wait=0.05",
+    "?wait=-1",
+    "?wait=soon",
+    "?wait=1e309",
+    "?wait=nan",
+    "?wait=inf",
+    "?wait=0x10",
+    "?wait=99999999999999999999",
+    "?wait=0.1&wait=0.2",
+    "?by=value",
+    "?by=reference",
+    "?by=mail",
+    "?by=",
+    "?&&==",
+    "?a=%ZZ",
+    "?" + "q" * 4000,
+    "#frag",
+    "?wait=%00",
+]
 
 
 def target(rng, st):
@@ -217,17 +316,57 @@ def target(rng, st):
         template, _, _ = rng.choice(ROUTES)
         path = re.sub(r"{(\w+)}", lambda m: segment(rng, m.group(1), st), template)
     else:
-        parts = [rng.choice(["run", "domains", "ranks", "jobs", "files", "programs", "messages", "stream", "..", "",
-                             "%2F", "results", "stdout"] + JUNK_SEGMENTS[:12]) for _ in range(rng.randrange(1, 7))]
+        parts = [
+            rng.choice(
+                [
+                    "run",
+                    "domains",
+                    "ranks",
+                    "jobs",
+                    "files",
+                    "programs",
+                    "messages",
+                    "stream",
+                    "..",
+                    "",
+                    "%2F",
+                    "results",
+                    "stdout",
+                ]
+                + JUNK_SEGMENTS[:12]
+            )
+            for _ in range(rng.randrange(1, 7))
+        ]
         path = "/" + "/".join(quote(p, safe="%.~") for p in parts)
         path = rng.choice([path, "/" + path, path + "/", path.replace("/", "//")])
     return path + rng.choice(QUERIES)
 
 
 ENVELOPE = ["mpiws-source", "mpiws-context", "mpiws-tag", "mpiws-seq", "mpiws-sync", "mpiws-parts", "mpiws-forward"]
-JUNK_VALUES = ["", "0", "1", "-1", "true", "maybe", "x", "1,2,3", ",", ",,,,", "0,", " 7 ", "1.5", "1e3",
-               "18446744073709551615", "18446744073709551616", "99999999999999999999999999", "4294967296",
-               f"{1 << 40},{(1 << 64) - (1 << 40) + 1}", ",".join(["0"] * 70000), "9" * 8000, "\u00e9".encode().decode("latin-1")]
+JUNK_VALUES = [
+    "",
+    "0",
+    "1",
+    "-1",
+    "true",
+    "maybe",
+    "x",
+    "1,2,3",
+    ",",
+    ",,,,",
+    "0,",
+    " 7 ",
+    "1.5",
+    "1e3",
+    "18446744073709551615",
+    "18446744073709551616",
+    "99999999999999999999999999",
+    "4294967296",
+    f"{1 << 40},{(1 << 64) - (1 << 40) + 1}",
+    ",".join(["0"] * 70000),
+    "9" * 8000,
+    "\u00e9".encode().decode("latin-1"),
+]
 
 
 def headers(rng, st):
@@ -238,11 +377,39 @@ def headers(rng, st):
     if auth < 0.4:
         h.append(("Authorization", f"Bearer {st.token}"))
     elif auth < 0.6:
-        h.append(("Authorization", rng.choice(["Bearer ", "Bearer", "Basic eDp5", "Bearer " + "t" * 10000, f"bearer {st.token}",
-                                                f"Bearer {st.token} extra", "Bearer \u00e9".encode().decode("latin-1")])))
+        h.append(
+            (
+                "Authorization",
+                rng.choice(
+                    [
+                        "Bearer ",
+                        "Bearer",
+                        "Basic eDp5",
+                        "Bearer " + "t" * 10000,
+                        f"bearer {st.token}",
+                        f"Bearer {st.token} extra",
+                        "Bearer \u00e9".encode().decode("latin-1"),
+                    ]
+                ),
+            )
+        )
     if rng.random() < 0.7:
-        h.append(("Content-Type", rng.choice(["application/json", "application/octet-stream", "text/plain", "json",
-                                              "application/json; charset=utf-16", "multipart/form-data; boundary=x", ""])))
+        h.append(
+            (
+                "Content-Type",
+                rng.choice(
+                    [
+                        "application/json",
+                        "application/octet-stream",
+                        "text/plain",
+                        "json",
+                        "application/json; charset=utf-16",
+                        "multipart/form-data; boundary=x",
+                        "",
+                    ]
+                ),
+            )
+        )
     if rng.random() < 0.1:
         h.append(("Upgrade", rng.choice(["mpiws-stream/1", "websocket", "h2c", "x" * 100])))
         h.append(("Connection", rng.choice(["upgrade", "Upgrade, keep-alive", "close"])))
@@ -261,24 +428,60 @@ def headers(rng, st):
 def junk_json(rng, depth=0):
     r = rng.random()
     if depth > 3 or r < 0.4:
-        return rng.choice([None, True, 0, -1, 1 << 63, 1 << 64, -(1 << 70), 1.5, 1e308, "", "x" * rng.choice([1, 100, 10000]),
-                           "-e", "--help", "../../etc/passwd", "\u0000", "\ud7ff", "é"])
+        return rng.choice(
+            [
+                None,
+                True,
+                0,
+                -1,
+                1 << 63,
+                1 << 64,
+                -(1 << 70),
+                1.5,
+                1e308,
+                "",
+                "x" * rng.choice([1, 100, 10000]),
+                "-e",
+                "--help",
+                "../../etc/passwd",
+                "\u0000",
+                "\ud7ff",
+                "é",
+            ]
+        )
     if r < 0.7:
         return [junk_json(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return {rng.choice(["a", "", "domain", "inputs", "x", "y", "url", "base64", "size", "k" * 50]): junk_json(rng, depth + 1)
-            for _ in range(rng.randrange(4))}
+    return {
+        rng.choice(["a", "", "domain", "inputs", "x", "y", "url", "base64", "size", "k" * 50]): junk_json(
+            rng, depth + 1
+        )
+        for _ in range(rng.randrange(4))
+    }
 
 
 def binding_body(rng, st):
     """A run request, valid-looking but with absurd fields (never a `sum`
     with a huge n: that is a denial of service of its own, finding 6)."""
-    b = {"domain": rng.choice([secrets.token_hex(4), st.domain, "..", ".", "a/b", "x" * 200, "é", ""]),
-         "rank": rng.choice([0, 1, -1, 1 << 32, 1 << 64, "0", None, 1.5]),
-         "endpoints": rng.choice([[st.url], [st.url] * 2, [], ["ftp://x"], ["http://"], [st.url] * rng.choice([100, 5000]),
-                                  ["http://127.0.0.1:1"] * 3, [st.url, 5], "http://x"]),
-         "token": rng.choice([st.token, "", "t", "t" * 10000, 5, None]),
-         "service": rng.choice(["sum", "nope", "", "../sum", 7]),
-         "params": rng.choice([{}, {"n": rng.randrange(20)}, junk_json(rng), [1] * 1000])}
+    b = {
+        "domain": rng.choice([secrets.token_hex(4), st.domain, "..", ".", "a/b", "x" * 200, "é", ""]),
+        "rank": rng.choice([0, 1, -1, 1 << 32, 1 << 64, "0", None, 1.5]),
+        "endpoints": rng.choice(
+            [
+                [st.url],
+                [st.url] * 2,
+                [],
+                ["ftp://x"],
+                ["http://"],
+                [st.url] * rng.choice([100, 5000]),
+                ["http://127.0.0.1:1"] * 3,
+                [st.url, 5],
+                "http://x",
+            ]
+        ),
+        "token": rng.choice([st.token, "", "t", "t" * 10000, 5, None]),
+        "service": rng.choice(["sum", "nope", "", "../sum", 7]),
+        "params": rng.choice([{}, {"n": rng.randrange(20)}, junk_json(rng), [1] * 1000]),
+    }
     for k in list(b):
         if rng.random() < 0.1:
             del b[k]
@@ -287,9 +490,23 @@ def binding_body(rng, st):
 
 def inputs_body(rng, st):
     x = rng.choice([1, -5, "7", "-e", "+5", 1 << 63, 1 << 64, 1.5, "1e3", None, [], "x" * 5000, " 3 "])
-    y = rng.choice(["41", 41, {"base64": "NDE="}, {"base64": "***"}, {"url": st.upload}, {"url": st.upload, "size": 2},
-                    {"url": "http://127.0.0.1:1/nothing"}, {"url": "file:///etc/passwd"}, {"url": st.upload + "/../../x"},
-                    {"url": f"{st.url}/jobs/{st.job}/files/result"}, {"url": f"{st.url}/jobs/{st.job}/files/../../x"}, None, [1]])
+    y = rng.choice(
+        [
+            "41",
+            41,
+            {"base64": "NDE="},
+            {"base64": "***"},
+            {"url": st.upload},
+            {"url": st.upload, "size": 2},
+            {"url": "http://127.0.0.1:1/nothing"},
+            {"url": "file:///etc/passwd"},
+            {"url": st.upload + "/../../x"},
+            {"url": f"{st.url}/jobs/{st.job}/files/result"},
+            {"url": f"{st.url}/jobs/{st.job}/files/../../x"},
+            None,
+            [1],
+        ]
+    )
     body = {"inputs": {"x": x, "y": y}}
     if rng.random() < 0.2:
         body["inputs"][rng.choice(["z", "result", ""])] = 1
@@ -347,21 +564,54 @@ def raw_cases(url, st):
         ("header without colon", f"GET / HTTP/1.1\r\nHost: {host}\r\nbroken\r\n\r\n".encode(), 0),
         ("body shorter than announced, then close", (head + "Content-Length: 100\r\n\r\n").encode() + b"x" * 10, 0),
         ("body that stalls, then closes", (head + "Content-Length: 100\r\n\r\n").encode() + b"x" * 10, 1.0),
-        ("run body that stalls", f"POST /run HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{{\"domain\"".encode(), 1.0),
-        ("upload that stalls", f"POST /files HTTP/1.1\r\nHost: {host}\r\nContent-Length: 100000\r\n\r\n".encode() + b"z" * 1000, 1.0),
+        (
+            "run body that stalls",
+            f'POST /run HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{{"domain"'.encode(),
+            1.0,
+        ),
+        (
+            "upload that stalls",
+            f"POST /files HTTP/1.1\r\nHost: {host}\r\nContent-Length: 100000\r\n\r\n".encode() + b"z" * 1000,
+            1.0,
+        ),
         ("negative length", (head + "Content-Length: -1\r\n\r\nx").encode(), 0),
         ("length past u64", (head + "Content-Length: 99999999999999999999999\r\n\r\nx").encode(), 0),
         ("two lengths", (head + "Content-Length: 1\r\nContent-Length: 2\r\n\r\nxx").encode(), 0),
-        ("length and chunked", (head + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n").encode(), 0),
+        (
+            "length and chunked",
+            (head + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n").encode(),
+            0,
+        ),
         ("bad chunk size", (head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nx\r\n").encode(), 0),
-        ("chunk size past u64", (head + "Transfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\nx\r\n").encode(), 0),
+        (
+            "chunk size past u64",
+            (head + "Transfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\nx\r\n").encode(),
+            0,
+        ),
         ("chunked, cut off", (head + "Transfer-Encoding: chunked\r\n\r\n10\r\nabc").encode(), 0),
-        ("chunked store with overflowing parts",
-         (head + f"mpiws-parts: {1 << 40},{(1 << 64) - (1 << 40) + 1}\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n").encode(), 0),
-        ("upgrade, then junk frames", (f"POST /domains/{st.domain}/ranks/0/stream HTTP/1.1\r\nHost: {host}\r\n"
-                                       f"Authorization: Bearer {st.token}\r\nmpiws-source: 1\r\nConnection: upgrade\r\n"
-                                       "Upgrade: mpiws-stream/1\r\nContent-Length: 0\r\n\r\n").encode() + os.urandom(200), 0),
-        ("pipelined junk after a good request", f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() + os.urandom(100), 0),
+        (
+            "chunked store with overflowing parts",
+            (
+                head
+                + f"mpiws-parts: {1 << 40},{(1 << 64) - (1 << 40) + 1}\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"
+            ).encode(),
+            0,
+        ),
+        (
+            "upgrade, then junk frames",
+            (
+                f"POST /domains/{st.domain}/ranks/0/stream HTTP/1.1\r\nHost: {host}\r\n"
+                f"Authorization: Bearer {st.token}\r\nmpiws-source: 1\r\nConnection: upgrade\r\n"
+                "Upgrade: mpiws-stream/1\r\nContent-Length: 0\r\n\r\n"
+            ).encode()
+            + os.urandom(200),
+            0,
+        ),
+        (
+            "pipelined junk after a good request",
+            f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() + os.urandom(100),
+            0,
+        ),
     ]
 
 

@@ -23,7 +23,10 @@ mine, theirs = (evens, odds) if color == 0 else (odds, evens)
 
 
 def test_create_point_to_point_and_groups(run):
-    p = run(4, PRELUDE + """
+    p = run(
+        4,
+        PRELUDE
+        + """
 assert isinstance(inter, MPI.Intercomm) and inter.Is_inter() and not inter.is_intra
 assert (rank, size, rsize) == (wrank // 2, 2, 2)
 assert inter.Get_group().Translate_ranks() == mine
@@ -72,12 +75,16 @@ else:
     assert dup.recv(source=rank, tag=7) == "dup"
 dup.Free()
 print("OK", flush=True)
-""")
+""",
+    )
     assert_ok(p, 4)
 
 
 def test_collectives_follow_the_root_rules(run):
-    p = run(4, PRELUDE + """
+    p = run(
+        4,
+        PRELUDE
+        + """
 # bcast from even rank 1 (local) to all odd ranks
 for root_group in (0, 1):
     for r in range(2):
@@ -136,12 +143,16 @@ req = inter.Iallreduce(np.array([wrank, 1], "i"), x, op=MPI.SUM)
 req.Wait()
 assert x.tolist() == [sum(theirs), rsize]
 print("OK", flush=True)
-""")
+""",
+    )
     assert_ok(p, 4)
 
 
 def test_merge_split_create_and_from_groups(run):
-    p = run(4, PRELUDE + """
+    p = run(
+        4,
+        PRELUDE
+        + """
 # Merge: the high=False group first, each in its local order
 merged = inter.Merge(high=(color == 1))
 assert merged.Get_group().Translate_ranks() == evens + odds
@@ -178,5 +189,6 @@ if sub != MPI.COMM_NULL:
 inter.Free()
 assert inter == MPI.COMM_NULL
 print("OK", flush=True)
-""")
+""",
+    )
     assert_ok(p, 4)

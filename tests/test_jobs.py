@@ -55,8 +55,11 @@ def host(tmp_path_factory):
 def request(method, url, body=None, headers=None):
     """A plain HTTP request with the endpoint key (a JSON body says so)."""
     data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
-    headers = {"authorization": f"Bearer {client_key()}", **({"content-type": "application/json"} if isinstance(body, (dict, list)) else {}),
-               **(headers or {})}
+    headers = {
+        "authorization": f"Bearer {client_key()}",
+        **({"content-type": "application/json"} if isinstance(body, (dict, list)) else {}),
+        **(headers or {}),
+    }
     req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
@@ -72,7 +75,10 @@ def error_of(status_body):
 def test_the_interface_is_generated_from_the_template(host):
     u = Program(f"{host.url}/programs/add").usage()
     assert [(p["name"], p["direction"], p["placement"], p["type"]) for p in u["parameters"]] == [
-        ("x", "in", "val", "int"), ("y", "in", "file", "int"), ("result", "out", "file", "int")]
+        ("x", "in", "val", "int"),
+        ("y", "in", "file", "int"),
+        ("result", "out", "file", "int"),
+    ]
     status, body = request("GET", f"{host.url}/programs")
     assert status == 200 and {"add", "copy", "sleep"} <= {p["name"] for p in json.loads(body)}
     assert "add" in json.loads(request("GET", f"{host.url}/")[1])["programs"]
@@ -86,8 +92,12 @@ def test_call_by_value(host):
 
 def test_spawn_wait_results_and_plain_http(host):
     # any HTTP client can do it: curl's view of the same operations
-    status, body = request("POST", f"{host.url}/programs/add/jobs", {"inputs": {"x": "2", "y": {"base64": "NDA="}}},
-                        {"content-type": "application/json"})
+    status, body = request(
+        "POST",
+        f"{host.url}/programs/add/jobs",
+        {"inputs": {"x": "2", "y": {"base64": "NDA="}}},
+        {"content-type": "application/json"},
+    )
     assert status == 201, body
     job = json.loads(body)
     assert job["state"] in ("staging", "running", "done") and job["url"].endswith(job["id"])
@@ -160,15 +170,18 @@ def _write(path, data):
     return path
 
 
-@pytest.mark.parametrize("inputs, why", [
-    ({"y": "1"}, "missing input 'x' (add takes x, y)"),
-    ({"x": 1, "y": "1", "z": 2}, "no input 'z'"),
-    ({"x": "one", "y": "1"}, "input 'x' must be an int"),
-    ({"x": 1, "y": {"base64": "***"}}, "bad base64"),
-    ({"x": 1, "y": {"url": "file:///etc/passwd"}}, "is not an http:// or https:// URL"),
-    ({"x": 1, "y": {"url": "ftp://example.org/y"}}, "is not an http:// or https:// URL"),
-    ({"x": 1, "y": [1, 2]}, "input 'y' is a file"),
-])
+@pytest.mark.parametrize(
+    "inputs, why",
+    [
+        ({"y": "1"}, "missing input 'x' (add takes x, y)"),
+        ({"x": 1, "y": "1", "z": 2}, "no input 'z'"),
+        ({"x": "one", "y": "1"}, "input 'x' must be an int"),
+        ({"x": 1, "y": {"base64": "***"}}, "bad base64"),
+        ({"x": 1, "y": {"url": "file:///etc/passwd"}}, "is not an http:// or https:// URL"),
+        ({"x": 1, "y": {"url": "ftp://example.org/y"}}, "is not an http:// or https:// URL"),
+        ({"x": 1, "y": [1, 2]}, "input 'y' is a file"),
+    ],
+)
 def test_bad_inputs_are_refused_with_the_reason(host, inputs, why):
     status_body = request("POST", f"{host.url}/programs/add/jobs", {"inputs": inputs})
     assert status_body[0] == 400 and why in error_of(status_body), status_body
@@ -181,7 +194,7 @@ def test_bad_requests_get_clear_errors(host):
     assert request("POST", f"{u}/programs/nope/jobs", {"inputs": {}})[0] == 404
     assert request("GET", f"{u}/programs/nope")[0] == 404
     assert request("POST", f"{u}/programs/add/jobs", b"{not json", {"content-type": "application/json"})[0] == 400
-    assert request("POST", f"{u}/programs/add/jobs", b'{"inputs": {}}')[0] == 415      # not said to be JSON
+    assert request("POST", f"{u}/programs/add/jobs", b'{"inputs": {}}')[0] == 415  # not said to be JSON
     assert request("POST", f"{u}/programs/add/jobs", [1])[0] == 400
     assert request("GET", f"{u}/jobs/0123")[0] == 404
     assert request("GET", f"{u}/jobs/0123/results")[0] == 404
@@ -222,9 +235,19 @@ def test_large_files_stream_through_a_real_server_in_bounded_memory(tmp_path):
         for _ in range(size >> 20):
             f.write(block)
     srv = subprocess.Popen(
-        [sys.executable, "-m", "mpiws", "serve", "--workdir", str(tmp_path / "work"),
-         "--program", "copy=cp [in:file:src:binary] [out:file:dst:binary]"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "mpiws",
+            "serve",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--program",
+            "copy=cp [in:file:src:binary] [out:file:dst:binary]",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = srv.stdout.readline().split(" at ")[-1].strip()
         ref = upload(url, src)
@@ -254,13 +277,20 @@ def test_the_command_line_calls_a_program(host, tmp_path):
     py = [sys.executable, "-m", "mpiws"]
     p = subprocess.run(py + ["usage", f"{host.url}/programs/add"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and "y:@FILE" in p.stdout and "out:result" in p.stdout
-    p = subprocess.run(py + ["call", f"{host.url}/programs/add", "x=1", "y:@y.txt", "out:result=sum.txt"],
-                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    p = subprocess.run(
+        py + ["call", f"{host.url}/programs/add", "x=1", "y:@y.txt", "out:result=sum.txt"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["outputs"]["result"] == 42 and (tmp_path / "sum.txt").read_text() == "42\n"
     p = subprocess.run(py + ["call", f"{host.url}/programs/fail"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and json.loads(p.stdout)["exit_code"] == 3
-    p = subprocess.run(py + ["spawn", f"{host.url}/programs/sleep", "seconds=30"], capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        py + ["spawn", f"{host.url}/programs/sleep", "seconds=30"], capture_output=True, text=True, timeout=30
+    )
     job = p.stdout.strip()
     p = subprocess.run(py + ["job", job, "--kill"], capture_output=True, text=True, timeout=30)
     assert json.loads(p.stdout)["state"] == "killed"

@@ -33,8 +33,11 @@ def call(method, url, body=None, headers=None):
     """Every request of this file, with the endpoint key (a JSON body says
     so): (status, headers, body bytes)."""
     data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
-    headers = {"authorization": f"Bearer {client_key()}", **({"content-type": "application/json"} if isinstance(body, (dict, list)) else {}),
-               **(headers or {})}
+    headers = {
+        "authorization": f"Bearer {client_key()}",
+        **({"content-type": "application/json"} if isinstance(body, (dict, list)) else {}),
+        **(headers or {}),
+    }
     u = urlparse(url)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
     try:
@@ -98,7 +101,9 @@ def secret(tmp_path_factory):
 def host(tmp_path_factory, secret):
     """An endpoint with the default rules (no --fetch-allow)."""
     d = tmp_path_factory.mktemp("security")
-    family = script(d, "family.sh", "sleep 300 &\necho $! > $1\n(trap '' TERM; exec sleep 301) &\necho $! >> $1\nwait\n")
+    family = script(
+        d, "family.sh", "sleep 300 &\necho $! > $1\n(trap '' TERM; exec sleep 301) &\necho $! >> $1\nwait\n"
+    )
     mklink = script(d, "mklink.sh", f"ln -s {secret} out\nrm .stderr\nln -s {secret} .stderr\n")
     programs = [
         "digest=sha256sum [in:file:data:binary]",
@@ -142,8 +147,18 @@ def connected(sock):
 
 def test_url_inputs_from_loopback_are_refused_however_spelled(host, listener):
     port = listener.getsockname()[1]
-    for h in ("127.0.0.1", "127.1", "0x7f000001", "2130706433", "017700000001", "localhost", "[::1]",
-              "[::ffff:127.0.0.1]", "127.9.9.9", "0.0.0.0"):
+    for h in (
+        "127.0.0.1",
+        "127.1",
+        "0x7f000001",
+        "2130706433",
+        "017700000001",
+        "localhost",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "127.9.9.9",
+        "0.0.0.0",
+    ):
         url = f"http://{h}:{port}/secret"
         status, _, body = spawn(host, "digest", data={"url": url})
         assert status == 400, (url, body)
@@ -154,8 +169,17 @@ def test_url_inputs_from_loopback_are_refused_however_spelled(host, listener):
 
 
 def test_private_link_local_and_metadata_addresses_are_refused(host):
-    for h in ("10.0.0.1", "172.16.5.4", "192.168.0.1", "100.64.0.1", "169.254.169.254", "[fd00::1]", "[fe80::1]",
-              "224.0.0.1", "255.255.255.255"):
+    for h in (
+        "10.0.0.1",
+        "172.16.5.4",
+        "192.168.0.1",
+        "100.64.0.1",
+        "169.254.169.254",
+        "[fd00::1]",
+        "[fe80::1]",
+        "224.0.0.1",
+        "255.255.255.255",
+    ):
         status, _, body = spawn(host, "digest", data={"url": f"http://{h}/latest/meta-data/"})
         assert status == 400 and "--fetch-allow" in message(body), (h, body)
 
@@ -199,8 +223,13 @@ def test_redirects_are_not_followed_and_pulls_are_bounded_in_size_and_time(liste
     web = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
     threading.Thread(target=web.serve_forever, daemon=True).start()
     other = Server({}, programs=[])
-    s = Server({}, programs=["digest=sha256sum [in:file:data:binary]"], fetch_allow=["127.0.0.1"],
-               max_fetch=1000, fetch_timeout=1.0)
+    s = Server(
+        {},
+        programs=["digest=sha256sum [in:file:data:binary]"],
+        fetch_allow=["127.0.0.1"],
+        max_fetch=1000,
+        fetch_timeout=1.0,
+    )
     try:
         r = run(s, "digest", data={"url": f"http://127.0.0.1:{web.server_address[1]}/x"})
         assert r["state"] == "failed" and "redirects are not followed" in r["error"], r
@@ -225,7 +254,9 @@ def test_uploads_and_job_outputs_are_bounded_by_the_disk_quota(tmp_path):
     s = Server({}, programs=[f"fill={fill} [out:file:out:binary]"], max_disk=2 << 20, max_upload=2 << 20)
     try:
         first = upload(s.url, bytes(1500 << 10))
-        status, _, body = call("POST", f"{s.url}/files", bytes(1000 << 10), {"content-type": "application/octet-stream"})
+        status, _, body = call(
+            "POST", f"{s.url}/files", bytes(1000 << 10), {"content-type": "application/octet-stream"}
+        )
         assert status == 507 and "--max-disk" in message(body), body
         assert call("DELETE", first["url"])[0] == 204  # gives its bytes back
         second = upload(s.url, bytes(1000 << 10))
@@ -244,9 +275,11 @@ def test_uploads_are_bounded_in_number_per_key(tmp_path):
         raw = {"content-type": "application/octet-stream"}
         urls = [json.loads(call("POST", s.url + "/files", b"x", raw)[2])["url"] for _ in range(2)]
         status, headers, body = call("POST", s.url + "/files", b"x", raw)
-        assert status == 429 and headers["Retry-After"] and "--max-uploads-per-key" in json.loads(body)["error"]["message"]
+        assert (
+            status == 429 and headers["Retry-After"] and "--max-uploads-per-key" in json.loads(body)["error"]["message"]
+        )
         assert call("DELETE", urls[0])[0] == 204
-        assert call("POST", s.url + "/files", b"x", raw)[0] == 201   # room again
+        assert call("POST", s.url + "/files", b"x", raw)[0] == 201  # room again
     finally:
         s.stop()
 
@@ -391,21 +424,24 @@ def test_kill_ends_the_jobs_grandchildren_too(host):
 # ---- 7, 8. values ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("program, value, why", [
-    ("echo", "--help", "read as an option"),
-    ("echo", "-rf", "read as an option"),
-    ("int", -5, "read as an option"),
-    ("num", "-1.5", "read as an option"),
-    ("echo", "a\u0000b", "NUL"),
-    ("int", "+5", "must be an int"),
-    ("int", " 5", "must be an int"),
-    ("int", 18446744073709551615, "must be an int"),
-    ("int", "9223372036854775808", "must be an int"),
-    ("int", "0x10", "must be an int"),
-    ("num", "inf", "must be a float"),
-    ("num", "nan", "must be a float"),
-    ("num", "1e999", "must be a float"),
-])
+@pytest.mark.parametrize(
+    "program, value, why",
+    [
+        ("echo", "--help", "read as an option"),
+        ("echo", "-rf", "read as an option"),
+        ("int", -5, "read as an option"),
+        ("num", "-1.5", "read as an option"),
+        ("echo", "a\u0000b", "NUL"),
+        ("int", "+5", "must be an int"),
+        ("int", " 5", "must be an int"),
+        ("int", 18446744073709551615, "must be an int"),
+        ("int", "9223372036854775808", "must be an int"),
+        ("int", "0x10", "must be an int"),
+        ("num", "inf", "must be a float"),
+        ("num", "nan", "must be a float"),
+        ("num", "1e999", "must be a float"),
+    ],
+)
 def test_values_that_would_change_the_command_are_refused(host, program, value, why):
     key = {"echo": "text", "int": "n", "num": "f"}[program]
     status, _, body = spawn(host, program, **{key: value})
@@ -482,8 +518,12 @@ def test_a_given_workdir_must_be_private(tmp_path):
 def test_mpiws_serve_makes_a_fresh_private_workdir_and_removes_it(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    srv = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", "--program", "echo=echo [in:val:text:string]"],
-                           stdout=subprocess.PIPE, text=True, env=dict(os.environ, TMPDIR=str(tmp)))
+    srv = subprocess.Popen(
+        [sys.executable, "-m", "mpiws", "serve", "--program", "echo=echo [in:val:text:string]"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, TMPDIR=str(tmp)),
+    )
     try:
         url = srv.stdout.readline().split(" at ")[-1].strip()
         assert call("GET", f"{url}/programs/echo")[0] == 200
@@ -518,8 +558,11 @@ def keys_file(d):
 @pytest.fixture(scope="module")
 def tenants(tmp_path_factory):
     """An endpoint with keys A and B (``jobs files``) and an ``admin`` key."""
-    s = Server({}, keys=keys_file(tmp_path_factory.mktemp("tenants")),
-               programs=["sleep=sleep [in:val:seconds:float]", "copy=cp [in:file:src:binary] [out:file:dst:binary]"])
+    s = Server(
+        {},
+        keys=keys_file(tmp_path_factory.mktemp("tenants")),
+        programs=["sleep=sleep [in:val:seconds:float]", "copy=cp [in:file:src:binary] [out:file:dst:binary]"],
+    )
     yield s
     s.stop()
 
@@ -534,8 +577,14 @@ def test_another_key_cannot_watch_read_or_kill_a_job_nor_learn_it_exists(tenants
     job = spawn_as(KEY_A, tenants, "sleep", seconds=60)
     assert wait_for(lambda: json.loads(call("GET", job["url"], headers=as_key(KEY_A))[2])["state"] == "running")
     missing = f"{tenants.url}/jobs/{'0' * 32}"
-    for method, suffix in (("GET", ""), ("GET", "?wait=30"), ("GET", "/results"), ("GET", "/results?by=reference"),
-                           ("DELETE", ""), ("DELETE", "?remove=true")):
+    for method, suffix in (
+        ("GET", ""),
+        ("GET", "?wait=30"),
+        ("GET", "/results"),
+        ("GET", "/results?by=reference"),
+        ("DELETE", ""),
+        ("DELETE", "?remove=true"),
+    ):
         start = time.monotonic()
         theirs = call(method, job["url"] + suffix, headers=as_key(KEY_B))
         assert time.monotonic() - start < 10, "a long poll on another key's job waited"
@@ -563,23 +612,35 @@ def test_another_key_cannot_watch_read_or_kill_a_job_nor_learn_it_exists(tenants
 
 
 def test_another_key_cannot_delete_an_upload_but_may_use_it_by_reference(tenants):
-    status, _, body = call("POST", f"{tenants.url}/files", b"A's data", {**as_key(KEY_A), "content-type": "application/octet-stream"})
+    status, _, body = call(
+        "POST", f"{tenants.url}/files", b"A's data", {**as_key(KEY_A), "content-type": "application/octet-stream"}
+    )
     assert status == 201, body
     ref = json.loads(body)
     missing = f"{tenants.url}/files/{'0' * 32}"
     theirs, none = call("DELETE", ref["url"], headers=as_key(KEY_B)), call("DELETE", missing, headers=as_key(KEY_B))
-    assert theirs[0] == none[0] == 404 and theirs[2] == none[2].replace(b"0" * 32, ref["url"].rsplit("/", 1)[1].encode())
+    assert theirs[0] == none[0] == 404 and theirs[2] == none[2].replace(
+        b"0" * 32, ref["url"].rsplit("/", 1)[1].encode()
+    )
     assert call("GET", ref["url"], headers={"authorization": ""})[2] == b"A's data"  # still there, by its URL
     # a job of B given A's upload, and A's job output, by reference: linked from disk
-    status, _, body = call("POST", f"{tenants.url}/programs/copy/call?by=reference", {"inputs": {"src": {"url": ref["url"]}}},
-                           as_key(KEY_B))
+    status, _, body = call(
+        "POST",
+        f"{tenants.url}/programs/copy/call?by=reference",
+        {"inputs": {"src": {"url": ref["url"]}}},
+        as_key(KEY_B),
+    )
     assert status == 200, body
     out = json.loads(body)["outputs"]["dst"]["url"]
-    status, _, body = call("POST", f"{tenants.url}/programs/copy/call", {"inputs": {"src": {"url": out}}}, as_key(KEY_A))
+    status, _, body = call(
+        "POST", f"{tenants.url}/programs/copy/call", {"inputs": {"src": {"url": out}}}, as_key(KEY_A)
+    )
     assert status == 200 and json.loads(body)["outputs"]["dst"] == {"base64": "QSdzIGRhdGE="}, body
     assert call("DELETE", ref["url"], headers=as_key(KEY_A))[0] == 204
     # admin may remove anyone's upload
-    status, _, body = call("POST", f"{tenants.url}/files", b"B's", {**as_key(KEY_B), "content-type": "application/octet-stream"})
+    status, _, body = call(
+        "POST", f"{tenants.url}/files", b"B's", {**as_key(KEY_B), "content-type": "application/octet-stream"}
+    )
     b_ref = json.loads(body)
     assert call("DELETE", b_ref["url"], headers=as_key(KEY_A))[0] == 404
     assert call("DELETE", b_ref["url"], headers=as_key(KEY_ADMIN))[0] == 204
@@ -603,7 +664,9 @@ def test_get_jobs_lists_the_callers_own_jobs_and_every_job_to_admin(tenants):
         entry = next(j for j in mine if j["id"] == a[0]["id"])
         assert set(entry) == {"id", "url", "program", "state", "created", "owner"}
         assert entry["url"] == a[0]["url"] and entry["program"] == "sleep" and entry["created"] == a[0]["started"]
-        assert b["id"] in {j["id"] for j in listed(KEY_B)} and not {x["id"] for x in a} & {j["id"] for j in listed(KEY_B)}
+        assert b["id"] in {j["id"] for j in listed(KEY_B)} and not {x["id"] for x in a} & {
+            j["id"] for j in listed(KEY_B)
+        }
         everyone = listed(KEY_ADMIN)
         assert {x["id"] for x in a + [b]} <= {j["id"] for j in everyone}
         assert [j["created"] for j in everyone] == sorted(j["created"] for j in everyone)  # oldest first
@@ -623,9 +686,24 @@ def test_get_jobs_lists_the_callers_own_jobs_and_every_job_to_admin(tenants):
 def test_a_key_holds_at_most_max_jobs_per_key(tmp_path):
     """`mpiws serve --max-jobs-per-key`: above it, 429 with Retry-After, naming the flag; other keys are not held back."""
     port = free_port()
-    srv = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", "--port", str(port), "--keys", keys_file(tmp_path),
-                            "--program", "sleep=sleep [in:val:seconds:float]", "--max-jobs-per-key", "2"],
-                           stdout=subprocess.PIPE, text=True)
+    srv = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mpiws",
+            "serve",
+            "--port",
+            str(port),
+            "--keys",
+            keys_file(tmp_path),
+            "--program",
+            "sleep=sleep [in:val:seconds:float]",
+            "--max-jobs-per-key",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = srv.stdout.readline().split(" at ")[-1].strip()
         server = type("Endpoint", (), {"url": url})

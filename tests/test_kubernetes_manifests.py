@@ -39,17 +39,22 @@ BIN = TOOLS / "bin"
 
 KUBECONFORM_MODULE = "github.com/yannh/kubeconform"
 KUBECONFORM_VERSION = "v0.8.0"
-KUBERNETES_VERSION = "1.30.14"   # the schemas' release: k8s.io/kubernetes@v1.30.14
+KUBERNETES_VERSION = "1.30.14"  # the schemas' release: k8s.io/kubernetes@v1.30.14
 SCHEMAS = TOOLS / "kubernetes-json-schema"
 # Bump when the conversion below changes, so that cached schemas are remade.
 SCHEMA_FORMAT = "1"
-SCHEMA_LOCATION = str(SCHEMAS) + "/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json"
+SCHEMA_LOCATION = (
+    str(SCHEMAS)
+    + "/{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json"
+)
 
 # What a failed `go` download prints when the network, not the request, is at fault.
 UNREACHABLE = re.compile(
     r"dial tcp|no such host|i/o timeout|connection refused|connection reset|network is unreachable|"
     r"TLS handshake|proxyconnect|GOPROXY=off|lookup disabled|Service Unavailable|Bad Gateway|Gateway Timeout|"
-    r"temporary failure in name resolution", re.I)
+    r"temporary failure in name resolution",
+    re.I,
+)
 
 TIMINGS = {}
 
@@ -57,6 +62,7 @@ TIMINGS = {}
 # --------------------------------------------------------------------------
 # tools: kubeconform and the schemas
 # --------------------------------------------------------------------------
+
 
 def _go_env(**extra):
     # GOFLAGS as go sees it (environment or `go env -w`), plus a module cache
@@ -106,8 +112,11 @@ def _install_kubeconform():
     binary = BIN / "kubeconform"
     if _installed_version(binary) != KUBECONFORM_VERSION:
         t = time.monotonic()
-        _go(["install", f"{KUBECONFORM_MODULE}/cmd/kubeconform@{KUBECONFORM_VERSION}"], _go_env(),
-            f"installing kubeconform {KUBECONFORM_VERSION}")
+        _go(
+            ["install", f"{KUBECONFORM_MODULE}/cmd/kubeconform@{KUBECONFORM_VERSION}"],
+            _go_env(),
+            f"installing kubeconform {KUBECONFORM_VERSION}",
+        )
         TIMINGS["install kubeconform"] = time.monotonic() - t
         assert _installed_version(binary) == KUBECONFORM_VERSION, f"{binary} is not kubeconform {KUBECONFORM_VERSION}"
     return binary
@@ -117,6 +126,7 @@ def _rmtree(path):
     def writable(func, p, _exc):
         os.chmod(p, 0o700)
         func(p)
+
     if path.exists():
         shutil.rmtree(path, onerror=writable)
 
@@ -127,8 +137,11 @@ def _openapi_spec():
     modcache = TOOLS / "k8s-modcache.tmp"
     _rmtree(modcache)
     try:
-        out = _go(["mod", "download", "-json", f"k8s.io/kubernetes@v{KUBERNETES_VERSION}"],
-                  _go_env(GOMODCACHE=str(modcache)), f"downloading k8s.io/kubernetes v{KUBERNETES_VERSION}")
+        out = _go(
+            ["mod", "download", "-json", f"k8s.io/kubernetes@v{KUBERNETES_VERSION}"],
+            _go_env(GOMODCACHE=str(modcache)),
+            f"downloading k8s.io/kubernetes v{KUBERNETES_VERSION}",
+        )
         info = json.loads(out)
         assert "Error" not in info, info
         spec = Path(info["Dir"]) / "api" / "openapi-spec" / "swagger.json"
@@ -153,12 +166,13 @@ def _strict(node):
         return [_strict(x) for x in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _strict(v) for k, v in node.items()
-           if k != "description" and not k.startswith("x-kubernetes-")}
+    out = {k: _strict(v) for k, v in node.items() if k != "description" and not k.startswith("x-kubernetes-")}
     if "properties" in node:
         required = set(node.get("required", ()))
-        out["properties"] = {name: (s if name in required else _nullable(s))
-                             for name, s in ((n, _strict(p)) for n, p in node["properties"].items())}
+        out["properties"] = {
+            name: (s if name in required else _nullable(s))
+            for name, s in ((n, _strict(p)) for n, p in node["properties"].items())
+        }
         out.setdefault("additionalProperties", False)
     return out
 
@@ -175,7 +189,7 @@ def _refs(node, found):
     if isinstance(node, dict):
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith(REF):
-            found.add(ref[len(REF):])
+            found.add(ref[len(REF) :])
         for v in node.values():
             _refs(v, found)
     elif isinstance(node, list):
@@ -253,10 +267,23 @@ def kubeconform():
 def validate(binary, paths):
     """kubeconform -strict -summary on paths; returns (exit code, its JSON report)."""
     p = subprocess.run(
-        [str(binary), "-strict", "-summary", "-verbose", "-output", "json",
-         "-kubernetes-version", KUBERNETES_VERSION, "-schema-location", SCHEMA_LOCATION,
-         *map(str, paths)],
-        capture_output=True, text=True, timeout=120)
+        [
+            str(binary),
+            "-strict",
+            "-summary",
+            "-verbose",
+            "-output",
+            "json",
+            "-kubernetes-version",
+            KUBERNETES_VERSION,
+            "-schema-location",
+            SCHEMA_LOCATION,
+            *map(str, paths),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     try:
         report = json.loads(p.stdout)
     except ValueError:
@@ -309,8 +336,9 @@ def check_contract(docs):
     """The launch contract of `mpiws run --rendezvous` as these manifests must
     express it; AssertionError says what is wrong."""
     job, svc, netpol = one(docs, "Job"), one(docs, "Service"), one(docs, "NetworkPolicy")
-    assert not [d for d in docs if d.get("kind") == "Secret"], \
+    assert not [d for d in docs if d.get("kind") == "Secret"], (
         "no Secret in the repo: the user creates mpiws-key (see README.md)"
+    )
     spec, pod = job["spec"], job["spec"]["template"]["spec"]
     labels = job["spec"]["template"]["metadata"]["labels"]
     job_name, svc_name = job["metadata"]["name"], svc["metadata"]["name"]
@@ -336,17 +364,21 @@ def check_contract(docs):
     assert "JOB_COMPLETION_INDEX" not in {e["name"] for e in container.get("env", ())}
     url = urlparse(opts["--rendezvous"])
     assert url.scheme == "http", url
-    assert url.hostname == f"{job_name}-0.{svc_name}", \
+    assert url.hostname == f"{job_name}-0.{svc_name}", (
         f"rendezvous host {url.hostname!r} is not rank 0's name {job_name}-0.{svc_name}"
+    )
     assert opts["--size"] == str(n), f"--size {opts['--size']} but completions {n}"
     assert opts["--host"] == "0.0.0.0"
 
     port = int(opts["--port"])
     (svc_port,) = svc["spec"]["ports"]
     (container_port,) = container["ports"]
-    assert url.port == port == svc_port["port"] == container_port["containerPort"], \
+    assert url.port == port == svc_port["port"] == container_port["containerPort"], (
         f"ports: rendezvous {url.port}, --port {port}, Service {svc_port['port']}, container {container_port['containerPort']}"
-    assert svc_port.get("targetPort") in (port, container_port.get("name")), "the Service must target the container port"
+    )
+    assert svc_port.get("targetPort") in (port, container_port.get("name")), (
+        "the Service must target the container port"
+    )
 
     env = {e["name"]: e for e in container["env"]}
     assert opts["--advertise"] == "$(POD_IP)"
@@ -358,7 +390,7 @@ def check_contract(docs):
     # PROGRAM: an example of the repo, which the image copies to /app/examples.
     assert program, "no PROGRAM after the options"
     assert program[0].startswith("/app/examples/"), program
-    assert (ROOT / "examples" / program[0][len("/app/examples/"):]).is_file(), f"{program[0]} is not in examples/"
+    assert (ROOT / "examples" / program[0][len("/app/examples/") :]).is_file(), f"{program[0]} is not in examples/"
 
     # Hardening.
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -373,14 +405,16 @@ def check_contract(docs):
     assert subset(ns["podSelector"]["matchLabels"], labels)
     assert "Ingress" in ns["policyTypes"]
     (rule,) = ns["ingress"]
-    assert all(subset(peer["podSelector"]["matchLabels"], labels) and set(peer) == {"podSelector"}
-               for peer in rule["from"]), "ingress only from the Job's pods"
+    assert all(
+        subset(peer["podSelector"]["matchLabels"], labels) and set(peer) == {"podSelector"} for peer in rule["from"]
+    ), "ingress only from the Job's pods"
     assert [p["port"] for p in rule["ports"]] == [port]
 
 
 # --------------------------------------------------------------------------
 # tests
 # --------------------------------------------------------------------------
+
 
 def test_manifests_are_valid_kubernetes_objects(kubeconform):
     paths = manifest_files()
@@ -460,6 +494,7 @@ def _replace_arg(flag, value):
     def fn(job):
         a = _args(job)
         a[a.index(flag) + 1] = value
+
     return fn
 
 
@@ -473,8 +508,12 @@ CONTRACT_BREAKS = {
     "subdomain differs from Service": ("Job", lambda j: _set(j, ("spec", "template", "spec", "subdomain"), "other")),
     "Service not headless": ("Service", lambda s: s["spec"].pop("clusterIP")),
     "Service port differs": ("Service", lambda s: _set(s, ("spec", "ports", 0, "port"), 7071)),
-    "key as a literal": ("Job", lambda j: _set(j, ("spec", "template", "spec", "containers", 0, "env", 0),
-                                               {"name": "MPIWS_KEY", "value": "not-a-secret"})),
+    "key as a literal": (
+        "Job",
+        lambda j: _set(
+            j, ("spec", "template", "spec", "containers", 0, "env", 0), {"name": "MPIWS_KEY", "value": "not-a-secret"}
+        ),
+    ),
     "program not in examples": ("Job", lambda j: _args(j).__setitem__(-1, "/app/examples/nope.py")),
 }
 

@@ -144,8 +144,14 @@ class Lines:
 
 def test_stdin_streams_line_by_line(tmp_path):
     prog = write(tmp_path / "echo.py", ECHO)
-    p = subprocess.Popen([*RUN, "run", "-n", "2", "-l", str(prog)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, bufsize=0, cwd=ROOT)
+    p = subprocess.Popen(
+        [*RUN, "run", "-n", "2", "-l", str(prog)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+        cwd=ROOT,
+    )
     try:
         lines = Lines(p.stdout)
         # each answer comes before the next line is written: no waiting for EOF, or for a full buffer
@@ -179,8 +185,14 @@ while True:
 
 
 def test_a_prompt_shows_before_it_is_answered():
-    p = subprocess.Popen([*RUN, "run", "-n", "3", "-l", "-c", PROMPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, bufsize=0, cwd=ROOT)
+    p = subprocess.Popen(
+        [*RUN, "run", "-n", "3", "-l", "-c", PROMPT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+        cwd=ROOT,
+    )
     try:
         out = Lines(p.stdout)
         for n in (4, 10):
@@ -211,8 +223,16 @@ def test_dash_m_runs_a_module_as_python_dash_m(tmp_path):
     write(tmp_path / "probe_io_pkg" / "__main__.py", PROBE)
     cwd = os.path.realpath(tmp_path)
     # what python -m itself gives, alone (a domain of one rank)
-    alone = probes(subprocess.run([sys.executable, "-m", "probe_io_mod", "-x", "--flag", "v"], capture_output=True, text=True,
-                                  cwd=cwd, timeout=60, check=True).stdout)[0]
+    alone = probes(
+        subprocess.run(
+            [sys.executable, "-m", "probe_io_mod", "-x", "--flag", "v"],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            timeout=60,
+            check=True,
+        ).stdout
+    )[0]
     assert alone["name"] == "__main__" and alone["argv"] == [os.path.join(cwd, "probe_io_mod.py"), "-x", "--flag", "v"]
     assert alone["path0"] == cwd
 
@@ -255,12 +275,24 @@ def test_dash_c_runs_code_as_python_dash_c(tmp_path):
 def test_python_dash_m_mpiws_with_dash_m_and_stdin(tmp_path):
     write(tmp_path / "probe_io_mod.py", PROBE)
     cwd = os.path.realpath(tmp_path)
-    out = ok(run("-n", "2", "-m", "probe_io_mod", "arg", cwd=cwd, input=b"first\nsecond\n",
-                 command=[sys.executable, "-m", "mpiws"]))
+    out = ok(
+        run(
+            "-n",
+            "2",
+            "-m",
+            "probe_io_mod",
+            "arg",
+            cwd=cwd,
+            input=b"first\nsecond\n",
+            command=[sys.executable, "-m", "mpiws"],
+        )
+    )
     got = probes(out)
     assert sorted(got) == [0, 1], out
     assert got[0]["stdin"] == "first\nsecond\n" and got[1]["stdin"] == "", out
-    assert all(p["argv"] == [os.path.join(cwd, "probe_io_mod.py"), "arg"] and p["name"] == "__main__" for p in got.values())
+    assert all(
+        p["argv"] == [os.path.join(cwd, "probe_io_mod.py"), "arg"] and p["name"] == "__main__" for p in got.values()
+    )
 
 
 def _free_port():
@@ -276,10 +308,20 @@ def test_rendezvous_ranks_other_than_0_read_no_input(tmp_path):
     env.update(MPIWS_KEY=key)
     procs = []
     for rank in range(2):  # each started by hand, each with an input of its own
-        procs.append(subprocess.Popen([*RUN, "run", "--rendezvous", url, "--size", "2", "--rank", str(rank), "-m", "probe_io_mod"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, env=env))
+        procs.append(
+            subprocess.Popen(
+                [*RUN, "run", "--rendezvous", url, "--size", "2", "--rank", str(rank), "-m", "probe_io_mod"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=tmp_path,
+                env=env,
+            )
+        )
     outs = [p.communicate(input=f"typed at rank {r}\n".encode(), timeout=120) for r, p in enumerate(procs)]
-    info = "\n".join(f"rank {r}: exit {p.returncode}\n{o.decode()}{e.decode()}" for r, (p, (o, e)) in enumerate(zip(procs, outs)))
+    info = "\n".join(
+        f"rank {r}: exit {p.returncode}\n{o.decode()}{e.decode()}" for r, (p, (o, e)) in enumerate(zip(procs, outs))
+    )
     assert [p.returncode for p in procs] == [0, 0], info
     assert probes(outs[0][0].decode())[0]["stdin"] == "typed at rank 0\n", info
     assert probes(outs[1][0].decode())[1]["stdin"] == "", info
@@ -303,8 +345,14 @@ def test_slurm_gives_the_input_to_rank_0_and_runs_modules(cluster, tmp_path):
     env = dict(cluster.env, PYTHONPATH=str(ROOT))
 
     def salloc(*args, input):
-        p = subprocess.run(["salloc", "-n", "3", *RUN, "run", "--slurm", *args], input=input, env=env, cwd=tmp_path,
-                           capture_output=True, timeout=180)
+        p = subprocess.run(
+            ["salloc", "-n", "3", *RUN, "run", "--slurm", *args],
+            input=input,
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=180,
+        )
         assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout.decode()}{p.stderr.decode()}\n{cluster.logs()}"
         return p.stdout.decode()
 

@@ -53,7 +53,9 @@ def test_non_contiguous_messages_on_one_rank():
     x, y = np.array([1.5, 2.5]), np.array([3], "i")
     out_x, out_y = np.zeros(2), np.zeros(1, "i")
     send = MPI.Datatype.Create_struct([2, 1], [MPI.Get_address(x), MPI.Get_address(y)], [MPI.DOUBLE, MPI.INT]).Commit()
-    recv = MPI.Datatype.Create_struct([2, 1], [MPI.Get_address(out_x), MPI.Get_address(out_y)], [MPI.DOUBLE, MPI.INT]).Commit()
+    recv = MPI.Datatype.Create_struct(
+        [2, 1], [MPI.Get_address(out_x), MPI.Get_address(out_y)], [MPI.DOUBLE, MPI.INT]
+    ).Commit()
     comm.Sendrecv([MPI.BOTTOM, 1, send], 0, recvbuf=[MPI.BOTTOM, 1, recv], source=0)
     assert list(out_x) == [1.5, 2.5] and out_y[0] == 3
     # a type whose items reach outside the buffer is refused before anything moves
@@ -79,7 +81,9 @@ def test_pack_unpack_and_external32():
 
 
 def test_derived_types_in_collectives_persistent_and_partitioned(run):
-    p = run(3, """
+    p = run(
+        3,
+        """
 import numpy as np
 from mpiws import MPI
 
@@ -116,5 +120,6 @@ MPI.Request.Waitall([sreq, rreq])
 assert got.tolist() == (np.arange(6) + 10 * source).tolist(), got
 sreq.Free(); rreq.Free(); evens.Free()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 3)

@@ -49,7 +49,9 @@ def test_buffers_and_no_process():
 
 
 def test_matched_probes_between_ranks(tmp_path):
-    r = mpiws_run(2, """
+    r = mpiws_run(
+        2,
+        """
         from mpiws import MPI
         comm = MPI.COMM_WORLD
         if comm.rank == 1:
@@ -62,7 +64,9 @@ def test_matched_probes_between_ranks(tmp_path):
                 got.append(m.recv())
             assert got == [("msg", i) for i in range(20)], got  # in order per pair
             print("ok", len(got))
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok 20" in r.stdout
 

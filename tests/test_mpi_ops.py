@@ -43,7 +43,9 @@ def test_reduce_local_in_the_core_and_with_numpy():
 
 
 def test_vector_and_w_specifications(tmp_path):
-    r = mpiws_run(3, """
+    r = mpiws_run(
+        3,
+        """
         import numpy as np
         from mpiws import MPI
         comm = MPI.COMM_WORLD
@@ -64,6 +66,8 @@ def test_vector_and_w_specifications(tmp_path):
         comm.Allreduce(np.full(2, rank, np.longdouble), total, op=MPI.SUM)
         assert (total == sum(range(n))).all()
         print("ok")
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok") == 3

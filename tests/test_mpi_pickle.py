@@ -36,8 +36,10 @@ def test_each_instance_keeps_its_own_serializer():
             seen[name] = MPI.pickle.dumps([1])
 
     barrier = threading.Barrier(2)
-    threads = [threading.Thread(target=service, args=("json", lambda o: json.dumps(o).encode())),
-               threading.Thread(target=service, args=("default", None))]
+    threads = [
+        threading.Thread(target=service, args=("json", lambda o: json.dumps(o).encode())),
+        threading.Thread(target=service, args=("default", None)),
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -12,7 +12,9 @@ from mpiws import MPI
 
 
 def test_isendrecv_is_one_request_for_both(tmp_path):
-    r = mpiws_run(3, """
+    r = mpiws_run(
+        3,
+        """
         import numpy as np
         from mpiws import MPI
         comm = MPI.COMM_WORLD
@@ -27,7 +29,9 @@ def test_isendrecv_is_one_request_for_both(tmp_path):
         assert (buf == left).all()
         assert comm.isendrecv(("obj", comm.rank), right, 6, None, left, 6).wait() == ("obj", left)
         print("ok")
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok") == 3
 

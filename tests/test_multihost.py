@@ -48,8 +48,19 @@ def endpoints(net, tls):
     """One endpoint per host namespace, bound to that host's address, serving https."""
     urls = []
     for ns, addr in zip(net.hosts, net.addrs):
-        url = net.serve(ns, "--host", addr, "--tls-cert", str(tls / "cert.pem"), "--tls-key", str(tls / "key.pem"),
-                        "--port", str(PORT), "--service", "multihost=tests.services:multihost")
+        url = net.serve(
+            ns,
+            "--host",
+            addr,
+            "--tls-cert",
+            str(tls / "cert.pem"),
+            "--tls-key",
+            str(tls / "key.pem"),
+            "--port",
+            str(PORT),
+            "--service",
+            "multihost=tests.services:multihost",
+        )
         assert url == f"https://{addr}:{PORT}", url
         urls.append(url)
     for url in urls:  # each answers GET / from the first host, across the bridge
@@ -58,7 +69,9 @@ def endpoints(net, tls):
             d = describe(url, ns=net.hosts[0])
             if d is None:
                 time.sleep(0.2)
-        assert d is not None, f"{url} does not answer GET / from {net.hosts[0]}: {http_get(url + '/', net.hosts[0])}\n{net.logs()}"
+        assert d is not None, (
+            f"{url} does not answer GET / from {net.hosts[0]}: {http_get(url + '/', net.hosts[0])}\n{net.logs()}"
+        )
         assert d["url"] == url and d["services"] == ["multihost"], d
     return urls
 
@@ -66,8 +79,19 @@ def endpoints(net, tls):
 def test_ranks_on_separate_hosts_exchange_directly(net, endpoints):
     before = [link_bytes(ns, dev) for ns, dev in zip(net.hosts, net.veth_host)]
     t = time.monotonic()
-    p = in_ns(net.hosts[0], *_mpiws(), "run", "--endpoints", ",".join(endpoints), "--service", "multihost",
-              "--params", json.dumps({"payload": PAYLOAD}), check=False, timeout=120)
+    p = in_ns(
+        net.hosts[0],
+        *_mpiws(),
+        "run",
+        "--endpoints",
+        ",".join(endpoints),
+        "--service",
+        "multihost",
+        "--params",
+        json.dumps({"payload": PAYLOAD}),
+        check=False,
+        timeout=120,
+    )
     elapsed = time.monotonic() - t
     info = f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{net.logs()}"
     assert p.returncode == 0, info
@@ -118,8 +142,18 @@ def test_the_hosts_are_unreachable_from_the_root_namespace(net, endpoints):
     domains = [len(describe(url, ns=net.hosts[0])["domains"]) for url in endpoints]
     for url in endpoints:
         assert describe(url, timeout=2.0) is None, f"{url} answered from the root namespace"
-    p = sh(*_mpiws(), "run", "--endpoints", ",".join(endpoints), "--service", "multihost", "--params",
-           json.dumps({"payload": 1}), check=False, timeout=60)
+    p = sh(
+        *_mpiws(),
+        "run",
+        "--endpoints",
+        ",".join(endpoints),
+        "--service",
+        "multihost",
+        "--params",
+        json.dumps({"payload": 1}),
+        check=False,
+        timeout=60,
+    )
     assert p.returncode != 0 and "rank " not in p.stdout, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     assert p.stderr.startswith("mpiws run:"), p.stderr
     # and nothing reached the endpoints: they still hold the same domains

@@ -25,7 +25,14 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 #: Documented answers this test does not provoke: the bounds on running
 #: instances (tests/test_security.py provokes them on a small endpoint).
 # The 502s: an instance's process, or an endpoint behind a relay, ending while a request to it is relayed (a race no test can aim at).
-NOT_PROVOKED = {("run", "429"), ("run", "503"), ("store", "502"), ("matched", "502"), ("withdraw", "502"), ("relayed", "502")}
+NOT_PROVOKED = {
+    ("run", "429"),
+    ("run", "503"),
+    ("store", "502"),
+    ("matched", "502"),
+    ("withdraw", "502"),
+    ("relayed", "502"),
+}
 
 #: The endpoint's keys: every scope, `run` only, `files` only, `relay` only.
 KEY, KEY_RUN, KEY_FILES, KEY_RELAY = ("k" * 16 + secrets.token_hex(8) for _ in range(4))
@@ -54,10 +61,19 @@ def server(tmp_path_factory):
     (d / "count.sh").chmod(0o755)
     (d / "keys").write_text(f"{KEY}\n{KEY_RUN} run\n{KEY_FILES} files\n{KEY_RELAY} relay\n")
     (d / "keys").chmod(0o600)
-    s = Server(services.ALL, max_message=1 << 20, max_upload=1 << 20, workdir=str(d / "work"), keys=str(d / "keys"),
-               body_timeout=1.0,
-               programs=[p.format(dir=d) for p in PROGRAMS], max_spawn_body=1 << 20, fetch_allow=["127.0.0.1"],
-               relay=True, relay_max_connections=4)
+    s = Server(
+        services.ALL,
+        max_message=1 << 20,
+        max_upload=1 << 20,
+        workdir=str(d / "work"),
+        keys=str(d / "keys"),
+        body_timeout=1.0,
+        programs=[p.format(dir=d) for p in PROGRAMS],
+        max_spawn_body=1 << 20,
+        fetch_allow=["127.0.0.1"],
+        relay=True,
+        relay_max_connections=4,
+    )
     s.workdir = d / "work"
     yield s
     s.stop()
@@ -185,15 +201,21 @@ def check(spec, schema, value, at="$"):
         if "pattern" in schema:
             assert re.search(schema["pattern"], value), f"{at}: {value!r} !~ {schema['pattern']}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        assert value >= schema.get("minimum", value) and value <= schema.get("maximum", value), f"{at}: {value} out of range"
+        assert value >= schema.get("minimum", value) and value <= schema.get("maximum", value), (
+            f"{at}: {value} out of range"
+        )
 
 
 def test_checker_refuses_what_it_should(spec):
     """The checker itself can fail: a wrong shape is caught."""
     err = {"$ref": "#/components/schemas/Error"}
     check(spec, err, {"error": {"class": 12, "name": "MPI_ERR_ARG", "message": "m"}})
-    for bad in ({"error": {"class": 12, "message": "m"}}, {"error": "x"}, {"error": {"class": "12", "name": "MPI_ERR_ARG", "message": "m"}},
-                {"error": {"class": 12, "name": "MPI_ERR_ARG", "message": "m"}, "extra": 1}):
+    for bad in (
+        {"error": {"class": 12, "message": "m"}},
+        {"error": "x"},
+        {"error": {"class": "12", "name": "MPI_ERR_ARG", "message": "m"}},
+        {"error": {"class": 12, "name": "MPI_ERR_ARG", "message": "m"}, "extra": 1},
+    ):
         with pytest.raises(AssertionError):
             check(spec, err, bad)
     # additionalProperties given as a schema is checked too
@@ -260,7 +282,9 @@ class Api:
         status, hdrs, data = self.raw(method, path, body, headers, **kw)
         code = str(status)
         responses = op["responses"]
-        assert code in responses, f"{method} {path} answered {status}, not documented for {op['operationId']}: {data[:300]!r}"
+        assert code in responses, (
+            f"{method} {path} answered {status}, not documented for {op['operationId']}: {data[:300]!r}"
+        )
         if expect is not None:
             assert status == expect, (method, path, status, expect, data[:300])
         resp = resolve(self.spec, responses[code])
@@ -296,8 +320,14 @@ def api(spec, server):
 
 
 def binding(api, service, rank=0, size=1, domain=None, token=None, params=None):
-    return {"domain": domain or secrets.token_hex(6), "rank": rank, "endpoints": [api.url] * size,
-            "token": token or secrets.token_hex(8), "service": service, "params": params or {}}
+    return {
+        "domain": domain or secrets.token_hex(6),
+        "rank": rank,
+        "endpoints": [api.url] * size,
+        "token": token or secrets.token_hex(8),
+        "service": service,
+        "params": params or {},
+    }
 
 
 def start(api, service, size=1, params=None, states=("starting", "running")):
@@ -321,12 +351,12 @@ def msg_headers(token, source=0, tag=0, **extra):
 
 def test_describe(api):
     domain, token = start(api, "block")
-    assert api.call("GET", "/", expect=200)[1]["domains"] == []                          # no credential: none
-    _, d = api.call("GET", "/", headers=auth(token), expect=200)                         # a token: its domain
+    assert api.call("GET", "/", expect=200)[1]["domains"] == []  # no credential: none
+    _, d = api.call("GET", "/", headers=auth(token), expect=200)  # a token: its domain
     assert [x["domain"] for x in d["domains"]] == [domain]
-    _, d = api.call("GET", "/", headers=auth(KEY), expect=200)                           # admin: all
+    _, d = api.call("GET", "/", headers=auth(KEY), expect=200)  # admin: all
     assert d["url"] == api.url and "block" in d["services"]
-    assert isinstance(d["jobs"], int)                                                    # admin only
+    assert isinstance(d["jobs"], int)  # admin only
     assert "jobs" not in api.call("GET", "/", headers=auth(KEY_RUN), expect=200)[1]
     assert d["programs"] == sorted(p.split("=")[0] for p in PROGRAMS)
     assert d["domains"] == sorted(d["domains"], key=lambda x: x["domain"])
@@ -338,7 +368,7 @@ def test_describe(api):
 def test_run(api):
     json_h = {"content-type": "application/json"}
     api.call("POST", "/run", b"{not json", json_h, expect=400)
-    api.call("POST", "/run", json.dumps({"domain": "d", "rank": 0}), json_h, expect=400)        # fields missing
+    api.call("POST", "/run", json.dumps({"domain": "d", "rank": 0}), json_h, expect=400)  # fields missing
     api.call("POST", "/run", json.dumps(binding(api, "block", rank=2, size=2)), json_h, expect=400)
     api.call("POST", "/run", json.dumps(binding(api, "block", domain="bad/id")), json_h, expect=400)
     api.call("POST", "/run", json.dumps(binding(api, "no_such_service")), json_h, expect=404)
@@ -347,16 +377,16 @@ def test_run(api):
     api.call("POST", "/run", json.dumps(binding(api, "block")), {**json_h, **auth("not-a-key")}, expect=401)
     api.call("POST", "/run", json.dumps(binding(api, "block")), {**json_h, **auth(KEY_FILES)}, expect=403)
     api.call("POST", "/run", json.dumps(binding(api, "block")), {"content-type": "text/plain"}, expect=415)
-    api.call("POST", "/run", b'{"domain"', json_h, announce=100, expect=408)               # the body stalls
+    api.call("POST", "/run", b'{"domain"', json_h, announce=100, expect=408)  # the body stalls
     domain, token = start(api, "block")
     taken = binding(api, "block", domain=domain, token=token)
-    api.call("POST", "/run", json.dumps(taken), {**json_h, **auth(KEY_RUN)}, expect=409)        # another key's domain
+    api.call("POST", "/run", json.dumps(taken), {**json_h, **auth(KEY_RUN)}, expect=409)  # another key's domain
     again = binding(api, "block", domain=domain, token=token)
-    api.call("POST", "/run", json.dumps(again), json_h, expect=201)                 # the same binding: a retry
+    api.call("POST", "/run", json.dumps(again), json_h, expect=201)  # the same binding: a retry
     again["params"] = {"other": 1}
-    api.call("POST", "/run", json.dumps(again), json_h, expect=409)                                  # rank exists
+    api.call("POST", "/run", json.dumps(again), json_h, expect=409)  # rank exists
     other = binding(api, "block", rank=0, size=1, domain=domain, token="another-token")
-    api.call("POST", "/run", json.dumps(other), json_h, expect=409)                                  # other token
+    api.call("POST", "/run", json.dumps(other), json_h, expect=409)  # other token
     api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 
 
@@ -366,21 +396,23 @@ def test_rendezvous(api, server):
     def reg(rank, size=2, url="http://10.0.0.9:7070"):
         return json.dumps({"rank": rank, "size": size, "url": url})
 
-    api.call("POST", "/rendezvous", reg(0), json_h, expect=503)                             # none open yet
+    api.call("POST", "/rendezvous", reg(0), json_h, expect=503)  # none open yet
     server.endpoint.open_rendezvous(2)
     assert api.call("GET", "/rendezvous", expect=200)[1] == {"size": 2, "registered": 0, "closed": False}
     api.call("POST", "/rendezvous", reg(1), json_h, expect=200)
-    api.call("POST", "/rendezvous", reg(1), json_h, expect=200)                             # again: harmless
-    api.call("POST", "/rendezvous", reg(1, url="http://10.0.0.8:7070"), json_h, expect=409) # rank taken
-    api.call("POST", "/rendezvous", reg(0, size=3), json_h, expect=409)                     # another size
-    api.call("POST", "/rendezvous", reg(2), json_h, expect=400)                             # rank >= size
+    api.call("POST", "/rendezvous", reg(1), json_h, expect=200)  # again: harmless
+    api.call("POST", "/rendezvous", reg(1, url="http://10.0.0.8:7070"), json_h, expect=409)  # rank taken
+    api.call("POST", "/rendezvous", reg(0, size=3), json_h, expect=409)  # another size
+    api.call("POST", "/rendezvous", reg(2), json_h, expect=400)  # rank >= size
     api.call("POST", "/rendezvous", reg(0, url="file:///etc"), json_h, expect=400)
     api.call("POST", "/rendezvous", b"{", json_h, expect=400)
     api.call("POST", "/rendezvous", b" " * 5000, json_h, expect=413)
     api.call("POST", "/rendezvous", reg(0), {"content-type": "text/plain"}, expect=415)
     api.call("POST", "/rendezvous", b'{"rank"', json_h, announce=100, expect=408)
     for method in ("GET", "POST"):
-        api.call(method, "/rendezvous", reg(0) if method == "POST" else None, {**json_h, "authorization": "none"}, expect=401)
+        api.call(
+            method, "/rendezvous", reg(0) if method == "POST" else None, {**json_h, "authorization": "none"}, expect=401
+        )
         api.call(method, "/rendezvous", reg(0) if method == "POST" else None, {**json_h, **auth(KEY_FILES)}, expect=403)
     assert api.call("GET", "/rendezvous", expect=200)[1] == {"size": 2, "registered": 1, "closed": False}
     server.endpoint.close_rendezvous()
@@ -393,9 +425,9 @@ def test_relay(api):
     up = {"upgrade": "mpiws-relay/1", "connection": "upgrade"}
     api.call("POST", "/relay/x", b"", {**up, "authorization": "none"}, expect=401)
     api.call("POST", "/relay/x", b"", {**up, **auth(KEY_RUN)}, expect=403)
-    api.call("POST", "/relay/x", b"", auth(KEY), expect=400)                     # not an upgrade
-    api.call("POST", "/relay/a%20b", b"", {**up, **auth(KEY)}, expect=400)       # not a name
-    api.call("POST", "/relay/x", b"", {**up, **auth(KEY_RELAY)}, expect=101)     # (and closed at once)
+    api.call("POST", "/relay/x", b"", auth(KEY), expect=400)  # not an upgrade
+    api.call("POST", "/relay/a%20b", b"", {**up, **auth(KEY)}, expect=400)  # not a name
+    api.call("POST", "/relay/x", b"", {**up, **auth(KEY_RELAY)}, expect=101)  # (and closed at once)
     # an endpoint behind this one (in this process), keeping its connections here
     _core.Endpoint(keys=f"{KEY}\n", via_relay=f"{api.url}/relay/lab", relay_key=KEY_RELAY)
     deadline = time.monotonic() + 20
@@ -403,9 +435,9 @@ def test_relay(api):
         assert time.monotonic() < deadline, "the endpoint behind the relay never answered"
         time.sleep(0.1)
     assert api.call("GET", "/relay/lab/programs", headers=auth(KEY), expect=200)[1] == []
-    api.call("POST", "/relay/lab", b"", {**up, **auth(KEY)}, expect=409)               # KEY_RELAY's name
-    api.call("POST", "/relay/lab", b"", {**up, **auth(KEY_RELAY)}, expect=429)         # its 4 connections are there
-    api.call("GET", "/relay/nobody/programs", headers=auth(KEY), expect=503)          # after 10 s
+    api.call("POST", "/relay/lab", b"", {**up, **auth(KEY)}, expect=409)  # KEY_RELAY's name
+    api.call("POST", "/relay/lab", b"", {**up, **auth(KEY_RELAY)}, expect=429)  # its 4 connections are there
+    api.call("GET", "/relay/nobody/programs", headers=auth(KEY), expect=503)  # after 10 s
 
 
 def test_status_and_cancel(api):
@@ -413,7 +445,7 @@ def test_status_and_cancel(api):
     path = f"/domains/{domain}/ranks/0"
     _, s = api.call("GET", path, headers=auth(token), expect=200)
     assert s["result"] is None and s["error"] is None
-    _, s = api.call("GET", path + "?wait=0.2", headers=auth(token), expect=200)      # times out, still running
+    _, s = api.call("GET", path + "?wait=0.2", headers=auth(token), expect=200)  # times out, still running
     assert s["state"] in ("starting", "running")
     api.call("GET", path + "?wait=soon", headers=auth(token), expect=400)
     api.call("GET", path + "?wait=-1", headers=auth(token), expect=400)
@@ -427,7 +459,7 @@ def test_status_and_cancel(api):
     api.call("DELETE", "/domains/nowhere/ranks/0", headers=auth(token), expect=404)
     _, s = api.call("DELETE", path, headers=auth(token), expect=200)
     assert s["state"] == "cancelled" and s["error"] is None
-    _, s = api.call("DELETE", path, headers=auth(token), expect=200)                  # idempotent
+    _, s = api.call("DELETE", path, headers=auth(token), expect=200)  # idempotent
     assert s["state"] == "cancelled"
 
 
@@ -461,7 +493,7 @@ def test_store(api):
         api.call("POST", path, b"x", headers, expect=code)
     api.call("POST", f"/domains/{domain}/ranks/5/messages", b"x", msg_headers(token), expect=400)
     api.call("POST", f"/domains/{domain}/ranks/x/messages", b"x", msg_headers(token), expect=400)
-    api.call("POST", path, None, msg_headers(token), announce=(1 << 20) + 1, expect=413)    # the limit is 1 MiB
+    api.call("POST", path, None, msg_headers(token), announce=(1 << 20) + 1, expect=413)  # the limit is 1 MiB
     api.call("POST", "/domains/nobody/ranks/0/messages", b"x", msg_headers(token), expect=503)  # not yet
     # a synchronous store is answered once the receive took it
     api.call("POST", path, pickle.dumps("b"), msg_headers(token, source=1, mpiws_seq="1", mpiws_sync="1"), expect=204)
@@ -498,7 +530,7 @@ def test_stream_upgrade(api):
     path = f"/domains/{domain}/ranks/0/stream"
     up = {"upgrade": "mpiws-stream/1", "connection": "upgrade", "mpiws-source": "1"}
     api.call("POST", path, b"", {**up, **auth(token)}, expect=101)
-    api.call("POST", path, b"", {"mpiws-source": "1", **auth(token)}, expect=400)           # no Upgrade
+    api.call("POST", path, b"", {"mpiws-source": "1", **auth(token)}, expect=400)  # no Upgrade
     api.call("POST", path, b"", {**up, "connection": "keep-alive", **auth(token)}, expect=400)  # no Connection: upgrade
     api.call("POST", path, b"", {**up, "mpiws-source": "x", **auth(token)}, expect=400)
     api.call("POST", path, b"", {**up, "mpiws-source": "9", **auth(token)}, expect=400)
@@ -523,21 +555,38 @@ def about_message(api, method, suffix):
 def test_matched(api):
     domain, token, path = about_message(api, "GET", "/matched")
     # message 0 is refused (too large): never matched
-    api.call("POST", f"/domains/{domain}/ranks/0/messages", headers=msg_headers(token, source=1, mpiws_seq="0"),
-             announce=(1 << 20) + 1, expect=413)
+    api.call(
+        "POST",
+        f"/domains/{domain}/ranks/0/messages",
+        headers=msg_headers(token, source=1, mpiws_seq="0"),
+        announce=(1 << 20) + 1,
+        expect=413,
+    )
     api.call("GET", path % 0, headers=auth(token), expect=409)
-    _, m = api.call("GET", (path % 1) + "?wait=0.1", headers=auth(token), expect=200)    # not within the wait
+    _, m = api.call("GET", (path % 1) + "?wait=0.1", headers=auth(token), expect=200)  # not within the wait
     assert m == {"matched": False}
-    api.call("POST", f"/domains/{domain}/ranks/0/messages", pickle.dumps("one"), msg_headers(token, source=1, mpiws_seq="1"), expect=204)
+    api.call(
+        "POST",
+        f"/domains/{domain}/ranks/0/messages",
+        pickle.dumps("one"),
+        msg_headers(token, source=1, mpiws_seq="1"),
+        expect=204,
+    )
     assert api.call("GET", path % 1, headers=auth(token), expect=200)[1] == {"matched": True}
-    api.call("GET", path % 2, headers=auth(token), expect=410)   # it ended having received one
+    api.call("GET", path % 2, headers=auth(token), expect=410)  # it ended having received one
 
 
 def test_withdraw(api):
     domain, token, path = about_message(api, "DELETE", "")
-    _, w = api.call("DELETE", path % 0, headers=auth(token), expect=200)   # before it was sent
+    _, w = api.call("DELETE", path % 0, headers=auth(token), expect=200)  # before it was sent
     assert w == {"withdrawn": True}
-    api.call("POST", f"/domains/{domain}/ranks/0/messages", pickle.dumps("one"), msg_headers(token, source=1, mpiws_seq="1"), expect=204)
+    api.call(
+        "POST",
+        f"/domains/{domain}/ranks/0/messages",
+        pickle.dumps("one"),
+        msg_headers(token, source=1, mpiws_seq="1"),
+        expect=204,
+    )
     api.call("GET", f"/domains/{domain}/ranks/0?wait=10", headers=auth(token), expect=200)
     _, w = api.call("DELETE", path % 1, headers=auth(token), expect=200)
     assert w == {"withdrawn": False}
@@ -576,7 +625,8 @@ def test_programs(api):
     _, count = api.call("GET", "/programs/count", expect=200)
     assert count in programs and count["parameters"] == [
         {"name": "text", "direction": "in", "placement": "file", "type": "string"},
-        {"name": "n", "direction": "out", "placement": "file", "type": "int"}]
+        {"name": "n", "direction": "out", "placement": "file", "type": "int"},
+    ]
     api.call("GET", "/programs/nope", expect=404)
 
 
@@ -586,13 +636,23 @@ def test_spawn_refusals(api, server, how):
     api.call("POST", f"/programs/nope/{how}", inputs(text="x"), JSON, expect=404)
     if how == "call":  # a spawn answers no results: it has no by=
         api.call("POST", path + "?by=mail", inputs(text="x"), JSON, expect=400)
-    for bad in (b"{not json", b"", b"[1]", b'{"inputs": 3}', inputs(), inputs(text="x", z=1), inputs(text=[1]),
-                inputs(text={"base64": "***"}), inputs(text={"url": "ftp://example.org/x"}),
-                inputs(text={"url": f"{api.url}/files/{NO_JOB}"}),                      # not a file of this endpoint
-                inputs(text={"url": "http://10.0.0.1/x"}), inputs(text={"url": "http://127.0.0.2:1/x"})):  # refused hosts
+    for bad in (
+        b"{not json",
+        b"",
+        b"[1]",
+        b'{"inputs": 3}',
+        inputs(),
+        inputs(text="x", z=1),
+        inputs(text=[1]),
+        inputs(text={"base64": "***"}),
+        inputs(text={"url": "ftp://example.org/x"}),
+        inputs(text={"url": f"{api.url}/files/{NO_JOB}"}),  # not a file of this endpoint
+        inputs(text={"url": "http://10.0.0.1/x"}),
+        inputs(text={"url": "http://127.0.0.2:1/x"}),
+    ):  # refused hosts
         api.call("POST", path, bad, JSON, expect=400)
     api.call("POST", "/programs/sleep/jobs", inputs(seconds="soon"), JSON, expect=400)
-    api.call("POST", path, b" " * ((1 << 20) + 1), JSON, expect=413)                     # the limit is 1 MiB
+    api.call("POST", path, b" " * ((1 << 20) + 1), JSON, expect=413)  # the limit is 1 MiB
     with obstructed(server.workdir / "jobs"):
         api.call("POST", path, inputs(text="x"), JSON, expect=500)
 
@@ -601,23 +661,29 @@ def test_job_status_and_kill(api):
     _, job = api.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
     path = f"/jobs/{job['id']}"
     assert job["url"] == api.url + path and job["state"] in ("staging", "running") and job["ended"] is None
-    _, listed = api.call("GET", "/jobs", expect=200)                                    # the key's own jobs
+    _, listed = api.call("GET", "/jobs", expect=200)  # the key's own jobs
     (entry,) = [j for j in listed if j["id"] == job["id"]]
-    assert entry == {"id": job["id"], "url": job["url"], "program": "sleep", "state": entry["state"], "created": job["started"],
-                     "owner": 1}
-    _, s = api.call("GET", path + "?wait=0.2", expect=200)                               # times out, still running
+    assert entry == {
+        "id": job["id"],
+        "url": job["url"],
+        "program": "sleep",
+        "state": entry["state"],
+        "created": job["started"],
+        "owner": 1,
+    }
+    _, s = api.call("GET", path + "?wait=0.2", expect=200)  # times out, still running
     assert s["state"] == "running" and s["exit_code"] is None
     api.call("GET", path + "?wait=soon", expect=400)
     api.call("GET", path + "?wait=-1", expect=400)
-    api.call("GET", path + "/results", expect=409)                                       # not ended
+    api.call("GET", path + "/results", expect=409)  # not ended
     api.call("GET", path + "/results?by=mail", expect=400)
     assert api.call("GET", path + "/stdout", expect=200)[1] == b""
     _, s = api.call("DELETE", path, expect=200)
     assert s["state"] == "killed" and s["ended"] is not None
-    _, s = api.call("DELETE", path, expect=200)                                          # ended: unchanged
+    _, s = api.call("DELETE", path, expect=200)  # ended: unchanged
     assert s["state"] == "killed"
     api.call("DELETE", path + "?remove=maybe", expect=400)
-    api.call("DELETE", path + "?remove=true", expect=204)                                # and its files
+    api.call("DELETE", path + "?remove=true", expect=204)  # and its files
     api.call("GET", path, expect=404)
     api.call("DELETE", path + "?remove=true", expect=404)
     for p in ("", "/results", "/stdout", "/stderr", "/files/n"):
@@ -635,10 +701,10 @@ def test_call_results_and_job_files(api):
     assert ref["outputs"]["n"] == {"url": f"{api.url}{path}/files/n", "size": 2}
     assert ref["stdout"] == {"url": f"{api.url}{path}/stdout", "size": 9}
     assert api.call("GET", path + "/files/n", expect=200)[1] == b"5\n"
-    assert api.call("GET", path + "/files/text", expect=200)[1] == b"hello"              # an input, as staged
+    assert api.call("GET", path + "/files/text", expect=200)[1] == b"hello"  # an input, as staged
     assert api.call("GET", path + "/stdout", expect=200)[1] == b"counting\n"
     assert api.call("GET", path + "/stderr", expect=200)[1] == b"a note\n"
-    api.call("GET", path + "/files/nope", expect=404)                                    # no such parameter
+    api.call("GET", path + "/files/nope", expect=404)  # no such parameter
     # binary by value is base64; by reference, passed on to another job
     _, c = api.call("POST", "/programs/copy/call?by=reference", inputs(src={"base64": "AP8="}), JSON, expect=200)
     assert c["outputs"]["dst"]["size"] == 2
@@ -666,8 +732,8 @@ def test_files(api, server):
     api.call("DELETE", path, expect=404)
     api.call("GET", path, expect=404)
     api.call("GET", "/files/nope", expect=404)
-    api.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=413)           # refused on the header
-    api.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=413)             # chunked, past the limit
+    api.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=413)  # refused on the header
+    api.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=413)  # chunked, past the limit
     api.call("POST", "/files", b"cut", RAW, announce=100, cut=True, expect=400)
     with obstructed(server.workdir / "files"):
         api.call("POST", "/files", b"x", RAW, expect=500)
@@ -676,9 +742,18 @@ def test_files(api, server):
 
 def test_keyed_operations_refuse_callers_without_the_key(api):
     """Every operation of the jobs layer: no key 401, a key without the scope 403."""
-    calls = [("GET", "/programs"), ("GET", "/programs/count"), ("POST", "/programs/count/jobs"),
-             ("POST", "/programs/count/call"), ("GET", "/jobs"), ("GET", f"/jobs/{NO_JOB}"), ("DELETE", f"/jobs/{NO_JOB}"),
-             ("GET", f"/jobs/{NO_JOB}/results"), ("POST", "/files"), ("DELETE", f"/files/{NO_JOB}")]
+    calls = [
+        ("GET", "/programs"),
+        ("GET", "/programs/count"),
+        ("POST", "/programs/count/jobs"),
+        ("POST", "/programs/count/call"),
+        ("GET", "/jobs"),
+        ("GET", f"/jobs/{NO_JOB}"),
+        ("DELETE", f"/jobs/{NO_JOB}"),
+        ("GET", f"/jobs/{NO_JOB}/results"),
+        ("POST", "/files"),
+        ("DELETE", f"/files/{NO_JOB}"),
+    ]
     for method, path in calls:
         body = inputs(text="x") if method == "POST" else None
         api.call(method, path, body, {**JSON, "authorization": "none"}, expect=401)
@@ -686,7 +761,7 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
         api.call(method, path, body, {**JSON, **auth(wrong)}, expect=403)
     for how in ("jobs", "call"):
         api.call("POST", f"/programs/count/{how}", inputs(text="x"), {"content-type": "text/plain"}, expect=415)
-        api.call("POST", f"/programs/count/{how}", b'{"inputs"', JSON, announce=100, expect=408)   # stalls
+        api.call("POST", f"/programs/count/{how}", b'{"inputs"', JSON, announce=100, expect=408)  # stalls
 
 
 def test_full_job_table_and_disk(spec, api, tmp_path):
@@ -698,21 +773,28 @@ def test_full_job_table_and_disk(spec, api, tmp_path):
     one, other = ("j" * 16 + secrets.token_hex(8) for _ in range(2))
     (tmp_path / "keys").write_text(f"{one}\n{other}\n")
     (tmp_path / "keys").chmod(0o600)
-    small = Server({}, programs=["sleep=sleep [in:val:seconds:float]"], keys=str(tmp_path / "keys"), max_jobs=2,
-                   max_jobs_per_key=1, max_uploads_per_key=2, max_disk=1 << 20)
+    small = Server(
+        {},
+        programs=["sleep=sleep [in:val:seconds:float]"],
+        keys=str(tmp_path / "keys"),
+        max_jobs=2,
+        max_jobs_per_key=1,
+        max_uploads_per_key=2,
+        max_disk=1 << 20,
+    )
     try:
         a, b = Api(spec, small.url, one), Api(spec, small.url, other)
         a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
-        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=429)      # the key's share
+        a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=429)  # the key's share
         a.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=429)
-        b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)      # another key's is its own
-        b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=503)      # the whole table
+        b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)  # another key's is its own
+        b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=503)  # the whole table
         b.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=503)
-        a.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=507)           # refused on the header
-        a.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=507)             # chunked, past the quota
+        a.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=507)  # refused on the header
+        a.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=507)  # chunked, past the quota
         b.call("POST", "/files", b"1", RAW, expect=201)
         b.call("POST", "/files", b"2", RAW, expect=201)
-        b.call("POST", "/files", b"3", RAW, expect=429)                                    # the key's uploads
+        b.call("POST", "/files", b"3", RAW, expect=429)  # the key's uploads
         api.seen |= a.seen | b.seen
     finally:
         small.stop()
@@ -721,7 +803,7 @@ def test_full_job_table_and_disk(spec, api, tmp_path):
 def test_undocumented_requests_are_refused(api):
     api.undocumented("GET", "/nowhere", 404)
     api.undocumented("GET", "/domains/d/ranks/0/mailbox", 404)
-    api.undocumented("DELETE", "/domains/d/ranks/1/messages//0", 404)    # an empty segment is no parameter
+    api.undocumented("DELETE", "/domains/d/ranks/1/messages//0", 404)  # an empty segment is no parameter
     api.undocumented("PUT", "/run", 405)
     api.undocumented("PUT", "/rendezvous", 405)
     api.undocumented("GET", "/run", 405)

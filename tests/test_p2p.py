@@ -21,14 +21,18 @@ rank, size = comm.Get_rank(), comm.Get_size()
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
 def test_world_basics(run, n):
-    p = run(n, PRELUDE + """
+    p = run(
+        n,
+        PRELUDE
+        + """
 assert comm.rank == rank and comm.size == size == comm.Get_size()
 assert MPI.COMM_SELF.Get_size() == 1 and MPI.COMM_SELF.Get_rank() == 0
 assert isinstance(MPI.Get_processor_name(), str)
 t = MPI.Wtime(); time.sleep(0.01); assert 0.005 < MPI.Wtime() - t < 5
 assert MPI.COMM_WORLD == MPI.COMM_WORLD and MPI.COMM_WORLD != MPI.COMM_SELF
 print("OK", rank, size)
-""")
+""",
+    )
     assert_ok(p, n)
     assert all(f"OK {r} {n}" in p.stdout for r in range(n))
 
@@ -36,7 +40,10 @@ print("OK", rank, size)
 @CHANNELS
 def test_objects_tags_and_status(run, channel):
     run = functools.partial(run, env=channel)
-    p = run(3, PRELUDE + """
+    p = run(
+        3,
+        PRELUDE
+        + """
 if rank == 0:
     comm.send({"x": 1}, dest=1, tag=7)
     comm.send([1, 2, 3], dest=1, tag=8)
@@ -51,14 +58,18 @@ elif rank == 1:
 else:
     assert comm.recv(source=0) is None
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 3)
 
 
 @CHANNELS
 def test_thousands_of_isends_keep_order(run, channel):
     run = functools.partial(run, env=channel)
-    p = run(3, PRELUDE + """
+    p = run(
+        3,
+        PRELUDE
+        + """
 N = 3000
 if rank != 0:
     reqs = [comm.isend((rank, i), dest=0, tag=i % 3) for i in range(N)]
@@ -71,12 +82,16 @@ else:
         seen[src] = i
     # per tag, too: receives for tag 2 only see tag-2 messages, in order
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 3)
 
 
 def test_non_overtaking_with_tag_selection(run):
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 if rank == 0:
     for i in range(200):
         comm.isend(i, dest=1, tag=i % 2)
@@ -87,12 +102,16 @@ else:
     even = [comm.recv(source=0, tag=0) for _ in range(100)]
     assert odd == list(range(1, 200, 2)) and even == list(range(0, 200, 2))
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 def test_any_source_any_tag(run):
-    p = run(5, PRELUDE + """
+    p = run(
+        5,
+        PRELUDE
+        + """
 if rank == 0:
     got = {}
     for _ in range(size - 1):
@@ -104,12 +123,16 @@ if rank == 0:
 else:
     comm.send(rank * 10, dest=0, tag=rank + 100)
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 5)
 
 
 def test_probe_and_iprobe(run):
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 if rank == 0:
     comm.recv(source=1, tag=1)            # rank 1 is ready
     comm.Send(np.arange(12, dtype="i"), dest=1, tag=3)
@@ -126,14 +149,18 @@ else:
     assert buf.tolist() == list(range(12))
     assert not comm.iprobe(source=0, tag=3)
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 @CHANNELS
 def test_ssend_completes_only_when_matched(run, channel):
     run = functools.partial(run, env=channel)
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 if rank == 0:
     t = time.monotonic()
     comm.ssend("sync", dest=1, tag=1)
@@ -157,12 +184,16 @@ else:
     assert comm.recv(source=0, tag=4) == "eager"
     b = np.zeros(3); comm.Recv(b, source=0, tag=5); assert b.sum() == 3
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 def test_self_messages(run):
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 comm.send(("me", rank), dest=rank, tag=4)
 assert comm.recv(source=rank, tag=4) == ("me", rank)
 r = comm.irecv(source=rank, tag=5)
@@ -179,13 +210,17 @@ assert comm.recv(source=rank, tag=8) == "s"
 req.wait()
 assert MPI.COMM_SELF.sendrecv("x", dest=0, source=0) == "x"
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_exchanges_never_deadlock(run, n):
-    p = run(n, PRELUDE + """
+    p = run(
+        n,
+        PRELUDE
+        + """
 right, left = (rank + 1) % size, (rank - 1) % size
 # everyone sends first, then receives: stores are served by the endpoint
 comm.send(np.full(100000, rank), dest=right, tag=1)
@@ -199,12 +234,16 @@ st = MPI.Status()
 comm.Sendrecv_replace(buf, dest=right, sendtag=3, source=left, recvtag=3, status=st)
 assert (buf == left).all() and st.source == left
 print("OK")
-""")
+""",
+    )
     assert_ok(p, n)
 
 
 def test_buffer_forms_and_datatypes(run):
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 import array
 if rank == 0:
     comm.Send(np.arange(5, dtype=np.int32), dest=1, tag=1)
@@ -232,12 +271,16 @@ else:
     t = np.empty(2, dtype=bool); comm.Recv(t, source=0, tag=10); assert t.tolist() == [True, False]
     assert MPI.DOUBLE.Get_size() == 8 and MPI.INT.Get_size() == 4 and MPI.BYTE.Get_size() == 1
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 def test_truncation_and_any_size_irecv(run):
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 if rank == 0:
     comm.Send(np.arange(100, dtype="d"), dest=1, tag=1)
     comm.send(list(range(100000)), dest=1, tag=2)
@@ -256,14 +299,18 @@ else:
     except MPI.Exception as e:
         assert e.Get_error_class() == MPI.ERR_TRUNCATE
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 @CHANNELS
 def test_large_messages_256_mib(run, channel):
     run = functools.partial(run, env=channel)
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 n = 256 << 20
 if rank == 0:
     a = np.arange(n // 8, dtype=np.int64)
@@ -278,12 +325,17 @@ else:
     assert o["big"].flags.writeable and (o["big"][::1024] == np.arange(0, 4 << 20, 1024)).all()
     comm.send("checked", dest=0, tag=3)
 print("OK")
-""", timeout=300)
+""",
+        timeout=300,
+    )
     assert_ok(p, 2)
 
 
 def test_requests(run):
-    p = run(3, PRELUDE + """
+    p = run(
+        3,
+        PRELUDE
+        + """
 assert not MPI.REQUEST_NULL and MPI.REQUEST_NULL.Test()
 if rank == 0:
     r = comm.irecv(source=1, tag=1)
@@ -349,24 +401,32 @@ else:
     comm.recv(source=0, tag=0); comm.send(32, dest=0, tag=3)
     comm.recv(source=0, tag=0); comm.send(42, dest=0, tag=4)
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 3)
 
 
 def test_proc_null(run):
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 comm.send("void", dest=MPI.PROC_NULL)
 st = MPI.Status()
 assert comm.recv(source=MPI.PROC_NULL, status=st) is None and st.source == MPI.PROC_NULL
 b = bytearray(b"keep"); comm.Recv(b, source=MPI.PROC_NULL); assert b == b"keep"
 assert comm.sendrecv(1, dest=MPI.PROC_NULL, source=MPI.PROC_NULL) is None
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 def test_dup_split_isolate_contexts(run):
-    p = run(4, PRELUDE + """
+    p = run(
+        4,
+        PRELUDE
+        + """
 dup = comm.Dup()
 assert dup.Get_size() == size and dup.Get_rank() == rank and dup != comm
 assert MPI.Comm.Compare(dup, comm) == MPI.CONGRUENT and MPI.Comm.Compare(comm, comm) == MPI.IDENT
@@ -399,12 +459,16 @@ try:
 except MPI.Exception as e:
     assert e.Get_error_class() == MPI.ERR_COMM
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 4)
 
 
 def test_bad_arguments(run):
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 def err_class(f):
     try:
         f()
@@ -437,14 +501,18 @@ try:
 except TypeError:
     pass
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 
 @CHANNELS
 def test_a_message_to_an_ended_rank_is_reported_not_lost(run, channel):
     run = functools.partial(run, env=channel)
-    p = run(2, PRELUDE + """
+    p = run(
+        2,
+        PRELUDE
+        + """
 if rank == 1:
     raise SystemExit(0)          # rank 1 ends at once
 time.sleep(1.0)
@@ -454,7 +522,8 @@ try:
 except MPI.Exception as e:
     assert e.Get_error_class() == MPI.ERR_PROC_FAILED, e
     print("REPORTED", e)
-""")
+""",
+    )
     assert p.returncode == 0, p.stderr
     assert "REPORTED" in p.stdout and "rank 1" in p.stdout
 
@@ -463,7 +532,10 @@ def test_sendrecv_objects_buffers_wildcards_proc_null_and_timeout(run):
     """Sendrecv sends once this thread reads the peer's stream (core
     sendrecv): objects with out-of-band buffers, ANY_SOURCE with a status,
     PROC_NULL, and a receive that times out while its send still arrives."""
-    assert_ok(run(2, """
+    assert_ok(
+        run(
+            2,
+            """
 import numpy as np
 from mpiws import MPI
 comm = MPI.COMM_WORLD
@@ -484,4 +556,7 @@ except MPI.Exception as e:
 comm.Barrier()
 assert comm.recv(source=p, tag=5) == "y"
 print("OK", flush=True)
-"""), 2)
+""",
+        ),
+        2,
+    )

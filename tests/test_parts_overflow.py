@@ -37,9 +37,22 @@ def endpoint(tmp_path):
     """A `mpiws serve` process with the `sum` example; its stderr is kept to
     check that nothing panicked."""
     err = open(tmp_path / "stderr.txt", "w+")
-    proc = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", "--service", "sum=examples.service_sum:service",
-                             "--workdir", str(tmp_path / "work")],
-                            stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mpiws",
+            "serve",
+            "--service",
+            "sum=examples.service_sum:service",
+            "--workdir",
+            str(tmp_path / "work"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         url = proc.stdout.readline().split(" at ")[-1].strip()
         assert url.startswith("http://127.0.0.1:"), url
@@ -67,16 +80,32 @@ def call(method, url, body=None, headers=None, timeout=30):
 
 def start_sum(url, n=10):
     """Rank 0 of a 2-rank `sum` domain, waiting for rank 1's partial sum."""
-    b = {"domain": secrets.token_hex(6), "rank": 0, "endpoints": [url, url], "token": secrets.token_hex(8),
-         "service": "sum", "params": {"n": n}}
-    status, body = call("POST", f"{url}/run", json.dumps(b), {"content-type": "application/json", "authorization": f"Bearer {client_key()}"})
+    b = {
+        "domain": secrets.token_hex(6),
+        "rank": 0,
+        "endpoints": [url, url],
+        "token": secrets.token_hex(8),
+        "service": "sum",
+        "params": {"n": n},
+    }
+    status, body = call(
+        "POST",
+        f"{url}/run",
+        json.dumps(b),
+        {"content-type": "application/json", "authorization": f"Bearer {client_key()}"},
+    )
     assert status == 201, body
     return b["domain"], b["token"]
 
 
 def store_headers(token, **extra):
-    return {"authorization": f"Bearer {token}", "mpiws-source": "1", "mpiws-tag": "1",
-            "content-type": "application/octet-stream", **extra}
+    return {
+        "authorization": f"Bearer {token}",
+        "mpiws-source": "1",
+        "mpiws-tag": "1",
+        "content-type": "application/octet-stream",
+        **extra,
+    }
 
 
 def still_serves(proc, url, domain, token):
@@ -95,8 +124,9 @@ def test_a_store_whose_parts_overflow_is_refused_and_the_endpoint_survives(endpo
     domain, token = start_sum(url)
     payload = b"x"
     parts = ",".join(map(str, wrapping_table(len(payload))))
-    status, body = call("POST", f"{url}/domains/{domain}/ranks/0/messages", payload,
-                        store_headers(token, **{"mpiws-parts": parts}))
+    status, body = call(
+        "POST", f"{url}/domains/{domain}/ranks/0/messages", payload, store_headers(token, **{"mpiws-parts": parts})
+    )
     assert status == 400, body
     assert body["error"]["name"] == "MPI_ERR_ARG" and "mpiws-parts" in body["error"]["message"]
     time.sleep(0.5)  # the old code aborted when rank 0 split the payload
@@ -107,9 +137,11 @@ def upgrade(url, domain, token):
     """An upgraded stream to rank 0 from rank 1 (docs/protocol.md, "A stream client in Python")."""
     u = urlparse(url)
     s = socket.create_connection((u.hostname, u.port), timeout=20)
-    s.sendall(f"POST /domains/{domain}/ranks/0/stream HTTP/1.1\r\nHost: {u.netloc}\r\n"
-              f"Authorization: Bearer {token}\r\nmpiws-source: 1\r\nConnection: upgrade\r\n"
-              "Upgrade: mpiws-stream/1\r\nContent-Length: 0\r\n\r\n".encode())
+    s.sendall(
+        f"POST /domains/{domain}/ranks/0/stream HTTP/1.1\r\nHost: {u.netloc}\r\n"
+        f"Authorization: Bearer {token}\r\nmpiws-source: 1\r\nConnection: upgrade\r\n"
+        "Upgrade: mpiws-stream/1\r\nContent-Length: 0\r\n\r\n".encode()
+    )
     head = b""
     while not head.endswith(b"\r\n\r\n"):
         byte = s.recv(1)

@@ -35,8 +35,14 @@ class Client:
     def run(self, service, rank=0, size=1, params=None, domain=None, token=None, url=None):
         domain = domain or secrets.token_hex(6)
         token = token or secrets.token_hex(8)
-        binding = {"domain": domain, "rank": rank, "endpoints": [url] * size, "token": token,
-                   "service": service, "params": params or {}}
+        binding = {
+            "domain": domain,
+            "rank": rank,
+            "endpoints": [url] * size,
+            "token": token,
+            "service": service,
+            "params": params or {},
+        }
         status, body = self.call("POST", "/run", json.dumps(binding), {"content-type": "application/json"})
         return status, body, domain, token
 
@@ -52,7 +58,12 @@ class Client:
         c = http.client.HTTPConnection(self.host, self.port, timeout=30)
         try:
             c.putrequest("POST", f"/domains/{domain}/ranks/{rank}/messages")
-            headers = {"mpiws-source": str(source), "authorization": f"Bearer {token}", "content-length": str(length), **(extra or {})}
+            headers = {
+                "mpiws-source": str(source),
+                "authorization": f"Bearer {token}",
+                "content-length": str(length),
+                **(extra or {}),
+            }
             for k, v in headers.items():
                 c.putheader(k, v)
             c.endheaders()
@@ -84,7 +95,7 @@ def test_describe(client):
     domain, token = start(client, "block")
     status, d = client.call("GET", "/")
     assert status == 200 and "recv_object" in d["services"] and d["url"] == client.url
-    assert d["domains"] == []                       # domains are shown to who may see them only
+    assert d["domains"] == []  # domains are shown to who may see them only
     status, d = client.call("GET", "/", headers={"authorization": f"Bearer {token}"})
     mine = [x for x in d["domains"] if x["domain"] == domain]
     assert mine and mine[0]["ranks"][0]["rank"] == 0 and mine[0]["ranks"][0]["service"] == "block"
@@ -110,7 +121,7 @@ def test_plain_client_sends_raw_bytes_that_Recv_receives(client):
 def test_message_before_its_instance_exists_is_answered_try_again(client):
     domain, token = secrets.token_hex(6), secrets.token_hex(8)
     status, body = client.store(domain, 0, token, pickle.dumps("early bird"))
-    assert status == 503 and "try again" in body["error"]["message"]   # nothing is held for it meanwhile
+    assert status == 503 and "try again" in body["error"]["message"]  # nothing is held for it meanwhile
     status, body, _, _ = client.run("recv_object", domain=domain, token=token, url=client.url)
     assert status == 201, body
     assert client.store(domain, 0, token, pickle.dumps("early bird"))[0] == 204
@@ -160,21 +171,24 @@ def test_a_sender_learns_by_long_poll_when_its_message_was_received(client):
 
 
 def test_a_sender_takes_back_a_message_no_receive_took(client):
-    domain, token = start(client, "block", size=2)      # receives only tag 99
+    domain, token = start(client, "block", size=2)  # receives only tag 99
     auth = {"authorization": f"Bearer {token}"}
     path = f"/domains/{domain}/ranks/0/messages/1/%d"
     status, _ = client.store(domain, 0, token, pickle.dumps("stale"), source=1, tag=5, extra={"mpiws-seq": "0"})
     assert status == 204
     assert client.call("DELETE", path % 0, headers=auth) == (200, {"withdrawn": True})
-    assert client.call("DELETE", path % 0, headers=auth) == (200, {"withdrawn": True})   # again: same answer
+    assert client.call("DELETE", path % 0, headers=auth) == (200, {"withdrawn": True})  # again: same answer
     # a retry of it arriving later is dropped
-    assert client.store(domain, 0, token, pickle.dumps("stale"), source=1, tag=5, extra={"mpiws-seq": "0"}) == (200, {"duplicate": True})
+    assert client.store(domain, 0, token, pickle.dumps("stale"), source=1, tag=5, extra={"mpiws-seq": "0"}) == (
+        200,
+        {"duplicate": True},
+    )
     status, _ = client.store(domain, 0, token, pickle.dumps("end"), source=1, tag=99, extra={"mpiws-seq": "1"})
     assert status == 204
     _, s = client.status(domain, 0, token, wait=10)
     assert s["state"] == "done"
-    assert client.call("DELETE", path % 1, headers=auth) == (200, {"withdrawn": False})   # taken by the receive
-    assert client.call("DELETE", path % 9, headers=auth) == (200, {"withdrawn": True})    # never came
+    assert client.call("DELETE", path % 1, headers=auth) == (200, {"withdrawn": False})  # taken by the receive
+    assert client.call("DELETE", path % 9, headers=auth) == (200, {"withdrawn": True})  # never came
     assert client.call("DELETE", path % 0, headers={"authorization": "Bearer wrong"})[0] == 403
     assert client.call("DELETE", f"/domains/{domain}/ranks/0/messages/1/-1", headers=auth)[0] == 400
 
@@ -184,14 +198,14 @@ def test_bad_stores_are_refused_and_change_nothing(client):
     bad = [
         (client.store(domain, 0, None, b"x"), 401),
         (client.store(domain, 0, "wrong-token", b"x"), 403),
-        (client.store(domain, 5, token, b"x"), 400),                      # rank out of range
-        (client.store(domain, 0, token, b"x", source=9), 400),            # source out of range
+        (client.store(domain, 5, token, b"x"), 400),  # rank out of range
+        (client.store(domain, 0, token, b"x", source=9), 400),  # source out of range
         (client.store(domain, 0, token, b"x", extra={"mpiws-tag": "abc"}), 400),
         (client.store(domain, 0, token, b"x", extra={"mpiws-tag": "-2"}), 400),
         (client.store(domain, 0, token, b"x", extra={"mpiws-seq": "-1"}), 400),
         (client.store(domain, 0, token, b"x", extra={"mpiws-parts": "1,1"}), 400),
-        (client.oversized(domain, 0, token, (1 << 20) + 1), 413),           # this endpoint's limit is 1 MiB
-        (client.store("unknown-domain", 0, token, b"x"), 503),            # not yet: try again (Retry-After)
+        (client.oversized(domain, 0, token, (1 << 20) + 1), 413),  # this endpoint's limit is 1 MiB
+        (client.store("unknown-domain", 0, token, b"x"), 503),  # not yet: try again (Retry-After)
         (client.call("POST", f"/domains/{domain}/ranks/x/messages", b"x", {"mpiws-source": "0"}), 400),
         (client.call("GET", f"/domains/{domain}/ranks/0/messages"), 405),
         (client.call("GET", "/nowhere"), 404),
@@ -200,7 +214,9 @@ def test_bad_stores_are_refused_and_change_nothing(client):
         assert status == expected, (status, expected, body)
         assert set(body["error"]) == {"class", "name", "message"} and body["error"]["message"]
     # a missing source header is refused too
-    status, body = client.call("POST", f"/domains/{domain}/ranks/0/messages", b"x", {"authorization": f"Bearer {token}"})
+    status, body = client.call(
+        "POST", f"/domains/{domain}/ranks/0/messages", b"x", {"authorization": f"Bearer {token}"}
+    )
     assert status == 400 and "mpiws-source" in body["error"]["message"]
     # nothing was filed: the first message the rank receives is the good one
     assert client.store(domain, 0, token, pickle.dumps("the good one"), source=1)[0] == 204
@@ -225,9 +241,30 @@ def test_bad_run_requests(client):
         (client.call("POST", "/run", b"{not json"), 400),
         (client.run("no_such_service", url=client.url)[:2], 404),
         (client.run("block", rank=3, size=2, url=client.url)[:2], 400),
-        (client.call("POST", "/run", json.dumps({"domain": "d!", "rank": 0, "endpoints": [client.url], "token": "t", "service": "block"})), 400),
-        (client.call("POST", "/run", json.dumps({"domain": "d", "rank": 0, "endpoints": ["ftp://x"], "token": "t", "service": "block"})), 400),
-        (client.call("POST", "/run", json.dumps({"domain": "d", "rank": 0, "endpoints": [client.url], "token": "", "service": "block"})), 400),
+        (
+            client.call(
+                "POST",
+                "/run",
+                json.dumps({"domain": "d!", "rank": 0, "endpoints": [client.url], "token": "t", "service": "block"}),
+            ),
+            400,
+        ),
+        (
+            client.call(
+                "POST",
+                "/run",
+                json.dumps({"domain": "d", "rank": 0, "endpoints": ["ftp://x"], "token": "t", "service": "block"}),
+            ),
+            400,
+        ),
+        (
+            client.call(
+                "POST",
+                "/run",
+                json.dumps({"domain": "d", "rank": 0, "endpoints": [client.url], "token": "", "service": "block"}),
+            ),
+            400,
+        ),
     ]
     for (status, body), expected in bad:
         assert status == expected, (status, expected, body)

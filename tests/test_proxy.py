@@ -109,7 +109,9 @@ def _domain(net, env, scheme, tls=None):
     """Endpoints on hosts 1-3 (host 3's with ``env``: its proxy settings), a
     domain over them started from host 3 (with ``env``), every rank's results
     checked; the endpoints are stopped afterwards."""
-    served = [_serve(net, i, scheme, dict(os.environ), tls) for i in (0, 1)] + [_serve(net, 2, scheme, dict(os.environ, **env), tls)]
+    served = [_serve(net, i, scheme, dict(os.environ), tls) for i in (0, 1)] + [
+        _serve(net, 2, scheme, dict(os.environ, **env), tls)
+    ]
     urls = [u for u, _ in served]
     try:
         for url in urls:
@@ -117,8 +119,20 @@ def _domain(net, env, scheme, tls=None):
             while describe(url, ns=net.hosts[0]) is None:
                 assert time.monotonic() < deadline, f"{url} does not answer from {net.hosts[0]}\n{net.logs()}"
                 time.sleep(0.2)
-        p = in_ns(net.hosts[2], *mpiws_cmd(), "run", "--endpoints", ",".join(urls), "--service", "multihost",
-                  "--params", json.dumps({"payload": 65536}), check=False, timeout=180, env=dict(os.environ, **env))
+        p = in_ns(
+            net.hosts[2],
+            *mpiws_cmd(),
+            "run",
+            "--endpoints",
+            ",".join(urls),
+            "--service",
+            "multihost",
+            "--params",
+            json.dumps({"payload": 65536}),
+            check=False,
+            timeout=180,
+            env=dict(os.environ, **env),
+        )
         assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{net.logs()}"
         check_multihost(rank_results(p.stdout), urls)
     finally:
@@ -186,14 +200,34 @@ def test_a_job_pulls_its_url_input_through_the_proxy(net, tinyproxy):
     www.mkdir()
     data = os.urandom(256 * 1024)
     (www / "data.bin").write_bytes(data)
-    net.start(net.hosts[0], [sys.executable, "-m", "http.server", "--bind", net.addrs[0], "8480", "--directory", str(www)], "www")
+    net.start(
+        net.hosts[0],
+        [sys.executable, "-m", "http.server", "--bind", net.addrs[0], "8480", "--directory", str(www)],
+        "www",
+    )
     net.wait_port(net.hosts[0], net.addrs[0], 8480, "the web server")
     env = dict(os.environ, **_proxy_env(f"http://{USER}:{PASSWORD}@{net.proxy_addr}:{PROXY_PORT}"))
-    url = net.serve(net.hosts[2], "--host", net.addrs[2], "--port", "8472", "--insecure", "--fetch-allow", f"{net.subnet}.0/24",
-                    "--program", "digest=sha256sum [in:file:data:binary]", name="jobs", env=env)
+    url = net.serve(
+        net.hosts[2],
+        "--host",
+        net.addrs[2],
+        "--port",
+        "8472",
+        "--insecure",
+        "--fetch-allow",
+        f"{net.subnet}.0/24",
+        "--program",
+        "digest=sha256sum [in:file:data:binary]",
+        name="jobs",
+        env=env,
+    )
     source = f"http://{net.addrs[0]}:8480/data.bin"
-    p, log = _new_lines(tinyproxy, lambda: in_ns(net.hosts[1], sys.executable, "-c", PULL, f"{url}/programs/digest", source,
-                                                 check=False, timeout=60))
+    p, log = _new_lines(
+        tinyproxy,
+        lambda: in_ns(
+            net.hosts[1], sys.executable, "-c", PULL, f"{url}/programs/digest", source, check=False, timeout=60
+        ),
+    )
     assert p.returncode == 0 and p.stdout.startswith("done "), f"{p.stdout}\n{p.stderr}\n{net.logs()}"
     assert hashlib.sha256(data).hexdigest() in p.stdout, p.stdout
     assert f"GET {source}" in log, log
@@ -205,8 +239,18 @@ def test_a_wrong_proxy_password_is_a_clear_error(net, tinyproxy, scheme):
     env = _proxy_env(f"http://{USER}:wrong@{net.proxy_addr}:{PROXY_PORT}", scheme)
     urls = [f"{scheme}://{a}:{HTTP_PORT}" for a in net.addrs[:2]]
     t = time.monotonic()
-    p = in_ns(net.hosts[2], *mpiws_cmd(), "run", "--endpoints", ",".join(urls), "--service", "multihost",
-              check=False, timeout=120, env=dict(os.environ, **env))
+    p = in_ns(
+        net.hosts[2],
+        *mpiws_cmd(),
+        "run",
+        "--endpoints",
+        ",".join(urls),
+        "--service",
+        "multihost",
+        check=False,
+        timeout=120,
+        env=dict(os.environ, **env),
+    )
     assert p.returncode != 0, p.stdout
     assert f"the proxy http://{net.proxy_addr}:{PROXY_PORT} refused" in p.stderr, p.stderr
     assert "give the proxy's user and password" in p.stderr, p.stderr

@@ -27,8 +27,14 @@ class Serve:
 
     def __init__(self, tmp, name, *args, env=None):
         self.err_path = tmp / f"{name}.err"
-        self.proc = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", *args], cwd=ROOT, text=True,
-                                     stdout=subprocess.PIPE, stderr=open(self.err_path, "w"), env=dict(os.environ, **(env or {})))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mpiws", "serve", *args],
+            cwd=ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=open(self.err_path, "w"),
+            env=dict(os.environ, **(env or {})),
+        )
         line = self.proc.stdout.readline()
         assert " at http" in line, f"{line}{self.err_path.read_text()}"
         self.url = line.split(" at ", 1)[1].strip()
@@ -58,8 +64,17 @@ def relay(tmp_path_factory, keys):
 
 @pytest.fixture(scope="module")
 def hidden(tmp_path_factory, keys, relay):
-    s = Serve(tmp_path_factory.mktemp("hidden"), "hidden", "--keys", keys, "--program", ADD,
-              "--via-relay", f"{relay.url}/relay/lab", env={"MPIWS_RELAY_KEY": KEY_ALL})
+    s = Serve(
+        tmp_path_factory.mktemp("hidden"),
+        "hidden",
+        "--keys",
+        keys,
+        "--program",
+        ADD,
+        "--via-relay",
+        f"{relay.url}/relay/lab",
+        env={"MPIWS_RELAY_KEY": KEY_ALL},
+    )
     yield s
     s.stop()
 
@@ -166,7 +181,7 @@ def test_a_name_keeps_at_most_its_connections(relay, hidden):
 def test_an_unknown_name_is_not_there_yet(relay):
     # waited for a while (its endpoint may be connecting just now), then "not yet", to be tried again
     status, body = call("GET", f"{relay.url}/relay/nobody/", KEY_ALL, timeout=30)
-    assert status == 503 and "no endpoint named \"nobody\"" in body["error"]["message"], body
+    assert status == 503 and 'no endpoint named "nobody"' in body["error"]["message"], body
 
 
 def test_an_endpoint_that_is_no_relay_has_no_relay_routes(tmp_path, keys):
@@ -179,7 +194,9 @@ def test_an_endpoint_that_is_no_relay_has_no_relay_routes(tmp_path, keys):
 
 
 def test_a_refused_hidden_endpoint_says_why(tmp_path, keys, relay):
-    s = Serve(tmp_path, "refused", "--keys", keys, "--via-relay", f"{relay.url}/relay/lab3", env={"MPIWS_RELAY_KEY": KEY_RUN})
+    s = Serve(
+        tmp_path, "refused", "--keys", keys, "--via-relay", f"{relay.url}/relay/lab3", env={"MPIWS_RELAY_KEY": KEY_RUN}
+    )
     try:
         deadline = time.monotonic() + 20
         while "cannot reach the relay" not in s.stderr() and time.monotonic() < deadline:
@@ -209,7 +226,9 @@ def _port_outside_ephemeral_range():
 def test_a_hidden_endpoint_comes_back_when_its_relay_does(tmp_path, keys):
     port = _port_outside_ephemeral_range()
     relay = Serve(tmp_path, "relay-a", "--keys", keys, "--relay", "--port", port)
-    hidden = Serve(tmp_path, "back", "--keys", keys, "--via-relay", f"{relay.url}/relay/back", env={"MPIWS_RELAY_KEY": KEY_ALL})
+    hidden = Serve(
+        tmp_path, "back", "--keys", keys, "--via-relay", f"{relay.url}/relay/back", env={"MPIWS_RELAY_KEY": KEY_ALL}
+    )
 
     def answers(timeout):
         deadline = time.monotonic() + timeout

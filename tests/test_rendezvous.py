@@ -36,7 +36,9 @@ def start(rank, url, size, *args, key, env=None):
     cmd = [*mpiws_cmd(), "run", "--rendezvous", url, "--size", str(size)]
     if rank is not None:
         cmd += ["--rank", str(rank)]
-    return subprocess.Popen([*cmd, PROGRAM, *args], env=e, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*cmd, PROGRAM, *args], env=e, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def finish(procs, timeout=90):
@@ -56,8 +58,11 @@ def finish(procs, timeout=90):
 def test_ranks_started_by_hand_in_any_order(tmp_path):
     url, key = f"http://127.0.0.1:{free_port()}", secrets.token_hex(16)
     # ranks 3, 2, 1 first (1 by its environment), rank 0, which serves the rendezvous, last
-    procs = [start(3, url, 4, "check", key=key), start(2, url, 4, "check", key=key),
-             start(None, url, 4, "check", key=key, env={"MPIWS_RANK": "1"})]
+    procs = [
+        start(3, url, 4, "check", key=key),
+        start(2, url, 4, "check", key=key),
+        start(None, url, 4, "check", key=key, env={"MPIWS_RANK": "1"}),
+    ]
     time.sleep(1.0)
     procs.insert(0, start(0, url, 4, "check", key=key))
     results = finish(procs)
@@ -83,9 +88,9 @@ def test_a_wrong_key_or_a_taken_rank_is_refused_at_once(tmp_path):
     try:
         first = start(1, url, 3, "check", key=key)
         t = time.monotonic()
-        wrong, = finish([start(2, url, 3, "check", key=secrets.token_hex(16))], timeout=60)
+        (wrong,) = finish([start(2, url, 3, "check", key=secrets.token_hex(16))], timeout=60)
         assert wrong[0] != 0 and "not a key of this endpoint" in wrong[2], wrong
-        taken, = finish([start(1, url, 3, "check", key=key)], timeout=60)
+        (taken,) = finish([start(1, url, 3, "check", key=key)], timeout=60)
         assert taken[0] != 0 and "rank 1 is already registered" in taken[2], taken
         assert time.monotonic() - t < 30, "refusals are final, not retried"
     finally:
@@ -95,6 +100,7 @@ def test_a_wrong_key_or_a_taken_rank_is_refused_at_once(tmp_path):
 
 
 # --- the Kubernetes Indexed Job, run outside a cluster ---
+
 
 @pytest.fixture(scope="module")
 def pods(request, tmp_path_factory):

@@ -11,10 +11,20 @@ from mpiws import MPI
 
 def test_constants_are_mpich_values():
     assert (MPI.WIN_BASE, MPI.WIN_SIZE, MPI.WIN_DISP_UNIT, MPI.WIN_CREATE_FLAVOR, MPI.WIN_MODEL) == (
-        1711276033, 1711276035, 1711276037, 1711276039, 1711276041)
+        1711276033,
+        1711276035,
+        1711276037,
+        1711276039,
+        1711276041,
+    )
     assert (MPI.LOCK_EXCLUSIVE, MPI.LOCK_SHARED, MPI.WIN_SEPARATE, MPI.WIN_UNIFIED) == (234, 235, 1, 2)
     assert (MPI.MODE_NOCHECK, MPI.MODE_NOSTORE, MPI.MODE_NOPUT, MPI.MODE_NOPRECEDE, MPI.MODE_NOSUCCEED) == (
-        1024, 2048, 4096, 8192, 16384)
+        1024,
+        2048,
+        4096,
+        8192,
+        16384,
+    )
     assert MPI.Win() == MPI.WIN_NULL and MPI.WIN_NULL.Get_name() == "MPI_WIN_NULL"
 
 
@@ -47,7 +57,9 @@ def test_window_on_a_rank_alone():
 
 
 def test_put_get_accumulate_with_fences(run):
-    p = run(3, """
+    p = run(
+        3,
+        """
 import numpy as np
 from mpiws import MPI
 world = MPI.COMM_WORLD
@@ -74,12 +86,15 @@ win.Fence()
 assert list(got) == [61, 62, 63], list(got)
 win.Free()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 3)
 
 
 def test_passive_target_completes_while_the_target_sleeps(run):
-    p = run(2, """
+    p = run(
+        2,
+        """
 import time
 import numpy as np
 from mpiws import MPI
@@ -116,13 +131,16 @@ if world.rank == 1:
     assert counter[0] == 7, counter
 win.Free()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
     assert "origin done while target slept" in p.stdout
 
 
 def test_exclusive_locks_serialise_read_modify_write(run):
-    p = run(4, """
+    p = run(
+        4,
+        """
 import numpy as np
 from mpiws import MPI
 world = MPI.COMM_WORLD
@@ -140,12 +158,15 @@ if world.rank == 0:
     assert buf[0] == 80, buf
 win.Free()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 4)
 
 
 def test_start_complete_post_wait_and_dynamic_windows(run):
-    p = run(2, """
+    p = run(
+        2,
+        """
 import numpy as np
 from mpiws import MPI
 world = MPI.COMM_WORLD
@@ -182,5 +203,6 @@ assert with_err == MPI.ERR_RMA_RANGE, with_err
 dyn.Detach(area)
 dyn.Free()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)

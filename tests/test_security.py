@@ -53,8 +53,14 @@ class Api:
 
     def run(self, service, domain=None, token=None, rank=0, size=1, params=None, **kw):
         domain, token = domain or secrets.token_hex(6), token or secrets.token_hex(8)
-        b = {"domain": domain, "rank": rank, "endpoints": [self.url] * size, "token": token, "service": service,
-             "params": params or {}}
+        b = {
+            "domain": domain,
+            "rank": rank,
+            "endpoints": [self.url] * size,
+            "token": token,
+            "service": service,
+            "params": params or {},
+        }
         status, body, r = self.call("POST", "/run", json.dumps(b), **kw)
         return status, body, domain, token
 
@@ -81,8 +87,17 @@ def server(tmp_path_factory):
     keys = d / "keys"
     keys.write_text(f"{KEY_A}\n{KEY_B} run\n{KEY_FILES} files\n")
     keys.chmod(0o600)
-    s = Server(services.ALL, keys=str(keys), max_message=1 << 20, body_timeout=1.0, header_timeout=1.5,
-               max_instances=6, max_instances_per_key=4, max_ranks=64, max_connections=16)
+    s = Server(
+        services.ALL,
+        keys=str(keys),
+        max_message=1 << 20,
+        body_timeout=1.0,
+        header_timeout=1.5,
+        max_instances=6,
+        max_instances_per_key=4,
+        max_ranks=64,
+        max_connections=16,
+    )
     yield s
     s.stop()
 
@@ -93,6 +108,7 @@ def api(server):
 
 
 # ---- 1. code execution without a credential ----------------------------------------------
+
 
 class Boom:
     """Unpickling this runs a shell command: what an attacker sends."""
@@ -108,7 +124,7 @@ def test_nothing_runs_without_a_key(api):
     for auth in (None, "not-a-key-of-this-endpoint", KEY_A[:-1]):
         status, body, _, _ = api.run("recv_object", auth=auth)
         assert status == 401, body
-    assert api.run("recv_object", auth=KEY_FILES)[0] == 403   # a key without the 'run' scope
+    assert api.run("recv_object", auth=KEY_FILES)[0] == 403  # a key without the 'run' scope
     status, body, domain, token = api.run("recv_object")
     assert status == 201, body
     api.call("DELETE", f"/domains/{domain}/ranks/0", auth=token)
@@ -121,15 +137,25 @@ def test_a_pickled_payload_cannot_run_code_in_a_service(api, tmp_path):
     assert api.store(domain, 0, token, pickle.dumps(Boom(marker)))[0] == 204
     _, s = api.status(domain, 0, token, wait=10)
     assert s["state"] == "failed"
-    assert "refusing to unpickle posix.system" in s["error"]["message"] or "refusing to unpickle os.system" in s["error"]["message"]
+    assert (
+        "refusing to unpickle posix.system" in s["error"]["message"]
+        or "refusing to unpickle os.system" in s["error"]["message"]
+    )
     assert not marker.exists()
 
 
 def test_plain_data_and_numpy_arrays_still_arrive(api):
     import numpy as np
 
-    value = {"a": [1, 2.5, "x", (3, 4)], "b": b"bytes", "c": {1, 2}, "n": None, "arr": np.arange(5.0),
-             "big": np.ones(100_000, dtype="i4"), "scalar": np.float32(2.5)}
+    value = {
+        "a": [1, 2.5, "x", (3, 4)],
+        "b": b"bytes",
+        "c": {1, 2},
+        "n": None,
+        "arr": np.arange(5.0),
+        "big": np.ones(100_000, dtype="i4"),
+        "scalar": np.float32(2.5),
+    }
     status, _, domain, token = api.run("recv_repr")
     assert status == 201
     assert api.store(domain, 0, token, pickle.dumps(value, protocol=5))[0] == 204
@@ -139,6 +165,7 @@ def test_plain_data_and_numpy_arrays_still_arrive(api):
 
 
 # ---- 2. local takeover of `mpiws run -n N` ---------------------------------------------------
+
 
 def test_a_rank_process_runs_only_its_launchers_domain(tmp_path):
     """A rank process of `mpiws run` (started here as the launcher starts
@@ -153,8 +180,9 @@ def test_a_rank_process_runs_only_its_launchers_domain(tmp_path):
     os.write(key_w, key.encode())
     os.close(key_w)
     env = dict(os.environ, MPIWS_URL_FD=str(url_w), MPIWS_HOLD_FD=str(hold_r), MPIWS_KEY_FD=str(key_r))
-    p = subprocess.Popen([sys.executable, "-m", "mpiws.launch.worker", str(prog)], env=env,
-                         pass_fds=(url_w, hold_r, key_r), cwd=ROOT)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "mpiws.launch.worker", str(prog)], env=env, pass_fds=(url_w, hold_r, key_r), cwd=ROOT
+    )
     for fd in (url_w, hold_r, key_r):
         os.close(fd)
     try:
@@ -178,6 +206,7 @@ def test_a_rank_process_runs_only_its_launchers_domain(tmp_path):
 
 # ---- 5. memory: bounded run requests, stalled bodies -----------------------------------------
 
+
 def test_run_requests_are_bounded(api):
     many = {"domain": "big", "rank": 0, "endpoints": [api.url] * 1_000_000, "token": "t" * 16, "service": "block"}
     status, body, _ = api.call("POST", "/run", json.dumps(many))
@@ -193,8 +222,10 @@ def test_run_requests_are_bounded(api):
 def test_a_stalled_body_is_refused_not_held(api):
     s = socket.create_connection((api.host, api.port))
     try:
-        s.sendall(f"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY_A}\r\n"
-                  f"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"domain\"".encode())
+        s.sendall(
+            f"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY_A}\r\n"
+            f'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"domain"'.encode()
+        )
         s.settimeout(10)
         t0 = time.monotonic()
         answer = s.recv(4096).decode()
@@ -206,6 +237,7 @@ def test_a_stalled_body_is_refused_not_held(api):
 
 # ---- 7. instances bounded per endpoint and per key ----------------------------------------
 
+
 def test_instances_are_bounded_per_key_and_per_endpoint(server, api):
     started = []
     try:
@@ -213,8 +245,11 @@ def test_instances_are_bounded_per_key_and_per_endpoint(server, api):
             status, body, d, t = api.run("block")
             assert status == 201, body
             started.append((d, t))
-        status, body, r = api.call("POST", "/run", json.dumps({"domain": "x", "rank": 0, "endpoints": [api.url],
-                                                                "token": "t", "service": "block"}))
+        status, body, r = api.call(
+            "POST",
+            "/run",
+            json.dumps({"domain": "x", "rank": 0, "endpoints": [api.url], "token": "t", "service": "block"}),
+        )
         assert status == 429 and r.getheader("retry-after") and "--max-instances-per-key" in body["error"]["message"]
         b = Api(api.url, KEY_B)
         for _ in range(2):
@@ -228,20 +263,21 @@ def test_instances_are_bounded_per_key_and_per_endpoint(server, api):
             api.call("DELETE", f"/domains/{d}/ranks/0", auth=t)
     time.sleep(0.5)
     status, _, domain, token = api.run("recv_object")
-    assert status == 201   # room again once they ended
+    assert status == 201  # room again once they ended
     api.call("DELETE", f"/domains/{domain}/ranks/0", auth=token)
 
 
 # ---- 8. connections: head size, idle time, a cap ---------------------------------------------
 
+
 def test_idle_connections_are_closed_and_do_not_lock_clients_out(api):
-    idle = [socket.create_connection((api.host, api.port)) for _ in range(40)]   # more than the cap of 16
+    idle = [socket.create_connection((api.host, api.port)) for _ in range(40)]  # more than the cap of 16
     try:
         t0 = time.monotonic()
-        assert api.call("GET", "/", timeout=20)[0] == 200       # answered once idle ones are dropped
+        assert api.call("GET", "/", timeout=20)[0] == 200  # answered once idle ones are dropped
         assert time.monotonic() - t0 < 10
         idle[0].settimeout(5)
-        assert idle[0].recv(100) == b""   # the endpoint closed it
+        assert idle[0].recv(100) == b""  # the endpoint closed it
     finally:
         for s in idle:
             s.close()
@@ -254,7 +290,7 @@ def test_an_idle_http2_connection_is_closed(api):
         s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
         s.settimeout(10)
         t0 = time.monotonic()
-        while s.recv(4096):   # the server's SETTINGS, its ack, then GOAWAY and a ping this client ignores
+        while s.recv(4096):  # the server's SETTINGS, its ack, then GOAWAY and a ping this client ignores
             pass
         assert time.monotonic() - t0 < 8, "closed after twice the head timeout (1.5 s here)"
     finally:
@@ -268,6 +304,7 @@ def test_an_oversized_head_is_refused(api):
 
 
 # ---- 9. nothing is held for messages to instances that do not exist -------------------------
+
 
 def test_stores_for_unknown_instances_hold_nothing(api):
     answers = []
@@ -293,6 +330,7 @@ def test_stores_for_unknown_instances_hold_nothing(api):
 
 # ---- 12. domains belong to their key; GET / shows them only to who may see them -------------
 
+
 def test_a_domain_cannot_be_joined_or_listed_by_another_key(api):
     status, _, domain, token = api.run("block", size=2)
     assert status == 201
@@ -303,8 +341,8 @@ def test_a_domain_cannot_be_joined_or_listed_by_another_key(api):
         assert domain not in json.dumps(b.call("GET", "/")[1])
         assert domain not in json.dumps(api.call("GET", "/", auth=None)[1])
         listed = api.call("GET", "/", auth=token)[1]["domains"]
-        assert [d["domain"] for d in listed] == [domain]          # the token holder sees its domain only
-        assert domain in json.dumps(api.call("GET", "/")[1])       # admin sees all
+        assert [d["domain"] for d in listed] == [domain]  # the token holder sees its domain only
+        assert domain in json.dumps(api.call("GET", "/")[1])  # admin sees all
         for bad in (".", ".."):
             status, body, _, _ = api.run("block", domain=bad)
             assert status == 400, body
@@ -313,6 +351,7 @@ def test_a_domain_cannot_be_joined_or_listed_by_another_key(api):
 
 
 # ---- 13. web pages cannot drive an endpoint ------------------------------------------------
+
 
 def test_web_pages_cannot_drive_a_local_endpoint(api):
     b = {"domain": "web", "rank": 0, "endpoints": [api.url], "token": "t" * 8, "service": "block"}
@@ -327,15 +366,21 @@ def test_web_pages_cannot_drive_a_local_endpoint(api):
 
 # ---- the command line and the key file -------------------------------------------------------
 
+
 def test_sigterm_ends_an_endpoint_whose_service_holds_the_gil(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))
-    p = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", "--service", "hold=services:hold_gil"],
-                         stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "mpiws", "serve", "--service", "hold=services:hold_gil"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         url = p.stdout.readline().split(" at ")[-1].strip()
         status, body, domain, token = Api(url, client_key()).run("hold")
         assert status == 201, body
-        time.sleep(1.0)                                  # the service is now inside sum(), holding the GIL
+        time.sleep(1.0)  # the service is now inside sum(), holding the GIL
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=10) == 128 + signal.SIGTERM
     finally:
@@ -344,15 +389,25 @@ def test_sigterm_ends_an_endpoint_whose_service_holds_the_gil(tmp_path):
 
 
 def test_serve_refuses_a_public_address_without_tls():
-    p = subprocess.run([sys.executable, "-m", "mpiws", "serve", "--host", "0.0.0.0", "--service", "s=services:block"],
-                       capture_output=True, text=True, timeout=30, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "mpiws", "serve", "--host", "0.0.0.0", "--service", "s=services:block"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
     assert p.returncode != 0 and "without TLS" in p.stderr and "--insecure" in p.stderr
 
 
 def test_the_generated_key_file_is_private_and_shared_by_clients(tmp_path):
     env = dict(os.environ, MPIWS_KEY_FILE=str(tmp_path / "cfg" / "key"))
-    p = subprocess.Popen([sys.executable, "-m", "mpiws", "serve", "--service", "sum=examples.service_sum:service"],
-                         stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "mpiws", "serve", "--service", "sum=examples.service_sum:service"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         lines = [p.stdout.readline(), p.stdout.readline()]
         assert str(tmp_path / "cfg" / "key") in lines[1]
@@ -360,15 +415,44 @@ def test_the_generated_key_file_is_private_and_shared_by_clients(tmp_path):
         key_file = tmp_path / "cfg" / "key"
         assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
         assert stat.S_IMODE(key_file.parent.stat().st_mode) == 0o700
-        r = subprocess.run([sys.executable, "-m", "mpiws", "run", "--endpoints", f"{url},{url}", "--service", "sum",
-                            "--params", '{"n": 10}'], capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mpiws",
+                "run",
+                "--endpoints",
+                f"{url},{url}",
+                "--service",
+                "sum",
+                "--params",
+                '{"n": 10}',
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=ROOT,
+        )
         assert r.returncode == 0 and '"total": 55' in r.stdout, r.stderr
-        r = subprocess.run([sys.executable, "-m", "mpiws", "run", "--endpoints", url, "--service", "sum", "--key", "x" * 20],
-                           capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+        r = subprocess.run(
+            [sys.executable, "-m", "mpiws", "run", "--endpoints", url, "--service", "sum", "--key", "x" * 20],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=ROOT,
+        )
         assert r.returncode != 0 and "not a key of this endpoint" in r.stderr
         key_file.chmod(0o644)
-        r = subprocess.run([sys.executable, "-m", "mpiws", "run", "--endpoints", url, "--service", "sum"],
-                           capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+        r = subprocess.run(
+            [sys.executable, "-m", "mpiws", "run", "--endpoints", url, "--service", "sum"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=ROOT,
+        )
         assert r.returncode != 0 and "readable by others" in r.stderr
     finally:
         p.terminate()

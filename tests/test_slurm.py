@@ -47,7 +47,11 @@ def test_sbatch_with_labels_and_fewer_ranks(cluster, tmp_path):
     info = f"exit {p.returncode}\n{p.stdout}{p.stderr}\noutput:\n{text}\n{cluster.logs()}"
     assert p.returncode == 0, info
     # srun --label: each task's lines carry its rank
-    assert sorted(line.split(":")[0].strip() for line in text.splitlines() if "rank " in line and " of 3" in line) == ["0", "1", "2"], info
+    assert sorted(line.split(":")[0].strip() for line in text.splitlines() if "rank " in line and " of 3" in line) == [
+        "0",
+        "1",
+        "2",
+    ], info
     assert "checked 3 ranks" in text, info
 
 
@@ -61,6 +65,12 @@ def test_a_failing_rank_fails_the_run_and_stops_the_others(cluster):
 
 def test_outside_an_allocation_it_says_so(cluster):
     env = {k: v for k, v in cluster.env.items() if not k.startswith("SLURM_")}
-    p = subprocess.run([*MPIWS, "run", "--slurm", PROGRAM, "check"], env=dict(env, PYTHONPATH=str(ROOT)), cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [*MPIWS, "run", "--slurm", PROGRAM, "check"],
+        env=dict(env, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode != 0 and "inside a Slurm allocation" in p.stderr, p.stderr

@@ -91,8 +91,9 @@ def test_stop_leaves_nothing_running(tmp_path):
         pytest.skip(str(e))
     try:
         # A step still running at teardown: srun, slurmstepd and the task.
-        srun = subprocess.Popen(["srun", "-n", "1", "sleep", "300"], env=c.env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srun = subprocess.Popen(
+            ["srun", "-n", "1", "sleep", "300"], env=c.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + TIMEOUT
         while "R" not in run(c, "squeue", "-h", "-o", "%t", timeout=10).stdout:
             assert time.monotonic() < deadline, c.logs()

@@ -62,7 +62,10 @@ def test_a_singleton_spawns_children_that_talk_to_it_and_to_each_other(tmp_path)
 
 
 def test_ranks_of_mpiws_run_spawn_together_with_any_root(tmp_path):
-    prog = _write(tmp_path, "multi.py", """
+    prog = _write(
+        tmp_path,
+        "multi.py",
+        """
         import sys
         from mpiws import MPI
         world = MPI.COMM_WORLD
@@ -74,14 +77,18 @@ def test_ranks_of_mpiws_run_spawn_together_with_any_root(tmp_path):
         got = inter.gather(None, root=MPI.ROOT if world.rank == 0 else MPI.PROC_NULL)
         print("rank", world.rank, got, flush=True)
         inter.Disconnect()
-    """)
+    """,
+    )
     out = subprocess.run([str(MPIWS), "run", "-n", "2", prog], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.splitlines()) == ["rank 0 [5, 15]", "rank 1 None"]
 
 
 def test_what_cannot_be_spawned_is_refused_at_every_spawning_rank(tmp_path):
-    prog = _write(tmp_path, "refused.py", """
+    prog = _write(
+        tmp_path,
+        "refused.py",
+        """
         import sys
         from mpiws import MPI
         for command, args in (("/bin/echo", ["hi"]), (sys.executable, []), (sys.executable, ["-u"])):
@@ -89,25 +96,34 @@ def test_what_cannot_be_spawned_is_refused_at_every_spawning_rank(tmp_path):
                 MPI.COMM_WORLD.Spawn(command, args, maxprocs=1)
             except MPI.Exception as e:
                 print(MPI.COMM_WORLD.rank, e.Get_error_class() in (MPI.ERR_SPAWN, MPI.ERR_ARG), flush=True)
-    """)
+    """,
+    )
     out = subprocess.run([str(MPIWS), "run", "-n", "2", prog], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.split("\n")[:-1]) == ["0 True"] * 3 + ["1 True"] * 3
 
 
 def test_children_end_when_their_spawner_is_killed(tmp_path):
-    child = _write(tmp_path, "sleeper.py", """
+    child = _write(
+        tmp_path,
+        "sleeper.py",
+        """
         import os, time
         from mpiws import MPI
         print("pid", os.getpid(), flush=True)
         time.sleep(600)
-    """)
-    parent = _write(tmp_path, "spawner.py", """
+    """,
+    )
+    parent = _write(
+        tmp_path,
+        "spawner.py",
+        """
         import sys, time
         from mpiws import MPI
         MPI.COMM_SELF.Spawn(sys.executable, [sys.argv[1]], maxprocs=2)
         time.sleep(600)
-    """)
+    """,
+    )
     p = subprocess.Popen([sys.executable, parent, child], stdout=subprocess.PIPE, text=True)
     pids = [int(p.stdout.readline().split()[1]) for _ in range(2)]
     p.send_signal(signal.SIGKILL)
@@ -132,7 +148,10 @@ def _alive(pid):
 
 @pytest.mark.parametrize("launch", ["python", "mpiws run -n 3 -m mpiws.futures"])
 def test_mpiws_futures_and_util_pool_run_tasks_on_spawned_or_launched_workers(tmp_path, launch):
-    prog = _write(tmp_path, "farm.py", """
+    prog = _write(
+        tmp_path,
+        "farm.py",
+        """
         import os
         from mpiws.futures import MPIPoolExecutor
         from mpiws.util.pool import Pool
@@ -151,7 +170,8 @@ def test_mpiws_futures_and_util_pool_run_tasks_on_spawned_or_launched_workers(tm
                 print("workers", ex.num_workers, "pids", len(pids), os.getpid() in pids)
             with Pool(2) as pool:
                 print("pool", pool.map(abs, range(-3, 3)))
-    """)
+    """,
+    )
     cmd = [sys.executable, prog] if launch == "python" else [str(MPIWS), *launch.split()[1:], prog]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -165,7 +185,10 @@ def test_mpiws_futures_and_util_pool_run_tasks_on_spawned_or_launched_workers(tm
 
 
 def test_a_child_that_fails_is_an_error_for_its_parent_not_a_hang(tmp_path):
-    prog = _write(tmp_path, "crash.py", """
+    prog = _write(
+        tmp_path,
+        "crash.py",
+        """
         import sys
         from mpiws import MPI
         code = ("from mpiws import MPI\\n"
@@ -177,7 +200,8 @@ def test_a_child_that_fails_is_an_error_for_its_parent_not_a_hang(tmp_path):
             inter.recv(source=1, timeout=60)
         except MPI.Exception as e:
             print("from 1:", e.Get_error_class() == MPI.ERR_PROC_FAILED, flush=True)
-    """)
+    """,
+    )
     out = subprocess.run([sys.executable, prog], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["from 0: hi", "from 1: True"]

@@ -149,8 +149,11 @@ def test_private_helpers_in_the_stub_are_at_runtime():
 def _stub_instance_attributes(class_name):
     """The bare annotations of a stub class (``ierr: int``): attributes its
     instances have, which the class itself need not show."""
-    return {n for n, node in _body_names(STUB_CLASSES[class_name].body).items()
-            if isinstance(node, ast.AnnAssign) and node.value is None}
+    return {
+        n
+        for n, node in _body_names(STUB_CLASSES[class_name].body).items()
+        if isinstance(node, ast.AnnAssign) and node.value is None
+    }
 
 
 def _message_receipt():
@@ -337,7 +340,11 @@ def test_stubtest(tmp_path):
     pytest.importorskip("mypy.stubtest", reason="mypy (the test extra) is not installed")
     proc = subprocess.run(
         [sys.executable, "-c", _STUBTEST, "mpiws.MPI", "--allowlist", str(ALLOWLIST), "--concise"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=_mypy_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=_mypy_env(),
     )
     assert proc.returncode == 0, f"stubtest:\n{proc.stdout}\n{proc.stderr}"
 
@@ -347,9 +354,24 @@ def _mypy(tmp_path, code, *options):
     program = tmp_path / "program.py"
     program.write_text(textwrap.dedent(code))
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
-         "--python-executable", sys.executable, *options, str(program)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=_mypy_env(),
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            os.devnull,
+            "--python-executable",
+            sys.executable,
+            *options,
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=_mypy_env(),
     )
     return proc.returncode, (proc.stdout + proc.stderr).splitlines()
 
@@ -493,8 +515,9 @@ WRONG_BUFFERS = """
 """
 
 
-@pytest.mark.parametrize("code, options", [(WRONG, ()), (WRONG_BUFFERS, ("--python-version", "3.12"))],
-                         ids=["calls", "buffers"])
+@pytest.mark.parametrize(
+    "code, options", [(WRONG, ()), (WRONG_BUFFERS, ("--python-version", "3.12"))], ids=["calls", "buffers"]
+)
 def test_the_stub_rejects_wrong_calls(tmp_path, code, options):
     pytest.importorskip("mypy", reason="mypy (the test extra) is not installed")
     pytest.importorskip("numpy")
@@ -504,4 +527,5 @@ def test_the_stub_rejects_wrong_calls(tmp_path, code, options):
     reported = {int(line.split(":")[1]) for line in lines if ": error:" in line}
     assert status == 1
     assert reported == expected, "\n".join(
-        [f"expected errors on lines {sorted(expected)}, mypy reported {sorted(reported)}:"] + lines)
+        [f"expected errors on lines {sorted(expected)}, mypy reported {sorted(reported)}:"] + lines
+    )

@@ -76,7 +76,9 @@ def test_timeouts(run):
 
 
 def test_timeout_from_environment(run):
-    p = run(2, """
+    p = run(
+        2,
+        """
 import time
 from mpiws import MPI
 comm = MPI.COMM_WORLD
@@ -96,13 +98,17 @@ if comm.rank == 0:
 else:
     assert comm.recv(source=0, timeout=float("inf")) == "late"
 print("OK")
-""", env={"MPIWS_TIMEOUT": "0.25"})
+""",
+        env={"MPIWS_TIMEOUT": "0.25"},
+    )
     assert_ok(p, 2)
 
 
 def test_waiting_uses_no_cpu(run):
     """A rank blocked in recv for 10 s uses under 2% of a core (all its threads)."""
-    p = run(2, """
+    p = run(
+        2,
+        """
 import resource, time
 from mpiws import MPI
 comm = MPI.COMM_WORLD
@@ -121,7 +127,8 @@ else:
     print(f"CPU {used:.3f} s over {wall:.1f} s = {100 * used / wall:.2f}% of a core")
     assert used / wall < 0.02, (used, wall)
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 2)
 
 

@@ -59,8 +59,14 @@ class Served:
 
     def __init__(self, *args, env=None, lines=1):
         e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]), **(env or {}))
-        self.proc = subprocess.Popen([*MPIWS, "serve", "--service", SERVICE, *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, cwd=TESTS, env=e)
+        self.proc = subprocess.Popen(
+            [*MPIWS, "serve", "--service", SERVICE, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=TESTS,
+            env=e,
+        )
         self.lines = [self.proc.stdout.readline() for _ in range(lines)]
         if not self.lines[0].startswith("mpiws: serving"):
             self.stop()
@@ -168,7 +174,7 @@ def test_stalled_connection_blocks_nobody_and_is_closed(serve, pki):
 
 def test_self_signed_quick_start(serve, tmp_path):
     out = tmp_path / "cert.pem"
-    s = serve("--tls-self-signed", "--tls-cert-out", str(out), lines=5)   # serving, key file, certificate (3)
+    s = serve("--tls-self-signed", "--tls-cert-out", str(out), lines=5)  # serving, key file, certificate (3)
     assert s.url.startswith("https://")
     text = "".join(s.lines)
     der = ssl.PEM_cert_to_DER_cert(out.read_text())

@@ -58,7 +58,9 @@ def test_topology_on_a_rank_alone():
 
 
 def test_cartesian_grid_of_four(run):
-    p = run(4, """
+    p = run(
+        4,
+        """
 import numpy as np
 from mpiws import MPI
 world = MPI.COMM_WORLD
@@ -99,12 +101,15 @@ assert col.dims == [2] and col.rank == rank // 2
 for c in (row, col, cart):
     c.Free()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 4)
 
 
 def test_graphs_of_three(run):
-    p = run(3, """
+    p = run(
+        3,
+        """
 import numpy as np
 from mpiws import MPI
 world = MPI.COMM_WORLD
@@ -127,7 +132,8 @@ assert graph.neighbor_allgather(rank) == ring
 for c in (dist, named, graph):
     c.Free()
 print("OK")
-""")
+""",
+    )
     assert_ok(p, 3)
 
 

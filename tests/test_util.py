@@ -13,7 +13,9 @@ from mpiws.util import dtlib, pkl5
 
 
 def test_pkl5_large_objects_between_two_ranks(tmp_path):
-    r = mpiws_run(2, """
+    r = mpiws_run(
+        2,
+        """
         import numpy as np
         from mpiws import MPI
         from mpiws.util import pkl5
@@ -41,7 +43,9 @@ def test_pkl5_large_objects_between_two_ranks(tmp_path):
         assert np.array_equal(out["a"], big["a"])
         assert comm.allgather(np.full(1 << 18, comm.rank))[1][0] == 1
         print("OK")
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("OK") == 2, r.stdout
 

@@ -46,7 +46,7 @@ class EchoServer:
     def __init__(self):
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
-        self.digests = []           # one per connection, when it ends
+        self.digests = []  # one per connection, when it ends
         self.cv = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -71,7 +71,7 @@ class EchoServer:
                     conn.sendall(data)
                 conn.shutdown(socket.SHUT_WR)
             except OSError:
-                pass   # cut links reset connections
+                pass  # cut links reset connections
         with self.cv:
             self.digests.append(h.hexdigest())
             self.cv.notify_all()
@@ -117,11 +117,12 @@ def rtts(s, n):
 
 # ---------------------------------------------------------------- pure parts
 
+
 def test_mbit_to_kbps_uses_1000_byte_kb():
     assert wan.mbit_to_kbps(1) == 125
     assert wan.mbit_to_kbps(100) == 12500
     assert wan.mbit_to_kbps(1000) == 125000
-    assert wan.mbit_to_kbps(0.001) == 1          # never 0: that hangs the toxic
+    assert wan.mbit_to_kbps(0.001) == 1  # never 0: that hangs the toxic
     with pytest.raises(ValueError):
         wan.mbit_to_kbps(0)
 
@@ -138,12 +139,13 @@ def test_url_through():
 
 def test_bad_latency_is_refused():
     with pytest.raises(ValueError):
-        wan._toxics(0.5, 0, None)       # toxiproxy has whole milliseconds only
+        wan._toxics(0.5, 0, None)  # toxiproxy has whole milliseconds only
     with pytest.raises(ValueError):
         wan._toxics(-1, 0, None)
 
 
 # ------------------------------------------------------------ through a link
+
 
 def test_latency_each_way(tp, echo):
     listen = tp.link(echo.addr, latency_ms=20)
@@ -151,8 +153,8 @@ def test_latency_each_way(tp, echo):
         times = rtts(s, 6)
     # 20 ms one way in each direction: no round trip can be shorter than 40 ms.
     assert min(times) >= 0.040, times
-    assert statistics.median(times) < 0.040 + 0.5, times   # and it is not stuck
-    with connect(echo.addr) as s:                          # the server itself is fast
+    assert statistics.median(times) < 0.040 + 0.5, times  # and it is not stuck
+    with connect(echo.addr) as s:  # the server itself is fast
         assert statistics.median(rtts(s, 6)) < 0.020
 
 
@@ -166,10 +168,11 @@ def test_data_intact_both_directions(tp, echo):
         # shutdown(SHUT_WR) makes it close both ways, losing data in flight).
         def reader():
             got.extend(recv_exact(s, len(payload)))
+
         t = threading.Thread(target=reader)
         t.start()
-        for i in range(0, len(payload), 100_000):     # uneven pieces
-            s.sendall(payload[i:i + 100_000])
+        for i in range(0, len(payload), 100_000):  # uneven pieces
+            s.sendall(payload[i : i + 100_000])
         t.join(30)
         assert not t.is_alive()
     # upstream: what the server received (its digest, when the connection
@@ -182,7 +185,7 @@ def test_data_intact_both_directions(tp, echo):
 
 def test_rate_limit(tp, echo):
     listen = tp.link(echo.addr, rate_mbit=10)
-    size = 1 << 20                         # 0.84 s at 10 Mbit/s, per direction
+    size = 1 << 20  # 0.84 s at 10 Mbit/s, per direction
     with connect(listen) as s:
         t0 = time.perf_counter()
         s.sendall(os.urandom(size))
@@ -195,7 +198,7 @@ def test_set_link_changes_a_live_connection(tp, echo):
     listen = tp.link(echo.addr, latency_ms=20, name="live")
     with connect(listen) as s:
         assert min(rtts(s, 3)) >= 0.040
-        tp.set_link("live", latency_ms=0)              # toxics removed
+        tp.set_link("live", latency_ms=0)  # toxics removed
         assert statistics.median(rtts(s, 5)) < 0.020
         tp.set_link(listen, latency_ms=30, rate_mbit=100)  # added again; by listen address
         assert min(rtts(s, 3)) >= 0.060
@@ -244,4 +247,4 @@ def test_server_gone_after_exit(binary, echo):
     for port in (api_port, int(listen.rsplit(":", 1)[1])):
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", port), timeout=5).close()
-    tp.stop()   # idempotent
+    tp.stop()  # idempotent

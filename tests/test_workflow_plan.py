@@ -34,11 +34,18 @@ outputs: {s: sum/values, each: inc/a, both: two/values}
 
 def deliver(p, values):
     """Run a plan's wiring with Python functions standing in for the step services."""
-    functions = {"echo": lambda data: data, "square": lambda x: x * x, "add": lambda a, b: a + b,
-                 "total": lambda values: sum(values)}
+    functions = {
+        "echo": lambda data: data,
+        "square": lambda x: x * x,
+        "add": lambda a, b: a + b,
+        "total": lambda values: sum(values),
+    }
     mail = {}  # (dest, tag, source) -> value
-    for dest, tag, v in wiring.sends({k: c for k, c in p.manager["outputs"].items() if k.startswith("in:")}, 0,
-                                     {f"in:{k}": v for k, v in values.items()}):
+    for dest, tag, v in wiring.sends(
+        {k: c for k, c in p.manager["outputs"].items() if k.startswith("in:")},
+        0,
+        {f"in:{k}": v for k, v in values.items()},
+    ):
         mail[(dest, tag, 0)] = v
     for name, cfg in sorted(p.configs.items(), key=lambda kv: kv[1]["first"]):
         step_fn = functions[W.steps[name].target.split(":")[1]]
@@ -58,7 +65,7 @@ def test_a_chain_passes_the_message_rank_to_rank_and_back_to_the_manager():
     W = wf(CHAIN)
     p = plan.direct(W, {"m": b"x"})
     assert p.size == 3 and [(g.first, g.width) for g in p.groups.values()] == [(1, 1), (2, 1)]
-    assert p.configs["a"]["outputs"]["data"][0]["to"] == 2       # a sends to b, not to the manager
+    assert p.configs["a"]["outputs"]["data"][0]["to"] == 2  # a sends to b, not to the manager
     assert p.configs["b"]["outputs"]["data"][0]["to"] == 0
     assert deliver(p, {"m": b"x"}) == {"out:r": b"x"}
 
@@ -79,25 +86,33 @@ def test_a_split_of_the_wrong_length_is_an_error_naming_the_step():
         wiring.sends({"x": [{"tag": 1, "to": 3, "width": 2, "mode": "split"}]}, 0, {"x": [1, 2, 3]}, "s")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("steps: {a: {service: echo, out: [x]}}", "module:function"),
-    ("steps: {a: {service: m:f, in: {x: nope}}}", "no workflow input 'nope'"),
-    ("steps: {a: {service: m:f, in: {x: b/y}}, b: {service: m:f, in: {x: a/y}, out: [y]}}", "no output 'y'"),
-    ("steps: {a: {service: m:f, in: {x: b/y}, out: [y]}, b: {service: m:f, in: {x: a/y}, out: [y]}}", "cycle"),
-    ("steps: {a: {service: m:f, run: x}}", "unknown key run"),
-    ("steps: {a: {service: m:f, program: p}}", "exactly one"),
-    ("inputs: {x: integer}\nsteps: {a: {service: m:f}}", "type 'integer'"),
-    ("steps: {a: {service: f, endpoint: 'ftp://x'}}", "neither"),
-    ("steps: {a: {service: m:f, scatter: y, in: {x: {value: 1}}}}", "not one of its inputs"),
-    ("steps: {a: {program: p, loop: {iterations: 2}}}", "only a service step loops"),
-    ("steps: {a: {service: m:f, loop: {max: 3}}}", "iterations: N .* or until: OUTPUT"),
-    ("steps: {a: {service: m:f, out: [d], loop: {iterations: 2, until: d}}}", "one of them"),
-    ("steps: {a: {service: m:f, loop: {iterations: 0}}}", "whole number of iterations"),
-    ("steps: {a: {service: m:f, out: [y], loop: {until: d}}}", "until: 'd' is not one of the step's outputs"),
-    ("steps: {a: {service: m:f, out: [y], loop: {iterations: 2, carry: {x: y}}}}", "carry: 'x' is not one of the step's inputs"),
-    ("steps: {a: {service: m:f, in: {x: {value: 1}}, out: [y], loop: {iterations: 2, allreduce: {x: {output: y, op: avg}}}}}",
-     "op 'avg'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("steps: {a: {service: echo, out: [x]}}", "module:function"),
+        ("steps: {a: {service: m:f, in: {x: nope}}}", "no workflow input 'nope'"),
+        ("steps: {a: {service: m:f, in: {x: b/y}}, b: {service: m:f, in: {x: a/y}, out: [y]}}", "no output 'y'"),
+        ("steps: {a: {service: m:f, in: {x: b/y}, out: [y]}, b: {service: m:f, in: {x: a/y}, out: [y]}}", "cycle"),
+        ("steps: {a: {service: m:f, run: x}}", "unknown key run"),
+        ("steps: {a: {service: m:f, program: p}}", "exactly one"),
+        ("inputs: {x: integer}\nsteps: {a: {service: m:f}}", "type 'integer'"),
+        ("steps: {a: {service: f, endpoint: 'ftp://x'}}", "neither"),
+        ("steps: {a: {service: m:f, scatter: y, in: {x: {value: 1}}}}", "not one of its inputs"),
+        ("steps: {a: {program: p, loop: {iterations: 2}}}", "only a service step loops"),
+        ("steps: {a: {service: m:f, loop: {max: 3}}}", "iterations: N .* or until: OUTPUT"),
+        ("steps: {a: {service: m:f, out: [d], loop: {iterations: 2, until: d}}}", "one of them"),
+        ("steps: {a: {service: m:f, loop: {iterations: 0}}}", "whole number of iterations"),
+        ("steps: {a: {service: m:f, out: [y], loop: {until: d}}}", "until: 'd' is not one of the step's outputs"),
+        (
+            "steps: {a: {service: m:f, out: [y], loop: {iterations: 2, carry: {x: y}}}}",
+            "carry: 'x' is not one of the step's inputs",
+        ),
+        (
+            "steps: {a: {service: m:f, in: {x: {value: 1}}, out: [y], loop: {iterations: 2, allreduce: {x: {output: y, op: avg}}}}}",
+            "op 'avg'",
+        ),
+    ],
+)
 def test_mistakes_in_the_file_are_named(text, message):
     with pytest.raises(WorkflowError, match=message):
         wf(text)
@@ -130,8 +145,14 @@ def test_a_loop_is_in_its_ranks_configuration_and_the_mediated_exchange_reduces_
 
     w = wf(LOOP)
     cfg = plan.direct(w, {"xs": [1, 2, 3]}).configs["it"]
-    assert cfg["width"] == 3 and cfg["loop"] == {"iterations": None, "until": "ok", "max": 50, "carry": {"x": "x"},
-                                                  "allreduce": {"total": ["part", "max"]}}
+    assert cfg["width"] == 3 and cfg["loop"] == {
+        "iterations": None,
+        "until": "ok",
+        "max": 50,
+        "carry": {"x": "x"},
+        "allreduce": {"total": ["part", "max"]},
+    }
+
     # Every rank counts up to the largest value shared the iteration before; each stops when it got there.
     def body(x, total):
         return {"x": x + 1 if x < total else x, "part": x, "ok": x >= total > 0}
@@ -155,7 +176,9 @@ def test_a_loop_is_in_its_ranks_configuration_and_the_mediated_exchange_reduces_
     for t in threads:
         t.join(10)
     assert results == [(5, 6)] * 3  # all at 5, and every rank ran as many iterations
-    assert loop.finished({"until": None, "iterations": 3}, False, 2) and not loop.finished({"until": None, "iterations": 3}, True, 1)
+    assert loop.finished({"until": None, "iterations": 3}, False, 2) and not loop.finished(
+        {"until": None, "iterations": 3}, True, 1
+    )
 
 
 def test_a_unit_that_fails_breaks_the_exchange_for_the_others():

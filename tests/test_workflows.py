@@ -31,8 +31,9 @@ def both(flow, inputs, tmp_path, **kw):
 
 def same(a, b):
     """Output objects equal, files by checksum and size (their paths differ)."""
-    strip = lambda o: json.loads(json.dumps(o), object_hook=lambda d: {k: v for k, v in d.items()
-                                                                        if k not in ("path", "location")})
+    strip = lambda o: json.loads(
+        json.dumps(o), object_hook=lambda d: {k: v for k, v in d.items() if k not in ("path", "location")}
+    )
     return strip(a) == strip(b)
 
 
@@ -75,9 +76,19 @@ def test_programs_pass_files_by_reference_and_a_service_between_them(tmp_path):
 
 
 def serve():
-    return mpiws_serve(["--service", "echo=examples.workflows.steps:echo", "--service",
-                        "upper=examples.workflows.steps:upper_bytes", "--fetch-allow", "127.0.0.1", "--program",
-                        "copy=examples/workflows/copy.sh [in:file:src:binary] [out:file:dst:binary]"], cwd=ROOT)
+    return mpiws_serve(
+        [
+            "--service",
+            "echo=examples.workflows.steps:echo",
+            "--service",
+            "upper=examples.workflows.steps:upper_bytes",
+            "--fetch-allow",
+            "127.0.0.1",
+            "--program",
+            "copy=examples/workflows/copy.sh [in:file:src:binary] [out:file:dst:binary]",
+        ],
+        cwd=ROOT,
+    )
 
 
 def test_steps_on_a_second_endpoint_process_beside_local_ones(tmp_path):
@@ -124,8 +135,13 @@ outputs: {y: after/data}
     os.symlink(FLOWS / "steps.py", tmp_path / "steps.py")
     for extra in ([], ["--mediated"]):
         record = tmp_path / "record.json"
-        p = subprocess.run([str(MPIWS), "workflow", "run", str(flow), "x=3", "--record", str(record), *extra],
-                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        p = subprocess.run(
+            [str(MPIWS), "workflow", "run", str(flow), "x=3", "--record", str(record), *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
         assert p.returncode == 1, p.stderr
         assert "step bad failed: ValueError: this step fails on purpose (given 9)" in p.stderr
         assert "raise ValueError" in p.stderr  # the traceback's tail
@@ -138,16 +154,31 @@ outputs: {y: after/data}
 
 
 def test_the_command_line_prints_the_output_object_and_draws_the_graph(tmp_path):
-    p = subprocess.run([str(MPIWS), "workflow", "run", str(FLOWS / "squares.yml"), "xs=[2,3]", "--graph",
-                        str(tmp_path / "g.dot"), "--record", str(tmp_path / "r.json")],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    p = subprocess.run(
+        [
+            str(MPIWS),
+            "workflow",
+            "run",
+            str(FLOWS / "squares.yml"),
+            "xs=[2,3]",
+            "--graph",
+            str(tmp_path / "g.dot"),
+            "--record",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {"squares": [4, 9], "total": 13, "count": 2, "mean": 6.5}
     assert re.search(r"square x2: done in [0-9.]+ s", p.stderr)
     dot = (tmp_path / "g.dot").read_text()
     assert '"square" -> "sum"' in dot and "done" in dot
-    bad = subprocess.run([str(MPIWS), "workflow", "run", str(FLOWS / "squares.yml"), "ys=1"],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [str(MPIWS), "workflow", "run", str(FLOWS / "squares.yml"), "ys=1"], capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 1 and "has no input ys" in bad.stderr
 
 

@@ -8,6 +8,7 @@ for MPICH the driver runs a copy whose one import line says
 changes). Rank 0 prints `RESULT {json}` with the timed part in "seconds" and
 whether the answer validated.
 """
+
 import os
 import sys
 import time
@@ -25,14 +26,24 @@ IMPORT_MPI4PY = "from mpi4py import MPI"
 APPS = {
     "moldyn": ("moldyn.py", ["--size", "A"], ["--size", "A"], "JGF MolDyn, 50 moves"),
     "matmul": ("matmul.py", ["--n", "1024"], ["--n", "2048"], "C = A B, 1-D blocks, binomial Bcast"),
-    "coupled_heat": ("coupled_heat.py", ["--cells", "20000", "--steps", "2000"], ["--cells", "50000", "--steps", "5000"],
-                     "one material per rank, boundary exchange every step"),
+    "coupled_heat": (
+        "coupled_heat.py",
+        ["--cells", "20000", "--steps", "2000"],
+        ["--cells", "50000", "--steps", "5000"],
+        "one material per rank, boundary exchange every step",
+    ),
 }
 
 
 def parse(argv):
-    ap = common.arg_parser("apps", __doc__, "small sizes, ranks 1,2,4, one round", "default 3, quick 1",
-                           "default 900, quick 300", bench_args=False)
+    ap = common.arg_parser(
+        "apps",
+        __doc__,
+        "small sizes, ranks 1,2,4, one round",
+        "default 3, quick 1",
+        "default 900, quick 300",
+        bench_args=False,
+    )
     ap.add_argument("--ranks", default=None, help="comma-separated rank counts (default 1,2,4,8; quick 1,2,4)")
     ap.add_argument("--apps", default=None, help="comma-separated subset of: " + ",".join(APPS))
     return ap.parse_args(argv)
@@ -63,8 +74,10 @@ def main(argv=None):
             raise SystemExit("apps: unknown application %r (have %s)" % (app, ", ".join(APPS)))
     keys, impls = common.select(a.impls)
     machine = common.machine()
-    common.log("apps: %s on ranks %s, %s cores, %d rounds of %s"
-               % (", ".join(apps), ",".join(map(str, ranks)), machine["cores"], rounds, ", ".join(keys)))
+    common.log(
+        "apps: %s on ranks %s, %s cores, %d rounds of %s"
+        % (", ".join(apps), ",".join(map(str, ranks)), machine["cores"], rounds, ", ".join(keys))
+    )
     started = time.time()
     raw, merged, failures = {}, {}, []
     for app in apps:
@@ -82,18 +95,38 @@ def main(argv=None):
                 if valid:
                     ts = [x["seconds"] for x in valid]
                     merged.setdefault(app, {}).setdefault(k, {})[str(n)] = dict(
-                        t=common.median(ts), t_min=min(ts), t_max=max(ts), n=len(ts))
+                        t=common.median(ts), t_min=min(ts), t_max=max(ts), n=len(ts)
+                    )
             failures += [dict(x, app=app, nranks=n) for x in f]
     machine["load_avg_end"] = os.getloadavg()
-    meta = dict(bench="apps", apps=apps, ranks=ranks, cores=machine["cores"], rounds=rounds, quick=a.quick,
-                impls=keys, started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-                seconds=round(time.time() - started, 1), machine=machine,
-                args={app: APPS[app][1] if a.quick else APPS[app][2] for app in apps},
-                command=" ".join(["benchmarks/apps/run"] + (argv if argv is not None else sys.argv[1:])))
-    out = common.save("apps", a.out, meta, merged, raw, failures, report(meta, merged, failures),
-                      None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)))
-    common.log("apps: wrote %s (results.json, table.md%s) in %.0fs"
-               % (out, "" if a.no_plots else ", apps-speedup.png", time.time() - started))
+    meta = dict(
+        bench="apps",
+        apps=apps,
+        ranks=ranks,
+        cores=machine["cores"],
+        rounds=rounds,
+        quick=a.quick,
+        impls=keys,
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        seconds=round(time.time() - started, 1),
+        machine=machine,
+        args={app: APPS[app][1] if a.quick else APPS[app][2] for app in apps},
+        command=" ".join(["benchmarks/apps/run"] + (argv if argv is not None else sys.argv[1:])),
+    )
+    out = common.save(
+        "apps",
+        a.out,
+        meta,
+        merged,
+        raw,
+        failures,
+        report(meta, merged, failures),
+        None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)),
+    )
+    common.log(
+        "apps: wrote %s (results.json, table.md%s) in %.0fs"
+        % (out, "" if a.no_plots else ", apps-speedup.png", time.time() - started)
+    )
     return 0 if merged and not any(not f.get("kept") for f in failures) else 1
 
 
@@ -104,39 +137,68 @@ def t(merged, app, key, n):
 
 def report(meta, merged, failures):
     m = meta["machine"]
-    head = ["## Applications: mpiws vs mpi4py + MPICH", "",
-            "Ranks %s on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s."
-            % (", ".join(map(str, meta["ranks"])), meta["cores"], m.get("cpu", "?"), "quick" if meta["quick"] else "full",
-               meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"]),
-            common.provenance(m),
-            "Command: `%s`" % meta["command"], "",
-            "Time = the application's timed part (rank 0), seconds. Speedup = time on 1 rank / time on N ranks "
-            "of the same implementation. Ratio = mpiws time / MPI time: above 1 means mpiws is slower.", ""]
+    head = [
+        "## Applications: mpiws vs mpi4py + MPICH",
+        "",
+        "Ranks %s on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s."
+        % (
+            ", ".join(map(str, meta["ranks"])),
+            meta["cores"],
+            m.get("cpu", "?"),
+            "quick" if meta["quick"] else "full",
+            meta["rounds"],
+            ", ".join(meta["impls"]),
+            meta["started"],
+            meta["seconds"],
+        ),
+        common.provenance(m),
+        "Command: `%s`" % meta["command"],
+        "",
+        "Time = the application's timed part (rank 0), seconds. Speedup = time on 1 rank / time on N ranks "
+        "of the same implementation. Ratio = mpiws time / MPI time: above 1 means mpiws is slower.",
+        "",
+    ]
     parts = ["\n".join(head)]
     if failures:
-        parts.append(common.table("Failures", ["app", "ranks", "impl", "error"],
-                                  [[f.get("app", "?"), f.get("nranks", "?"), f["impl"], f["error"].splitlines()[0][:120]]
-                                   for f in failures]))
+        parts.append(
+            common.table(
+                "Failures",
+                ["app", "ranks", "impl", "error"],
+                [
+                    [f.get("app", "?"), f.get("nranks", "?"), f["impl"], f["error"].splitlines()[0][:120]]
+                    for f in failures
+                ],
+            )
+        )
     labels = [common.IMPLS[k].label for k in meta["impls"]]
     refs = [k for k in meta["impls"] if k != "mpiws"]
     for app in meta["apps"]:
         if app not in merged:
             continue
-        header = ["ranks"] + ["%s s" % l for l in labels] + ["speedup %s" % l for l in labels] + \
-                 ["mpiws/%s" % common.IMPLS[k].label for k in refs]
+        header = (
+            ["ranks"]
+            + ["%s s" % l for l in labels]
+            + ["speedup %s" % l for l in labels]
+            + ["mpiws/%s" % common.IMPLS[k].label for k in refs]
+        )
         rows = []
         for n in meta["ranks"]:
             ts = [t(merged, app, k, n) for k in meta["impls"]]
             sp = [common.ratio(t(merged, app, k, 1), t(merged, app, k, n)) for k in meta["impls"]]
             rat = [common.ratio(t(merged, app, "mpiws", n), t(merged, app, k, n)) for k in refs]
-            rows.append([n] + [common.fmt(x, "%.3f") for x in ts] + [common.fmt(x, "%.2f") for x in sp]
-                        + [common.fmt(x, "%.2f") for x in rat])
+            rows.append(
+                [n]
+                + [common.fmt(x, "%.3f") for x in ts]
+                + [common.fmt(x, "%.2f") for x in sp]
+                + [common.fmt(x, "%.2f") for x in rat]
+            )
         parts.append(common.table("%s (%s; %s)" % (app, " ".join(meta["args"][app]), APPS[app][3]), header, rows))
     return "\n".join(parts)
 
 
 def plots(out, meta, merged):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -149,8 +211,13 @@ def plots(out, meta, merged):
             pts = [(n, common.ratio(t(merged, app, k, ranks[0]), t(merged, app, k, n))) for n in ranks]
             pts = [p for p in pts if p[1]]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=common.COLORS.get(k),
-                        label=common.IMPLS[k].label)
+                ax.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    "o-",
+                    color=common.COLORS.get(k),
+                    label=common.IMPLS[k].label,
+                )
         ax.set_title("%s (%s)" % (app, " ".join(meta["args"][app])), fontsize=10)
         ax.set_xlabel("ranks")
         ax.set_ylabel("speedup")

@@ -29,6 +29,7 @@ rank k, of rank k's block: the whole N x N matrix is broadcast once. "size" is
 N; the time is per multiplication (blocks of 3 x --batch). On mpiws: bcast
 forced to binomial, serial, then auto.
 """
+
 import argparse
 import os
 import sys
@@ -42,11 +43,11 @@ import common  # noqa: E402
 MPI = common.import_mpi()
 
 COLLECTIVES = ["bcast", "gather", "scatter", "allgather", "alltoall", "reduce", "allreduce"]
-FULL_SIZES = [8, 64, 1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24]   # 8 B .. 16 MiB
+FULL_SIZES = [8, 64, 1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24]  # 8 B .. 16 MiB
 QUICK_SIZES = [8, 1 << 12, 1 << 20, 1 << 24]
 MATMUL_N = [256, 512, 1024, 2048]
 MATMUL_QUICK_N = [256, 1024]
-MATMUL_ALGOS = ["binomial", "serial"]       # forced bcast algorithms (mpiws), then auto
+MATMUL_ALGOS = ["binomial", "serial"]  # forced bcast algorithms (mpiws), then auto
 
 
 def algorithms(name):
@@ -54,6 +55,7 @@ def algorithms(name):
     if os.environ.get("BENCH_MPI") != "mpi4py":
         try:
             from mpiws import _core
+
             algos = list(_core.ALGORITHMS.get(name, []))
         except (ImportError, AttributeError):
             algos = []
@@ -114,7 +116,7 @@ def make_matmul(comm, order):
         for k in range(p):
             comm.Bcast(views[k], root=k)
 
-    for k in range(p):                       # one checked multiplication
+    for k in range(p):  # one checked multiplication
         views[k][0, 0] = views[k][-1, -1] = 0.0 if k != rank else float(rank + 1)
         comm.Bcast(views[k], root=k)
         if widths[k] and not (views[k][0, 0] == views[k][-1, -1] == float(k + 1)):
@@ -134,7 +136,7 @@ def measure(comm, op, batch, trials, max_reps, warm):
     t0 = MPI.Wtime()
     for _ in range(warm):
         op()
-    est = allmax(comm, (MPI.Wtime() - t0) / warm)        # agreed by all ranks
+    est = allmax(comm, (MPI.Wtime() - t0) / warm)  # agreed by all ranks
     reps = int(max(1, min(max_reps, batch / max(est, 1e-7))))
     ts = []
     for _ in range(trials):
@@ -158,8 +160,9 @@ def main():
     ap.add_argument("--trials", type=int, default=None, help="timed blocks per point (default 3, quick 1)")
     ap.add_argument("--batch", type=float, default=None, help="seconds per timed block (default 0.03, quick 0.02)")
     ap.add_argument("--max-size", type=int, default=None, help="largest buffer in bytes")
-    ap.add_argument("--only", default=",".join(COLLECTIVES + ["barrier", "matmul"]),
-                    help="comma-separated collectives (and matmul)")
+    ap.add_argument(
+        "--only", default=",".join(COLLECTIVES + ["barrier", "matmul"]), help="comma-separated collectives (and matmul)"
+    )
     a = ap.parse_args()
     trials = a.trials or (1 if a.quick else 3)
     batch = a.batch or (0.02 if a.quick else 0.03)
@@ -180,13 +183,24 @@ def main():
     for name in [c for c in COLLECTIVES + ["barrier"] if c in only]:
         for label, algo in algorithms(name):
             set_algorithm(comm, name, algo)
-            for size in ([0] if name == "barrier" else sizes):
+            for size in [0] if name == "barrier" else sizes:
                 op, nbytes = make_op(name, comm, size, n)
                 warm = 10 if size <= (1 << 16) else (2 if size < (1 << 22) else 1)
                 t, reps, tmin, tmax = measure(comm, op, batch, trials, 1000 if a.quick else 3000, warm)
                 if rank == 0:
-                    out.append(dict(kind=name, key="%s/%d" % (label, size), algo=label, size=size, bytes=nbytes,
-                                    reps=reps, t=t, t_trial_min=tmin, t_trial_max=tmax))
+                    out.append(
+                        dict(
+                            kind=name,
+                            key="%s/%d" % (label, size),
+                            algo=label,
+                            size=size,
+                            bytes=nbytes,
+                            reps=reps,
+                            t=t,
+                            t_trial_min=tmin,
+                            t_trial_max=tmax,
+                        )
+                    )
                 del op
             if algo is not None:
                 set_algorithm(comm, name, "auto")
@@ -195,7 +209,8 @@ def main():
 
     if "matmul" in only:
         forced = [(x, x) for x, _ in algorithms("bcast") if x in MATMUL_ALGOS] + [
-            (label, algo) for label, algo in algorithms("bcast") if label in ("auto", "mpi")]
+            (label, algo) for label, algo in algorithms("bcast") if label in ("auto", "mpi")
+        ]
         for label, algo in forced:
             set_algorithm(comm, "bcast", algo)
             for order in [x for x in (MATMUL_QUICK_N if a.quick else MATMUL_N) if x >= n]:
@@ -203,8 +218,19 @@ def main():
                 # calls take milliseconds: longer blocks than the collectives' so a block is more than one call
                 t, reps, tmin, tmax = measure(comm, op, 3 * batch, trials, 100 if a.quick else 300, 2)
                 if rank == 0:
-                    out.append(dict(kind="matmul", key="%s/%d" % (label, order), algo=label, size=order,
-                                    bytes=nbytes, reps=reps, t=t, t_trial_min=tmin, t_trial_max=tmax))
+                    out.append(
+                        dict(
+                            kind="matmul",
+                            key="%s/%d" % (label, order),
+                            algo=label,
+                            size=order,
+                            bytes=nbytes,
+                            reps=reps,
+                            t=t,
+                            t_trial_min=tmin,
+                            t_trial_max=tmax,
+                        )
+                    )
                 del op
             if algo is not None:
                 set_algorithm(comm, "bcast", "auto")
@@ -213,18 +239,20 @@ def main():
 
     comm.Barrier()
     if rank == 0:
-        common.emit({
-            "bench": "collectives",
-            "impl": common.impl_name(),
-            "nranks": n,
-            "cores": os.cpu_count(),
-            "quick": a.quick,
-            "trials": trials,
-            "batch": batch,
-            "measurements": out,
-            "seconds": time.time() - t_start,
-            "time": time.time(),
-        })
+        common.emit(
+            {
+                "bench": "collectives",
+                "impl": common.impl_name(),
+                "nranks": n,
+                "cores": os.cpu_count(),
+                "quick": a.quick,
+                "trials": trials,
+                "batch": batch,
+                "measurements": out,
+                "seconds": time.time() - t_start,
+                "time": time.time(),
+            }
+        )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ one thread per worker process), ``ray`` (ray.init(num_cpus=workers)). Prints one
     .venv/bin/mpiexec -n 1 .venv/bin/python benchmarks/farm/bench.py --impl mpi4py --workers 2 --quick
     .venv/bin/python benchmarks/farm/bench.py --impl mpiws --endpoints URL,URL --values 1000   # MPIWS_KEY_FILE as the endpoints'
 """
+
 import argparse
 import json
 from array import array
@@ -56,7 +57,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import common  # noqa: E402
 
 IMPLS = ("mpiws", "mpi4py", "processpool", "dask", "ray")
-ITERS = 1000                 # kernel iterations per value (the driver reports the measured cost per value)
+ITERS = 1000  # kernel iterations per value (the driver reports the measured cost per value)
 FULL_VALUES, QUICK_VALUES = 10000, 4000
 FULL_GRAINS, QUICK_GRAINS = [1, 10, 100, 1000, 10000], [1, 10, 100, 1000]
 
@@ -64,6 +65,7 @@ FULL_GRAINS, QUICK_GRAINS = [1, 10, 100, 1000, 10000], [1, 10, 100, 1000]
 # ------------------------------------------------------------- the tasks
 # Defined here, in the main module: mpiws's and mpi4py's workers import it (not as __main__), ProcessPool's
 # forked workers have it, Dask and Ray pickle these functions by value (cloudpickle).
+
 
 def kernel(x, iters):
     """``iters`` iterations of the logistic map at r = 3.7: 3 floating-point operations each."""
@@ -99,6 +101,7 @@ def values(n):
 
 
 # ------------------------------------------------------- the implementations
+
 
 class Pool:
     """What a launch needs from an implementation: run one call per item, results in order."""
@@ -138,8 +141,9 @@ class DaskPool(Pool):
     def __init__(self, workers):
         from dask.distributed import Client, LocalCluster
 
-        self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                    dashboard_address=None, silence_logs=40)
+        self.cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        )
         self.client = Client(self.cluster)
         self.client.wait_for_workers(workers)
 
@@ -182,12 +186,15 @@ class RayPool(Pool):
 def make_pool(impl, workers):
     if impl == "mpiws":
         from mpiws.futures import MPIPoolExecutor
+
         return ExecutorPool(MPIPoolExecutor(max_workers=workers).bootup(wait=True))
     if impl == "mpi4py":
         from mpi4py.futures import MPIPoolExecutor
+
         return ExecutorPool(MPIPoolExecutor(max_workers=workers).bootup(wait=True))
     if impl == "processpool":
         from concurrent.futures import ProcessPoolExecutor
+
         return ExecutorPool(ProcessPoolExecutor(max_workers=workers))
     if impl == "dask":
         return DaskPool(workers)
@@ -202,11 +209,13 @@ def versions(impl):
     if mod:
         try:
             from importlib.metadata import version
+
             out[mod] = version(mod)
         except Exception:  # noqa: BLE001 - a report line
             pass
     if impl == "mpi4py":
         from mpi4py import MPI
+
         out["mpi"] = MPI.Get_library_version().splitlines()[0].strip()
     if impl == "mpiws":
         out["futures"] = futures_files()
@@ -231,6 +240,7 @@ def futures_files():
 
 # ------------------------------------------------------------- measuring
 
+
 def log(msg):
     print("farm[%s]: %s" % (os.environ.get("BENCH_IMPL", "?"), msg), file=sys.stderr, flush=True)
 
@@ -254,7 +264,7 @@ def tiny(pool, mode, seconds):
 
 def farm(pool, xs, g, iters):
     """The farm at granularity g: completion time, checked on a sample of values."""
-    blocks = [xs[i:i + g] for i in range(0, len(xs), g)]
+    blocks = [xs[i : i + g] for i in range(0, len(xs), g)]
     t0 = time.perf_counter()
     got = pool.map(work, [(b, iters) for b in blocks])
     t = time.perf_counter() - t0
@@ -290,8 +300,10 @@ def run_farm(a):
             tasks = -(-len(xs) // g)
             if a.max_point_seconds and tasks / rate > a.max_point_seconds:
                 skipped.append({"g": g, "tasks": tasks, "estimate": tasks / rate, "rate": rate})
-                log("g=%d: skipped, %d tasks at %.0f tasks/s would take %.0fs > %gs"
-                    % (g, tasks, rate, tasks / rate, a.max_point_seconds))
+                log(
+                    "g=%d: skipped, %d tasks at %.0f tasks/s would take %.0fs > %gs"
+                    % (g, tasks, rate, tasks / rate, a.max_point_seconds)
+                )
                 continue
             m = farm(pool, xs, g, a.iters)
             ms.append(m)
@@ -300,8 +312,18 @@ def run_farm(a):
         t1 = time.perf_counter()
         pool.close()
         ms.append({"kind": "shutdown", "key": "shutdown", "size": 0, "t": time.perf_counter() - t1})
-    common.emit({"impl": a.impl, "workers": a.workers, "values": a.values, "iters": a.iters, "grains": grains,
-                 "measurements": ms, "skipped": skipped, "versions": versions(a.impl)})
+    common.emit(
+        {
+            "impl": a.impl,
+            "workers": a.workers,
+            "values": a.values,
+            "iters": a.iters,
+            "grains": grains,
+            "measurements": ms,
+            "skipped": skipped,
+            "versions": versions(a.impl),
+        }
+    )
 
 
 def run_wire(a):
@@ -336,13 +358,28 @@ def run_wire(a):
             marks.append(time.time())
             if pool.submit_each(echo, [(p,)])[0] != p:
                 raise SystemExit("wire: payload came back wrong")
-        phases.append({"phase": "echo", "start": marks[0], "end": time.time(), "marks": marks, "tasks": n, "size": s,
-                       "pickled_task": len(pickle.dumps((echo, (p,), {}), protocol=5)),
-                       "pickled_result": len(pickle.dumps((p, None), protocol=5))})
+        phases.append(
+            {
+                "phase": "echo",
+                "start": marks[0],
+                "end": time.time(),
+                "marks": marks,
+                "tasks": n,
+                "size": s,
+                "pickled_task": len(pickle.dumps((echo, (p,), {}), protocol=5)),
+                "pickled_result": len(pickle.dumps((p, None), protocol=5)),
+            }
+        )
     time.sleep(gap)
     pool.close()
-    common.emit({"impl": a.impl, "phases": phases, "pids": {"manager": os.getpid(), "worker": pid},
-                 "versions": versions(a.impl)})
+    common.emit(
+        {
+            "impl": a.impl,
+            "phases": phases,
+            "pids": {"manager": os.getpid(), "worker": pid},
+            "versions": versions(a.impl),
+        }
+    )
 
 
 # ------------------------------------------------- workers on endpoints (WAN)
@@ -375,7 +412,10 @@ def run_endpoints(a):
     advertise, link = None, None
     if a.toxiproxy:
         advertise, link = master_link(a.toxiproxy, a.link_latency, a.link_rate)
-        log("the workers reach this process at %s (a link of %d ms, %s Mbit/s)" % (advertise, a.link_latency, a.link_rate))
+        log(
+            "the workers reach this process at %s (a link of %d ms, %s Mbit/s)"
+            % (advertise, a.link_latency, a.link_rate)
+        )
     ms, split = [], {}
     try:
         for mode in modes:
@@ -397,8 +437,10 @@ def run_endpoints(a):
                     rtts.append(time.perf_counter() - t1)
                 rtt = common.median(rtts)
                 ms.append({"kind": "rtt", "key": mode, "mode": mode, "size": 0, "t": rtt})
-                log("%s: %d workers on endpoints up in %.2fs; a no-op task's round trip %.1f ms"
-                    % (mode, len(urls), startup, rtt * 1e3))
+                log(
+                    "%s: %d workers on endpoints up in %.2fs; a no-op task's round trip %.1f ms"
+                    % (mode, len(urls), startup, rtt * 1e3)
+                )
                 for g in grains:
                     if (mode, str(g)) in skip:
                         continue
@@ -408,8 +450,10 @@ def run_endpoints(a):
                     split["%s:%d" % (mode, g)] = [after[k] - before.get(k, 0) for k in sorted(after, key=str)]
                     m.update(key="%s:%d" % (mode, g), mode=mode)
                     ms.append(m)
-                    log("%s g=%d: %d tasks in %.3fs (per worker %s)"
-                        % (mode, g, m["tasks"], m["t"], split["%s:%d" % (mode, g)]))
+                    log(
+                        "%s g=%d: %d tasks in %.3fs (per worker %s)"
+                        % (mode, g, m["tasks"], m["t"], split["%s:%d" % (mode, g)])
+                    )
             finally:
                 t1 = time.perf_counter()
                 pool.close()
@@ -417,9 +461,20 @@ def run_endpoints(a):
     finally:
         if link:
             link()
-    common.emit({"impl": "mpiws-endpoints", "workers": len(urls), "values": a.values, "iters": a.iters,
-                 "grains": grains, "modes": modes, "measurements": ms, "split": split, "advertise": advertise,
-                 "versions": versions("mpiws")})
+    common.emit(
+        {
+            "impl": "mpiws-endpoints",
+            "workers": len(urls),
+            "values": a.values,
+            "iters": a.iters,
+            "grains": grains,
+            "modes": modes,
+            "measurements": ms,
+            "split": split,
+            "advertise": advertise,
+            "versions": versions("mpiws"),
+        }
+    )
 
 
 def main():
@@ -427,33 +482,66 @@ def main():
     ap.add_argument("--impl", required=True, choices=IMPLS)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="fewer values and grains, shorter tiny-task runs")
-    ap.add_argument("--values", type=int, default=None, help="values in the farm (default %d, quick %d)"
-                    % (FULL_VALUES, QUICK_VALUES))
-    ap.add_argument("--grains", default=None, help="values per task, comma-separated (default %s, quick %s)"
-                    % (",".join(map(str, FULL_GRAINS)), ",".join(map(str, QUICK_GRAINS))))
+    ap.add_argument(
+        "--values",
+        type=int,
+        default=None,
+        help="values in the farm (default %d, quick %d)" % (FULL_VALUES, QUICK_VALUES),
+    )
+    ap.add_argument(
+        "--grains",
+        default=None,
+        help="values per task, comma-separated (default %s, quick %s)"
+        % (",".join(map(str, FULL_GRAINS)), ",".join(map(str, QUICK_GRAINS))),
+    )
     ap.add_argument("--iters", type=int, default=ITERS, help="kernel iterations per value (default %d)" % ITERS)
-    ap.add_argument("--tiny-seconds", type=float, default=None, help="length of a tiny-task run (default 1.0, quick 0.5)")
-    ap.add_argument("--max-point-seconds", type=float, default=0,
-                    help="leave out a granularity whose tasks would take longer than this at the launch's "
-                         "measured no-op task rate (default 0: none)")
+    ap.add_argument(
+        "--tiny-seconds", type=float, default=None, help="length of a tiny-task run (default 1.0, quick 0.5)"
+    )
+    ap.add_argument(
+        "--max-point-seconds",
+        type=float,
+        default=0,
+        help="leave out a granularity whose tasks would take longer than this at the launch's "
+        "measured no-op task rate (default 0: none)",
+    )
     ap.add_argument("--wire", action="store_true", help="the wire-size run (see the module's docstring)")
     ap.add_argument("--wire-sizes", default="8,1024,65536")
     ap.add_argument("--wire-tasks", type=int, default=200, help="tasks per payload size (a quarter above 4 KiB)")
     ap.add_argument("--idle", type=float, default=1.0, help="seconds of idle traffic measured first")
     ap.add_argument("--ready-file")
     ap.add_argument("--go-file")
-    ap.add_argument("--endpoints", default=None, help="the WAN part's master: workers on these endpoints (comma-separated "
-                    "URLs, one worker each; see the module's docstring)")
-    ap.add_argument("--modes", default="default,one", help="with --endpoints: the farm settings to run, in this order "
-                    "(%s)" % ", ".join("%s: %s" % (k, v) for k, v in MODES.items()))
+    ap.add_argument(
+        "--endpoints",
+        default=None,
+        help="the WAN part's master: workers on these endpoints (comma-separated "
+        "URLs, one worker each; see the module's docstring)",
+    )
+    ap.add_argument(
+        "--modes",
+        default="default,one",
+        help="with --endpoints: the farm settings to run, in this order "
+        "(%s)" % ", ".join("%s: %s" % (k, v) for k, v in MODES.items()),
+    )
     ap.add_argument("--skip", default="", help="with --endpoints: MODE:G pairs to leave out (comma-separated)")
-    ap.add_argument("--toxiproxy", default=None, help="with --endpoints: a Toxiproxy API URL; the workers reach this "
-                    "process's endpoint through a link of it (--link-latency, --link-rate)")
+    ap.add_argument(
+        "--toxiproxy",
+        default=None,
+        help="with --endpoints: a Toxiproxy API URL; the workers reach this "
+        "process's endpoint through a link of it (--link-latency, --link-rate)",
+    )
     ap.add_argument("--link-latency", type=int, default=0, help="one-way latency of that link, ms")
     ap.add_argument("--link-rate", type=float, default=None, help="rate of that link, Mbit/s each way")
-    ap.add_argument("--rtt-samples", type=int, default=8, help="with --endpoints: no-op tasks timed one by one per mode")
-    ap.add_argument("--settle", type=float, default=1.0, help="with --endpoints: seconds to wait once the workers are up "
-                    "(the endpoints start their spare processes then)")
+    ap.add_argument(
+        "--rtt-samples", type=int, default=8, help="with --endpoints: no-op tasks timed one by one per mode"
+    )
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=1.0,
+        help="with --endpoints: seconds to wait once the workers are up "
+        "(the endpoints start their spare processes then)",
+    )
     a = ap.parse_args()
     a.values = a.values or (QUICK_VALUES if a.quick else FULL_VALUES)
     a.grains = [int(x) for x in a.grains.split(",")] if a.grains else (QUICK_GRAINS if a.quick else FULL_GRAINS)

@@ -14,6 +14,7 @@ The WAN part (``--wan``: instead of the rest; ``--with-wan``, which ``mpiws benc
 appended to table.md for ``mpiws bench``): mpiws.futures with workers on endpoints behind emulated links
 (wan_farm.py); never run otherwise.
 """
+
 import os
 import subprocess
 import sys
@@ -52,64 +53,129 @@ class FarmImpl:
 
 
 IMPLS = {
-    "mpiws": FarmImpl("mpiws", "mpiws.futures", "mpiws",
-                      "`python bench.py`: `mpiws.futures.MPIPoolExecutor(max_workers=W)` spawns W local worker "
-                      "processes", module="mpiws"),
-    "mpi4py-tcp": FarmImpl("mpi4py-tcp", "mpi4py.futures", "mpi4py",
-                           "`mpiexec -n 1 python bench.py`: `mpi4py.futures.MPIPoolExecutor(max_workers=W)` spawns "
-                           "W workers (`MPI_Comm_spawn`); MPICH forced onto loopback TCP (%s)"
-                           % " ".join("%s=%s" % kv for kv in MPICH_TCP.items()),
-                           mpiexec=True, env=MPICH_TCP, module="mpi4py"),
-    "mpi4py-shm": FarmImpl("mpi4py-shm", "mpi4py.futures (UCX)", "mpi4py",
-                           "as mpi4py.futures, with MPICH's default channel (ch4:ucx, shared memory between "
-                           "local processes)", mpiexec=True, module="mpi4py"),
-    "processpool": FarmImpl("processpool", "ProcessPool", "processpool",
-                            "`python bench.py`: `concurrent.futures.ProcessPoolExecutor(max_workers=W)` (fork)"),
-    "dask": FarmImpl("dask", "Dask", "dask",
-                     "`python bench.py`: `distributed.LocalCluster(n_workers=W, threads_per_worker=1)` + `Client`; "
-                     "`client.map` / `client.submit(pure=False)`, `client.gather`", module="distributed"),
-    "ray": FarmImpl("ray", "Ray", "ray",
-                    "`python bench.py`: `ray.init(num_cpus=W)`; one `f.remote(...)` per task (`num_cpus=1`), "
-                    "`ray.get` (Ray has no executor map: its `map` is the same calls)", module="ray"),
+    "mpiws": FarmImpl(
+        "mpiws",
+        "mpiws.futures",
+        "mpiws",
+        "`python bench.py`: `mpiws.futures.MPIPoolExecutor(max_workers=W)` spawns W local worker processes",
+        module="mpiws",
+    ),
+    "mpi4py-tcp": FarmImpl(
+        "mpi4py-tcp",
+        "mpi4py.futures",
+        "mpi4py",
+        "`mpiexec -n 1 python bench.py`: `mpi4py.futures.MPIPoolExecutor(max_workers=W)` spawns "
+        "W workers (`MPI_Comm_spawn`); MPICH forced onto loopback TCP (%s)"
+        % " ".join("%s=%s" % kv for kv in MPICH_TCP.items()),
+        mpiexec=True,
+        env=MPICH_TCP,
+        module="mpi4py",
+    ),
+    "mpi4py-shm": FarmImpl(
+        "mpi4py-shm",
+        "mpi4py.futures (UCX)",
+        "mpi4py",
+        "as mpi4py.futures, with MPICH's default channel (ch4:ucx, shared memory between local processes)",
+        mpiexec=True,
+        module="mpi4py",
+    ),
+    "processpool": FarmImpl(
+        "processpool",
+        "ProcessPool",
+        "processpool",
+        "`python bench.py`: `concurrent.futures.ProcessPoolExecutor(max_workers=W)` (fork)",
+    ),
+    "dask": FarmImpl(
+        "dask",
+        "Dask",
+        "dask",
+        "`python bench.py`: `distributed.LocalCluster(n_workers=W, threads_per_worker=1)` + `Client`; "
+        "`client.map` / `client.submit(pure=False)`, `client.gather`",
+        module="distributed",
+    ),
+    "ray": FarmImpl(
+        "ray",
+        "Ray",
+        "ray",
+        "`python bench.py`: `ray.init(num_cpus=W)`; one `f.remote(...)` per task (`num_cpus=1`), "
+        "`ray.get` (Ray has no executor map: its `map` is the same calls)",
+        module="ray",
+    ),
 }
 DEFAULT_FULL = ["mpiws", "mpi4py-tcp", "processpool", "dask", "ray"]
 DEFAULT_QUICK = ["mpiws", "mpi4py-tcp", "processpool"]
 WIRE_IMPLS = ["mpiws", "mpi4py-tcp"]
-COLORS = {"mpiws": "tab:red", "mpi4py-tcp": "tab:blue", "mpi4py-shm": "tab:green", "processpool": "tab:gray",
-          "dask": "tab:orange", "ray": "tab:purple"}
+COLORS = {
+    "mpiws": "tab:red",
+    "mpi4py-tcp": "tab:blue",
+    "mpi4py-shm": "tab:green",
+    "processpool": "tab:gray",
+    "dask": "tab:orange",
+    "ray": "tab:purple",
+}
 REF = "mpi4py-tcp"
 
 
 def parse(argv):
-    ap = common.arg_parser("farm", __doc__,
-                           "2 workers, %d values, grains 1..1000, mpiws/mpi4py.futures/ProcessPool only, 2 rounds, "
-                           "shorter tiny-task runs (~1 min)" % 4000,
-                           "default 3, quick 2", "default 300, quick 120")
+    ap = common.arg_parser(
+        "farm",
+        __doc__,
+        "2 workers, %d values, grains 1..1000, mpiws/mpi4py.futures/ProcessPool only, 2 rounds, "
+        "shorter tiny-task runs (~1 min)" % 4000,
+        "default 3, quick 2",
+        "default 300, quick 120",
+    )
     for action in ap._actions:
         if action.dest == "impls":
-            action.help = ("comma-separated subset of: %s (default %s; quick %s)"
-                           % (",".join(IMPLS), ",".join(DEFAULT_FULL), ",".join(DEFAULT_QUICK)))
-    ap.add_argument("--workers", "--ranks", dest="workers", default=None,
-                    help="worker counts (default 1,2,4,8; quick 2); --ranks is the same, for `mpiws bench --ranks`")
+            action.help = "comma-separated subset of: %s (default %s; quick %s)" % (
+                ",".join(IMPLS),
+                ",".join(DEFAULT_FULL),
+                ",".join(DEFAULT_QUICK),
+            )
+    ap.add_argument(
+        "--workers",
+        "--ranks",
+        dest="workers",
+        default=None,
+        help="worker counts (default 1,2,4,8; quick 2); --ranks is the same, for `mpiws bench --ranks`",
+    )
     ap.add_argument("--values", type=int, default=None, help="values in the farm (default 10000, quick 4000)")
     ap.add_argument("--grains", default=None, help="values per task (default 1,10,100,1000,10000; quick 1,10,100,1000)")
     ap.add_argument("--iters", type=int, default=None, help="kernel iterations per value (default: bench.py's)")
-    ap.add_argument("--tiny-seconds", type=float, default=None, help="length of each tiny-task run (default 1.0, quick 0.5)")
-    ap.add_argument("--max-point-seconds", type=float, default=None,
-                    help="leave out a granularity whose tasks would take longer than this at the launch's no-op task "
-                         "rate (default 10; 0: never)")
-    ap.add_argument("--target-workers", type=int, default=None,
-                    help="worker count of the targets table (default: the number of cores, or the nearest measured)")
+    ap.add_argument(
+        "--tiny-seconds", type=float, default=None, help="length of each tiny-task run (default 1.0, quick 0.5)"
+    )
+    ap.add_argument(
+        "--max-point-seconds",
+        type=float,
+        default=None,
+        help="leave out a granularity whose tasks would take longer than this at the launch's no-op task "
+        "rate (default 10; 0: never)",
+    )
+    ap.add_argument(
+        "--target-workers",
+        type=int,
+        default=None,
+        help="worker count of the targets table (default: the number of cores, or the nearest measured)",
+    )
     ap.add_argument("--no-wire", action="store_true", help="leave out the bytes-on-the-wire part")
-    ap.add_argument("--wire-tasks", type=int, default=None, help="tasks per payload size in the wire part (default 200, quick 50)")
-    ap.add_argument("--wan", action="store_true",
-                    help="the WAN part instead: workers on endpoints behind Toxiproxy links, the default farm against "
-                         "one task at a time (wan_farm.py; writes wan-table.md, wan-*.csv, wan-results.json, "
-                         "wan-completion.png; --values default 1000, --grains 1,10,100,1000, --workers 2, --rounds "
-                         "default 3, quick 1, --max-point-seconds default 60)")
-    ap.add_argument("--with-wan", action="store_true",
-                    help="the suite, then the WAN part with its defaults (what `mpiws bench farm --wan` "
-                         "runs); its tables are appended to table.md")
+    ap.add_argument(
+        "--wire-tasks", type=int, default=None, help="tasks per payload size in the wire part (default 200, quick 50)"
+    )
+    ap.add_argument(
+        "--wan",
+        action="store_true",
+        help="the WAN part instead: workers on endpoints behind Toxiproxy links, the default farm against "
+        "one task at a time (wan_farm.py; writes wan-table.md, wan-*.csv, wan-results.json, "
+        "wan-completion.png; --values default 1000, --grains 1,10,100,1000, --workers 2, --rounds "
+        "default 3, quick 1, --max-point-seconds default 60)",
+    )
+    ap.add_argument(
+        "--with-wan",
+        action="store_true",
+        help="the suite, then the WAN part with its defaults (what `mpiws bench farm --wan` "
+        "runs); its tables are appended to table.md",
+    )
     ap.add_argument("--latencies", default=None, help="WAN part: one-way link latencies, ms (default 10,50; quick 10)")
     ap.add_argument("--rate", type=float, default=None, help="WAN part: link rate each way, Mbit/s (default 100)")
     return ap.parse_args(argv)
@@ -125,8 +191,11 @@ def available(keys):
             why[k] = "MPICH's mpiexec is not installed (%s)" % common.SETUP_HINT
             continue
         if impl.module and subprocess.run([py, "-c", "import %s" % impl.module], capture_output=True).returncode != 0:
-            hint = {"mpi4py": common.SETUP_HINT, "distributed": "scripts/setup.sh mpich mpi4py matplotlib dask distributed",
-                    "ray": "scripts/setup.sh mpich mpi4py matplotlib ray"}.get(impl.module, "")
+            hint = {
+                "mpi4py": common.SETUP_HINT,
+                "distributed": "scripts/setup.sh mpich mpi4py matplotlib dask distributed",
+                "ray": "scripts/setup.sh mpich mpi4py matplotlib ray",
+            }.get(impl.module, "")
             why[k] = "`%s` does not import here (%s)" % (impl.module, hint)
             continue
         have.append(k)
@@ -149,8 +218,11 @@ def calibrate(iters):
 
 
 def command_line(argv):
-    return " ".join((["PYTHONPATH=" + os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-                    + ["benchmarks/farm/run"] + (argv if argv is not None else sys.argv[1:]))
+    return " ".join(
+        (["PYTHONPATH=" + os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+        + ["benchmarks/farm/run"]
+        + (argv if argv is not None else sys.argv[1:])
+    )
 
 
 def run_wan(a, argv):
@@ -208,40 +280,90 @@ def main_local(a, argv):
     impls = [IMPLS[k] for k in keys]
     machine = common.machine()
     cost = calibrate(iters)
-    args = ["--values", values, "--grains", ",".join(map(str, grains)), "--iters", iters,
-            "--tiny-seconds", tiny_seconds, "--max-point-seconds", cap] + a.bench_args
-    common.log("farm: %d values x %d iterations (%.0f us per value here), grains %s, workers %s, %s cores, "
-               "%d rounds of %s, %s"
-               % (values, iters, cost * 1e6, ",".join(map(str, grains)), ",".join(map(str, workers)),
-                  machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full"))
+    args = [
+        "--values",
+        values,
+        "--grains",
+        ",".join(map(str, grains)),
+        "--iters",
+        iters,
+        "--tiny-seconds",
+        tiny_seconds,
+        "--max-point-seconds",
+        cap,
+    ] + a.bench_args
+    common.log(
+        "farm: %d values x %d iterations (%.0f us per value here), grains %s, workers %s, %s cores, "
+        "%d rounds of %s, %s"
+        % (
+            values,
+            iters,
+            cost * 1e6,
+            ",".join(map(str, grains)),
+            ",".join(map(str, workers)),
+            machine["cores"],
+            rounds,
+            ", ".join(keys),
+            "quick" if a.quick else "full",
+        )
+    )
     started = time.time()
-    raw, merged, failures = common.sweep("farm", impls, rounds, PROG, [(w, args) for w in workers], timeout,
-                                         unit="workers", field="workers")
+    raw, merged, failures = common.sweep(
+        "farm", impls, rounds, PROG, [(w, args) for w in workers], timeout, unit="workers", field="workers"
+    )
     wire_res, wire_why = {}, None
     if not a.no_wire:
         wire_res, wire_why = measure_wire([k for k in WIRE_IMPLS if k in keys], wire_tasks, timeout)
     machine["load_avg_end"] = os.getloadavg()
-    meta = dict(bench="farm", workers=workers, values=values, grains=grains, iters=iters,
-                cost_per_value=cost, tiny_seconds=tiny_seconds, max_point_seconds=cap,
-                cores=machine["cores"], rounds=rounds, quick=a.quick, impls=keys,
-                skipped_impls=skipped_impls, target_workers=target_workers(a.target_workers, workers, machine["cores"]),
-                hows={k: IMPLS[k].how for k in keys}, labels={k: IMPLS[k].label for k in IMPLS},
-                skipped_points=skipped_points(raw), versions=versions(raw), all_versions=all_versions(raw, wire_res),
-                launches={w: {k: len(rs) for k, rs in per.items()} for w, per in raw.items()},
-                futures_provenance=futures_provenance([v for per in all_versions(raw, wire_res).values() for v in per]),
-                started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-                seconds=round(time.time() - started, 1), machine=machine,
-                wire=wire_res, wire_skipped=wire_why,
-                command=command_line(argv))
-    out = common.save("farm", a.out, meta, merged, raw, failures, report(meta, merged, failures),
-                      None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)))
+    meta = dict(
+        bench="farm",
+        workers=workers,
+        values=values,
+        grains=grains,
+        iters=iters,
+        cost_per_value=cost,
+        tiny_seconds=tiny_seconds,
+        max_point_seconds=cap,
+        cores=machine["cores"],
+        rounds=rounds,
+        quick=a.quick,
+        impls=keys,
+        skipped_impls=skipped_impls,
+        target_workers=target_workers(a.target_workers, workers, machine["cores"]),
+        hows={k: IMPLS[k].how for k in keys},
+        labels={k: IMPLS[k].label for k in IMPLS},
+        skipped_points=skipped_points(raw),
+        versions=versions(raw),
+        all_versions=all_versions(raw, wire_res),
+        launches={w: {k: len(rs) for k, rs in per.items()} for w, per in raw.items()},
+        futures_provenance=futures_provenance([v for per in all_versions(raw, wire_res).values() for v in per]),
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        seconds=round(time.time() - started, 1),
+        machine=machine,
+        wire=wire_res,
+        wire_skipped=wire_why,
+        command=command_line(argv),
+    )
+    out = common.save(
+        "farm",
+        a.out,
+        meta,
+        merged,
+        raw,
+        failures,
+        report(meta, merged, failures),
+        None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)),
+    )
     try:  # the tables as CSV too (``mpiws bench`` does the same for every suite)
         from mpiws.bench import tables_to_csv
+
         tables_to_csv(Path(out) / "table.md")
     except ImportError:
         pass
-    common.log("farm: wrote %s (results.json, table.md, *.csv%s) in %.0fs"
-               % (out, "" if a.no_plots else ", farm-*.png", time.time() - started))
+    common.log(
+        "farm: wrote %s (results.json, table.md, *.csv%s) in %.0fs"
+        % (out, "" if a.no_plots else ", farm-*.png", time.time() - started)
+    )
     return 0 if any(merged.values()) else 1
 
 
@@ -299,8 +421,13 @@ def measure_wire(keys, tasks, timeout):
         common.log("farm: wire sizes, %s (capturing the loopback) ..." % k)
         t0 = time.time()
         try:
-            out[k] = wire.measure(impl.command(1, PROG, ["--wire", "--wire-tasks", tasks]), impl.environ(),
-                                  timeout=timeout, cwd=str(common.ROOT), log=common.log)
+            out[k] = wire.measure(
+                impl.command(1, PROG, ["--wire", "--wire-tasks", tasks]),
+                impl.environ(),
+                timeout=timeout,
+                cwd=str(common.ROOT),
+                log=common.log,
+            )
             common.log("farm: wire sizes, %s done in %.1fs" % (k, time.time() - t0))
         except Exception as e:  # noqa: BLE001 - reported in the table, the rest goes on
             common.log("farm: wire sizes, %s FAILED: %s" % (k, e))
@@ -310,10 +437,12 @@ def measure_wire(keys, tasks, timeout):
 
 # --------------------------------------------------------------------- report
 
+
 class Lookup:
     def __init__(self, merged):
-        self.by = {(int(w), k, m["kind"], str(m["key"])): m
-                   for w, per in merged.items() for k, ms in per.items() for m in ms}
+        self.by = {
+            (int(w), k, m["kind"], str(m["key"])): m for w, per in merged.items() for k, ms in per.items() for m in ms
+        }
 
     def m(self, w, k, kind, key):
         return self.by.get((w, k, kind, str(key)))
@@ -357,18 +486,33 @@ def report(meta, merged, failures):
     keys, lab = meta["impls"], meta["labels"]
     others = [k for k in keys if k != "mpiws"]
     cores = meta["cores"] or 2
-    head = ["## Task farm: the original farm experiment, reproduced", "",
-            "A master farms out %d floating-point values in blocks of g values per task (g = %s); a worker runs %d "
-            "iterations of the logistic map on each value (pure Python floats, %.0f us per value measured in the "
-            "driver's process), so the whole job is %.2f s of CPU work. Workers %s on %s cores (%s; more workers "
-            "than cores = oversubscribed), %s run, median of %d alternating rounds (%s), %s, took %.0f s. Load "
-            "average at start %s, at end %s."
-            % (meta["values"], ", ".join(map(str, meta["grains"])), meta["iters"], meta["cost_per_value"] * 1e6,
-               meta["values"] * meta["cost_per_value"], ",".join(map(str, meta["workers"])), meta["cores"],
-               m.get("cpu", "?"), "quick" if meta["quick"] else "full", meta["rounds"], ", ".join(keys),
-               meta["started"], meta["seconds"], "/".join("%.2f" % x for x in m.get("load_avg", ())),
-               "/".join("%.2f" % x for x in m.get("load_avg_end", ()))),
-            common.provenance(m)]
+    head = [
+        "## Task farm: the original farm experiment, reproduced",
+        "",
+        "A master farms out %d floating-point values in blocks of g values per task (g = %s); a worker runs %d "
+        "iterations of the logistic map on each value (pure Python floats, %.0f us per value measured in the "
+        "driver's process), so the whole job is %.2f s of CPU work. Workers %s on %s cores (%s; more workers "
+        "than cores = oversubscribed), %s run, median of %d alternating rounds (%s), %s, took %.0f s. Load "
+        "average at start %s, at end %s."
+        % (
+            meta["values"],
+            ", ".join(map(str, meta["grains"])),
+            meta["iters"],
+            meta["cost_per_value"] * 1e6,
+            meta["values"] * meta["cost_per_value"],
+            ",".join(map(str, meta["workers"])),
+            meta["cores"],
+            m.get("cpu", "?"),
+            "quick" if meta["quick"] else "full",
+            meta["rounds"],
+            ", ".join(keys),
+            meta["started"],
+            meta["seconds"],
+            "/".join("%.2f" % x for x in m.get("load_avg", ())),
+            "/".join("%.2f" % x for x in m.get("load_avg_end", ())),
+        ),
+        common.provenance(m),
+    ]
     fp = meta.get("futures_provenance")
     if fp:
         head.append(fp)
@@ -388,13 +532,27 @@ def report(meta, merged, failures):
             head.append("**%s: no launch succeeded** (see the failures above)." % lab[k])
     sk = meta["skipped_points"]
     if sk:
-        head.append("Left out (more tasks than %g s at the launch's own no-op task rate; the median is over the "
-                    "other rounds if some measured it): %s." % (
-                        meta["max_point_seconds"], "; ".join("%s, %s: g = %s" % (
-                            nw(w), lab[k], ", ".join("%s (~%.0f s%s)" % (g, e, "" if n >= meta["rounds"] else
-                                                                   ", in %d of %d rounds" % (n, meta["rounds"]))
-                                                 for g, (e, n) in gs.items()))
-                            for w, per in sk.items() for k, gs in per.items())))
+        head.append(
+            "Left out (more tasks than %g s at the launch's own no-op task rate; the median is over the "
+            "other rounds if some measured it): %s."
+            % (
+                meta["max_point_seconds"],
+                "; ".join(
+                    "%s, %s: g = %s"
+                    % (
+                        nw(w),
+                        lab[k],
+                        ", ".join(
+                            "%s (~%.0f s%s)"
+                            % (g, e, "" if n >= meta["rounds"] else ", in %d of %d rounds" % (n, meta["rounds"]))
+                            for g, (e, n) in gs.items()
+                        ),
+                    )
+                    for w, per in sk.items()
+                    for k, gs in per.items()
+                ),
+            )
+        )
     head.append("")
     parts = ["\n".join(head)]
 
@@ -408,18 +566,38 @@ def report(meta, merged, failures):
                 continue  # Ray's map is its submit
             theirs = L.rate(tw, k, mode)
             r = paired(L.m(tw, k, "tiny", mode), L.m(tw, "mpiws", "tiny", mode))
-            rows.append(["tiny-task throughput, `%s`, mpiws / %s" % (mode, lab[k]), rate_fmt(mine), rate_fmt(theirs),
-                         f2(r), ">= %.1f" % goal, met(r, goal, True) if k in keys else "not measured"])
+            rows.append(
+                [
+                    "tiny-task throughput, `%s`, mpiws / %s" % (mode, lab[k]),
+                    rate_fmt(mine),
+                    rate_fmt(theirs),
+                    f2(r),
+                    ">= %.1f" % goal,
+                    met(r, goal, True) if k in keys else "not measured",
+                ]
+            )
     (tm, gm), (tr, gr) = L.best(tw, "mpiws", meta["grains"]), L.best(tw, REF, meta["grains"])
     r = common.ratio(tm, tr)
-    rows.append(["completion time at the best granularity, mpiws / %s (s; g)" % lab[REF],
-                 "%s (g=%s)" % (f3(tm), gm), "%s (g=%s)" % (f3(tr), gr) if tr else "-", f2(r), "<= 1.1",
-                 met(r, 1.1, False) if REF in keys else "not measured"])
-    parts.append(common.table("Targets (from the issue), %s" % nw(tw),
-                              ["target", "mpiws", "other", "ratio", "goal", "met"], rows,
-                              "Tiny tasks: no-op tasks per second (higher is better), ratio = mpiws / other. "
-                              "Completion time: each implementation at its own best granularity, ratio = mpiws / "
-                              "other (above 1 = mpiws slower)."))
+    rows.append(
+        [
+            "completion time at the best granularity, mpiws / %s (s; g)" % lab[REF],
+            "%s (g=%s)" % (f3(tm), gm),
+            "%s (g=%s)" % (f3(tr), gr) if tr else "-",
+            f2(r),
+            "<= 1.1",
+            met(r, 1.1, False) if REF in keys else "not measured",
+        ]
+    )
+    parts.append(
+        common.table(
+            "Targets (from the issue), %s" % nw(tw),
+            ["target", "mpiws", "other", "ratio", "goal", "met"],
+            rows,
+            "Tiny tasks: no-op tasks per second (higher is better), ratio = mpiws / other. "
+            "Completion time: each implementation at its own best granularity, ratio = mpiws / "
+            "other (above 1 = mpiws slower).",
+        )
+    )
 
     # tiny tasks
     for mode in ("submit", "map"):
@@ -429,15 +607,26 @@ def report(meta, merged, failures):
             rates = [L.rate(w, k, mode) for k in ks]
             rat = [paired(L.m(w, k, "tiny", mode), L.m(w, "mpiws", "tiny", mode)) for k in ks if k != "mpiws"]
             rows.append([over(w, cores)] + [rate_fmt(x) for x in rates] + [f2(x) for x in rat])
-        note = ("No-op tasks (`return x`), %s, about %g s of them per launch (the count comes from a warm-up of 100); "
-                "tasks/s = tasks / (first submission to last result). Ratio = mpiws / other: below 1 = mpiws slower."
-                % ("one `submit` per task, then every result" if mode == "submit" else
-                   "`map(f, range(n), chunksize=1)` (Dask `client.map`)", meta["tiny_seconds"]))
+        note = (
+            "No-op tasks (`return x`), %s, about %g s of them per launch (the count comes from a warm-up of 100); "
+            "tasks/s = tasks / (first submission to last result). Ratio = mpiws / other: below 1 = mpiws slower."
+            % (
+                "one `submit` per task, then every result"
+                if mode == "submit"
+                else "`map(f, range(n), chunksize=1)` (Dask `client.map`)",
+                meta["tiny_seconds"],
+            )
+        )
         if "ray" in keys and mode == "map":
             note += " Ray has no map (its submit table has it)."
-        parts.append(common.table("Tiny tasks, `%s`: tasks per second" % mode,
-                                  ["workers"] + [lab[k] for k in ks] + ["mpiws/%s" % lab[k] for k in ks if k != "mpiws"],
-                                  rows, note))
+        parts.append(
+            common.table(
+                "Tiny tasks, `%s`: tasks per second" % mode,
+                ["workers"] + [lab[k] for k in ks] + ["mpiws/%s" % lab[k] for k in ks if k != "mpiws"],
+                rows,
+                note,
+            )
+        )
 
     # completion time per worker count
     for w in meta["workers"]:
@@ -447,14 +636,21 @@ def report(meta, merged, failures):
             ideal = meta["values"] * meta["cost_per_value"] / min(w, cores, ntasks)
             ts = [L.t(w, k, "farm", g) for k in keys]
             rat = [paired(L.m(w, "mpiws", "farm", g), L.m(w, k, "farm", g)) for k in others]
-            rows.append([g, ntasks, f3(ideal)] + [skipped_cell(sk, w, k, g, f3(t)) for k, t in zip(keys, ts)]
-                        + [f2(x) for x in rat])
-        parts.append(common.table("Completion time, %s%s (s)" % (nw(w), ", oversubscribed" if w > cores else ""),
-                                  ["g", "tasks", "ideal"] + [lab[k] for k in keys]
-                                  + ["mpiws/%s" % lab[k] for k in others], rows,
-                                  "Time from the first submission to the last result of the %d values in blocks of g "
-                                  "(one task per block). Ideal = the CPU work / min(workers, cores, tasks). Ratio = "
-                                  "mpiws / other: above 1 = mpiws slower." % meta["values"]))
+            rows.append(
+                [g, ntasks, f3(ideal)]
+                + [skipped_cell(sk, w, k, g, f3(t)) for k, t in zip(keys, ts)]
+                + [f2(x) for x in rat]
+            )
+        parts.append(
+            common.table(
+                "Completion time, %s%s (s)" % (nw(w), ", oversubscribed" if w > cores else ""),
+                ["g", "tasks", "ideal"] + [lab[k] for k in keys] + ["mpiws/%s" % lab[k] for k in others],
+                rows,
+                "Time from the first submission to the last result of the %d values in blocks of g "
+                "(one task per block). Ideal = the CPU work / min(workers, cores, tasks). Ratio = "
+                "mpiws / other: above 1 = mpiws slower." % meta["values"],
+            )
+        )
 
     # tasks per second: against the workers
     rows = []
@@ -462,10 +658,17 @@ def report(meta, merged, failures):
         ntasks = -(-meta["values"] // g)
         for w in meta["workers"]:
             ts = [L.t(w, k, "farm", g) for k in keys]
-            rows.append([g, over(w, cores)] + [skipped_cell(sk, w, k, g, rate_fmt(t and ntasks / t))
-                                               for k, t in zip(keys, ts)])
-    parts.append(common.table("Farm throughput: tasks per second", ["g", "workers"] + [lab[k] for k in keys], rows,
-                              "Tasks / completion time (a task = one block of g values)."))
+            rows.append(
+                [g, over(w, cores)] + [skipped_cell(sk, w, k, g, rate_fmt(t and ntasks / t)) for k, t in zip(keys, ts)]
+            )
+    parts.append(
+        common.table(
+            "Farm throughput: tasks per second",
+            ["g", "workers"] + [lab[k] for k in keys],
+            rows,
+            "Tasks / completion time (a task = one block of g values).",
+        )
+    )
 
     # best granularity
     rows = []
@@ -474,19 +677,32 @@ def report(meta, merged, failures):
         row = [over(w, cores)] + ["%s (g=%s)" % (f3(best[k][0]), best[k][1]) if best[k][0] else "-" for k in keys]
         row += [f2(common.ratio(best["mpiws"][0], best[k][0])) for k in others]
         rows.append(row)
-    parts.append(common.table("Best granularity: completion time (s) and g", ["workers"] + [lab[k] for k in keys]
-                              + ["mpiws/%s" % lab[k] for k in others], rows,
-                              "Each implementation at its own fastest g. Ratio = mpiws / other: above 1 = mpiws slower."))
+    parts.append(
+        common.table(
+            "Best granularity: completion time (s) and g",
+            ["workers"] + [lab[k] for k in keys] + ["mpiws/%s" % lab[k] for k in others],
+            rows,
+            "Each implementation at its own fastest g. Ratio = mpiws / other: above 1 = mpiws slower.",
+        )
+    )
 
     # startup
     rows = []
     for w in meta["workers"]:
-        rows.append([over(w, cores)] + ["%s / %s" % (f2(L.t(w, k, "startup", "startup")),
-                                                     f2(L.t(w, k, "shutdown", "shutdown"))) for k in keys])
-    parts.append(common.table("Pool start / shutdown (s)", ["workers"] + [lab[k] for k in keys], rows,
-                              "Start: from making the pool to the end of a first map of 4 tasks per worker (every worker "
-                              "up). Shutdown: `shutdown(wait=True)` (Dask: closing client and cluster; Ray: "
-                              "`ray.shutdown()`). Not part of any completion time above."))
+        rows.append(
+            [over(w, cores)]
+            + ["%s / %s" % (f2(L.t(w, k, "startup", "startup")), f2(L.t(w, k, "shutdown", "shutdown"))) for k in keys]
+        )
+    parts.append(
+        common.table(
+            "Pool start / shutdown (s)",
+            ["workers"] + [lab[k] for k in keys],
+            rows,
+            "Start: from making the pool to the end of a first map of 4 tasks per worker (every worker "
+            "up). Shutdown: `shutdown(wait=True)` (Dask: closing client and cluster; Ray: "
+            "`ray.shutdown()`). Not part of any completion time above.",
+        )
+    )
 
     parts += wire_tables(meta)
 
@@ -499,10 +715,22 @@ def report(meta, merged, failures):
                 continue
             spread = sorted(x["t_max"] / x["t_min"] for x in ms)
             worst = max(ms, key=lambda x: x["t_max"] / x["t_min"])
-            rows.append([w, lab[k], "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
-                         "%s %s" % (worst["kind"], worst["key"])])
-    parts.append(common.table("Spread over rounds (max/min time per measurement)",
-                              ["workers", "impl", "median", "worst", "worst at"], rows))
+            rows.append(
+                [
+                    w,
+                    lab[k],
+                    "%.2f" % spread[len(spread) // 2],
+                    "%.2f" % spread[-1],
+                    "%s %s" % (worst["kind"], worst["key"]),
+                ]
+            )
+    parts.append(
+        common.table(
+            "Spread over rounds (max/min time per measurement)",
+            ["workers", "impl", "median", "worst", "worst at"],
+            rows,
+        )
+    )
     return "\n".join(parts)
 
 
@@ -547,21 +775,28 @@ def futures_provenance(versions):
         note = " **It changed during the run** (%d different versions in the launches)." % len(kinds)
     try:
         rel = "python/mpiws/futures/"
-        out = subprocess.run(["git", "-C", str(common.ROOT), "ls-tree", "HEAD", rel], capture_output=True,
-                             text=True, timeout=30).stdout
-        head = {line.split("\t")[1][len(rel):]: line.split()[2] for line in out.splitlines() if "\t" in line}
-        commit = subprocess.run(["git", "-C", str(common.ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=30).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(common.ROOT), "ls-tree", "HEAD", rel], capture_output=True, text=True, timeout=30
+        ).stdout
+        head = {line.split("\t")[1][len(rel) :]: line.split()[2] for line in out.splitlines() if "\t" in line}
+        commit = subprocess.run(
+            ["git", "-C", str(common.ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         head, commit = {}, "?"
     if not head:
         return "mpiws.futures from %s.%s" % (f["dir"], note)
-    diff = ["%s (%s)" % (n, "not in HEAD" if n not in head else "modified")
-            for n, b in sorted(f["files"].items()) if head.get(n) != b]
+    diff = [
+        "%s (%s)" % (n, "not in HEAD" if n not in head else "modified")
+        for n, b in sorted(f["files"].items())
+        if head.get(n) != b
+    ]
     diff += ["%s (deleted)" % n for n in sorted(head) if n.endswith(".py") and n not in f["files"]]
     return "mpiws.futures from %s: %s.%s" % (
-        f["dir"], "as in git HEAD (%s)" % commit if not diff else "differs from git HEAD (%s) in %s" % (
-            commit, ", ".join(diff)), note)
+        f["dir"],
+        "as in git HEAD (%s)" % commit if not diff else "differs from git HEAD (%s) in %s" % (commit, ", ".join(diff)),
+        note,
+    )
 
 
 def wire_tables(meta):
@@ -582,47 +817,96 @@ def wire_tables(meta):
         for ph in res["phases"]:
             if ph["phase"] == "idle":
                 s = ph["seconds"] or 1
-                idle.append("%s %.0f B/s in %.1f segments/s" % (lab[k], (ph["task"]["ip_bytes"] + ph["result"]["ip_bytes"]
-                                                                        + ph["other"]["ip_bytes"]) / s,
-                                                               (ph["task"]["segments"] + ph["result"]["segments"]
-                                                                + ph["other"]["segments"]) / s))
+                idle.append(
+                    "%s %.0f B/s in %.1f segments/s"
+                    % (
+                        lab[k],
+                        (ph["task"]["ip_bytes"] + ph["result"]["ip_bytes"] + ph["other"]["ip_bytes"]) / s,
+                        (ph["task"]["segments"] + ph["result"]["segments"] + ph["other"]["segments"]) / s,
+                    )
+                )
                 continue
             s = ph["size"]
             t, r = ph["task_per_task"], ph["result_per_task"]
-            rows.append([lab[k], common.human_size(s), ph["pickled_task"], "%.0f" % t["tcp_payload"],
-                         "%.0f" % (t["tcp_payload"] - s), "%.2f" % (t["tcp_payload"] / s), "%.0f" % t["ip_bytes"],
-                         "%.1f" % t["segments"], ph["pickled_result"], "%.0f" % r["tcp_payload"],
-                         "%.0f" % (r["tcp_payload"] - s), "%.2f" % (r["tcp_payload"] / s), "%.0f" % r["ip_bytes"],
-                         "%.1f" % r["segments"]])
-    note = ("One worker; the manager sends one task at a time (`submit(echo, payload)`, waits for the result, then "
-            "the next; %s tasks per size) with a random `bytes` payload that the task returns. Captured with "
-            "`tcpdump -i lo` on the ports of the manager <-> worker connections only (found in /proc; wire.py), "
-            "summed per direction within each task's window (its submission to the next one's), median over the "
-            "tasks of each size (results.json has the means too). **task** = manager -> "
-            "worker, **result** = worker -> manager. *wire* = TCP payload bytes (all the implementation writes: its "
-            "headers, framing, the pickle, and any acknowledgement it sends that way); *envelope* = wire - payload; "
-            "*IP* = wire + IP and TCP headers of every segment, pure ACKs included (on the loopback, MTU 65536: "
-            "Ethernet at MTU 1500 adds ~66 B per 1448 B more); *pickled* = `pickle.dumps((echo, (payload,), {}))`, "
-            "what the executor itself serialises (the result: `(payload, None)`). mpi4py.futures sends with "
-            "`issend` (synchronous): its acknowledgements are in the other direction's bytes."
-            % " / ".join("%d at %s" % (n, common.human_size(s)) for s, n in sorted(
-                {(ph["size"], ph["tasks"]) for res in wire.values() if "phases" in res
-                 for ph in res["phases"] if ph["tasks"]})))
+            rows.append(
+                [
+                    lab[k],
+                    common.human_size(s),
+                    ph["pickled_task"],
+                    "%.0f" % t["tcp_payload"],
+                    "%.0f" % (t["tcp_payload"] - s),
+                    "%.2f" % (t["tcp_payload"] / s),
+                    "%.0f" % t["ip_bytes"],
+                    "%.1f" % t["segments"],
+                    ph["pickled_result"],
+                    "%.0f" % r["tcp_payload"],
+                    "%.0f" % (r["tcp_payload"] - s),
+                    "%.2f" % (r["tcp_payload"] / s),
+                    "%.0f" % r["ip_bytes"],
+                    "%.1f" % r["segments"],
+                ]
+            )
+    note = (
+        "One worker; the manager sends one task at a time (`submit(echo, payload)`, waits for the result, then "
+        "the next; %s tasks per size) with a random `bytes` payload that the task returns. Captured with "
+        "`tcpdump -i lo` on the ports of the manager <-> worker connections only (found in /proc; wire.py), "
+        "summed per direction within each task's window (its submission to the next one's), median over the "
+        "tasks of each size (results.json has the means too). **task** = manager -> "
+        "worker, **result** = worker -> manager. *wire* = TCP payload bytes (all the implementation writes: its "
+        "headers, framing, the pickle, and any acknowledgement it sends that way); *envelope* = wire - payload; "
+        "*IP* = wire + IP and TCP headers of every segment, pure ACKs included (on the loopback, MTU 65536: "
+        "Ethernet at MTU 1500 adds ~66 B per 1448 B more); *pickled* = `pickle.dumps((echo, (payload,), {}))`, "
+        "what the executor itself serialises (the result: `(payload, None)`). mpi4py.futures sends with "
+        "`issend` (synchronous): its acknowledgements are in the other direction's bytes."
+        % " / ".join(
+            "%d at %s" % (n, common.human_size(s))
+            for s, n in sorted(
+                {
+                    (ph["size"], ph["tasks"])
+                    for res in wire.values()
+                    if "phases" in res
+                    for ph in res["phases"]
+                    if ph["tasks"]
+                }
+            )
+        )
+    )
     if idle:
         note += " Idle traffic (1 s, no tasks): %s." % "; ".join(idle)
     if notes:
         note += " " + " ".join(notes)
-    parts.append(common.table("Bytes on the wire per message (one task, one result)",
-                              ["impl", "payload", "pickled task", "task wire", "task envelope", "task wire/payload",
-                               "task IP", "task segments", "pickled result", "result wire", "result envelope",
-                               "result wire/payload", "result IP", "result segments"], rows, note))
+    parts.append(
+        common.table(
+            "Bytes on the wire per message (one task, one result)",
+            [
+                "impl",
+                "payload",
+                "pickled task",
+                "task wire",
+                "task envelope",
+                "task wire/payload",
+                "task IP",
+                "task segments",
+                "pickled result",
+                "result wire",
+                "result envelope",
+                "result wire/payload",
+                "result IP",
+                "result segments",
+            ],
+            rows,
+            note,
+        )
+    )
     return parts
 
 
 # ----------------------------------------------------------------------- plots
 
+
 def plots(out, meta, merged):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -630,7 +914,11 @@ def plots(out, meta, merged):
     keys, lab = meta["impls"], meta["labels"]
     cores = meta["cores"] or 2
     sub = "%s cores; %d values, %.0f us each; median of %d alternating rounds, band = min..max" % (
-        meta["cores"], meta["values"], meta["cost_per_value"] * 1e6, meta["rounds"])
+        meta["cores"],
+        meta["values"],
+        meta["cost_per_value"] * 1e6,
+        meta["rounds"],
+    )
 
     def series(ax, xs, pts, k):
         pts = [(x, p) for x, p in zip(xs, pts) if p]
@@ -649,7 +937,9 @@ def plots(out, meta, merged):
         for k in keys:
             ms = [L.m(w, k, "farm", g) for g in meta["grains"]]
             series(ax, meta["grains"], [m and (m["t"], m["t_min"], m["t_max"]) for m in ms], k)
-        ideal = [meta["values"] * meta["cost_per_value"] / min(w, cores, -(-meta["values"] // g)) for g in meta["grains"]]
+        ideal = [
+            meta["values"] * meta["cost_per_value"] / min(w, cores, -(-meta["values"] // g)) for g in meta["grains"]
+        ]
         ax.plot(meta["grains"], ideal, ":", color="black", lw=1, label="ideal (CPU work / usable cores)")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -660,7 +950,7 @@ def plots(out, meta, merged):
         ax.set_title("%s%s" % (nw(w), " (oversubscribed)" if w > cores else ""), fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    for ax in list(axes.flat)[len(ws):]:
+    for ax in list(axes.flat)[len(ws) :]:
         ax.set_visible(False)
     fig.suptitle("Task farm: completion time vs granularity\n" + sub, fontsize=10)
     fig.tight_layout()
@@ -692,7 +982,7 @@ def plots(out, meta, merged):
         ax.set_ylabel("tasks/s")
         ax.set_title(title, fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)

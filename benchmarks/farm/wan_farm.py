@@ -13,6 +13,7 @@ two modes, an executor each: mpiws's default (adaptive batches, 2 batches prefet
 round, both modes in it (their order alternating by round), rounds alternating the settings; medians over rounds.
 Writes wan-table.md (+ the tables as CSV), wan-results.json and wan-completion.png beside the suite's own files.
 """
+
 import json
 import math
 import os
@@ -31,17 +32,19 @@ import common  # noqa: E402
 from toxiproxy import Toxiproxy, ToxiproxyError, ensure_installed, url_through  # noqa: E402
 
 PROG = HERE / "bench.py"
-LATENCIES, QUICK_LATENCIES = [10, 50], [10]     # one-way, ms
-RATE = 100                                       # Mbit/s, each direction
+LATENCIES, QUICK_LATENCIES = [10, 50], [10]  # one-way, ms
+RATE = 100  # Mbit/s, each direction
 VALUES = 1000
 GRAINS = [1, 10, 100, 1000]
 WORKERS = 2
 MODES = ["default", "one"]
 LABELS = {"default": "default", "one": "one at a time"}
-HOWS = {"default": "`MPIPoolExecutor(endpoints=[...])` as it comes: adaptive batches (about one round trip's worth "
-                   "of tasks each) and 2 batches prefetched per worker",
-        "one": "`MPIPoolExecutor(endpoints=[...], max_batch=1, prefetch=1)`: one task per message and per worker at "
-               "a time (as mpi4py.futures farms)"}
+HOWS = {
+    "default": "`MPIPoolExecutor(endpoints=[...])` as it comes: adaptive batches (about one round trip's worth "
+    "of tasks each) and 2 batches prefetched per worker",
+    "one": "`MPIPoolExecutor(endpoints=[...], max_batch=1, prefetch=1)`: one task per message and per worker at "
+    "a time (as mpi4py.futures farms)",
+}
 COLORS = {"default": "tab:red", "one": "tab:blue"}
 SERVICE = "futures=mpiws.futures.endpoints:worker"
 
@@ -58,8 +61,14 @@ def endpoints_env(key):
     env = dict(os.environ, MPIWS_KEY_FILE=str(key), NO_PROXY="*", PYTHONUNBUFFERED="1")
     for k in list(env):
         # the modes are the executor's keywords: no farm setting, endpoint or advertised URL from the caller's shell
-        if k.startswith("MPIWS_FUTURES_") or k in ("MPIWS_KEY", "BENCH_MPI", "http_proxy", "https_proxy",
-                                                   "HTTP_PROXY", "HTTPS_PROXY"):
+        if k.startswith("MPIWS_FUTURES_") or k in (
+            "MPIWS_KEY",
+            "BENCH_MPI",
+            "http_proxy",
+            "https_proxy",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+        ):
             env.pop(k)
     return env
 
@@ -73,9 +82,15 @@ class Endpoints:
         try:
             for i in range(n):
                 log = open(tmp / ("endpoint%d.log" % i), "w+")
-                p = subprocess.Popen([str(common.VENV / "bin" / "mpiws"), "serve", "--service", SERVICE, "--pickle", "full"],
-                                     cwd=str(tmp), env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, text=True)
+                p = subprocess.Popen(
+                    [str(common.VENV / "bin" / "mpiws"), "serve", "--service", SERVICE, "--pickle", "full"],
+                    cwd=str(tmp),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
                 self.procs.append(p)
                 self.logs.append(log)
                 self.urls.append(self._url(p, log))
@@ -122,8 +137,18 @@ class Launch:
     def run(self, timeout):
         modes = MODES if self.round % 2 == 0 else MODES[::-1]  # which mode goes first alternates by round
         self.round += 1
-        cmd = [str(common.PYTHON), str(PROG), "--impl", "mpiws", "--endpoints", ",".join(self.urls),
-               "--modes", ",".join(modes), "--skip", ",".join(self.skip)] + [str(x) for x in self.args]
+        cmd = [
+            str(common.PYTHON),
+            str(PROG),
+            "--impl",
+            "mpiws",
+            "--endpoints",
+            ",".join(self.urls),
+            "--modes",
+            ",".join(modes),
+            "--skip",
+            ",".join(self.skip),
+        ] + [str(x) for x in self.args]
         if self.lat is not None:
             cmd += ["--toxiproxy", self.api, "--link-latency", str(self.lat), "--link-rate", str(self.rate)]
         env = dict(self.env, BENCH_IMPL="wan %s" % self.key)
@@ -134,10 +159,12 @@ class Launch:
         result = None
         for line in p.stdout.splitlines():
             if line.startswith(common.RESULT_PREFIX):
-                result = json.loads(line[len(common.RESULT_PREFIX):])
+                result = json.loads(line[len(common.RESULT_PREFIX) :])
         if result is None:
-            raise common.LaunchError("%s: exit %s, no result line\n%s\n%s" % (self.key, p.returncode,
-                                     common._tail(p.stdout), common._tail(p.stderr)))
+            raise common.LaunchError(
+                "%s: exit %s, no result line\n%s\n%s"
+                % (self.key, p.returncode, common._tail(p.stdout), common._tail(p.stderr))
+            )
         if p.returncode != 0:
             result["exit_error"] = "exit %s after the result line: %s" % (p.returncode, common._tail(p.stderr, 4))
         result["order"] = modes
@@ -176,7 +203,7 @@ def ideal(values, cost, tasks, workers, lat):
 
 def not_measured(out, why, command):
     """No Toxiproxy here: the part says so (wan-table.md) and ends without failing."""
-    text = ("## Task farm across emulated WAN links\n\nNot measured: %s.\n\nCommand: `%s`\n" % (why, command))
+    text = "## Task farm across emulated WAN links\n\nNot measured: %s.\n\nCommand: `%s`\n" % (why, command)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
     (out / "wan-table.md").write_text(text)
@@ -198,8 +225,9 @@ def main(a, command, calibrate, futures_provenance):
     try:
         workers = int(a.workers) if a.workers else WORKERS
     except ValueError:
-        raise SystemExit("farm wan: --workers is one number there (workers on endpoints, one endpoint each), not %r"
-                         % a.workers) from None
+        raise SystemExit(
+            "farm wan: --workers is one number there (workers on endpoints, one endpoint each), not %r" % a.workers
+        ) from None
     lats = [int(x) for x in a.latencies.split(",")] if a.latencies else (QUICK_LATENCIES if a.quick else LATENCIES)
     rate = a.rate or RATE
     cap = a.max_point_seconds if a.max_point_seconds is not None else 60
@@ -226,12 +254,25 @@ def main(a, command, calibrate, futures_provenance):
                 if cap and est > cap:
                     skip[lat].append("%s:%d" % (mode, g))
                     skipped.append({"link": setting_name(lat), "mode": mode, "g": g, "estimate": est})
-    common.log("farm wan: %d values x %d iterations (%.0f us per value here), grains %s, %d workers on endpoints, "
-               "links %s at %g Mbit/s and loopback, %d rounds, %s"
-               % (values, iters, cost * 1e6, ",".join(map(str, grains)), workers,
-                  ", ".join("%d ms" % x for x in lats), rate, rounds, "quick" if a.quick else "full"))
+    common.log(
+        "farm wan: %d values x %d iterations (%.0f us per value here), grains %s, %d workers on endpoints, "
+        "links %s at %g Mbit/s and loopback, %d rounds, %s"
+        % (
+            values,
+            iters,
+            cost * 1e6,
+            ",".join(map(str, grains)),
+            workers,
+            ", ".join("%d ms" % x for x in lats),
+            rate,
+            rounds,
+            "quick" if a.quick else "full",
+        )
+    )
     for s in skipped:
-        common.log("farm wan: %s, %s, g=%d left out: ~%.0f s > %g s" % (s["link"], s["mode"], s["g"], s["estimate"], cap))
+        common.log(
+            "farm wan: %s, %s, g=%d left out: ~%.0f s > %g s" % (s["link"], s["mode"], s["g"], s["estimate"], cap)
+        )
     started = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="mpiws-farm-wan-"))
     key = tmp / "key"
@@ -249,10 +290,14 @@ def main(a, command, calibrate, futures_provenance):
                     urls = list(eps.urls)
                     if lat is not None:
                         link_rtts[setting_name(lat)] = link_rtt(tp, lat, rate)
-                        urls = [url_through(u, tp.link(u.split("//", 1)[1].rstrip("/"), latency_ms=lat,
-                                                               rate_mbit=rate)) for u in urls]
-                        common.log("farm wan: %s: plain TCP round trip through such a link %.1f ms"
-                                   % (setting_label(lat, rate), link_rtts[setting_name(lat)] * 1e3))
+                        urls = [
+                            url_through(u, tp.link(u.split("//", 1)[1].rstrip("/"), latency_ms=lat, rate_mbit=rate))
+                            for u in urls
+                        ]
+                        common.log(
+                            "farm wan: %s: plain TCP round trip through such a link %.1f ms"
+                            % (setting_label(lat, rate), link_rtts[setting_name(lat)] * 1e3)
+                        )
                     launches.append(Launch(lat, rate, urls, tp.api, args, skip[lat], env))
                 raw, failures = common.alternate(launches, rounds, lambda launch: launch.run(timeout))
             finally:
@@ -262,13 +307,32 @@ def main(a, command, calibrate, futures_provenance):
     merged = {k: common.merge_rounds([x["measurements"] for x in rs]) for k, rs in raw.items() if rs}
     machine["load_avg_end"] = os.getloadavg()
     versions = [r.get("versions") for rs in raw.values() for r in rs]
-    meta = dict(bench="farm-wan", values=values, grains=grains, iters=iters, cost_per_value=cost, workers=workers,
-                latencies=lats, rate=rate, settings=[setting_name(x) for x in settings], rounds=rounds, quick=a.quick,
-                modes=MODES, labels=LABELS, hows=HOWS, link_rtts=link_rtts, skipped_points=skipped,
-                max_point_seconds=cap, cores=machine["cores"], machine=machine, versions=versions[0] if versions else None,
-                futures_provenance=futures_provenance(versions),
-                started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-                seconds=round(time.time() - started, 1), command=command)
+    meta = dict(
+        bench="farm-wan",
+        values=values,
+        grains=grains,
+        iters=iters,
+        cost_per_value=cost,
+        workers=workers,
+        latencies=lats,
+        rate=rate,
+        settings=[setting_name(x) for x in settings],
+        rounds=rounds,
+        quick=a.quick,
+        modes=MODES,
+        labels=LABELS,
+        hows=HOWS,
+        link_rtts=link_rtts,
+        skipped_points=skipped,
+        max_point_seconds=cap,
+        cores=machine["cores"],
+        machine=machine,
+        versions=versions[0] if versions else None,
+        futures_provenance=futures_provenance(versions),
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        seconds=round(time.time() - started, 1),
+        command=command,
+    )
     text = report(meta, merged, raw, failures)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
@@ -276,6 +340,7 @@ def main(a, command, calibrate, futures_provenance):
     (out / "wan-table.md").write_text(text)
     try:
         from mpiws.bench import tables_to_csv
+
         tables_to_csv(out / "wan-table.md")
     except ImportError:
         pass
@@ -284,12 +349,15 @@ def main(a, command, calibrate, futures_provenance):
             plot(out, meta, merged)
         except ImportError:
             common.log("farm wan: matplotlib is missing, no plot; install with: %s" % common.SETUP_HINT)
-    common.log("farm wan: wrote %s (wan-results.json, wan-table.md, wan-*.csv%s) in %.0fs"
-               % (out, "" if a.no_plots else ", wan-completion.png", time.time() - started))
+    common.log(
+        "farm wan: wrote %s (wan-results.json, wan-table.md, wan-*.csv%s) in %.0fs"
+        % (out, "" if a.no_plots else ", wan-completion.png", time.time() - started)
+    )
     return (0 if merged else 1), text
 
 
 # --------------------------------------------------------------------- report
+
 
 class Lookup:
     def __init__(self, merged):
@@ -311,23 +379,41 @@ def report(meta, merged, raw, failures):
     f2 = lambda x: common.fmt(x, "%.2f")  # noqa: E731
     rate_fmt = lambda x: common.fmt(x, "%.0f")  # noqa: E731
     ms_fmt = lambda x: common.fmt(x and x * 1e3, "%.1f")  # noqa: E731
-    head = ["## Task farm across emulated WAN links: workers on endpoints", "",
-            "The farm of the local suite with its %d workers on endpoints: %d `mpiws serve --service %s --pickle full` "
-            "on loopback, one worker each, each reached by the master only through a Toxiproxy link of its own "
-            "(one-way latency L and %g Mbit/s in each direction, benchmarks/wan/toxiproxy.py), and the master's own "
-            "endpoint, which the workers send results to, through a link of the same kind (`advertise=`): each "
-            "message crosses one link, a round trip is 2L. Loopback = the same endpoints reached directly. %d values "
-            "in blocks of g values per task (g = %s), %d iterations of the logistic map each (%.0f us per value "
-            "measured in the driver's process), so %.3f s of CPU work in all; `map(work, blocks, chunksize=1)`, "
-            "completion time from the first submission to the last result (the results checked on a sample). "
-            "%s cores (%s), %s run, median of %d rounds (one launch per link setting and round, both modes in it "
-            "one after the other, an executor each, their order alternating by round), %s, took %.0f s. Load "
-            "average at start %s, at end %s."
-            % (w, w, SERVICE, meta["rate"], n, ", ".join(map(str, meta["grains"])), meta["iters"], cost * 1e6,
-               n * cost, meta["cores"], m.get("cpu", "?"), "quick" if meta["quick"] else "full", meta["rounds"],
-               meta["started"], meta["seconds"], "/".join("%.2f" % x for x in m.get("load_avg", ())),
-               "/".join("%.2f" % x for x in m.get("load_avg_end", ()))),
-            common.provenance(m)]
+    head = [
+        "## Task farm across emulated WAN links: workers on endpoints",
+        "",
+        "The farm of the local suite with its %d workers on endpoints: %d `mpiws serve --service %s --pickle full` "
+        "on loopback, one worker each, each reached by the master only through a Toxiproxy link of its own "
+        "(one-way latency L and %g Mbit/s in each direction, benchmarks/wan/toxiproxy.py), and the master's own "
+        "endpoint, which the workers send results to, through a link of the same kind (`advertise=`): each "
+        "message crosses one link, a round trip is 2L. Loopback = the same endpoints reached directly. %d values "
+        "in blocks of g values per task (g = %s), %d iterations of the logistic map each (%.0f us per value "
+        "measured in the driver's process), so %.3f s of CPU work in all; `map(work, blocks, chunksize=1)`, "
+        "completion time from the first submission to the last result (the results checked on a sample). "
+        "%s cores (%s), %s run, median of %d rounds (one launch per link setting and round, both modes in it "
+        "one after the other, an executor each, their order alternating by round), %s, took %.0f s. Load "
+        "average at start %s, at end %s."
+        % (
+            w,
+            w,
+            SERVICE,
+            meta["rate"],
+            n,
+            ", ".join(map(str, meta["grains"])),
+            meta["iters"],
+            cost * 1e6,
+            n * cost,
+            meta["cores"],
+            m.get("cpu", "?"),
+            "quick" if meta["quick"] else "full",
+            meta["rounds"],
+            meta["started"],
+            meta["seconds"],
+            "/".join("%.2f" % x for x in m.get("load_avg", ())),
+            "/".join("%.2f" % x for x in m.get("load_avg_end", ())),
+        ),
+        common.provenance(m),
+    ]
     if meta.get("futures_provenance"):
         head.append(meta["futures_provenance"])
     head += ["Command: `%s`" % meta["command"], "", "Modes:", ""]
@@ -339,9 +425,16 @@ def report(meta, merged, raw, failures):
         if got < meta["rounds"]:
             head.append("%s: only %d of %d launches succeeded." % (s, got, meta["rounds"]))
     if meta["skipped_points"]:
-        head.append("Left out (expected to take more than %g s, `--max-point-seconds`): %s." % (
-            meta["max_point_seconds"], "; ".join("%s, %s, g = %d (~%.0f s)" % (x["link"], LABELS[x["mode"]], x["g"],
-                                                                           x["estimate"]) for x in meta["skipped_points"])))
+        head.append(
+            "Left out (expected to take more than %g s, `--max-point-seconds`): %s."
+            % (
+                meta["max_point_seconds"],
+                "; ".join(
+                    "%s, %s, g = %d (~%.0f s)" % (x["link"], LABELS[x["mode"]], x["g"], x["estimate"])
+                    for x in meta["skipped_points"]
+                ),
+            )
+        )
     head.append("")
     parts = ["\n".join(head)]
 
@@ -352,35 +445,83 @@ def report(meta, merged, raw, failures):
             best = ideal(n, cost, tasks, w, lat)
             md, mo = L.m(s, "farm", "default:%d" % g), L.m(s, "farm", "one:%d" % g)
             td, to = md and md["t"], mo and mo["t"]
-            rows.append([s, g, tasks, f3(best), f3(td), f3(to), rate_fmt(td and tasks / td), rate_fmt(to and tasks / to),
-                         f2(common.paired_ratio(md, mo)), f2(common.ratio(td, best)), f2(common.ratio(to, best))])
-    parts.append(common.table(
-        "WAN farm: completion time (s) and tasks per second, %d workers on endpoints" % w,
-        ["link", "g", "tasks", "ideal", "default", "one at a time", "default tasks/s", "one at a time tasks/s",
-         "default/one at a time", "default/ideal", "one at a time/ideal"], rows,
-        "Link: one-way latency L (each direction, %g Mbit/s), or loopback without a link. Ideal = the CPU work / "
-        "min(%d workers, tasks) + one round trip 2L (a first task cannot return sooner). tasks/s = tasks / "
-        "completion time. default/one at a time: the median over rounds of the two modes' ratio in each launch; "
-        "below 1 = the default is faster. x/ideal: the median time over the ideal (1 = as fast as the link and the "
-        "cores allow)." % (meta["rate"], w)))
+            rows.append(
+                [
+                    s,
+                    g,
+                    tasks,
+                    f3(best),
+                    f3(td),
+                    f3(to),
+                    rate_fmt(td and tasks / td),
+                    rate_fmt(to and tasks / to),
+                    f2(common.paired_ratio(md, mo)),
+                    f2(common.ratio(td, best)),
+                    f2(common.ratio(to, best)),
+                ]
+            )
+    parts.append(
+        common.table(
+            "WAN farm: completion time (s) and tasks per second, %d workers on endpoints" % w,
+            [
+                "link",
+                "g",
+                "tasks",
+                "ideal",
+                "default",
+                "one at a time",
+                "default tasks/s",
+                "one at a time tasks/s",
+                "default/one at a time",
+                "default/ideal",
+                "one at a time/ideal",
+            ],
+            rows,
+            "Link: one-way latency L (each direction, %g Mbit/s), or loopback without a link. Ideal = the CPU work / "
+            "min(%d workers, tasks) + one round trip 2L (a first task cannot return sooner). tasks/s = tasks / "
+            "completion time. default/one at a time: the median over rounds of the two modes' ratio in each launch; "
+            "below 1 = the default is faster. x/ideal: the median time over the ideal (1 = as fast as the link and the "
+            "cores allow)." % (meta["rate"], w),
+        )
+    )
 
     rows = []
     for s in meta["settings"]:
-        rows.append([s, ms_fmt(meta["link_rtts"].get(s)) if s != "loopback" else "-",
-                     ms_fmt(L.t(s, "rtt", "default")), ms_fmt(L.t(s, "rtt", "one")),
-                     f2(L.t(s, "startup", "default")), f2(L.t(s, "startup", "one")),
-                     f2(L.t(s, "shutdown", "default")), f2(L.t(s, "shutdown", "one"))])
-    parts.append(common.table(
-        "WAN farm: round trips and the pool's start",
-        ["link", "plain TCP RTT (ms)", "no-op task RTT, default (ms)", "no-op task RTT, one at a time (ms)",
-         "start, default (s)", "start, one at a time (s)", "shutdown, default (s)", "shutdown, one at a time (s)"], rows,
-        "Plain TCP RTT: an 8 B ping-pong through a link of the same setting (the emulation itself). No-op task RTT: "
-        "`submit(noop).result()` one at a time, median of the samples in a launch, then over rounds. Start: making "
-        "the executor to the end of a first map of %d small tasks (every worker up: each a run request to its "
-        "endpoint through the link, the options and the program's source shipped); not part of any completion "
-        "time, nor is the second the master then waits (each endpoint starts a spare process for its next "
-        "instance as one starts, which takes CPU from the workers on a shared host for about half a second)."
-        % (4 * w)))
+        rows.append(
+            [
+                s,
+                ms_fmt(meta["link_rtts"].get(s)) if s != "loopback" else "-",
+                ms_fmt(L.t(s, "rtt", "default")),
+                ms_fmt(L.t(s, "rtt", "one")),
+                f2(L.t(s, "startup", "default")),
+                f2(L.t(s, "startup", "one")),
+                f2(L.t(s, "shutdown", "default")),
+                f2(L.t(s, "shutdown", "one")),
+            ]
+        )
+    parts.append(
+        common.table(
+            "WAN farm: round trips and the pool's start",
+            [
+                "link",
+                "plain TCP RTT (ms)",
+                "no-op task RTT, default (ms)",
+                "no-op task RTT, one at a time (ms)",
+                "start, default (s)",
+                "start, one at a time (s)",
+                "shutdown, default (s)",
+                "shutdown, one at a time (s)",
+            ],
+            rows,
+            "Plain TCP RTT: an 8 B ping-pong through a link of the same setting (the emulation itself). No-op task RTT: "
+            "`submit(noop).result()` one at a time, median of the samples in a launch, then over rounds. Start: making "
+            "the executor to the end of a first map of %d small tasks (every worker up: each a run request to its "
+            "endpoint through the link, the options and the program's source shipped); not part of any completion "
+            "time, nor is the second the master then waits (each endpoint starts a spare process for its next "
+            "instance as one starts, which takes CPU from the workers on a shared host for about half a second)."
+            % (4 * w),
+        )
+    )
 
     rows = []
     for s in meta["settings"]:
@@ -389,15 +530,20 @@ def report(meta, merged, raw, failures):
             continue
         spread = sorted(x["t_max"] / x["t_min"] for x in ms)
         worst = max(ms, key=lambda x: x["t_max"] / x["t_min"])
-        rows.append([s, "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
-                     "%s g=%s" % tuple(str(worst["key"]).split(":"))])
-    parts.append(common.table("WAN farm: spread over rounds (max/min time per measurement)",
-                              ["link", "median", "worst", "worst at"], rows))
+        rows.append(
+            [s, "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1], "%s g=%s" % tuple(str(worst["key"]).split(":"))]
+        )
+    parts.append(
+        common.table(
+            "WAN farm: spread over rounds (max/min time per measurement)", ["link", "median", "worst", "worst at"], rows
+        )
+    )
     return "\n".join(parts)
 
 
 def plot(out, meta, merged):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -413,10 +559,17 @@ def plot(out, meta, merged):
                 continue
             xs = [g for g, _ in pts]
             ax.plot(xs, [m["t"] for _, m in pts], "o-", ms=3, color=COLORS[mode], label=LABELS[mode])
-            ax.fill_between(xs, [m["t_min"] for _, m in pts], [m["t_max"] for _, m in pts], color=COLORS[mode],
-                            alpha=0.15, lw=0)
-        ax.plot(grains, [ideal(n, cost, -(-n // g), w, lat) for g in grains], "--", color="black", lw=1,
-                label="ideal (CPU work / min(workers, tasks) + 2L)")
+            ax.fill_between(
+                xs, [m["t_min"] for _, m in pts], [m["t_max"] for _, m in pts], color=COLORS[mode], alpha=0.15, lw=0
+            )
+        ax.plot(
+            grains,
+            [ideal(n, cost, -(-n // g), w, lat) for g in grains],
+            "--",
+            color="black",
+            lw=1,
+            label="ideal (CPU work / min(workers, tasks) + 2L)",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(grains)
@@ -426,9 +579,12 @@ def plot(out, meta, merged):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     axes.flat[0].set_ylabel("completion time (s)")
-    fig.suptitle("Task farm, %d workers on endpoints behind emulated links: completion time vs granularity\n"
-                 "%s cores; %d values, %.0f us each; median of %d rounds, band = min..max"
-                 % (w, meta["cores"], n, cost * 1e6, meta["rounds"]), fontsize=10)
+    fig.suptitle(
+        "Task farm, %d workers on endpoints behind emulated links: completion time vs granularity\n"
+        "%s cores; %d values, %.0f us each; median of %d rounds, band = min..max"
+        % (w, meta["cores"], n, cost * 1e6, meta["rounds"]),
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(out / "wan-completion.png", dpi=110)
     plt.close(fig)

@@ -19,6 +19,7 @@ window: from its submission to the next one's) and the mean.
 Needs tcpdump and the right to capture (root, or CAP_NET_RAW); without them
 ``available()`` says why and the suite leaves this part out.
 """
+
 import json
 import os
 import shutil
@@ -42,6 +43,7 @@ def available():
 
 # ------------------------------------------------------------ sockets of a process
 
+
 def _inodes(pid):
     out = set()
     for fd in Path("/proc/%d/fd" % pid).iterdir():
@@ -60,7 +62,7 @@ def _addr(hexaddr):
     if len(raw) == 4:
         ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
     else:  # /proc prints IPv6 as four little-endian 32-bit words
-        ip = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+        ip = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
     return ip, int(port, 16)
 
 
@@ -121,6 +123,7 @@ def ports_between(manager, worker):
 
 # --------------------------------------------------------------------- pcap
 
+
 def read_pcap(path):
     """[(time, src port, dst port, ip bytes, tcp payload bytes)] of the TCP segments in a pcap file."""
     data = Path(path).read_bytes()
@@ -135,19 +138,19 @@ def read_pcap(path):
         raise ValueError("%s: not a pcap file" % path)
     nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
     linktype = struct.unpack(e + "I", data[20:24])[0]
-    if linktype == 1:       # Ethernet (the loopback device on Linux)
+    if linktype == 1:  # Ethernet (the loopback device on Linux)
         link = 14
-    elif linktype == 113:   # Linux cooked (-i any)
+    elif linktype == 113:  # Linux cooked (-i any)
         link = 16
     else:
         raise ValueError("%s: link type %d not handled" % (path, linktype))
     out, off = [], 24
     while off + 16 <= len(data):
-        sec, frac, incl, _orig = struct.unpack(e + "IIII", data[off:off + 16])
-        pkt = data[off + 16:off + 16 + incl]
+        sec, frac, incl, _orig = struct.unpack(e + "IIII", data[off : off + 16])
+        pkt = data[off + 16 : off + 16 + incl]
         off += 16 + incl
         t = sec + frac * (1e-9 if nano else 1e-6)
-        ethertype = struct.unpack(">H", pkt[link - 2:link])[0]
+        ethertype = struct.unpack(">H", pkt[link - 2 : link])[0]
         ip = pkt[link:]
         if ethertype == 0x0800:
             ihl = (ip[0] & 0x0F) * 4
@@ -210,39 +213,46 @@ def summarize(segments, ports, phases, tail=0.05):
             per = [_sums(segments, ports, a, b) for a, b in zip(marks, marks[1:] + [ph["end"] + tail])]
             for d in ("task", "result"):
                 row[d + "_mean"] = {k: v / n for k, v in acc[d].items()}
-                row[d + "_per_task"] = ({k: _median([p[d][k] for p in per]) for k in acc[d]} if per
-                                        else row[d + "_mean"])
+                row[d + "_per_task"] = {k: _median([p[d][k] for p in per]) for k in acc[d]} if per else row[d + "_mean"]
         rows.append(row)
     return rows
 
 
 # ------------------------------------------------------------------ one run
 
+
 def measure(cmd, env, timeout=120, cwd=None, log=print):
     """Run ``cmd`` (bench.py --wire, without --ready-file/--go-file) under a capture; the phases' sums."""
     tmp = Path(tempfile.mkdtemp(prefix="farm-wire-"))
     ready, go, pcap = tmp / "ready.json", tmp / "go", tmp / "capture.pcap"
     cmd = list(cmd) + ["--ready-file", str(ready), "--go-file", str(go)]
-    prog = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    prog = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     dump = None
     try:
         deadline = time.time() + timeout
         while not ready.exists():
             if prog.poll() is not None or time.time() > deadline:
                 out, err = prog.communicate(timeout=10) if prog.poll() is not None else ("", "")
-                raise RuntimeError("wire: the program ended or hung before it was ready (exit %s)\n%s"
-                                   % (prog.poll(), "\n".join((out + err).splitlines()[-15:])))
+                raise RuntimeError(
+                    "wire: the program ended or hung before it was ready (exit %s)\n%s"
+                    % (prog.poll(), "\n".join((out + err).splitlines()[-15:]))
+                )
             time.sleep(0.02)
         pids = json.loads(ready.read_text())
         ports = ports_between(pids["manager"], pids["worker"])
         if not ports:
-            raise RuntimeError("wire: found no connection between manager %d and worker %d"
-                               % (pids["manager"], pids["worker"]))
+            raise RuntimeError(
+                "wire: found no connection between manager %d and worker %d" % (pids["manager"], pids["worker"])
+            )
         expr = "tcp and (%s)" % " or ".join("port %d" % p for p in sorted(ports))
-        dump = subprocess.Popen(["tcpdump", "-i", "lo", "-n", "-s", "128", "-B", "16384", "--immediate-mode", "-U",
-                                 "-w", str(pcap), expr],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        dump = subprocess.Popen(
+            ["tcpdump", "-i", "lo", "-n", "-s", "128", "-B", "16384", "--immediate-mode", "-U", "-w", str(pcap), expr],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # tcpdump says "listening on lo" once the capture runs
         line = dump.stderr.readline()
         if "listening" not in line:
@@ -256,15 +266,21 @@ def measure(cmd, env, timeout=120, cwd=None, log=print):
         result = None
         for l in out.splitlines():
             if l.startswith("BENCH-RESULT "):
-                result = json.loads(l[len("BENCH-RESULT "):])
+                result = json.loads(l[len("BENCH-RESULT ") :])
         if result is None:
             raise RuntimeError("wire: exit %s, no result\n%s" % (prog.returncode, "\n".join(err.splitlines()[-15:])))
         dropped = [l for l in dump_err.splitlines() if "dropped by kernel" in l]
         segments = read_pcap(pcap)
-        return {"impl": result["impl"], "ports": {str(k): v for k, v in sorted(ports.items())}, "filter": expr,
-                "captured_segments": len(segments), "tcpdump": dump_err.strip().splitlines()[-3:],
-                "dropped": dropped[0] if dropped else None, "versions": result.get("versions"),
-                "phases": summarize(segments, ports, result["phases"])}
+        return {
+            "impl": result["impl"],
+            "ports": {str(k): v for k, v in sorted(ports.items())},
+            "filter": expr,
+            "captured_segments": len(segments),
+            "tcpdump": dump_err.strip().splitlines()[-3:],
+            "dropped": dropped[0] if dropped else None,
+            "versions": result.get("versions"),
+            "phases": summarize(segments, ports, result["phases"]),
+        }
     finally:
         if dump is not None and dump.poll() is None:
             dump.send_signal(signal.SIGINT)

@@ -12,6 +12,7 @@ alternating rounds (medians; the ratio is what to compare):
 
 Entry point: benchmarks/isolation/run [--quick] [--rounds R] [--out DIR]
 """
+
 import argparse
 import http.client
 import json
@@ -43,9 +44,22 @@ class Endpoint:
 
     def __init__(self, mode, key_file):
         env = dict(os.environ, MPIWS_KEY_FILE=str(key_file))
-        self.p = subprocess.Popen([str(ROOT / ".venv/bin/mpiws"), "serve", "--isolation", mode,
-                                   "--service", "noop=services:noop", "--service", "pingpong=services:pingpong"],
-                                  cwd=HERE, env=env, stdout=subprocess.PIPE, text=True)
+        self.p = subprocess.Popen(
+            [
+                str(ROOT / ".venv/bin/mpiws"),
+                "serve",
+                "--isolation",
+                mode,
+                "--service",
+                "noop=services:noop",
+                "--service",
+                "pingpong=services:pingpong",
+            ],
+            cwd=HERE,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.url = self.p.stdout.readline().split(" at ")[-1].strip()
         self.key = key_file.read_text().split()[0]
         u = urlparse(self.url)
@@ -67,8 +81,18 @@ class Endpoint:
         """Run a domain of ``size`` ranks here, to the end of every rank; rank 0's result."""
         d, token = secrets.token_hex(8), secrets.token_hex(16)
         for rank in range(size):
-            self.call("POST", "/run", {"domain": d, "rank": rank, "endpoints": [self.url] * size, "token": token,
-                                       "service": service, "params": params})
+            self.call(
+                "POST",
+                "/run",
+                {
+                    "domain": d,
+                    "rank": rank,
+                    "endpoints": [self.url] * size,
+                    "token": token,
+                    "service": service,
+                    "params": params,
+                },
+            )
         results = []
         for rank in range(size):  # every rank ended
             while True:
@@ -97,13 +121,18 @@ def measure(ep, starts, sizes):
     burst = time.perf_counter() - t0
     time.sleep(6.0)  # the burst's processes have ended and the spares have started again
     rt = ep.domain("pingpong", 2, {"sizes": sizes})
-    return {"start_s": statistics.median(t), "burst_s": burst, "rtt_8B_s": rt["8"],
-            "bw_16MiB_MBps": 2 * (16 << 20) / rt[str(16 << 20)] / 1e6}
+    return {
+        "start_s": statistics.median(t),
+        "burst_s": burst,
+        "rtt_8B_s": rt["8"],
+        "bw_16MiB_MBps": 2 * (16 << 20) / rt[str(16 << 20)] / 1e6,
+    }
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="benchmarks/isolation/run", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="benchmarks/isolation/run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="fewer repetitions and rounds")
     ap.add_argument("--rounds", type=int, help="alternating rounds (default 5, quick 3)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="where the JSON goes")
@@ -123,13 +152,32 @@ def main(argv=None):
                     ep.close()
     med = {m: {k: statistics.median(x[k] for x in raw[m]) for k in raw[m][0]} for m in MODES}
     p, t = med["process"], med["thread"]
-    rows = [("instance start, spare ready (run to done)", f"{p['start_s'] * 1e3:.1f} ms", f"{t['start_s'] * 1e3:.1f} ms",
-             p["start_s"] / t["start_s"]),
-            (f"domain of {BURST} ranks on it (run to done)", f"{p['burst_s'] * 1e3:.0f} ms", f"{t['burst_s'] * 1e3:.1f} ms",
-             p["burst_s"] / t["burst_s"]),
-            ("8 B round trip", f"{p['rtt_8B_s'] * 1e6:.1f} us", f"{t['rtt_8B_s'] * 1e6:.1f} us", p["rtt_8B_s"] / t["rtt_8B_s"]),
-            ("16 MiB bandwidth", f"{p['bw_16MiB_MBps']:.0f} MB/s", f"{t['bw_16MiB_MBps']:.0f} MB/s",
-             p["bw_16MiB_MBps"] / t["bw_16MiB_MBps"])]
+    rows = [
+        (
+            "instance start, spare ready (run to done)",
+            f"{p['start_s'] * 1e3:.1f} ms",
+            f"{t['start_s'] * 1e3:.1f} ms",
+            p["start_s"] / t["start_s"],
+        ),
+        (
+            f"domain of {BURST} ranks on it (run to done)",
+            f"{p['burst_s'] * 1e3:.0f} ms",
+            f"{t['burst_s'] * 1e3:.1f} ms",
+            p["burst_s"] / t["burst_s"],
+        ),
+        (
+            "8 B round trip",
+            f"{p['rtt_8B_s'] * 1e6:.1f} us",
+            f"{t['rtt_8B_s'] * 1e6:.1f} us",
+            p["rtt_8B_s"] / t["rtt_8B_s"],
+        ),
+        (
+            "16 MiB bandwidth",
+            f"{p['bw_16MiB_MBps']:.0f} MB/s",
+            f"{t['bw_16MiB_MBps']:.0f} MB/s",
+            p["bw_16MiB_MBps"] / t["bw_16MiB_MBps"],
+        ),
+    ]
     print(f"\nisolation: medians of {rounds} alternating rounds on {os.cpu_count()} cores\n")
     print(f"| {'':42} | process | thread | process/thread |\n|---|---|---|---|")
     for name, pv, tv, ratio in rows:
@@ -137,7 +185,9 @@ def main(argv=None):
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "isolation.json"
-    path.write_text(json.dumps({"bench": "isolation", "rounds": rounds, "quick": a.quick, "medians": med, "raw": raw}, indent=1))
+    path.write_text(
+        json.dumps({"bench": "isolation", "rounds": rounds, "quick": a.quick, "medians": med, "raw": raw}, indent=1)
+    )
     log(f"isolation: results in {path}")
 
 

@@ -44,6 +44,7 @@ latency  ping-pong of 8 bytes (``--pp-sizes``), half round trip; blocks of
                         then Send: one delivery through the handler thread
                         and the event loop per round trip
 """
+
 import argparse
 import os
 import resource
@@ -71,6 +72,7 @@ MPIWS_ONLY = {"handlers", "handler", "handler-echo", "handler-both", "await-echo
 
 
 # ------------------------------------------------------------------ compute
+
 
 class Work:
     """A fixed amount of numpy work: ``calls`` kernel calls on 32768 float64
@@ -113,6 +115,7 @@ def calibrate(target):
 
 # ------------------------------------------------------------------ helpers
 
+
 def only_mpiws(variant):
     return variant in MPIWS_ONLY and not IS_MPIWS
 
@@ -147,8 +150,14 @@ class Countdown:
 
 def rusage():
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return dict(cpu=time.process_time(), user=r.ru_utime, sys=r.ru_stime, nvcsw=r.ru_nvcsw, nivcsw=r.ru_nivcsw,
-                wall=time.perf_counter())
+    return dict(
+        cpu=time.process_time(),
+        user=r.ru_utime,
+        sys=r.ru_stime,
+        nvcsw=r.ru_nvcsw,
+        nivcsw=r.ru_nivcsw,
+        wall=time.perf_counter(),
+    )
 
 
 def threads():
@@ -163,6 +172,7 @@ def threads():
 
 # ------------------------------------------------------------------ parts
 
+
 def part_loop(comm, a, out, work):
     """Per size: every variant warmed up, then ``trials`` rounds of all the
     variants one after the other (so that drift hits them alike)."""
@@ -174,7 +184,7 @@ def part_loop(comm, a, out, work):
         rbuf = np.zeros(size, dtype=np.uint8)
         runs = {v: loop_variant(comm, v, peer, sbuf, rbuf, work) for v in variants}
         ts = {v: [] for v in variants}
-        for trial in range(a.trials + 1):           # trial 0 is the warm-up
+        for trial in range(a.trials + 1):  # trial 0 is the warm-up
             n = max(3, a.iters // 4) if trial == 0 else a.iters
             for v in variants:
                 rbuf[:1] = 0
@@ -191,14 +201,22 @@ def part_loop(comm, a, out, work):
         if rank != 0:
             continue
         for v in variants:
-            out.append(dict(kind="loop", key="%s/%d" % (v, size), variant=v, size=size, iters=a.iters,
-                            t=median(ts[v]), trials=ts[v]))
+            out.append(
+                dict(
+                    kind="loop",
+                    key="%s/%d" % (v, size),
+                    variant=v,
+                    size=size,
+                    iters=a.iters,
+                    t=median(ts[v]),
+                    trials=ts[v],
+                )
+            )
         # overlap ratios per trial (same trial = same conditions), then their median
         for v in ("nonblocking", "handlers"):
             if v in ts:
                 rs = [x / b for x, b in zip(ts[v], ts["blocking"])]
-                out.append(dict(kind="ratio", key="%s/%d" % (v, size), variant=v, size=size, t=median(rs),
-                                trials=rs))
+                out.append(dict(kind="ratio", key="%s/%d" % (v, size), variant=v, size=size, t=median(rs), trials=rs))
 
 
 def median(xs):
@@ -210,14 +228,17 @@ def median(xs):
 def loop_variant(comm, variant, peer, sbuf, rbuf, work):
     """A function running ``n`` iterations of one variant."""
     if variant == "compute":
+
         def run(n):
             for _ in range(n):
                 work()
     elif variant == "exchange":
+
         def run(n):
             for _ in range(n):
                 comm.Sendrecv(sbuf, dest=peer, sendtag=11, recvbuf=rbuf, source=peer, recvtag=11)
     elif variant == "blocking":
+
         def run(n):
             for _ in range(n):
                 work()
@@ -281,8 +302,9 @@ def part_idle(comm, a, out):
             d["peer_cpu"] = peer["cpu"]
             d["peer_wall"] = peer["wall"]
             for metric, v in d.items():
-                out.append(dict(kind="idle", key="%s/%s" % (variant, metric), variant=variant, metric=metric,
-                                size=8, t=v))
+                out.append(
+                    dict(kind="idle", key="%s/%s" % (variant, metric), variant=variant, metric=metric, size=8, t=v)
+                )
         else:
             r0 = rusage()
             time.sleep(a.idle)
@@ -299,7 +321,7 @@ def part_latency(comm, a, out):
     variants = [v for v in PP_VARIANTS if not only_mpiws(v)]
     for size in a.pp_sizes:
         ts = {v: [] for v in variants}
-        for trial in range(a.pp_trials + 1):             # trial 0 is the warm-up
+        for trial in range(a.pp_trials + 1):  # trial 0 is the warm-up
             n = max(20, a.pp_reps // 5) if trial == 0 else a.pp_reps
             for v in variants:
                 comm.Barrier()
@@ -309,13 +331,31 @@ def part_latency(comm, a, out):
         if rank != 0:
             continue
         for v in variants:
-            out.append(dict(kind="latency", key="%s/%d" % (v, size), variant=v, size=size, reps=a.pp_reps,
-                            t=median(ts[v]), trials=ts[v]))
+            out.append(
+                dict(
+                    kind="latency",
+                    key="%s/%d" % (v, size),
+                    variant=v,
+                    size=size,
+                    reps=a.pp_reps,
+                    t=median(ts[v]),
+                    trials=ts[v],
+                )
+            )
         for v, k in DELIVERIES.items():
             if v in ts:
                 over = [2 * (x - b) / k for x, b in zip(ts[v], ts["blocking"])]
-                out.append(dict(kind="overhead", key="%s/%d" % (v, size), variant=v, size=size, deliveries=k,
-                                t=median(over), trials=over))
+                out.append(
+                    dict(
+                        kind="overhead",
+                        key="%s/%d" % (v, size),
+                        variant=v,
+                        size=size,
+                        deliveries=k,
+                        t=median(over),
+                        trials=over,
+                    )
+                )
 
 
 def pingpong(comm, variant, size, n, rank):
@@ -388,11 +428,17 @@ def pingpong(comm, variant, size, n, rank):
 
 # ------------------------------------------------------------------ main
 
+
 def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer iterations and trials, shorter idle wait")
-    ap.add_argument("--calibrate", type=float, default=None, metavar="SECONDS",
-                    help="print the number of kernel calls for SECONDS of work, and exit (no MPI)")
+    ap.add_argument(
+        "--calibrate",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="print the number of kernel calls for SECONDS of work, and exit (no MPI)",
+    )
     ap.add_argument("--work", type=int, default=None, help="kernel calls per iteration (default: calibrate 1 ms)")
     ap.add_argument("--iters", type=int, default=None, help="loop iterations per timed block (default 50, quick 25)")
     ap.add_argument("--trials", type=int, default=None, help="loop blocks per variant (default 5, quick 3)")
@@ -452,22 +498,24 @@ def main():
 
     comm.Barrier()
     if rank == 0:
-        common.emit({
-            "bench": "overlap",
-            "impl": common.impl_name(),
-            "nranks": nranks,
-            "cores": os.cpu_count(),
-            "quick": a.quick,
-            "trials": a.trials,
-            "pp_trials": a.pp_trials,
-            "pp_reps": a.pp_reps,
-            "iters": a.iters,
-            "work_calls": calls,
-            "idle_seconds": a.idle,
-            "measurements": out,
-            "seconds": time.time() - t_start,
-            "time": time.time(),
-        })
+        common.emit(
+            {
+                "bench": "overlap",
+                "impl": common.impl_name(),
+                "nranks": nranks,
+                "cores": os.cpu_count(),
+                "quick": a.quick,
+                "trials": a.trials,
+                "pp_trials": a.pp_trials,
+                "pp_reps": a.pp_reps,
+                "iters": a.iters,
+                "work_calls": calls,
+                "idle_seconds": a.idle,
+                "measurements": out,
+                "seconds": time.time() - t_start,
+                "time": time.time(),
+            }
+        )
 
 
 if __name__ == "__main__":

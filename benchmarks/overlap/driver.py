@@ -3,6 +3,7 @@ alternating; tables, JSON, plots.
 
 Entry point: benchmarks/overlap/run [--quick] [--out DIR] [--rounds R] [--impls a,b] [--work-ms MS]
 """
+
 import os
 import subprocess
 import sys
@@ -23,8 +24,13 @@ PP_VARIANTS = ["blocking", "irecv-wait", "handler-echo", "handler-both", "await-
 
 
 def parse(argv):
-    ap = common.arg_parser("overlap", __doc__, "fewer iterations, 1 trial, 1.5 s idle wait, 2 rounds", "default 3, quick 2",
-                           "default 300, quick 150")
+    ap = common.arg_parser(
+        "overlap",
+        __doc__,
+        "fewer iterations, 1 trial, 1.5 s idle wait, 2 rounds",
+        "default 3, quick 2",
+        "default 300, quick 150",
+    )
     ap.add_argument("--work-ms", type=float, default=1.0, help="compute per loop iteration, calibrated once (ms)")
     return ap.parse_args(argv)
 
@@ -32,8 +38,12 @@ def parse(argv):
 def calibrate(ms):
     """Kernel calls for ``ms`` of numpy work, measured once here so that every
     implementation does the same work."""
-    p = subprocess.run([str(common.PYTHON), str(PROG), "--calibrate", str(ms / 1e3)], capture_output=True,
-                       text=True, cwd=str(common.ROOT))
+    p = subprocess.run(
+        [str(common.PYTHON), str(PROG), "--calibrate", str(ms / 1e3)],
+        capture_output=True,
+        text=True,
+        cwd=str(common.ROOT),
+    )
     if p.returncode != 0:
         raise SystemExit("overlap: calibration failed:\n" + p.stderr)
     return int(p.stdout.split()[-1])
@@ -50,26 +60,54 @@ def main(argv=None):
         work = calibrate(a.work_ms)
         args += ["--work", str(work)]
     machine = common.machine()
-    common.log("overlap: %d ranks on %s cores, %d rounds of %s, %s, %s kernel calls of work per iteration"
-               % (NRANKS, machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full", work or "given"))
+    common.log(
+        "overlap: %d ranks on %s cores, %d rounds of %s, %s, %s kernel calls of work per iteration"
+        % (NRANKS, machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full", work or "given")
+    )
     started = time.time()
-    raw, failures = common.alternate(impls, rounds,
-                                     lambda impl: common.launch(impl, PROG, NRANKS, args, timeout=timeout))
+    raw, failures = common.alternate(
+        impls, rounds, lambda impl: common.launch(impl, PROG, NRANKS, args, timeout=timeout)
+    )
     merged = {k: common.merge_rounds([r["measurements"] for r in raw[k]]) for k in keys if raw[k]}
     machine["load_avg_end"] = os.getloadavg()
     first = next((r[0] for r in raw.values() if r), {})
-    meta = dict(bench="overlap", nranks=NRANKS, cores=machine["cores"], rounds=rounds, quick=a.quick,
-                impls=keys, work_calls=first.get("work_calls", work), work_ms=a.work_ms,
-                iters=first.get("iters"), trials=first.get("trials"), pp_trials=first.get("pp_trials"),
-                pp_reps=first.get("pp_reps"), idle_seconds=first.get("idle_seconds"),
-                started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-                seconds=round(time.time() - started, 1), machine=machine,
-                command=" ".join(["benchmarks/overlap/run"] + (argv if argv is not None else sys.argv[1:])))
-    out = common.save("overlap", a.out, meta, merged, raw, failures, report(meta, merged, failures),
-                      None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)))
-    common.log("overlap: wrote %s (results.json, table.md%s) in %.0fs"
-               % (out, "" if a.no_plots else ", overlap-loop.png, overlap-idle-cpu.png, overlap-latency.png",
-                  time.time() - started))
+    meta = dict(
+        bench="overlap",
+        nranks=NRANKS,
+        cores=machine["cores"],
+        rounds=rounds,
+        quick=a.quick,
+        impls=keys,
+        work_calls=first.get("work_calls", work),
+        work_ms=a.work_ms,
+        iters=first.get("iters"),
+        trials=first.get("trials"),
+        pp_trials=first.get("pp_trials"),
+        pp_reps=first.get("pp_reps"),
+        idle_seconds=first.get("idle_seconds"),
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        seconds=round(time.time() - started, 1),
+        machine=machine,
+        command=" ".join(["benchmarks/overlap/run"] + (argv if argv is not None else sys.argv[1:])),
+    )
+    out = common.save(
+        "overlap",
+        a.out,
+        meta,
+        merged,
+        raw,
+        failures,
+        report(meta, merged, failures),
+        None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)),
+    )
+    common.log(
+        "overlap: wrote %s (results.json, table.md%s) in %.0fs"
+        % (
+            out,
+            "" if a.no_plots else ", overlap-loop.png, overlap-idle-cpu.png, overlap-latency.png",
+            time.time() - started,
+        )
+    )
     return 1 if not merged else 0
 
 
@@ -136,20 +174,39 @@ def hidden(L, impl, variant, size):
 
 def header(meta, merged, failures):
     m = meta["machine"]
-    head = ["## Overlap: computation/communication overlap, idle CPU, handler latency — mpiws vs mpi4py + MPICH", "",
-            "%d ranks on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s. "
-            "Load average at start %s, at end %s."
-            % (meta["nranks"], meta["cores"], m.get("cpu", "?"), "quick" if meta["quick"] else "full",
-               meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"],
-               "/".join("%.2f" % x for x in m.get("load_avg", ())),
-               "/".join("%.2f" % x for x in m.get("load_avg_end", ()))),
-            "Work per loop iteration: %s numpy kernel calls (calibrated to %.1f ms on an idle core); "
-            "%s iterations per timed block, %s blocks; ping-pong %s blocks of %s round trips "
-            "(each block runs every variant in turn); idle wait %s s."
-            % (meta.get("work_calls"), meta["work_ms"], meta.get("iters"), meta.get("trials"),
-               meta.get("pp_trials"), meta.get("pp_reps"), meta.get("idle_seconds")),
-            common.provenance(m),
-            "Command: `%s`" % meta["command"], ""]
+    head = [
+        "## Overlap: computation/communication overlap, idle CPU, handler latency — mpiws vs mpi4py + MPICH",
+        "",
+        "%d ranks on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s. "
+        "Load average at start %s, at end %s."
+        % (
+            meta["nranks"],
+            meta["cores"],
+            m.get("cpu", "?"),
+            "quick" if meta["quick"] else "full",
+            meta["rounds"],
+            ", ".join(meta["impls"]),
+            meta["started"],
+            meta["seconds"],
+            "/".join("%.2f" % x for x in m.get("load_avg", ())),
+            "/".join("%.2f" % x for x in m.get("load_avg_end", ())),
+        ),
+        "Work per loop iteration: %s numpy kernel calls (calibrated to %.1f ms on an idle core); "
+        "%s iterations per timed block, %s blocks; ping-pong %s blocks of %s round trips "
+        "(each block runs every variant in turn); idle wait %s s."
+        % (
+            meta.get("work_calls"),
+            meta["work_ms"],
+            meta.get("iters"),
+            meta.get("trials"),
+            meta.get("pp_trials"),
+            meta.get("pp_reps"),
+            meta.get("idle_seconds"),
+        ),
+        common.provenance(m),
+        "Command: `%s`" % meta["command"],
+        "",
+    ]
     head += common.failure_lines(failures, lambda f: "round %d %s" % (f["round"], f["impl"]))
     for k in meta["impls"]:
         if k not in merged:
@@ -172,27 +229,49 @@ def report(meta, merged, failures):
     big = max(sizes) if sizes else None
     if big is not None:
         for k in ran:
-            rows.append(["loop %s: non-blocking / blocking (%s)" % (common.human_size(big), labels[k]),
-                         r2(L.ratio(k, "nonblocking", big)),
-                         "below 1 = overlap pays"])
-        rows.append(["loop %s: mpiws handlers / blocking" % common.human_size(big),
-                     r2(L.ratio("mpiws", "handlers", big)), ""])
-        rows.append(["loop %s: mpiws non-blocking / MPI-TCP non-blocking" % common.human_size(big),
-                     r2(common.ratio(L.loop("mpiws", "nonblocking", big), L.loop("mpi-tcp", "nonblocking", big))),
-                     "above 1 = mpiws slower"])
+            rows.append(
+                [
+                    "loop %s: non-blocking / blocking (%s)" % (common.human_size(big), labels[k]),
+                    r2(L.ratio(k, "nonblocking", big)),
+                    "below 1 = overlap pays",
+                ]
+            )
+        rows.append(
+            ["loop %s: mpiws handlers / blocking" % common.human_size(big), r2(L.ratio("mpiws", "handlers", big)), ""]
+        )
+        rows.append(
+            [
+                "loop %s: mpiws non-blocking / MPI-TCP non-blocking" % common.human_size(big),
+                r2(common.ratio(L.loop("mpiws", "nonblocking", big), L.loop("mpi-tcp", "nonblocking", big))),
+                "above 1 = mpiws slower",
+            ]
+        )
     for k in ran if L.sizes("idle") else ():
         cpu, wall = L.idle(k, "recv", "cpu"), L.idle(k, "recv", "wall")
-        rows.append(["idle Recv: CPU of the waiting rank (%s)" % labels[k],
-                     common.fmt(common.ratio(cpu, wall) and 100 * common.ratio(cpu, wall), "%.1f %%"),
-                     "of one core"])
+        rows.append(
+            [
+                "idle Recv: CPU of the waiting rank (%s)" % labels[k],
+                common.fmt(common.ratio(cpu, wall) and 100 * common.ratio(cpu, wall), "%.1f %%"),
+                "of one core",
+            ]
+        )
     if pp_sizes:
         s = pp_sizes[0]
         h = L.pp("mpiws", "handler-echo", s)
-        rows.append(["handler delivery overhead, %s ping-pong (mpiws)" % common.human_size(s),
-                     us(L.overhead("handler-echo", s), "%.1f us"),
-                     "extra round-trip time when the reply is sent from a completed handler"])
-        rows.append(["%s half round trip: mpiws handler-echo / MPI-TCP blocking" % common.human_size(s),
-                     r2(common.ratio(h, L.pp("mpi-tcp", "blocking", s))), ""])
+        rows.append(
+            [
+                "handler delivery overhead, %s ping-pong (mpiws)" % common.human_size(s),
+                us(L.overhead("handler-echo", s), "%.1f us"),
+                "extra round-trip time when the reply is sent from a completed handler",
+            ]
+        )
+        rows.append(
+            [
+                "%s half round trip: mpiws handler-echo / MPI-TCP blocking" % common.human_size(s),
+                r2(common.ratio(h, L.pp("mpi-tcp", "blocking", s))),
+                "",
+            ]
+        )
     parts.append(common.table("Summary", ["figure", "value", "note"], rows))
 
     # ---- 1. loop: time per iteration
@@ -212,18 +291,25 @@ def report(meta, merged, failures):
                 continue
             refv = "blocking" if v in ("handler-echo", "handler-both", "await-echo") else v
             over = L.overhead(v, s)
-            rows.append([v] + [us(x, "%.2f") for x in ts]
-                        + [r2(common.ratio(ts[0], L.pp(r, refv, s))) for r in REFS]
-                        + [us(over, "%.1f") if over is not None else "-"])
-        parts.append(common.table(
-            "3. Handler delivery latency: %s ping-pong, half round trip (us)" % common.human_size(s),
-            ["variant", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm", "mpiws overhead us/delivery"], rows,
-            "blocking = Send/Recv on both ranks; irecv-wait = rank 1 Irecv + Wait then Send; handler-echo (mpiws) = "
-            "rank 1 replies from the completed handler of its Irecv (one handler delivery per round trip); "
-            "handler-both = both ranks driven by handlers (two per round trip); await-echo = rank 1 in asyncio "
-            "`await comm.Irecv(...)` then Send. Ratios of the handler/await rows are against MPI blocking. "
-            "Overhead = (round trip - mpiws blocking round trip of the same block) / deliveries per round trip, "
-            "median over blocks and rounds (the variants run in turn in every block)."))
+            rows.append(
+                [v]
+                + [us(x, "%.2f") for x in ts]
+                + [r2(common.ratio(ts[0], L.pp(r, refv, s))) for r in REFS]
+                + [us(over, "%.1f") if over is not None else "-"]
+            )
+        parts.append(
+            common.table(
+                "3. Handler delivery latency: %s ping-pong, half round trip (us)" % common.human_size(s),
+                ["variant", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm", "mpiws overhead us/delivery"],
+                rows,
+                "blocking = Send/Recv on both ranks; irecv-wait = rank 1 Irecv + Wait then Send; handler-echo (mpiws) = "
+                "rank 1 replies from the completed handler of its Irecv (one handler delivery per round trip); "
+                "handler-both = both ranks driven by handlers (two per round trip); await-echo = rank 1 in asyncio "
+                "`await comm.Irecv(...)` then Send. Ratios of the handler/await rows are against MPI blocking. "
+                "Overhead = (round trip - mpiws blocking round trip of the same block) / deliveries per round trip, "
+                "median over blocks and rounds (the variants run in turn in every block).",
+            )
+        )
 
     # ---- spread
     rows = []
@@ -233,11 +319,17 @@ def report(meta, merged, failures):
             continue
         spread = sorted(x["t_max"] / x["t_min"] for x in ms)
         worst = max(ms, key=lambda x: x["t_max"] / x["t_min"])
-        rows.append([labels[k], "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
-                     "%s %s" % (worst["kind"], worst["key"])])
+        rows.append(
+            [labels[k], "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1], "%s %s" % (worst["kind"], worst["key"])]
+        )
     if rows:
-        parts.append(common.table("Spread over rounds (max/min time per loop/latency measurement)",
-                                  ["impl", "median", "worst", "worst at"], rows))
+        parts.append(
+            common.table(
+                "Spread over rounds (max/min time per loop/latency measurement)",
+                ["impl", "median", "worst", "worst at"],
+                rows,
+            )
+        )
     return "\n".join(parts)
 
 
@@ -253,43 +345,83 @@ def loop_tables(L, sizes, meta, labels):
             # mpiws handlers have no MPI counterpart: compare them with MPI non-blocking
             refv = "nonblocking" if v == "handlers" else v
             rs = [common.ratio(ts[0], L.loop(r, refv, s)) for r in REFS]
-            rows.append([common.human_size(s), v + (" (vs MPI nb)" if v == "handlers" else "")]
-                        + [us(x) for x in ts] + [r2(x) for x in rs])
-    parts.append(common.table(
-        "1. Compute + exchange loop: time per iteration (us)", hdr, rows,
-        "Two ranks; each iteration does the same numpy work (~%.1f ms) and exchanges one message of `size` "
-        "with the peer. compute / exchange = each alone; blocking = work then Sendrecv; nonblocking = "
-        "Irecv+Isend, work, Waitall; handlers (mpiws) = Irecv+Isend with an MPI.Schedule whose handlers count the "
-        "completions and wake the main thread (no MPI wait); its ratio columns compare it with MPI nonblocking. "
-        "Time = the slower rank's; ratio above 1 = mpiws slower." % meta["work_ms"]))
+            rows.append(
+                [common.human_size(s), v + (" (vs MPI nb)" if v == "handlers" else "")]
+                + [us(x) for x in ts]
+                + [r2(x) for x in rs]
+            )
+    parts.append(
+        common.table(
+            "1. Compute + exchange loop: time per iteration (us)",
+            hdr,
+            rows,
+            "Two ranks; each iteration does the same numpy work (~%.1f ms) and exchanges one message of `size` "
+            "with the peer. compute / exchange = each alone; blocking = work then Sendrecv; nonblocking = "
+            "Irecv+Isend, work, Waitall; handlers (mpiws) = Irecv+Isend with an MPI.Schedule whose handlers count the "
+            "completions and wake the main thread (no MPI wait); its ratio columns compare it with MPI nonblocking. "
+            "Time = the slower rank's; ratio above 1 = mpiws slower." % meta["work_ms"],
+        )
+    )
 
     rows = []
     for s in sizes:
-        rows.append([common.human_size(s)]
-                    + [r2(L.ratio(k, "nonblocking", s)) for k in KEYS]
-                    + [r2(L.ratio("mpiws", "handlers", s))]
-                    + [hidden(L, k, "nonblocking", s) for k in KEYS]
-                    + [hidden(L, "mpiws", "handlers", s)])
-    parts.append(common.table(
-        "1b. Overlap ratio and hidden fraction",
-        ["size", "mpiws nb/blk", "TCP nb/blk", "shm nb/blk", "mpiws hnd/blk",
-         "mpiws hidden", "TCP hidden", "shm hidden", "mpiws hnd hidden"], rows,
-        "nb/blk = overlap ratio = non-blocking time / blocking time per iteration, per timed block (same "
-        "conditions), median (below 1: overlapping pays; the best possible is max(compute, exchange) / "
-        "(compute + exchange)); hnd/blk the same for mpiws handlers. hidden = (blocking - non-blocking) / "
-        "min(compute, exchange) from the medians: 1 = all the hideable time hidden, 0 = none, below 0 = "
-        "non-blocking is slower; n/a where min(compute, exchange) is under 10 % of the blocking time."))
+        rows.append(
+            [common.human_size(s)]
+            + [r2(L.ratio(k, "nonblocking", s)) for k in KEYS]
+            + [r2(L.ratio("mpiws", "handlers", s))]
+            + [hidden(L, k, "nonblocking", s) for k in KEYS]
+            + [hidden(L, "mpiws", "handlers", s)]
+        )
+    parts.append(
+        common.table(
+            "1b. Overlap ratio and hidden fraction",
+            [
+                "size",
+                "mpiws nb/blk",
+                "TCP nb/blk",
+                "shm nb/blk",
+                "mpiws hnd/blk",
+                "mpiws hidden",
+                "TCP hidden",
+                "shm hidden",
+                "mpiws hnd hidden",
+            ],
+            rows,
+            "nb/blk = overlap ratio = non-blocking time / blocking time per iteration, per timed block (same "
+            "conditions), median (below 1: overlapping pays; the best possible is max(compute, exchange) / "
+            "(compute + exchange)); hnd/blk the same for mpiws handlers. hidden = (blocking - non-blocking) / "
+            "min(compute, exchange) from the medians: 1 = all the hideable time hidden, 0 = none, below 0 = "
+            "non-blocking is slower; n/a where min(compute, exchange) is under 10 % of the blocking time.",
+        )
+    )
 
     rows = []
     for s in sizes:
-        rows.append([common.human_size(s)]
-                    + [r2(common.ratio(L.loop("mpiws", v, s), L.loop(r, v, s)))
-                       for v in ("blocking", "nonblocking") for r in REFS]
-                    + [r2(common.ratio(L.loop("mpiws", "handlers", s), L.loop(r, "nonblocking", s))) for r in REFS])
-    parts.append(common.table(
-        "1c. mpiws / MPI, time per iteration", ["size", "blocking /TCP", "blocking /shm", "nb /TCP", "nb /shm",
-                                                "mpiws hnd / TCP nb", "mpiws hnd / shm nb"], rows,
-        "Above 1 = mpiws slower."))
+        rows.append(
+            [common.human_size(s)]
+            + [
+                r2(common.ratio(L.loop("mpiws", v, s), L.loop(r, v, s)))
+                for v in ("blocking", "nonblocking")
+                for r in REFS
+            ]
+            + [r2(common.ratio(L.loop("mpiws", "handlers", s), L.loop(r, "nonblocking", s))) for r in REFS]
+        )
+    parts.append(
+        common.table(
+            "1c. mpiws / MPI, time per iteration",
+            [
+                "size",
+                "blocking /TCP",
+                "blocking /shm",
+                "nb /TCP",
+                "nb /shm",
+                "mpiws hnd / TCP nb",
+                "mpiws hnd / shm nb",
+            ],
+            rows,
+            "Above 1 = mpiws slower.",
+        )
+    )
     return parts
 
 
@@ -302,38 +434,73 @@ def idle_tables(L, labels):
             if cpu is None:
                 continue
             peer = L.idle(k, v, "peer_cpu")
-            rows.append([v, labels[k], common.fmt(wall, "%.2f"), "%.3f" % cpu,
-                         common.fmt(100 * cpu / wall if wall else None, "%.1f"),
-                         common.fmt(L.idle(k, v, "user"), "%.3f"), common.fmt(L.idle(k, v, "sys"), "%.3f"),
-                         common.fmt(L.idle(k, v, "nvcsw"), "%.0f"), common.fmt(L.idle(k, v, "nivcsw"), "%.0f"),
-                         common.fmt(L.idle(k, v, "threads"), "%.0f"),
-                         common.fmt(peer and peer * 1e3, "%.1f")])
-    parts.append(common.table(
-        "2. Idle waiting: CPU used by a rank blocked in a receive",
-        ["wait", "impl", "wall s", "CPU s", "CPU %", "user s", "sys s", "vol. cs", "invol. cs", "threads",
-         "sleeping peer CPU ms"], rows,
-        "Rank 1 sleeps, then sends 8 bytes; rank 0 waits: recv = Recv; irecv-wait = Irecv + Wait; handler (mpiws) "
-        "= Irecv with a completed handler, the main thread asleep in threading.Event.wait. CPU = "
-        "time.process_time() of the waiting process over the wait (every thread); user/sys and context switches "
-        "from getrusage(RUSAGE_SELF); CPU % = CPU / wall (100 = one core). The sleeping peer's CPU is measured "
-        "the same way over its sleep."))
+            rows.append(
+                [
+                    v,
+                    labels[k],
+                    common.fmt(wall, "%.2f"),
+                    "%.3f" % cpu,
+                    common.fmt(100 * cpu / wall if wall else None, "%.1f"),
+                    common.fmt(L.idle(k, v, "user"), "%.3f"),
+                    common.fmt(L.idle(k, v, "sys"), "%.3f"),
+                    common.fmt(L.idle(k, v, "nvcsw"), "%.0f"),
+                    common.fmt(L.idle(k, v, "nivcsw"), "%.0f"),
+                    common.fmt(L.idle(k, v, "threads"), "%.0f"),
+                    common.fmt(peer and peer * 1e3, "%.1f"),
+                ]
+            )
+    parts.append(
+        common.table(
+            "2. Idle waiting: CPU used by a rank blocked in a receive",
+            [
+                "wait",
+                "impl",
+                "wall s",
+                "CPU s",
+                "CPU %",
+                "user s",
+                "sys s",
+                "vol. cs",
+                "invol. cs",
+                "threads",
+                "sleeping peer CPU ms",
+            ],
+            rows,
+            "Rank 1 sleeps, then sends 8 bytes; rank 0 waits: recv = Recv; irecv-wait = Irecv + Wait; handler (mpiws) "
+            "= Irecv with a completed handler, the main thread asleep in threading.Event.wait. CPU = "
+            "time.process_time() of the waiting process over the wait (every thread); user/sys and context switches "
+            "from getrusage(RUSAGE_SELF); CPU % = CPU / wall (100 = one core). The sleeping peer's CPU is measured "
+            "the same way over its sleep.",
+        )
+    )
 
     rows = []
     for v in IDLE_VARIANTS[:2]:
         w = L.idle("mpiws", v, "cpu")
-        rows.append([v] + [r2(common.ratio(w, L.idle(r, v, "cpu"))) for r in REFS]
-                    + [common.fmt(common.ratio(L.idle(r, v, "cpu"), w), "%.0f") for r in REFS])
+        rows.append(
+            [v]
+            + [r2(common.ratio(w, L.idle(r, v, "cpu"))) for r in REFS]
+            + [common.fmt(common.ratio(L.idle(r, v, "cpu"), w), "%.0f") for r in REFS]
+        )
     h = L.idle("mpiws", "handler", "cpu")
-    rows.append(["mpiws handler vs MPI irecv-wait"] + [r2(common.ratio(h, L.idle(r, "irecv-wait", "cpu")))
-                                                       for r in REFS]
-                + [common.fmt(common.ratio(L.idle(r, "irecv-wait", "cpu"), h), "%.0f") for r in REFS])
-    parts.append(common.table("2b. Idle waiting CPU ratios",
-                              ["wait", "mpiws/TCP", "mpiws/shm", "TCP/mpiws", "shm/mpiws"], rows,
-                              "CPU seconds of the waiting rank; mpiws/MPI below 1 = mpiws uses less CPU."))
+    rows.append(
+        ["mpiws handler vs MPI irecv-wait"]
+        + [r2(common.ratio(h, L.idle(r, "irecv-wait", "cpu"))) for r in REFS]
+        + [common.fmt(common.ratio(L.idle(r, "irecv-wait", "cpu"), h), "%.0f") for r in REFS]
+    )
+    parts.append(
+        common.table(
+            "2b. Idle waiting CPU ratios",
+            ["wait", "mpiws/TCP", "mpiws/shm", "TCP/mpiws", "shm/mpiws"],
+            rows,
+            "CPU seconds of the waiting rank; mpiws/MPI below 1 = mpiws uses less CPU.",
+        )
+    )
     return parts
 
 
 # ------------------------------------------------------------------ plots
+
 
 def bars(ax, groups, series, colors=None):
     """Grouped bars: ``groups`` x labels; ``series`` [(label, [value or None per group])]."""
@@ -341,8 +508,13 @@ def bars(ax, groups, series, colors=None):
     width = 0.8 / n
     for i, (label, vals) in enumerate(series):
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
-        ax.bar([x for x, v in zip(xs, vals) if v is not None], [v for v in vals if v is not None], width,
-               label=label, color=(colors or {}).get(label))
+        ax.bar(
+            [x for x, v in zip(xs, vals) if v is not None],
+            [v for v in vals if v is not None],
+            width,
+            label=label,
+            color=(colors or {}).get(label),
+        )
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups)
     ax.grid(True, axis="y", alpha=0.3)
@@ -350,6 +522,7 @@ def bars(ax, groups, series, colors=None):
 
 def plots(out, meta, merged):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -357,8 +530,13 @@ def plots(out, meta, merged):
     keys = [k for k in KEYS if k in merged]
     labels = [common.IMPLS[k].label for k in keys]
     sub = "%d ranks, %s cores; median of %d alternating rounds" % (meta["nranks"], meta["cores"], meta["rounds"])
-    vcolors = {"compute": "tab:gray", "exchange": "tab:olive", "blocking": "tab:blue", "nonblocking": "tab:orange",
-               "handlers": "tab:red"}
+    vcolors = {
+        "compute": "tab:gray",
+        "exchange": "tab:olive",
+        "blocking": "tab:blue",
+        "nonblocking": "tab:orange",
+        "handlers": "tab:red",
+    }
 
     sizes = L.sizes("loop")
     if sizes:

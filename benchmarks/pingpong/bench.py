@@ -14,6 +14,7 @@ Measures, rank 0 <-> rank 1, half round trip = elapsed / (2 * reps):
             (Sendrecv on both) and "sendthenrecv" (rank 0 Send then Recv, rank 1
             Recv then Send); time per step (rank 0), both variants in every block
 """
+
 import argparse
 import os
 import sys
@@ -26,9 +27,9 @@ import common  # noqa: E402
 
 MPI = common.import_mpi()
 
-FULL_SIZES = [0] + [1 << k for k in range(0, 27)]                      # 0, 1, 2, 4, 8, ... 64 MiB
+FULL_SIZES = [0] + [1 << k for k in range(0, 27)]  # 0, 1, 2, 4, 8, ... 64 MiB
 QUICK_SIZES = [0, 1, 8, 64, 512, 4096, 32768, 1 << 18, 1 << 20, 1 << 22, 1 << 24]
-EXCHANGE_SIZES = [8 << (2 * k) for k in range(11)] + [1 << 24]         # 8 B, 32 B, ... 8 MiB, 16 MiB
+EXCHANGE_SIZES = [8 << (2 * k) for k in range(11)] + [1 << 24]  # 8 B, 32 B, ... 8 MiB, 16 MiB
 EXCHANGE_QUICK_SIZES = [8, 4096, 1 << 16, 1 << 20, 1 << 24]
 EXCHANGE_VARIANTS = ["sendrecv", "sendthenrecv"]
 
@@ -89,7 +90,7 @@ def main():
             rbuf = np.zeros(size, dtype=np.uint8)
             warm = max(2, min(200, reps // 10))
             ts = []
-            for trial in range(trials + 1):              # trial 0 is the warm-up
+            for trial in range(trials + 1):  # trial 0 is the warm-up
                 n = warm if trial == 0 else reps
                 comm.Barrier()
                 t0 = MPI.Wtime()
@@ -119,6 +120,7 @@ def main():
             ("ndarray-1MiB", lambda: np.zeros(1 << 17, dtype=np.float64), 100),
         ]
         import pickle
+
         for name, make, reps in objects:
             obj = make()
             if a.quick:
@@ -182,12 +184,12 @@ def main():
     # variants in turn, so drift hits them alike.
     if "exchange" in parts and rank < 2:
         for size in xsizes:
-            reps = max(5, reps_for(size, a.quick) // 2)     # a step moves two messages, as a round trip does
+            reps = max(5, reps_for(size, a.quick) // 2)  # a step moves two messages, as a round trip does
             sbuf = np.full(size, 7 + rank, dtype=np.uint8)
             rbuf = np.zeros(size, dtype=np.uint8)
             warm = max(2, min(200, reps // 10))
             ts = {v: [] for v in EXCHANGE_VARIANTS}
-            for trial in range(trials + 1):              # trial 0 is the warm-up
+            for trial in range(trials + 1):  # trial 0 is the warm-up
                 n = warm if trial == 0 else reps
                 for variant in EXCHANGE_VARIANTS:
                     rbuf[:1] = rbuf[-1:] = 0
@@ -220,17 +222,21 @@ def main():
 
     comm.Barrier()
     if rank == 0:
-        common.emit({
-            "bench": "pingpong",
-            "impl": common.impl_name(),
-            "nranks": nranks,
-            "cores": os.cpu_count(),
-            "quick": a.quick,
-            "trials": trials,
-            "vendor": list(map(str, MPI.Get_library_version().splitlines()[:1])) if hasattr(MPI, "Get_library_version") else None,
-            "measurements": out,
-            "time": time.time(),
-        })
+        common.emit(
+            {
+                "bench": "pingpong",
+                "impl": common.impl_name(),
+                "nranks": nranks,
+                "cores": os.cpu_count(),
+                "quick": a.quick,
+                "trials": trials,
+                "vendor": list(map(str, MPI.Get_library_version().splitlines()[:1]))
+                if hasattr(MPI, "Get_library_version")
+                else None,
+                "measurements": out,
+                "time": time.time(),
+            }
+        )
 
 
 if __name__ == "__main__":

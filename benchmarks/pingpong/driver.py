@@ -2,6 +2,7 @@
 
 Entry point: benchmarks/pingpong/run [--quick] [--out DIR] [--rounds R] [--impls a,b]
 """
+
 import os
 import sys
 import time
@@ -35,19 +36,33 @@ def tls_files(out):
     files["MPIWS_TLS_CERT"].write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
     return {k: str(v) for k, v in files.items()}
 
+
 # The issue's targets: (title, kind, key, reference, goal, higher_is_better_for_mpiws)
 TARGETS = [
     ("8 B buffer latency vs MPI-TCP", "buffer", "8", "mpi-tcp", "mpiws/TCP <= 3", lambda r: r <= 3.0, "time"),
     ("16 MiB bandwidth vs MPI-TCP", "buffer", str(16 << 20), "mpi-tcp", "mpiws/TCP >= 0.8", lambda r: r >= 0.8, "bw"),
     ("small dict send/recv vs mpi4py TCP", "object", "dict", "mpi-tcp", "mpiws/TCP <= 1.5", lambda r: r <= 1.5, "time"),
-    ("10-float64 array send/recv vs mpi4py TCP", "object", "ndarray-10", "mpi-tcp", "mpiws/TCP <= 1.5",
-     lambda r: r <= 1.5, "time"),
+    (
+        "10-float64 array send/recv vs mpi4py TCP",
+        "object",
+        "ndarray-10",
+        "mpi-tcp",
+        "mpiws/TCP <= 1.5",
+        lambda r: r <= 1.5,
+        "time",
+    ),
 ]
 
 
 def parse(argv):
-    ap = common.arg_parser("pingpong", __doc__, "fewer sizes (to 16 MiB), repetitions and rounds", "default 5, quick 3",
-                           None, timeout_default=600)
+    ap = common.arg_parser(
+        "pingpong",
+        __doc__,
+        "fewer sizes (to 16 MiB), repetitions and rounds",
+        "default 5, quick 3",
+        None,
+        timeout_default=600,
+    )
     return ap.parse_args(argv)
 
 
@@ -66,21 +81,42 @@ def main(argv=None):
             common.log("pingpong: trustme is missing (scripts/setup.sh installs it): no TLS column")
     args = (["--quick"] if a.quick else []) + a.bench_args
     machine = common.machine()
-    common.log("pingpong: %d ranks on %s cores, %d rounds of %s, %s"
-               % (NRANKS, machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full"))
+    common.log(
+        "pingpong: %d ranks on %s cores, %d rounds of %s, %s"
+        % (NRANKS, machine["cores"], rounds, ", ".join(keys), "quick" if a.quick else "full")
+    )
     started = time.time()
-    raw, failures = common.alternate(impls, rounds,
-                                     lambda impl: common.launch(impl, PROG, NRANKS, args, timeout=a.timeout))
+    raw, failures = common.alternate(
+        impls, rounds, lambda impl: common.launch(impl, PROG, NRANKS, args, timeout=a.timeout)
+    )
     merged = {k: common.merge_rounds([r["measurements"] for r in raw[k]]) for k in keys if raw[k]}
     machine["load_avg_end"] = os.getloadavg()
-    meta = dict(bench="pingpong", nranks=NRANKS, cores=machine["cores"], rounds=rounds, quick=a.quick,
-                impls=keys, started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-                seconds=round(time.time() - started, 1), machine=machine,
-                command=" ".join(["benchmarks/pingpong/run"] + (argv if argv is not None else sys.argv[1:])))
-    out = common.save("pingpong", a.out, meta, merged, raw, failures, report(meta, merged, failures),
-                      None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)))
-    common.log("pingpong: wrote %s (results.json, table.md%s) in %.0fs"
-               % (out, "" if a.no_plots else ", pingpong-*.png", time.time() - started))
+    meta = dict(
+        bench="pingpong",
+        nranks=NRANKS,
+        cores=machine["cores"],
+        rounds=rounds,
+        quick=a.quick,
+        impls=keys,
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        seconds=round(time.time() - started, 1),
+        machine=machine,
+        command=" ".join(["benchmarks/pingpong/run"] + (argv if argv is not None else sys.argv[1:])),
+    )
+    out = common.save(
+        "pingpong",
+        a.out,
+        meta,
+        merged,
+        raw,
+        failures,
+        report(meta, merged, failures),
+        None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)),
+    )
+    common.log(
+        "pingpong: wrote %s (results.json, table.md%s) in %.0fs"
+        % (out, "" if a.no_plots else ", pingpong-*.png", time.time() - started)
+    )
     return 1 if any(not f.get("kept") for f in failures) and not merged else 0
 
 
@@ -97,15 +133,27 @@ def report(meta, merged, failures):
         m = by.get(k, {}).get((kind, str(key)))
         return m["t"] if m else None
 
-    head = ["## Ping-pong: mpiws vs mpi4py + MPICH", "",
-            "%d ranks on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s. "
-            "Load average at start %s, at end %s."
-            % (meta["nranks"], meta["cores"], meta["machine"].get("cpu", "?"), "quick" if meta["quick"] else "full",
-               meta["rounds"], ", ".join(meta["impls"]), meta["started"], meta["seconds"],
-               "/".join("%.2f" % x for x in meta["machine"].get("load_avg", ())),
-               "/".join("%.2f" % x for x in meta["machine"].get("load_avg_end", ()))),
-            common.provenance(meta["machine"]),
-            "Command: `%s`" % meta["command"], ""]
+    head = [
+        "## Ping-pong: mpiws vs mpi4py + MPICH",
+        "",
+        "%d ranks on %s cores (%s), %s run, median of %d alternating rounds (%s), %s, took %.0f s. "
+        "Load average at start %s, at end %s."
+        % (
+            meta["nranks"],
+            meta["cores"],
+            meta["machine"].get("cpu", "?"),
+            "quick" if meta["quick"] else "full",
+            meta["rounds"],
+            ", ".join(meta["impls"]),
+            meta["started"],
+            meta["seconds"],
+            "/".join("%.2f" % x for x in meta["machine"].get("load_avg", ())),
+            "/".join("%.2f" % x for x in meta["machine"].get("load_avg_end", ())),
+        ),
+        common.provenance(meta["machine"]),
+        "Command: `%s`" % meta["command"],
+        "",
+    ]
     head += common.failure_lines(failures, lambda f: "round %d %s" % (f["round"], f["impl"]))
     for k in keys:
         if k in merged:
@@ -125,10 +173,17 @@ def report(meta, merged, failures):
             show = lambda x: common.fmt(x and int(key) / x / 1e6, "%.0f MB/s")
         else:
             show = lambda x: common.fmt(x and x * 1e6, "%.1f us")
-        rows.append([title, show(a), show(b), common.fmt(r, "%.2f"), goal,
-                     "-" if r is None else ("yes" if ok(r) else "NO")])
-    parts.append(common.table("Targets", ["target", "mpiws", "reference", "ratio", "goal", "met"], rows,
-                              "Ratios from the medians below; for bandwidth the ratio is mpiws/TCP bandwidth."))
+        rows.append(
+            [title, show(a), show(b), common.fmt(r, "%.2f"), goal, "-" if r is None else ("yes" if ok(r) else "NO")]
+        )
+    parts.append(
+        common.table(
+            "Targets",
+            ["target", "mpiws", "reference", "ratio", "goal", "met"],
+            rows,
+            "Ratios from the medians below; for bandwidth the ratio is mpiws/TCP bandwidth.",
+        )
+    )
 
     buffers = [m for m in merged.get("mpiws", []) or next(iter(merged.values()), []) if m["kind"] == "buffer"]
     sizes = [m["size"] for m in buffers]
@@ -137,11 +192,20 @@ def report(meta, merged, failures):
     rows = []
     for s in sizes:
         ts = [t(k, "buffer", s) for k in keys]
-        rows.append([common.human_size(s)] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
-                    + [common.fmt(common.ratio(ts[0], t(r, "buffer", s)), "%.2f") for r in refs])
+        rows.append(
+            [common.human_size(s)]
+            + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+            + [common.fmt(common.ratio(ts[0], t(r, "buffer", s)), "%.2f") for r in refs]
+        )
     hdr = ["size", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm"]
-    parts.append(common.table("Buffer latency: Send/Recv half round trip (us)", hdr, rows,
-                              "Ratio = mpiws time / reference time: above 1 means mpiws is slower."))
+    parts.append(
+        common.table(
+            "Buffer latency: Send/Recv half round trip (us)",
+            hdr,
+            rows,
+            "Ratio = mpiws time / reference time: above 1 means mpiws is slower.",
+        )
+    )
 
     rows = []
     for s in sizes:
@@ -149,28 +213,53 @@ def report(meta, merged, failures):
             continue
         ts = [t(k, "buffer", s) for k in keys]
         bw = [x and s / x / 1e6 for x in ts]
-        rows.append([common.human_size(s)] + [common.fmt(x, "%.0f") for x in bw]
-                    + [common.fmt(common.ratio(bw[0], t(r, "buffer", s) and s / t(r, "buffer", s) / 1e6), "%.2f")
-                       for r in refs])
-    parts.append(common.table("Buffer bandwidth: size / half round trip (MB/s, 1 MB = 10^6 B)", hdr, rows,
-                              "Ratio = mpiws bandwidth / reference bandwidth: below 1 means mpiws is slower."))
+        rows.append(
+            [common.human_size(s)]
+            + [common.fmt(x, "%.0f") for x in bw]
+            + [common.fmt(common.ratio(bw[0], t(r, "buffer", s) and s / t(r, "buffer", s) / 1e6), "%.2f") for r in refs]
+        )
+    parts.append(
+        common.table(
+            "Buffer bandwidth: size / half round trip (MB/s, 1 MB = 10^6 B)",
+            hdr,
+            rows,
+            "Ratio = mpiws bandwidth / reference bandwidth: below 1 means mpiws is slower.",
+        )
+    )
 
     rows = []
     for name in ("dict", "ndarray-10", "ndarray-1MiB"):
         ts = [t(k, "object", name) for k in keys]
         size = next((by[k][("object", name)]["size"] for k in keys if ("object", name) in by.get(k, {})), None)
-        rows.append([name, common.fmt(size, "%d")] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
-                    + [common.fmt(common.ratio(ts[0], t(r, "object", name)), "%.2f") for r in refs])
-    parts.append(common.table("Objects: send/recv (pickled) half round trip (us)",
-                              ["object", "pickle B", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm"], rows,
-                              "dict = {'a': 1, 'b': [1, 2, 3]}; ndarray-10 = 10 float64; ndarray-1MiB = 131072 float64."))
+        rows.append(
+            [name, common.fmt(size, "%d")]
+            + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+            + [common.fmt(common.ratio(ts[0], t(r, "object", name)), "%.2f") for r in refs]
+        )
+    parts.append(
+        common.table(
+            "Objects: send/recv (pickled) half round trip (us)",
+            ["object", "pickle B", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm"],
+            rows,
+            "dict = {'a': 1, 'b': [1, 2, 3]}; ndarray-10 = 10 float64; ndarray-1MiB = 131072 float64.",
+        )
+    )
 
     ts = [t(k, "pingpong", "10x1KiB") for k in keys]
     if any(ts):
-        rows = [["10 x 1 KiB + 8 B reply"] + [common.fmt(x and x * 1e6, "%.1f") for x in ts]
-                + [common.fmt(common.ratio(ts[0], t(r, "pingpong", "10x1KiB")), "%.2f") for r in refs]]
-        parts.append(common.table("Ping*Pong: time per cycle (us)", ["cycle"] + hdr[1:], rows,
-                                  "Ten 1 KiB Sends back to back, then one reply: shows whether sends pipeline."))
+        rows = [
+            ["10 x 1 KiB + 8 B reply"]
+            + [common.fmt(x and x * 1e6, "%.1f") for x in ts]
+            + [common.fmt(common.ratio(ts[0], t(r, "pingpong", "10x1KiB")), "%.2f") for r in refs]
+        ]
+        parts.append(
+            common.table(
+                "Ping*Pong: time per cycle (us)",
+                ["cycle"] + hdr[1:],
+                rows,
+                "Ten 1 KiB Sends back to back, then one reply: shows whether sends pipeline.",
+            )
+        )
 
     parts += exchange_tables(merged, keys, refs)
     parts += tls_tables(by, sizes)
@@ -182,12 +271,25 @@ def report(meta, merged, failures):
             continue
         spread = sorted(m["t_max"] / m["t_min"] for m in merged[k] if m["t_min"])
         worst = max(merged[k], key=lambda m: m["t_max"] / m["t_min"] if m["t_min"] else 0)
-        rows.append([common.IMPLS[k].label, "%.2f" % spread[len(spread) // 2], "%.2f" % spread[-1],
-                     "%s %s" % (worst["kind"], common.human_size(worst["size"]) if worst["kind"] == "buffer"
-                                else "%s %s" % (worst["variant"], common.human_size(worst["size"]))
-                                if worst["kind"] == "exchange" else worst["key"])])
-    parts.append(common.table("Spread over rounds (max/min time per measurement)",
-                              ["impl", "median", "worst", "worst at"], rows))
+        rows.append(
+            [
+                common.IMPLS[k].label,
+                "%.2f" % spread[len(spread) // 2],
+                "%.2f" % spread[-1],
+                "%s %s"
+                % (
+                    worst["kind"],
+                    common.human_size(worst["size"])
+                    if worst["kind"] == "buffer"
+                    else "%s %s" % (worst["variant"], common.human_size(worst["size"]))
+                    if worst["kind"] == "exchange"
+                    else worst["key"],
+                ),
+            ]
+        )
+    parts.append(
+        common.table("Spread over rounds (max/min time per measurement)", ["impl", "median", "worst", "worst at"], rows)
+    )
     return "\n".join(parts)
 
 
@@ -200,17 +302,38 @@ def tls_tables(by, sizes):
     lat, bw = [], []
     for s in sizes:
         ts = [t(k, s) for k in ("mpiws", TLS, "mpi-tcp")]
-        lat.append([common.human_size(s)] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
-                   + [common.fmt(common.ratio(ts[1], ts[0]), "%.2f"), common.fmt(common.ratio(ts[1], ts[2]), "%.2f")])
+        lat.append(
+            [common.human_size(s)]
+            + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+            + [common.fmt(common.ratio(ts[1], ts[0]), "%.2f"), common.fmt(common.ratio(ts[1], ts[2]), "%.2f")]
+        )
         if s >= 1024:
             rates = [x and s / x / 1e6 for x in ts]
-            bw.append([common.human_size(s)] + [common.fmt(x, "%.0f") for x in rates]
-                      + [common.fmt(common.ratio(rates[1], rates[0]), "%.2f"), common.fmt(common.ratio(rates[1], rates[2]), "%.2f")])
-    note = "Both ranks serve https (rustls, ring; a stream runs inside the TLS connection through a local socket pair). "
-    return [common.table("TLS: buffer latency, half round trip (us)", hdr, lat,
-                         note + "Ratio = time with TLS / reference time: above 1 means TLS is slower."),
-            common.table("TLS: buffer bandwidth (MB/s)", hdr, bw,
-                         note + "Ratio = bandwidth with TLS / reference bandwidth: below 1 means TLS is slower.")]
+            bw.append(
+                [common.human_size(s)]
+                + [common.fmt(x, "%.0f") for x in rates]
+                + [
+                    common.fmt(common.ratio(rates[1], rates[0]), "%.2f"),
+                    common.fmt(common.ratio(rates[1], rates[2]), "%.2f"),
+                ]
+            )
+    note = (
+        "Both ranks serve https (rustls, ring; a stream runs inside the TLS connection through a local socket pair). "
+    )
+    return [
+        common.table(
+            "TLS: buffer latency, half round trip (us)",
+            hdr,
+            lat,
+            note + "Ratio = time with TLS / reference time: above 1 means TLS is slower.",
+        ),
+        common.table(
+            "TLS: buffer bandwidth (MB/s)",
+            hdr,
+            bw,
+            note + "Ratio = bandwidth with TLS / reference bandwidth: below 1 means TLS is slower.",
+        ),
+    ]
 
 
 VARIANTS = {"sendrecv": "Sendrecv", "sendthenrecv": "Send-then-Receive"}
@@ -235,48 +358,92 @@ def exchange_tables(merged, keys, refs):
         rows = []
         for s in sizes:
             ts = [t(k, v, s) for k in keys]
-            rows.append([common.human_size(s)] + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
-                        + [common.fmt(common.ratio(ts[0], t(r, v, s)), "%.2f") for r in refs])
-        parts.append(common.table(
-            "Exchange, %s: time per step (us)" % name, hdr, rows,
-            ("Both ranks: `Sendrecv(sbuf, dest=peer, recvbuf=rbuf, source=peer)`." if v == "sendrecv" else
-             "Rank 0: `Send` then `Recv`; rank 1: `Recv` then `Send` (a round trip).")
-            + " One step = each rank sends and receives one buffer of this size. "
-              "Ratio = mpiws time / reference time: above 1 means mpiws is slower."))
+            rows.append(
+                [common.human_size(s)]
+                + [common.fmt(x and x * 1e6, "%.2f") for x in ts]
+                + [common.fmt(common.ratio(ts[0], t(r, v, s)), "%.2f") for r in refs]
+            )
+        parts.append(
+            common.table(
+                "Exchange, %s: time per step (us)" % name,
+                hdr,
+                rows,
+                (
+                    "Both ranks: `Sendrecv(sbuf, dest=peer, recvbuf=rbuf, source=peer)`."
+                    if v == "sendrecv"
+                    else "Rank 0: `Send` then `Recv`; rank 1: `Recv` then `Send` (a round trip)."
+                )
+                + " One step = each rank sends and receives one buffer of this size. "
+                "Ratio = mpiws time / reference time: above 1 means mpiws is slower.",
+            )
+        )
     rows = []
     for s in sizes:
-        rows.append([common.human_size(s)] + [common.fmt(common.paired_ratio(m(k, "sendrecv", s),
-                                                                            m(k, "sendthenrecv", s)), "%.2f")
-                                              for k in keys])
-    parts.append(common.table(
-        "Exchange: Sendrecv / Send-then-Receive time per step", ["size", "mpiws", "MPI-TCP", "MPI-shm"], rows,
-        "Per implementation (median over rounds of the ratio in each launch). 0.5 = the two directions fully "
-        "overlap (Sendrecv costs one transfer, Send-then-Receive two); 1 = no overlap; above 1 = Sendrecv is "
-        "slower than doing the two in order."))
+        rows.append(
+            [common.human_size(s)]
+            + [common.fmt(common.paired_ratio(m(k, "sendrecv", s), m(k, "sendthenrecv", s)), "%.2f") for k in keys]
+        )
+    parts.append(
+        common.table(
+            "Exchange: Sendrecv / Send-then-Receive time per step",
+            ["size", "mpiws", "MPI-TCP", "MPI-shm"],
+            rows,
+            "Per implementation (median over rounds of the ratio in each launch). 0.5 = the two directions fully "
+            "overlap (Sendrecv costs one transfer, Send-then-Receive two); 1 = no overlap; above 1 = Sendrecv is "
+            "slower than doing the two in order.",
+        )
+    )
     return parts
 
 
 def plots(out, meta, merged):
     sub = "%d ranks, %s cores; median of %d alternating rounds, band = min..max" % (
-        meta["nranks"], meta["cores"], meta["rounds"])
-    series = {k: [(m["size"], m["t"], m["t_min"], m["t_max"]) for m in ms if m["kind"] == "buffer"]
-              for k, ms in merged.items()}
+        meta["nranks"],
+        meta["cores"],
+        meta["rounds"],
+    )
+    series = {
+        k: [(m["size"], m["t"], m["t_min"], m["t_max"]) for m in ms if m["kind"] == "buffer"]
+        for k, ms in merged.items()
+    }
     if any(series.values()):
-        common.plot(out / "pingpong-latency.png", "Ping-pong latency (Send/Recv, half round trip)", series,
-                    "half round trip (us)", transform=lambda s, t: t * 1e6, subtitle=sub)
-        common.plot(out / "pingpong-bandwidth.png", "Ping-pong bandwidth (Send/Recv)", series,
-                    "bandwidth (MB/s)", transform=lambda s, t: s / t / 1e6, subtitle=sub)
+        common.plot(
+            out / "pingpong-latency.png",
+            "Ping-pong latency (Send/Recv, half round trip)",
+            series,
+            "half round trip (us)",
+            transform=lambda s, t: t * 1e6,
+            subtitle=sub,
+        )
+        common.plot(
+            out / "pingpong-bandwidth.png",
+            "Ping-pong bandwidth (Send/Recv)",
+            series,
+            "bandwidth (MB/s)",
+            transform=lambda s, t: s / t / 1e6,
+            subtitle=sub,
+        )
     if exchange_sizes(merged):
         series, colors, styles = {}, {}, {}
         for k, ms in merged.items():
             for v, name in VARIANTS.items():
                 label = "%s %s" % (common.IMPLS[k].label, name)
-                series[label] = [(m["size"], m["t"], m["t_min"], m["t_max"]) for m in ms
-                                 if m["kind"] == "exchange" and m["variant"] == v]
+                series[label] = [
+                    (m["size"], m["t"], m["t_min"], m["t_max"])
+                    for m in ms
+                    if m["kind"] == "exchange" and m["variant"] == v
+                ]
                 colors[label], styles[label] = common.COLORS.get(k), "o-" if v == "sendrecv" else "s--"
-        common.plot(out / "pingpong-exchange.png", "Exchange: Sendrecv vs Send-then-Receive, time per step",
-                    {k: v for k, v in series.items() if v}, "time per step (us)", transform=lambda s, t: t * 1e6,
-                    subtitle=sub, colors=colors, styles=styles)
+        common.plot(
+            out / "pingpong-exchange.png",
+            "Exchange: Sendrecv vs Send-then-Receive, time per step",
+            {k: v for k, v in series.items() if v},
+            "time per step (us)",
+            transform=lambda s, t: t * 1e6,
+            subtitle=sub,
+            colors=colors,
+            styles=styles,
+        )
 
 
 if __name__ == "__main__":

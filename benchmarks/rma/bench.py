@@ -33,6 +33,7 @@ of ~40 ms (quick 15 ms; the counter 3 times that, per rank; at least 10, at most
 5000), time 3 blocks (quick 1) and keep their median (the driver keeps the median
 over rounds).
 """
+
 import argparse
 import os
 import sys
@@ -47,11 +48,11 @@ MPI = common.import_mpi()
 
 PARTS = ["put", "get", "acc", "counter"]
 PUT_MODES = ["flush", "lock", "fence"]
-FULL_SIZES = [1 << k for k in range(0, 23)]                        # 1 B .. 4 MiB
+FULL_SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB
 QUICK_SIZES = [1, 64, 4096, 1 << 16, 1 << 20]
-GET_FULL_SIZES = [1 << k for k in range(0, 23, 2)]                 # 1 B, 4 B, .. 4 MiB
+GET_FULL_SIZES = [1 << k for k in range(0, 23, 2)]  # 1 B, 4 B, .. 4 MiB
 GET_QUICK_SIZES = [8, 4096, 1 << 16, 1 << 20]
-ACC_FULL_SIZES = [8 << k for k in range(0, 18)]                    # 8 B .. 1 MiB (1 .. 131072 doubles)
+ACC_FULL_SIZES = [8 << k for k in range(0, 18)]  # 8 B .. 1 MiB (1 .. 131072 doubles)
 ACC_QUICK_SIZES = [8, 4096, 1 << 16]
 GET_WINDOW = 64
 GET_WINDOW_BYTES = 16 << 20
@@ -148,6 +149,7 @@ def main():
             sbuf = np.full(size, value, dtype=np.uint8)
             for mode in modes:
                 if mode == "flush":
+
                     def run(n):
                         if rank == 0:
                             win.Lock(1, MPI.LOCK_SHARED)
@@ -155,16 +157,20 @@ def main():
                                 win.Put(sbuf, 1)
                                 win.Flush(1)
                             win.Unlock(1)
+
                     point("put", "%s/%d" % (mode, size), size, run, mode=mode)
                 elif mode == "lock":
+
                     def run(n):
                         if rank == 0:
                             for _ in range(n):
                                 win.Lock(1, MPI.LOCK_SHARED)
                                 win.Put(sbuf, 1)
                                 win.Unlock(1)
+
                     point("put", "%s/%d" % (mode, size), size, run, mode=mode)
                 elif mode == "fence":
+
                     def run(n):
                         win.Fence(MPI.MODE_NOPRECEDE)
                         for i in range(n):
@@ -174,6 +180,7 @@ def main():
                             if rank == 1:
                                 win.Put(sbuf, 0)
                             win.Fence(MPI.MODE_NOSUCCEED if i == n - 1 else 0)  # then locks may follow
+
                     point("put", "%s/%d" % (mode, size), size, run, per=2.0, mode=mode)
                 else:
                     raise SystemExit("unknown put synchronisation %r (have %s)" % (mode, ", ".join(PUT_MODES)))
@@ -211,6 +218,7 @@ def main():
                             win.Get(rbuf, 1)
                         win.Flush(1)
                     win.Unlock(1)
+
             point("get", size, size, run, per=w, window=w)
             if rank == 0 and not np.array_equal(rbuf[: min(size, 4096)], np.arange(min(size, 4096)) % 251):
                 raise SystemExit("get of %d bytes: wrong data" % size)
@@ -233,6 +241,7 @@ def main():
                         win.Accumulate(ones, 1, op=MPI.SUM)
                         win.Flush(1)
                     win.Unlock(1)
+
             done = point("acc", size, size, run)
             comm.Barrier()
             win.Lock(rank, MPI.LOCK_EXCLUSIVE)
@@ -267,8 +276,8 @@ def main():
         comm.Barrier()
         ops(2)
         comm.Barrier()
-        est = comm.allreduce(ops(10) / 10, op=MPI.MAX)       # the slowest rank's time per op
-        reps = max(10, min(5000, int(3 * block / est))) if est > 0 else 5000   # longer blocks: contention is noisy
+        est = comm.allreduce(ops(10) / 10, op=MPI.MAX)  # the slowest rank's time per op
+        reps = max(10, min(5000, int(3 * block / est))) if est > 0 else 5000  # longer blocks: contention is noisy
         reps = comm.bcast(reps if rank == 0 else None, root=0)
         rate, remote, local = [], [], []
         for _ in range(trials):
@@ -276,8 +285,8 @@ def main():
             dt = ops(reps)
             times = comm.gather(dt, root=0)
             if rank == 0:
-                rate.append(max(times) / (nranks * reps))                     # seconds per op, all ranks together
-                remote.append(sorted(times[1:])[(nranks - 1) // 2] / reps)    # median over the remote ranks
+                rate.append(max(times) / (nranks * reps))  # seconds per op, all ranks together
+                remote.append(sorted(times[1:])[(nranks - 1) // 2] / reps)  # median over the remote ranks
                 local.append(times[0] / reps)
         comm.Barrier()
         final = np.zeros(1, dtype=np.int64)
@@ -290,9 +299,19 @@ def main():
             expected = nranks * (2 + 10 + trials * reps)
             allv = np.sort(np.concatenate(values))
             distinct = int(len(np.unique(allv)))
-            exact = int(final[0]) == expected and distinct == expected and bool(np.array_equal(allv, np.arange(expected)))
-            checks.append(dict(part="counter", nranks=nranks, final=int(final[0]), expected=expected,
-                               distinct_fetched=distinct, exact=exact))
+            exact = (
+                int(final[0]) == expected and distinct == expected and bool(np.array_equal(allv, np.arange(expected)))
+            )
+            checks.append(
+                dict(
+                    part="counter",
+                    nranks=nranks,
+                    final=int(final[0]),
+                    expected=expected,
+                    distinct_fetched=distinct,
+                    exact=exact,
+                )
+            )
             record("counter", "rate", nranks, reps, rate, nranks=nranks)
             record("counter", "remote", nranks, reps, remote, nranks=nranks)
             record("counter", "self", nranks, reps, local, nranks=nranks)
@@ -301,20 +320,24 @@ def main():
 
     comm.Barrier()
     if rank == 0:
-        common.emit({
-            "bench": "rma",
-            "impl": common.impl_name(),
-            "nranks": nranks,
-            "cores": os.cpu_count(),
-            "quick": a.quick,
-            "trials": trials,
-            "parts": parts,
-            "vendor": list(map(str, MPI.Get_library_version().splitlines()[:1])) if hasattr(MPI, "Get_library_version") else None,
-            "measurements": out,
-            "checks": checks,
-            "seconds": round(time.time() - started, 2),
-            "time": time.time(),
-        })
+        common.emit(
+            {
+                "bench": "rma",
+                "impl": common.impl_name(),
+                "nranks": nranks,
+                "cores": os.cpu_count(),
+                "quick": a.quick,
+                "trials": trials,
+                "parts": parts,
+                "vendor": list(map(str, MPI.Get_library_version().splitlines()[:1]))
+                if hasattr(MPI, "Get_library_version")
+                else None,
+                "measurements": out,
+                "checks": checks,
+                "seconds": round(time.time() - started, 2),
+                "time": time.time(),
+            }
+        )
 
 
 if __name__ == "__main__":

@@ -33,10 +33,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from toxiproxy import Toxiproxy, ensure_installed  # noqa: E402
 
 MIB = 1 << 20
-CHUNK = 1 * MIB          # sender's sendall() size and receiver's recv_into() size
+CHUNK = 1 * MIB  # sender's sendall() size and receiver's recv_into() size
 
 
 # ----------------------------------------------------------- TCP servers
+
 
 class Server:
     """A loopback TCP server: echoes 8-byte pings ("P" + 7 bytes) and sinks
@@ -46,7 +47,7 @@ class Server:
     def __init__(self):
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
-        self.done = {}      # connection id -> perf_counter() of its last byte
+        self.done = {}  # connection id -> perf_counter() of its last byte
         self.cv = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -114,12 +115,13 @@ def _connect(addr):
 
 # ---------------------------------------------------------- measurements
 
+
 def ping_pong(addr, budget_s, max_n=2000, min_n=15):
     """8-byte round trips over one connection: sorted RTTs in ms."""
     with _connect(addr) as s:
         s.sendall(b"P1234567")
-        _recv_exact(s, 8)                      # connection set up, first bytes through
-        for _ in range(3):                     # warm-up
+        _recv_exact(s, 8)  # connection set up, first bytes through
+        for _ in range(3):  # warm-up
             s.sendall(b"12345678")
             _recv_exact(s, 8)
         rtts = []
@@ -164,7 +166,7 @@ def bulk(server, addr, size, conns=1):
         t.join()
     last = max(server.wait_done(cid) for cid, _ in socks)
     for _, s in socks:
-        _recv_exact(s, 1)   # the server's "k": it has everything
+        _recv_exact(s, 1)  # the server's "k": it has everything
         s.close()
     return last - t0, max(sent.values()) - t0
 
@@ -231,17 +233,17 @@ def chain(tp, n, size, latency_ms, rate_mbit):
 
 # (label, one-way latency ms, jitter ms, rate Mbit/s or None, via proxy, parallel connections)
 CONFIGS = [
-    ("direct loopback",          0,  0, None, False, 1),
-    ("proxy, no toxics",         0,  0, None, True,  1),
-    ("10 ms",                   10,  0, None, True,  1),
-    ("50 ms",                   50,  0, None, True,  1),
-    ("100 Mbit/s",               0,  0, 100,  True,  1),
-    ("1 Gbit/s",                 0,  0, 1000, True,  1),
-    ("10 ms, 100 Mbit/s",       10,  0, 100,  True,  1),
-    ("10 ms, 1 Gbit/s",         10,  0, 1000, True,  1),
-    ("50 ms, 100 Mbit/s",       50,  0, 100,  True,  1),
-    ("50 ms, 1 Gbit/s",         50,  0, 1000, True,  1),
-    ("50 ms +-10 jitter",       50, 10, None, True,  1),
+    ("direct loopback", 0, 0, None, False, 1),
+    ("proxy, no toxics", 0, 0, None, True, 1),
+    ("10 ms", 10, 0, None, True, 1),
+    ("50 ms", 50, 0, None, True, 1),
+    ("100 Mbit/s", 0, 0, 100, True, 1),
+    ("1 Gbit/s", 0, 0, 1000, True, 1),
+    ("10 ms, 100 Mbit/s", 10, 0, 100, True, 1),
+    ("10 ms, 1 Gbit/s", 10, 0, 1000, True, 1),
+    ("50 ms, 100 Mbit/s", 50, 0, 100, True, 1),
+    ("50 ms, 1 Gbit/s", 50, 0, 1000, True, 1),
+    ("50 ms +-10 jitter", 50, 10, None, True, 1),
     ("10 ms, 100 Mbit/s, 2 conns", 10, 0, 100, True, 2),
 ]
 REQUIRED = {"10 ms, 100 Mbit/s", "10 ms, 1 Gbit/s", "50 ms, 100 Mbit/s", "50 ms, 1 Gbit/s"}
@@ -266,14 +268,21 @@ def main():
             rtts = ping_pong(addr, budget_s=1.5)
             t_last, t_sent = bulk(server, addr, size, conns)
             rows.append((label, lat, rate, rtts, t_last, t_sent, conns))
-            print(f"  {label}: RTT median {statistics.median(rtts):.2f} ms, "
-                  f"{size * 8 / t_last / 1e6:.0f} Mbit/s", file=sys.stderr, flush=True)
+            print(
+                f"  {label}: RTT median {statistics.median(rtts):.2f} ms, {size * 8 / t_last / 1e6:.0f} Mbit/s",
+                file=sys.stderr,
+                flush=True,
+            )
     server.close()
 
-    print(f"\nToxiproxy calibration: 8 B ping-pong RTT and {args.size} MiB one-way bulk, "
-          f"{os.cpu_count()} CPUs, {time.perf_counter() - started:.0f} s\n")
-    print("| link | RTT nominal ms | RTT median ms | p10 / p90 ms | n | rate nominal Mbit/s "
-          "| throughput Mbit/s | % of nominal | time nominal s | last byte s | send done s |")
+    print(
+        f"\nToxiproxy calibration: 8 B ping-pong RTT and {args.size} MiB one-way bulk, "
+        f"{os.cpu_count()} CPUs, {time.perf_counter() - started:.0f} s\n"
+    )
+    print(
+        "| link | RTT nominal ms | RTT median ms | p10 / p90 ms | n | rate nominal Mbit/s "
+        "| throughput Mbit/s | % of nominal | time nominal s | last byte s | send done s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, lat, rate, rtts, t_last, t_sent, conns in rows:
         p10 = rtts[len(rtts) // 10]
@@ -287,8 +296,10 @@ def main():
             nom_t, nom_r = f"{nominal_t:.2f}", f"{rate}"
         else:
             pct, nom_t, nom_r = "", "", "-"
-        print(f"| {label} | {2 * lat} | {statistics.median(rtts):.2f} | {p10:.2f} / {p90:.2f} | {len(rtts)} "
-              f"| {nom_r} | {mbit:.0f} | {pct} | {nom_t} | {t_last:.2f} | {t_sent:.2f} |")
+        print(
+            f"| {label} | {2 * lat} | {statistics.median(rtts):.2f} | {p10:.2f} / {p90:.2f} | {len(rtts)} "
+            f"| {nom_r} | {mbit:.0f} | {pct} | {nom_t} | {t_last:.2f} | {t_sent:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,14 @@ LOOP_RANKS = 4
 
 
 def parse(argv):
-    ap = common.arg_parser("wan", __doc__, "one link setting (10 ms, 100 Mbit/s), 8 MiB messages, fewer repetitions",
-                           "1", None, bench_args=False)
+    ap = common.arg_parser(
+        "wan",
+        __doc__,
+        "one link setting (10 ms, 100 Mbit/s), 8 MiB messages, fewer repetitions",
+        "1",
+        None,
+        bench_args=False,
+    )
     ap.add_argument("--big", type=int, default=None, help="large message in MiB (default 64, quick 8)")
     return ap.parse_args(argv)
 
@@ -70,8 +76,14 @@ class Endpoints:
         services = [f"{name}=benchmarks.wan.services:{name}" for name in ("p2p", "colls", "loop", "step")]
         args = sum((["--service", s] for s in services), [])
         for _ in range(n):
-            p = subprocess.Popen([mpiws_exe(), "serve", "--isolation", "thread", *args], cwd=common.ROOT, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            p = subprocess.Popen(
+                [mpiws_exe(), "serve", "--isolation", "thread", *args],
+                cwd=common.ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
             line = p.stdout.readline()
             if "serving" not in line:
                 raise SystemExit("wan: an endpoint did not start: %r" % line)
@@ -88,12 +100,17 @@ class Endpoints:
 def run_domain(urls, service, params, env, timeout):
     """``mpiws run --endpoints`` of ``service``: (rank 0's result, wall seconds)."""
     t = time.monotonic()
-    p = subprocess.run([mpiws_exe(), "run", "--endpoints", ",".join(urls), "--service", service, "--params", json.dumps(params)],
-                       env=env, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(
+        [mpiws_exe(), "run", "--endpoints", ",".join(urls), "--service", service, "--params", json.dumps(params)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     wall = time.monotonic() - t
     for line in p.stdout.splitlines():
         if line.startswith("rank 0: "):
-            return json.loads(line[len("rank 0: "):]), wall
+            return json.loads(line[len("rank 0: ") :]), wall
     raise RuntimeError("%s failed (exit %d): %s" % (service, p.returncode, (p.stdout + p.stderr)[-800:]))
 
 
@@ -151,24 +168,41 @@ def one_setting(tp, eps, lat, rate, big, reps, iterations, env, timeout):
         tcp_half, tcp_rate = measure_link(tp, lat, rate, big)
         rounds = math.ceil(math.log2(NRANKS))
         chain_rate = big * 8 / max(calibrate.chain(tp, NRANKS, big, lat, rate) - rounds * L, 1e-9)
-        common.log("wan: %d ms, %d Mbit/s: plain TCP half RTT %.2f ms, %.0f Mbit/s; a chain of %d: %.0f Mbit/s"
-                   % (lat, rate, tcp_half * 1e3, tcp_rate / 1e6, NRANKS, chain_rate / 1e6))
+        common.log(
+            "wan: %d ms, %d Mbit/s: plain TCP half RTT %.2f ms, %.0f Mbit/s; a chain of %d: %.0f Mbit/s"
+            % (lat, rate, tcp_half * 1e3, tcp_rate / 1e6, NRANKS, chain_rate / 1e6)
+        )
         p2p, _ = run_domain(urls[:2], "p2p", {"big": big, "reps": reps}, env, timeout)
         common.log("wan: p2p %s" % p2p)
         colls, _ = run_domain(urls[:NRANKS], "colls", {"big": big, "reps": reps}, env, timeout)
         common.log("wan: collectives %s" % colls)
         loop_n = 128
-        direct, direct_wall = run_domain(urls[:LOOP_RANKS], "loop", {"n": loop_n, "iterations": iterations}, env, timeout)
+        direct, direct_wall = run_domain(
+            urls[:LOOP_RANKS], "loop", {"n": loop_n, "iterations": iterations}, env, timeout
+        )
         per_mediated = mediated(urls[:LOOP_RANKS], loop_n, iterations, env)
-        common.log("wan: loop direct %.1f ms/iteration, mediated %.1f ms/iteration"
-                   % (direct["per_iteration"] * 1e3, per_mediated * 1e3))
+        common.log(
+            "wan: loop direct %.1f ms/iteration, mediated %.1f ms/iteration"
+            % (direct["per_iteration"] * 1e3, per_mediated * 1e3)
+        )
         return {
-            "latency_ms": lat, "rate_mbit": rate, "big": big, "L": L, "R": R,
-            "tcp_half_rtt": tcp_half, "tcp_rate": tcp_rate,
-            "p2p_small": p2p["small_half_rtt"], "p2p_rate": big * 8 / max(p2p["big_half_rtt"] - L, 1e-9),
-            "barrier": colls["barrier"], "allreduce_8": colls["allreduce_8"], "allreduce_1k": colls["allreduce_1k"],
-            "bcast_rate": big * 8 / max(colls["bcast_big"] - rounds * L, 1e-9), "rounds": rounds, "chain_rate": chain_rate,
-            "loop_direct": direct["per_iteration"], "loop_mediated": per_mediated,
+            "latency_ms": lat,
+            "rate_mbit": rate,
+            "big": big,
+            "L": L,
+            "R": R,
+            "tcp_half_rtt": tcp_half,
+            "tcp_rate": tcp_rate,
+            "p2p_small": p2p["small_half_rtt"],
+            "p2p_rate": big * 8 / max(p2p["big_half_rtt"] - L, 1e-9),
+            "barrier": colls["barrier"],
+            "allreduce_8": colls["allreduce_8"],
+            "allreduce_1k": colls["allreduce_1k"],
+            "bcast_rate": big * 8 / max(colls["bcast_big"] - rounds * L, 1e-9),
+            "rounds": rounds,
+            "chain_rate": chain_rate,
+            "loop_direct": direct["per_iteration"],
+            "loop_mediated": per_mediated,
             "loop_direct_total": direct_wall,
         }
     finally:
@@ -186,21 +220,66 @@ def rows_for(r):
         return [name, value, bound, "%.2f" % ratio, target, "yes" if ok else "**no**"]
 
     rows = [
-        row("8 B one way (half RTT), 2 ranks", ms(r["p2p_small"]), ms(L), r["p2p_small"] / L, "<= 1.1", r["p2p_small"] <= 1.1 * L),
-        row("%s rate, 2 ranks" % common.human_size(r["big"]), mbit(r["p2p_rate"]), mbit(R), r["p2p_rate"] / R, ">= 0.8",
-            r["p2p_rate"] >= 0.8 * R),
-        row("barrier, %d ranks" % NRANKS, ms(r["barrier"]), "%d x L = %s" % (k, ms(k * L)), r["barrier"] / (k * L), "<= 1.2",
-            r["barrier"] <= 1.2 * k * L),
-        row("allreduce 8 B, %d ranks" % NRANKS, ms(r["allreduce_8"]), ms(k * L), r["allreduce_8"] / (k * L), "<= 1.2",
-            r["allreduce_8"] <= 1.2 * k * L),
-        row("allreduce 1 KiB, %d ranks" % NRANKS, ms(r["allreduce_1k"]), ms(k * L), r["allreduce_1k"] / (k * L), "<= 1.2",
-            r["allreduce_1k"] <= 1.2 * k * L),
-        row("bcast %s rate, %d ranks" % (common.human_size(r["big"]), NRANKS), mbit(r["bcast_rate"]), mbit(R), r["bcast_rate"] / R,
-            ">= 0.7", r["bcast_rate"] >= 0.7 * R),
+        row(
+            "8 B one way (half RTT), 2 ranks",
+            ms(r["p2p_small"]),
+            ms(L),
+            r["p2p_small"] / L,
+            "<= 1.1",
+            r["p2p_small"] <= 1.1 * L,
+        ),
+        row(
+            "%s rate, 2 ranks" % common.human_size(r["big"]),
+            mbit(r["p2p_rate"]),
+            mbit(R),
+            r["p2p_rate"] / R,
+            ">= 0.8",
+            r["p2p_rate"] >= 0.8 * R,
+        ),
+        row(
+            "barrier, %d ranks" % NRANKS,
+            ms(r["barrier"]),
+            "%d x L = %s" % (k, ms(k * L)),
+            r["barrier"] / (k * L),
+            "<= 1.2",
+            r["barrier"] <= 1.2 * k * L,
+        ),
+        row(
+            "allreduce 8 B, %d ranks" % NRANKS,
+            ms(r["allreduce_8"]),
+            ms(k * L),
+            r["allreduce_8"] / (k * L),
+            "<= 1.2",
+            r["allreduce_8"] <= 1.2 * k * L,
+        ),
+        row(
+            "allreduce 1 KiB, %d ranks" % NRANKS,
+            ms(r["allreduce_1k"]),
+            ms(k * L),
+            r["allreduce_1k"] / (k * L),
+            "<= 1.2",
+            r["allreduce_1k"] <= 1.2 * k * L,
+        ),
+        row(
+            "bcast %s rate, %d ranks" % (common.human_size(r["big"]), NRANKS),
+            mbit(r["bcast_rate"]),
+            mbit(R),
+            r["bcast_rate"] / R,
+            ">= 0.7",
+            r["bcast_rate"] >= 0.7 * R,
+        ),
     ]
     if "chain_rate" in r:
-        rows.append(row("bcast %s rate vs a plain-TCP chain of %d" % (common.human_size(r["big"]), NRANKS), mbit(r["bcast_rate"]),
-                        mbit(r["chain_rate"]), r["bcast_rate"] / r["chain_rate"], ">= 0.7", r["bcast_rate"] >= 0.7 * r["chain_rate"]))
+        rows.append(
+            row(
+                "bcast %s rate vs a plain-TCP chain of %d" % (common.human_size(r["big"]), NRANKS),
+                mbit(r["bcast_rate"]),
+                mbit(r["chain_rate"]),
+                r["bcast_rate"] / r["chain_rate"],
+                ">= 0.7",
+                r["bcast_rate"] >= 0.7 * r["chain_rate"],
+            )
+        )
     return rows
 
 
@@ -208,17 +287,31 @@ def report(meta, results):
     out = ["## WAN: mpiws across emulated links (Toxiproxy)", "", common.provenance(meta["machine"]), ""]
     for r in results:
         title = "%d ms one way, %d Mbit/s" % (r["latency_ms"], r["rate_mbit"])
-        note = ("plain TCP through the same link: half RTT %.2f ms, %.0f Mbit/s (the emulation's own accuracy). "
-                "Rates are the message over (time - the latencies it must cross). The chain: the same bytes passed down "
-                "%d plain-TCP nodes through such links, forwarded as they arrive (a broadcast's best case on this machine)."
-                % (r["tcp_half_rtt"] * 1e3, r["tcp_rate"] / 1e6, NRANKS))
+        note = (
+            "plain TCP through the same link: half RTT %.2f ms, %.0f Mbit/s (the emulation's own accuracy). "
+            "Rates are the message over (time - the latencies it must cross). The chain: the same bytes passed down "
+            "%d plain-TCP nodes through such links, forwarded as they arrive (a broadcast's best case on this machine)."
+            % (r["tcp_half_rtt"] * 1e3, r["tcp_rate"] / 1e6, NRANKS)
+        )
         out.append(common.table(title, ["measure", "mpiws", "bound", "ratio", "target", "met"], rows_for(r), note))
-    loop_rows = [["%d ms, %d Mbit/s" % (r["latency_ms"], r["rate_mbit"]), "%.1f" % (r["loop_direct"] * 1e3),
-                  "%.1f" % (r["loop_mediated"] * 1e3), "%.2f" % (r["loop_mediated"] / r["loop_direct"])] for r in results]
-    out.append(common.table("Iterative loop of %d services, 1 KiB vector (ms per iteration)" % LOOP_RANKS,
-                            ["link", "MPI style (allreduce)", "mediated (client relays)", "mediated / MPI style"], loop_rows,
-                            "MPI style: the services loop and average with an allreduce; mediated: every iteration the "
-                            "client invokes each service (run + status) and averages the answers."))
+    loop_rows = [
+        [
+            "%d ms, %d Mbit/s" % (r["latency_ms"], r["rate_mbit"]),
+            "%.1f" % (r["loop_direct"] * 1e3),
+            "%.1f" % (r["loop_mediated"] * 1e3),
+            "%.2f" % (r["loop_mediated"] / r["loop_direct"]),
+        ]
+        for r in results
+    ]
+    out.append(
+        common.table(
+            "Iterative loop of %d services, 1 KiB vector (ms per iteration)" % LOOP_RANKS,
+            ["link", "MPI style (allreduce)", "mediated (client relays)", "mediated / MPI style"],
+            loop_rows,
+            "MPI style: the services loop and average with an allreduce; mediated: every iteration the "
+            "client invokes each service (run + status) and averages the answers.",
+        )
+    )
     return "\n".join(out)
 
 
@@ -237,7 +330,12 @@ def plots(out, results):
         for row in rows_for(r):
             ratio, target = float(row[3]), float(row[4].split()[-1])
             fractions.append(target / ratio if row[4].startswith("<=") else ratio / target)
-        ax.bar([x + i * width for x in range(len(names))], fractions, width, label="%d ms, %d Mbit/s" % (r["latency_ms"], r["rate_mbit"]))
+        ax.bar(
+            [x + i * width for x in range(len(names))],
+            fractions,
+            width,
+            label="%d ms, %d Mbit/s" % (r["latency_ms"], r["rate_mbit"]),
+        )
     ax.axhline(1.0, color="k", lw=0.8, ls="--")
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(names))])
     ax.set_xticklabels([n.replace(", ", "\n") for n in names], fontsize=8)
@@ -269,7 +367,10 @@ def main(argv=None):
         eps = Endpoints(NRANKS, env)
         try:
             for i, (lat, rate) in enumerate(links, 1):
-                common.log("wan: [%d/%d] %d ms one way, %d Mbit/s (%.0f s so far)" % (i, len(links), lat, rate, time.time() - started))
+                common.log(
+                    "wan: [%d/%d] %d ms one way, %d Mbit/s (%.0f s so far)"
+                    % (i, len(links), lat, rate, time.time() - started)
+                )
                 try:
                     results.append(one_setting(tp, eps, lat, rate, big, reps, iterations, env, timeout))
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
@@ -278,12 +379,31 @@ def main(argv=None):
         finally:
             eps.stop()
     machine["load_avg_end"] = os.getloadavg()
-    meta = dict(bench="wan", links=links, big=big, reps=reps, iterations=iterations, quick=a.quick, machine=machine,
-                started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)), seconds=round(time.time() - started, 1),
-                command=" ".join(["benchmarks/wan/run"] + (argv if argv is not None else sys.argv[1:])))
-    text = report(meta, results) + "".join("\n\nfailed: %(latency_ms)d ms, %(rate_mbit)d Mbit/s: %(error)s" % f for f in failures)
-    out = common.save("wan", a.out, meta, results, {}, failures, text,
-                      None if a.no_plots or not results else (lambda o: plots(o, results)))
+    meta = dict(
+        bench="wan",
+        links=links,
+        big=big,
+        reps=reps,
+        iterations=iterations,
+        quick=a.quick,
+        machine=machine,
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        seconds=round(time.time() - started, 1),
+        command=" ".join(["benchmarks/wan/run"] + (argv if argv is not None else sys.argv[1:])),
+    )
+    text = report(meta, results) + "".join(
+        "\n\nfailed: %(latency_ms)d ms, %(rate_mbit)d Mbit/s: %(error)s" % f for f in failures
+    )
+    out = common.save(
+        "wan",
+        a.out,
+        meta,
+        results,
+        {},
+        failures,
+        text,
+        None if a.no_plots or not results else (lambda o: plots(o, results)),
+    )
     common.log("wan: wrote %s in %.0f s" % (out, time.time() - started))
     return 0 if results else 1
 

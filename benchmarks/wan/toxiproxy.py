@@ -93,6 +93,7 @@ def mbit_to_kbps(rate_mbit):
 
 # --------------------------------------------------------------- building
 
+
 def ensure_installed(quiet=False):
     """Path of a ``toxiproxy-server`` binary of TOXIPROXY_VERSION; builds it
     with ``go install`` into ``target/tools/bin`` the first time (about a
@@ -110,7 +111,8 @@ def ensure_installed(quiet=False):
     if go is None:
         raise ToxiproxyError(
             f"toxiproxy-server is not built ({BINARY}) and `go` is not on PATH to build it: "
-            f"install Go (https://go.dev/dl/, or apt-get install golang) or set {BINARY_ENV}")
+            f"install Go (https://go.dev/dl/, or apt-get install golang) or set {BINARY_ENV}"
+        )
     TOOLS_BIN.mkdir(parents=True, exist_ok=True)
     # A lock, so that concurrent first uses (parallel tests) build once.
     with open(TOOLS_BIN / ".toxiproxy-build.lock", "w") as lock:
@@ -130,8 +132,11 @@ def _installed():
 
 def _build(go, quiet):
     if not quiet:
-        print(f"building toxiproxy-server {TOXIPROXY_VERSION} with go install "
-              f"(once, into {TOOLS_BIN}) ...", file=sys.stderr, flush=True)
+        print(
+            f"building toxiproxy-server {TOXIPROXY_VERSION} with go install (once, into {TOOLS_BIN}) ...",
+            file=sys.stderr,
+            flush=True,
+        )
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(dir=TOOLS_BIN, prefix=".build-") as gobin:
         # GOBIN: install straight into our directory, not ~/go/bin.
@@ -139,12 +144,18 @@ def _build(go, quiet):
         env = dict(os.environ, GOBIN=gobin, GOTOOLCHAIN="local")
         proc = subprocess.run(
             [go, "install", f"{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}"],
-            env=env, cwd=gobin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        built = Path(gobin) / "server"   # go names the binary after cmd/server
+            env=env,
+            cwd=gobin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        built = Path(gobin) / "server"  # go names the binary after cmd/server
         if proc.returncode != 0 or not built.exists():
             raise ToxiproxyError(
                 f"go install {TOXIPROXY_MODULE}@{TOXIPROXY_VERSION} failed "
-                f"(exit {proc.returncode}):\n{proc.stdout[-4000:]}")
+                f"(exit {proc.returncode}):\n{proc.stdout[-4000:]}"
+            )
         # Rename within one file system: atomic, a reader never sees half a binary.
         os.replace(built, BINARY)
     STAMP.write_text(TOXIPROXY_VERSION + "\n")
@@ -153,6 +164,7 @@ def _build(go, quiet):
 
 
 # ---------------------------------------------------------------- running
+
 
 def free_port(host="127.0.0.1"):
     """A port free right now (another process may take it before we do)."""
@@ -174,7 +186,7 @@ def url_through(url, listen, keep_host=False):
     lhost, _, lport = listen.rpartition(":")
     host = parts.hostname if keep_host else lhost
     if ":" in host and not host.startswith("["):
-        host = f"[{host}]"   # IPv6 literal
+        host = f"[{host}]"  # IPv6 literal
     userinfo = parts.netloc.rpartition("@")[0]
     netloc = (userinfo + "@" if userinfo else "") + f"{host}:{lport}"
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
@@ -188,10 +200,10 @@ class Toxiproxy:
     def __init__(self, binary=None, startup_timeout=15.0, log_level="error"):
         self.binary = Path(binary) if binary else None
         self.startup_timeout = startup_timeout
-        self.log_level = log_level   # toxiproxy's LOG_LEVEL; it warns on every closed link
+        self.log_level = log_level  # toxiproxy's LOG_LEVEL; it warns on every closed link
         self.proc = None
-        self.api = None              # "http://127.0.0.1:PORT"
-        self.links = {}              # name -> listen address
+        self.api = None  # "http://127.0.0.1:PORT"
+        self.links = {}  # name -> listen address
         self._names = itertools.count(1)
         self._log = None
         # Never through an HTTP proxy from the environment: the API is on loopback.
@@ -216,8 +228,11 @@ class Toxiproxy:
             port = free_port()
             self.proc = subprocess.Popen(
                 [str(binary), "-host", "127.0.0.1", "-port", str(port)],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                env=dict(os.environ, LOG_LEVEL=self.log_level))
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=dict(os.environ, LOG_LEVEL=self.log_level),
+            )
             self.api = f"http://127.0.0.1:{port}"
             if self._wait_ready():
                 # A crashed test run must not leave the server behind.
@@ -275,8 +290,9 @@ class Toxiproxy:
 
     def _request(self, method, path, body=None, timeout=10):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.api + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.api + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
             with self._opener.open(req, timeout=timeout) as resp:
                 raw = resp.read()
@@ -300,8 +316,9 @@ class Toxiproxy:
             while name in self.links:
                 name = f"link{next(self._names)}"
         # Port 0: the server binds a free port itself and reports it, no race.
-        proxy = self._request("POST", "/proxies", {
-            "name": name, "listen": "127.0.0.1:0", "upstream": upstream, "enabled": True})
+        proxy = self._request(
+            "POST", "/proxies", {"name": name, "listen": "127.0.0.1:0", "upstream": upstream, "enabled": True}
+        )
         self.links[name] = proxy["listen"]
         try:
             self.set_link(name, latency_ms=latency_ms, jitter_ms=jitter_ms, rate_mbit=rate_mbit)
@@ -321,8 +338,7 @@ class Toxiproxy:
         if {t["name"] for t in have} == {t["name"] for t in want}:
             for t in want:
                 if next(h for h in have if h["name"] == t["name"])["attributes"] != t["attributes"]:
-                    self._request("POST", f"/proxies/{name}/toxics/{t['name']}",
-                                  {"attributes": t["attributes"]})
+                    self._request("POST", f"/proxies/{name}/toxics/{t['name']}", {"attributes": t["attributes"]})
             return
         for t in have:
             self._request("DELETE", f"/proxies/{name}/toxics/{t['name']}")
@@ -373,12 +389,25 @@ def _toxics(latency_ms, jitter_ms, rate_mbit):
     out = []
     for stream in ("upstream", "downstream"):
         if latency_ms or jitter_ms:
-            out.append({"name": f"latency_{stream}", "type": "latency", "stream": stream,
-                        "toxicity": 1.0,
-                        "attributes": {"latency": int(latency_ms), "jitter": int(jitter_ms)}})
+            out.append(
+                {
+                    "name": f"latency_{stream}",
+                    "type": "latency",
+                    "stream": stream,
+                    "toxicity": 1.0,
+                    "attributes": {"latency": int(latency_ms), "jitter": int(jitter_ms)},
+                }
+            )
         if rate_mbit is not None:
-            out.append({"name": f"bandwidth_{stream}", "type": "bandwidth", "stream": stream,
-                        "toxicity": 1.0, "attributes": {"rate": mbit_to_kbps(rate_mbit)}})
+            out.append(
+                {
+                    "name": f"bandwidth_{stream}",
+                    "type": "bandwidth",
+                    "stream": stream,
+                    "toxicity": 1.0,
+                    "attributes": {"rate": mbit_to_kbps(rate_mbit)},
+                }
+            )
     return out
 
 

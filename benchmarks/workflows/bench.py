@@ -11,6 +11,7 @@ Parts (the workflow files are made here, as documents):
   multi     two echo services feeding one step (add: the two concatenated), P bytes each
   loop      4 services (a scatter over 4 blocks of 1000 numbers), P iterations sharing an allreduce each
 """
+
 import argparse
 import os
 import sys
@@ -36,23 +37,38 @@ def document(part, url, point):
         for i in range(1, CHAIN + 1):
             src = "message" if i == 1 else "s%d/%s" % (i - 1, out)
             steps["s%d" % i] = {kind: target, "endpoint": url, "in": {port: src}, "out": [out]}
-        return {"name": part, "inputs": {"message": "bytes" if part == "chain" else "file"}, "steps": steps,
-                "outputs": {"result": "s%d/%s" % (CHAIN, out)}}
+        return {
+            "name": part,
+            "inputs": {"message": "bytes" if part == "chain" else "file"},
+            "steps": steps,
+            "outputs": {"result": "s%d/%s" % (CHAIN, out)},
+        }
     if part == "multi":
-        return {"name": "multi", "inputs": {"a": "bytes", "b": "bytes"},
-                "steps": {"left": {"service": "echo", "endpoint": url, "in": {"data": "a"}, "out": ["data"]},
-                          "right": {"service": "echo", "endpoint": url, "in": {"data": "b"}, "out": ["data"]},
-                          "both": {"service": "add", "endpoint": url, "in": {"a": "left/data", "b": "right/data"},
-                                   "out": ["a"]}},
-                "outputs": {"result": "both/a"}}
-    return {"name": "loop", "inputs": {"blocks": "any[]"},
-            "steps": {"relax": {"service": "relax", "endpoint": url, "scatter": "block",
-                                "in": {"block": "blocks", "total": {"value": 0}, "count": {"value": 0},
-                                       "tolerance": {"value": 0.0}},
-                                "out": ["block", "sum", "n", "done"],
-                                "loop": {"iterations": point, "carry": {"block": "block"},
-                                         "allreduce": {"total": "sum", "count": "n"}}}},
-            "outputs": {"blocks": "relax/block"}}
+        return {
+            "name": "multi",
+            "inputs": {"a": "bytes", "b": "bytes"},
+            "steps": {
+                "left": {"service": "echo", "endpoint": url, "in": {"data": "a"}, "out": ["data"]},
+                "right": {"service": "echo", "endpoint": url, "in": {"data": "b"}, "out": ["data"]},
+                "both": {"service": "add", "endpoint": url, "in": {"a": "left/data", "b": "right/data"}, "out": ["a"]},
+            },
+            "outputs": {"result": "both/a"},
+        }
+    return {
+        "name": "loop",
+        "inputs": {"blocks": "any[]"},
+        "steps": {
+            "relax": {
+                "service": "relax",
+                "endpoint": url,
+                "scatter": "block",
+                "in": {"block": "blocks", "total": {"value": 0}, "count": {"value": 0}, "tolerance": {"value": 0.0}},
+                "out": ["block", "sum", "n", "done"],
+                "loop": {"iterations": point, "carry": {"block": "block"}, "allreduce": {"total": "sum", "count": "n"}},
+            }
+        },
+        "outputs": {"blocks": "relax/block"},
+    }
 
 
 def inputs(part, point, tmp):
@@ -93,10 +109,12 @@ def settle(idle=0.85, most=10.0):
     """Wait until this machine is about idle (``idle`` of its CPU time over 0.2 s; at most ``most`` s): the
     endpoint refills the instance processes a run took (each a new interpreter importing its service), and a
     run measured during that measures the refill. Every run, either form, starts on a settled endpoint."""
+
     def times():
         with open("/proc/stat") as f:
             v = [int(x) for x in f.readline().split()[1:]]
         return v[3] + v[4], sum(v)  # idle + iowait, all
+
     deadline = time.monotonic() + most
     while time.monotonic() < deadline:
         (i0, a0) = times()
@@ -114,8 +132,12 @@ def main(argv=None):
     ap.add_argument("--modes", default="direct,mediated", help="forms to run, in the first round's order")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip", default="", help="MODE:POINT pairs not to run (too long), comma-separated")
-    ap.add_argument("--toxiproxy", default=None, help="a Toxiproxy API URL: the steps reach this process's endpoint "
-                    "through a link of it (--link-latency, --link-rate)")
+    ap.add_argument(
+        "--toxiproxy",
+        default=None,
+        help="a Toxiproxy API URL: the steps reach this process's endpoint "
+        "through a link of it (--link-latency, --link-rate)",
+    )
     ap.add_argument("--link-latency", type=int, default=0, help="one-way latency of that link, ms")
     ap.add_argument("--link-rate", type=float, default=None, help="rate of that link, Mbit/s each way")
     a = ap.parse_args(argv)
@@ -146,8 +168,9 @@ def main(argv=None):
                     outdir = os.path.join(tmp, "out")
                     settle()
                     t0 = time.perf_counter()
-                    outputs, record = workflow.run(wf, given, mode=mode, outdir=outdir, progress=False,
-                                                   advertise=advertise)
+                    outputs, record = workflow.run(
+                        wf, given, mode=mode, outdir=outdir, progress=False, advertise=advertise
+                    )
                     t = time.perf_counter() - t0
                     check(a.part, point, given, outputs, outdir)
                     measurements.append({"kind": mode, "key": point, "t": t, "manager_bytes": record["manager_bytes"]})

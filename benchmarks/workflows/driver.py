@@ -19,6 +19,7 @@ way latency and a rate, each direction) while the steps talk among themselves on
 listens on this machine's non-loopback address, the manager reaches it through tinyproxy behind the link
 (``HTTP_PROXY``) and the steps reach the manager through a second link (``advertise``).
 """
+
 import json
 import os
 import secrets
@@ -43,7 +44,11 @@ BOUND = 9 / 16
 MODES = ("direct", "mediated")
 LABELS = {"direct": "direct", "mediated": "mediated"}
 COLORS = {"direct": "tab:red", "mediated": "tab:blue", "bound": "tab:gray"}
-STEPS = ["echo=examples.workflows.steps:echo", "add=examples.workflows.steps:add", "relax=examples.workflows.steps:relax"]
+STEPS = [
+    "echo=examples.workflows.steps:echo",
+    "add=examples.workflows.steps:add",
+    "relax=examples.workflows.steps:relax",
+]
 PROGRAM = "copy=examples/workflows/copy.sh [in:file:src:binary] [out:file:dst:binary]"
 WAN_LATENCY, WAN_RATE = 25, 100
 SPARE = 10  # instance processes started ahead: neither form waits for a cold one (8 ranks start at once direct)
@@ -51,17 +56,29 @@ TARGETS = {"chain": (1 << 26, 0.65), "loop": (100, 3.0)}
 
 
 def parse(argv):
-    ap = common.arg_parser("workflows", __doc__, "1 round, chain at 1 KiB and 1 MiB, programs and multi at 1 MiB, "
-                           "loop at 10 iterations (~1 min)", "default 3, quick 1", "default 900", bench_args=False)
+    ap = common.arg_parser(
+        "workflows",
+        __doc__,
+        "1 round, chain at 1 KiB and 1 MiB, programs and multi at 1 MiB, loop at 10 iterations (~1 min)",
+        "default 3, quick 1",
+        "default 900",
+        bench_args=False,
+    )
     ap.add_argument("--parts", default="chain,programs,multi,loop", help="which parts (default all)")
     ap.add_argument("--sizes", default=None, help="message sizes, bytes, of chain and programs (default 1 KiB..64 MiB)")
     ap.add_argument("--iterations", default=None, help="loop iterations (default 10,100,1000; quick 10)")
-    ap.add_argument("--max-point-seconds", type=float, default=120,
-                    help="leave out a form at a point when one run would take longer (estimated from the point "
-                         "before; default 120, 0: never)")
+    ap.add_argument(
+        "--max-point-seconds",
+        type=float,
+        default=120,
+        help="leave out a form at a point when one run would take longer (estimated from the point "
+        "before; default 120, 0: never)",
+    )
     ap.add_argument("--with-wan", action="store_true", help="then the parts again with the manager behind a slow link")
     ap.add_argument("--wan", action="store_true", help="the WAN part alone")
-    ap.add_argument("--latency", type=int, default=None, help="WAN: one-way link latency, ms (default %d)" % WAN_LATENCY)
+    ap.add_argument(
+        "--latency", type=int, default=None, help="WAN: one-way link latency, ms (default %d)" % WAN_LATENCY
+    )
     ap.add_argument("--rate", type=float, default=None, help="WAN: link rate each way, Mbit/s (default %g)" % WAN_RATE)
     return ap.parse_args(argv)
 
@@ -71,15 +88,32 @@ class Endpoint:
 
     def __init__(self, tmp, env, host="127.0.0.1"):
         self.log = open(tmp / "endpoint.log", "w+")
-        args = [str(common.VENV / "bin" / "mpiws"), "serve", "--host", host, "--fetch-allow", host,
-                "--program", PROGRAM, "--spare-instances", str(SPARE)]
+        args = [
+            str(common.VENV / "bin" / "mpiws"),
+            "serve",
+            "--host",
+            host,
+            "--fetch-allow",
+            host,
+            "--program",
+            PROGRAM,
+            "--spare-instances",
+            str(SPARE),
+        ]
         for s in STEPS:
             args += ["--service", s]
         if host != "127.0.0.1":
             # The WAN part: this machine's own address, which traffic reaches without leaving the machine.
             args += ["--insecure"]
-        self.proc = subprocess.Popen(args, cwd=str(common.ROOT), env=env, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            args,
+            cwd=str(common.ROOT),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         self.url = None
         while self.url is None:
@@ -107,15 +141,38 @@ class Endpoint:
 
 def clean_env(key):
     env = dict(os.environ, MPIWS_KEY_FILE=str(key), PYTHONUNBUFFERED="1")
-    for k in ("MPIWS_KEY", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy",
-              "NO_PROXY", "no_proxy"):
+    for k in (
+        "MPIWS_KEY",
+        "http_proxy",
+        "https_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ):
         env.pop(k, None)
     return env
 
 
 def launch(part, url, point, modes, rounds, skip, env, timeout, wan=None):
-    cmd = [str(common.PYTHON), str(PROG), "--part", part, "--endpoint", url, "--points", str(point),
-           "--modes", ",".join(modes), "--rounds", str(rounds), "--skip", ",".join(skip)]
+    cmd = [
+        str(common.PYTHON),
+        str(PROG),
+        "--part",
+        part,
+        "--endpoint",
+        url,
+        "--points",
+        str(point),
+        "--modes",
+        ",".join(modes),
+        "--rounds",
+        str(rounds),
+        "--skip",
+        ",".join(skip),
+    ]
     if wan:
         cmd += ["--toxiproxy", wan["api"], "--link-latency", str(wan["latency"]), "--link-rate", str(wan["rate"])]
     try:
@@ -124,7 +181,7 @@ def launch(part, url, point, modes, rounds, skip, env, timeout, wan=None):
         raise common.LaunchError("%s %s: timed out after %ss\n%s" % (part, point, timeout, common._tail(e.stderr)))
     for line in p.stdout.splitlines():
         if line.startswith(common.RESULT_PREFIX) and p.returncode == 0:
-            return json.loads(line[len(common.RESULT_PREFIX):])["rounds"]
+            return json.loads(line[len(common.RESULT_PREFIX) :])["rounds"]
     raise common.LaunchError("%s %s: exit %s\n%s" % (part, point, p.returncode, common._tail(p.stderr)))
 
 
@@ -169,15 +226,26 @@ def part_table(part, merged, skipped, title, extra_note=None):
     for point, by in sorted(merged.items()):
         d, m = by.get("direct"), by.get("mediated")
         r = common.paired_ratio(d, m)
-        row = [size_label(part, point), common.fmt(d and d["t"], "%.3f"), common.fmt(m and m["t"], "%.3f"),
-               common.fmt(r, "%.3f"), common.fmt(r and 1 / r, "%.2f")]
+        row = [
+            size_label(part, point),
+            common.fmt(d and d["t"], "%.3f"),
+            common.fmt(m and m["t"], "%.3f"),
+            common.fmt(r, "%.3f"),
+            common.fmt(r and 1 / r, "%.2f"),
+        ]
         row += ["%.4f" % BOUND] if part in ("chain", "programs") else []
         row += [common.fmt(d and d["manager_bytes"], "%d"), common.fmt(m and m["manager_bytes"], "%d")]
         rows.append(row)
     for point in sorted({s["point"] for s in skipped} - set(merged)):
         rows.append([size_label(part, point)] + ["-"] * (len(header) - 1))
-    note = " ".join([NOTES[part]] + ["%s at %s not run (one run estimated at %.0f s)." % (
-        s["mode"], size_label(part, s["point"]), s["estimate"]) for s in skipped] + ([extra_note] if extra_note else []))
+    note = " ".join(
+        [NOTES[part]]
+        + [
+            "%s at %s not run (one run estimated at %.0f s)." % (s["mode"], size_label(part, s["point"]), s["estimate"])
+            for s in skipped
+        ]
+        + ([extra_note] if extra_note else [])
+    )
     return common.table(title, header, rows, note)
 
 
@@ -190,12 +258,12 @@ PART_TITLES = {  # short: the CSV files are named after them
 WAN_TITLES = {"chain": "WAN, chain of 8 echo services (medians, s)", "loop": "WAN, loop of 4 services (medians, s)"}
 NOTES = {
     "chain": "A random message through 8 echo services: direct moves it 9 times (in, 7 hops, out), mediated 16 "
-             "(in and out of every step).",
+    "(in and out of every step).",
     "programs": "A file through 8 `cat` jobs: by reference each job's endpoint links the previous job's file; "
-                "mediated, the manager downloads and uploads every one.",
+    "mediated, the manager downloads and uploads every one.",
     "multi": "Two echo services (P bytes each) feeding one step that concatenates them.",
     "loop": "4 services (a scatter over 4 blocks of 1000 numbers) looping inside the domain with an allreduce of "
-            "two values each iteration, against the manager invoking each service every iteration and reducing itself.",
+    "two values each iteration, against the manager invoking each service every iteration and reducing itself.",
 }
 
 
@@ -205,17 +273,30 @@ def targets_table(results):
         by = results.get(part, {}).get(point)
         r = common.paired_ratio(by.get("direct"), by.get("mediated")) if by else None
         if part == "chain":
-            rows.append(["chain of 8, %s: direct / mediated time" % common.human_size(point), common.fmt(r, "%.3f"),
-                         "<= %.2f (bound %.4f)" % (target, BOUND), "-" if r is None else "yes" if r <= target else "NO"])
+            rows.append(
+                [
+                    "chain of 8, %s: direct / mediated time" % common.human_size(point),
+                    common.fmt(r, "%.3f"),
+                    "<= %.2f (bound %.4f)" % (target, BOUND),
+                    "-" if r is None else "yes" if r <= target else "NO",
+                ]
+            )
         else:
             s = r and 1 / r
-            rows.append(["loop, %d iterations: mediated / direct time" % point, common.fmt(s, "%.2f"),
-                         ">= %.1f" % target, "-" if s is None else "yes" if s >= target else "NO"])
+            rows.append(
+                [
+                    "loop, %d iterations: mediated / direct time" % point,
+                    common.fmt(s, "%.2f"),
+                    ">= %.1f" % target,
+                    "-" if s is None else "yes" if s >= target else "NO",
+                ]
+            )
     return common.table("Targets", ["what", "measured", "target", "met"], rows)
 
 
 def plots(out, results, prefix="", title_extra=""):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -226,7 +307,9 @@ def plots(out, results, prefix="", title_extra=""):
         if not pts:
             continue
         fig, ax = plt.subplots(figsize=(8, 5))
-        ax.plot([p for p, _ in pts], [r for _, r in pts], "o-", color=COLORS["direct"], label="direct / mediated (measured)")
+        ax.plot(
+            [p for p, _ in pts], [r for _, r in pts], "o-", color=COLORS["direct"], label="direct / mediated (measured)"
+        )
         ax.axhline(BOUND, ls="--", color=COLORS["bound"], label="bound 9/16 (data moved 9 times instead of 16)")
         ax.axhline(1.0, ls=":", color="black", lw=0.8)
         ax.set_xscale("log", base=2)
@@ -242,13 +325,25 @@ def plots(out, results, prefix="", title_extra=""):
         plt.close(fig)
     for part in ("chain", "programs", "loop"):
         merged = results.get(part) or {}
-        series = {mode: [(p, by[mode]["t"], by[mode]["t_min"], by[mode]["t_max"]) for p, by in sorted(merged.items())
-                         if mode in by] for mode in MODES}
+        series = {
+            mode: [
+                (p, by[mode]["t"], by[mode]["t_min"], by[mode]["t_max"])
+                for p, by in sorted(merged.items())
+                if mode in by
+            ]
+            for mode in MODES
+        }
         if any(series.values()):
             xticks = sorted(merged) if part == "loop" else None
-            common.plot(out / ("%s%s-times.png" % (prefix, part)), PART_TITLES[part].split(",")[0] + title_extra,
-                        series, "seconds per run", xlabel="iterations" if part == "loop" else "message size",
-                        colors=COLORS, xticks=xticks)
+            common.plot(
+                out / ("%s%s-times.png" % (prefix, part)),
+                PART_TITLES[part].split(",")[0] + title_extra,
+                series,
+                "seconds per run",
+                xlabel="iterations" if part == "loop" else "message size",
+                colors=COLORS,
+                xticks=xticks,
+            )
 
 
 def start_wan(tmp, latency, rate):
@@ -256,10 +351,19 @@ def start_wan(tmp, latency, rate):
     sys.path.insert(0, str(HERE.parent / "wan"))
     from toxiproxy import Toxiproxy, ToxiproxyError, free_port
 
-    host = next((a for a in subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
-                 if "." in a and not a.startswith("127.")), None)
+    host = next(
+        (
+            a
+            for a in subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
+            if "." in a and not a.startswith("127.")
+        ),
+        None,
+    )
     if host is None:
-        return None, "this machine has no non-loopback IPv4 address for the endpoint (the manager's proxy skips loopback)"
+        return (
+            None,
+            "this machine has no non-loopback IPv4 address for the endpoint (the manager's proxy skips loopback)",
+        )
     if shutil.which("tinyproxy") is None:
         return None, "tinyproxy is not installed (apt-get install tinyproxy)"
     try:
@@ -283,8 +387,15 @@ def start_wan(tmp, latency, rate):
                 return None, "tinyproxy did not start"
             time.sleep(0.05)
     listen = tp.link("127.0.0.1:%d" % port, latency_ms=latency, rate_mbit=rate, name="wf-manager-out")
-    return {"tp": tp, "proxy": proxy, "host": host, "api": tp.api, "http_proxy": "http://%s" % listen,
-            "latency": latency, "rate": rate}, None
+    return {
+        "tp": tp,
+        "proxy": proxy,
+        "host": host,
+        "api": tp.api,
+        "http_proxy": "http://%s" % listen,
+        "latency": latency,
+        "rate": rate,
+    }, None
 
 
 def stop_wan(wan):
@@ -300,17 +411,26 @@ def measure(a, parts, key, tmp, wan=None):
     bench_env = dict(env, HTTP_PROXY=wan["http_proxy"]) if wan else env
     rounds = a.rounds or (1 if a.quick else 3)
     sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else (QUICK_SIZES if a.quick else SIZES)
-    iterations = [int(x) for x in a.iterations.split(",")] if a.iterations else (QUICK_ITERATIONS if a.quick else ITERATIONS)
-    points = {"chain": sizes, "programs": sizes if not a.quick else [1 << 20], "multi": QUICK_MULTI if a.quick else MULTI,
-              "loop": iterations}
+    iterations = (
+        [int(x) for x in a.iterations.split(",")] if a.iterations else (QUICK_ITERATIONS if a.quick else ITERATIONS)
+    )
+    points = {
+        "chain": sizes,
+        "programs": sizes if not a.quick else [1 << 20],
+        "multi": QUICK_MULTI if a.quick else MULTI,
+        "loop": iterations,
+    }
     if wan:  # the slow link: the sizes a link of this rate carries in seconds
         points.update(chain=[x for x in sizes if x <= 1 << 24] or sizes[:1], loop=iterations[:2])
     results, failures, skipped = {}, [], []
     try:
         for part in parts:
-            common.log("workflows: --- %s%s: %s ---" % (part, " (WAN)" if wan else "", ",".join(map(str, points[part]))))
-            merged, f, s = run_part(part, endpoint.url, points[part], rounds, a.max_point_seconds, bench_env,
-                                    a.timeout or 900, wan)
+            common.log(
+                "workflows: --- %s%s: %s ---" % (part, " (WAN)" if wan else "", ",".join(map(str, points[part])))
+            )
+            merged, f, s = run_part(
+                part, endpoint.url, points[part], rounds, a.max_point_seconds, bench_env, a.timeout or 900, wan
+            )
             results[part], failures, skipped = merged, failures + f, skipped + s
     finally:
         endpoint.stop()
@@ -320,17 +440,34 @@ def measure(a, parts, key, tmp, wan=None):
 def report(meta, results, failures, skipped, wan=None):
     lines = []
     if wan:
-        lines += ["## Behind a slow link: the manager %d ms one way from the steps, %g Mbit/s each way" % (
-            wan["latency"], wan["rate"]), ""]
+        lines += [
+            "## Behind a slow link: the manager %d ms one way from the steps, %g Mbit/s each way"
+            % (wan["latency"], wan["rate"]),
+            "",
+        ]
     else:
-        lines += ["## Workflows: direct messaging against mediated", "",
-                  "%d cores, %s; %d rounds, medians (the ratios: medians of per-round ratios). %s" % (
-                      meta["machine"]["cores"], meta["machine"].get("cpu", "?"), meta["rounds"],
-                      common.provenance(meta["machine"])), ""]
+        lines += [
+            "## Workflows: direct messaging against mediated",
+            "",
+            "%d cores, %s; %d rounds, medians (the ratios: medians of per-round ratios). %s"
+            % (
+                meta["machine"]["cores"],
+                meta["machine"].get("cpu", "?"),
+                meta["rounds"],
+                common.provenance(meta["machine"]),
+            ),
+            "",
+        ]
     for part in ("chain", "programs", "multi", "loop"):
         if part in results:
-            lines.append(part_table(part, results[part], [s for s in skipped if s["part"] == part],
-                                    (WAN_TITLES if wan else PART_TITLES)[part]))
+            lines.append(
+                part_table(
+                    part,
+                    results[part],
+                    [s for s in skipped if s["part"] == part],
+                    (WAN_TITLES if wan else PART_TITLES)[part],
+                )
+            )
     if not wan:
         lines.append(targets_table(results))
     lines += common.failure_lines(failures, lambda f: "%s %s" % (f["part"], f["point"]))
@@ -355,15 +492,28 @@ def main(argv=None):
     key = tmp / "key"
     key.write_text(secrets.token_hex(32) + "\n")
     key.chmod(0o600)
-    meta = {"suite": "workflows", "machine": common.machine(), "rounds": a.rounds or (1 if a.quick else 3),
-            "quick": a.quick, "argv": sys.argv}
+    meta = {
+        "suite": "workflows",
+        "machine": common.machine(),
+        "rounds": a.rounds or (1 if a.quick else 3),
+        "quick": a.quick,
+        "argv": sys.argv,
+    }
     text, rc = "", 0
     try:
         if not a.wan:
             results, failures, skipped = measure(a, parts, key, tmp)
             text = report(meta, results, failures, skipped)
-            common.save("workflows", out, meta, {p: {str(k): v for k, v in r.items()} for p, r in results.items()},
-                        {}, failures, text, None if a.no_plots else lambda o: plots(o, results))
+            common.save(
+                "workflows",
+                out,
+                meta,
+                {p: {str(k): v for k, v in r.items()} for p, r in results.items()},
+                {},
+                failures,
+                text,
+                None if a.no_plots else lambda o: plots(o, results),
+            )
             rc = 1 if failures else 0
         if a.wan or a.with_wan:
             latency, rate = a.latency or WAN_LATENCY, a.rate or WAN_RATE
@@ -378,9 +528,15 @@ def main(argv=None):
                 finally:
                     stop_wan(wan)
                 wtext = report(meta, wresults, wfailures, wskipped, wan)
-                common.write_json(out / "wan-results.json", dict(meta, wan={"latency": latency, "rate": rate},
-                                  results={p: {str(k): v for k, v in r.items()} for p, r in wresults.items()},
-                                  failures=wfailures))
+                common.write_json(
+                    out / "wan-results.json",
+                    dict(
+                        meta,
+                        wan={"latency": latency, "rate": rate},
+                        results={p: {str(k): v for k, v in r.items()} for p, r in wresults.items()},
+                        failures=wfailures,
+                    ),
+                )
                 if not a.no_plots:
                     try:
                         plots(out, wresults, prefix="wan-", title_extra=" (manager %d ms away)" % latency)

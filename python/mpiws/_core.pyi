@@ -44,24 +44,46 @@ class Endpoint:
     workdir: str
     tls_fingerprint: Optional[str]
     tls_certificate_file: Optional[str]
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, max_message: Optional[int] = None,
-                 max_upload: Optional[int] = None, workdir: Optional[str] = None, keys: Optional[str] = None,
-                 allow_hosts: list[str] = [], allow_origins: list[str] = [], max_connections: Optional[int] = None,
-                 header_timeout: Optional[float] = None, body_timeout: Optional[float] = None,
-                 max_binding: Optional[int] = None, max_ranks: Optional[int] = None,
-                 max_instances: Optional[int] = None, max_instances_per_key: Optional[int] = None,
-                 fetch_allow: list[str] = [], max_fetch: Optional[int] = None, fetch_timeout: Optional[float] = None,
-                 max_disk: Optional[int] = None, max_jobs: Optional[int] = None,
-                 max_jobs_per_key: Optional[int] = None, max_uploads_per_key: Optional[int] = None,
-                 job_ttl: Optional[float] = None,
-                 max_spawn_body: Optional[int] = None, sandbox: Optional[list[str]] = None,
-                 max_instance_memory: Optional[int] = None, max_instance_time: Optional[float] = None,
-                 spare_instances: Optional[int] = None,
-                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
-                 tls_self_signed: bool = False, tls_cert_out: Optional[str] = None,
-                 tls_handshake_timeout: Optional[float] = None,
-                 relay: bool = False, relay_max_connections: Optional[int] = None,
-                 via_relay: Optional[str] = None, relay_key: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_message: Optional[int] = None,
+        max_upload: Optional[int] = None,
+        workdir: Optional[str] = None,
+        keys: Optional[str] = None,
+        allow_hosts: list[str] = [],
+        allow_origins: list[str] = [],
+        max_connections: Optional[int] = None,
+        header_timeout: Optional[float] = None,
+        body_timeout: Optional[float] = None,
+        max_binding: Optional[int] = None,
+        max_ranks: Optional[int] = None,
+        max_instances: Optional[int] = None,
+        max_instances_per_key: Optional[int] = None,
+        fetch_allow: list[str] = [],
+        max_fetch: Optional[int] = None,
+        fetch_timeout: Optional[float] = None,
+        max_disk: Optional[int] = None,
+        max_jobs: Optional[int] = None,
+        max_jobs_per_key: Optional[int] = None,
+        max_uploads_per_key: Optional[int] = None,
+        job_ttl: Optional[float] = None,
+        max_spawn_body: Optional[int] = None,
+        sandbox: Optional[list[str]] = None,
+        max_instance_memory: Optional[int] = None,
+        max_instance_time: Optional[float] = None,
+        spare_instances: Optional[int] = None,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
+        tls_self_signed: bool = False,
+        tls_cert_out: Optional[str] = None,
+        tls_handshake_timeout: Optional[float] = None,
+        relay: bool = False,
+        relay_max_connections: Optional[int] = None,
+        via_relay: Optional[str] = None,
+        relay_key: Optional[str] = None,
+    ) -> None:
         """``keys``: a keys file's text (none: the service interface refuses
         everyone); ``sandbox``: the command that starts an instance's child
         process (``mpiws.service.sandbox.command``), None: instances are
@@ -85,8 +107,9 @@ class Endpoint:
         """Every rank's URL once all registered; TimeoutError naming the missing ranks."""
     def close_rendezvous(self) -> None:
         """The gathered domain has ended: its ranks (watching ``GET /rendezvous``) may go."""
-    def create_instance(self, domain: str, rank: int, endpoints: list[str], token: str,
-                        service: str = "", params: str = "null") -> Instance:
+    def create_instance(
+        self, domain: str, rank: int, endpoints: list[str], token: str, service: str = "", params: str = "null"
+    ) -> Instance:
         """An instance created without a *run* request (singleton domains)."""
     def describe(self) -> str:
         """``GET /`` as JSON text."""
@@ -123,27 +146,55 @@ class Comm:
     group: list[int]
     instance: Instance
     def isend(
-        self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False, tell_match: bool = False
+        self,
+        dest: int,
+        tag: int,
+        buffers: Sequence[Any],
+        split: bool = False,
+        sync: bool = False,
+        tell_match: bool = False,
     ) -> Request:
         """Send ``buffers`` back to back; ``split`` keeps their boundaries for the receiver;
         ``tell_match``: learn when a receive took a standard send (``watch_matched``)."""
     def send(
-        self, dest: int, tag: int, buffers: Sequence[Any], split: bool = False, sync: bool = False,
+        self,
+        dest: int,
+        tag: int,
+        buffers: Sequence[Any],
+        split: bool = False,
+        sync: bool = False,
         timeout: Optional[float] = None,
     ) -> None:
         """``isend`` and its wait in one call; ERR_TIMEOUT if not sent within ``timeout`` s."""
     def irecv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Request:
         """Post a receive; a large message may be read straight into ``buffer``."""
-    def sendrecv(self, dest: int, sendtag: int, buffers: Sequence[Any], source: int, recvtag: int,
-                 buffer: Optional[Any] = None, timeout: Optional[float] = None, split: bool = False) -> Message:
+    def sendrecv(
+        self,
+        dest: int,
+        sendtag: int,
+        buffers: Sequence[Any],
+        source: int,
+        recvtag: int,
+        buffer: Optional[Any] = None,
+        timeout: Optional[float] = None,
+        split: bool = False,
+    ) -> Message:
         """Post the receive, send once this thread reads the source's stream, wait for both;
         ERR_TIMEOUT if nothing matched within ``timeout`` (the receive is withdrawn)."""
     def recv(self, source: int, tag: int, buffer: Optional[Any] = None, timeout: Optional[float] = None) -> Message:
         """``irecv`` and its wait in one call; ERR_TIMEOUT (receive withdrawn) if nothing matched within ``timeout`` s."""
     def collective(
-        self, name: str, root: int = 0, data: Optional[Any] = None, blocks: Optional[Sequence[Any]] = None,
-        op: Optional[tuple[str, str]] = None, counts: Optional[list[int]] = None, length: Optional[int] = None,
-        algorithm: Optional[str] = None, hint: Optional[int] = None, nonblocking: bool = False,
+        self,
+        name: str,
+        root: int = 0,
+        data: Optional[Any] = None,
+        blocks: Optional[Sequence[Any]] = None,
+        op: Optional[tuple[str, str]] = None,
+        counts: Optional[list[int]] = None,
+        length: Optional[int] = None,
+        algorithm: Optional[str] = None,
+        hint: Optional[int] = None,
+        nonblocking: bool = False,
         timeout: Optional[float] = None,
     ) -> Request:
         """Run (or start) a collective; the Request's Message holds the result blocks as parts."""
@@ -230,15 +281,12 @@ class JobsClient:
     def download(self, url: str, path: str) -> int:
         """GET ``url`` into the file at ``path`` (streamed); its size."""
 
-
 def sandbox_begin(endpoint: Endpoint) -> Instance:
     """In an instance's child process: create the instance from the binding
     the endpoint writes on stdin, on ``endpoint``, and report ready."""
 
-
 def sandbox_report(instance: Instance) -> None:
     """In an instance's child process: report the instance's final status."""
-
 
 def rendezvous_register(rendezvous: str, key: str, rank: int, size: int, url: str, timeout: float) -> None:
     """Register this rank's endpoint ``url`` at the rendezvous, trying again

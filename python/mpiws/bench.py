@@ -18,8 +18,16 @@ import time
 from pathlib import Path
 
 # suite -> whether it takes --ranks
-SUITES = {"pingpong": False, "collectives": True, "overlap": False, "rma": True, "apps": True, "wan": False,
-          "farm": True, "workflows": False}
+SUITES = {
+    "pingpong": False,
+    "collectives": True,
+    "overlap": False,
+    "rma": True,
+    "apps": True,
+    "wan": False,
+    "farm": True,
+    "workflows": False,
+}
 # suite -> its flag for the part behind emulated wide-area links that ``--wan`` adds
 WAN_PARTS = {"farm": "--with-wan", "workflows": "--with-wan"}
 
@@ -33,8 +41,10 @@ def benchmarks_dir():
     for d in places:
         if (d / "common.py").exists() and (d / "pingpong" / "driver.py").exists():
             return d
-    raise SystemExit("mpiws bench: no benchmark suites found (looked in %s); they come with the source checkout "
-                     "and with the mpiws wheel" % " and ".join(map(str, places)))
+    raise SystemExit(
+        "mpiws bench: no benchmark suites found (looked in %s); they come with the source checkout "
+        "and with the mpiws wheel" % " and ".join(map(str, places))
+    )
 
 
 def default_out(bench):
@@ -61,8 +71,11 @@ def run_bench(suites, quick=False, ranks=None, out=None, rounds=None, wan=False)
         cmd += ["--ranks", ranks] if ranks and SUITES[suite] else []
         cmd += ["--rounds", str(rounds)] if rounds else []
         cmd += [WAN_PARTS[suite]] if wan and suite in WAN_PARTS else []
-        print("mpiws bench: [%d/%d] %s (%.0f s so far)" % (i, len(suites), suite, time.time() - started),
-              file=sys.stderr, flush=True)
+        print(
+            "mpiws bench: [%d/%d] %s (%.0f s so far)" % (i, len(suites), suite, time.time() - started),
+            file=sys.stderr,
+            flush=True,
+        )
         # The suites' progress goes to stderr as they run; their tables to table.md.
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
         (done if p.returncode == 0 else failed).append(suite)
@@ -70,10 +83,20 @@ def run_bench(suites, quick=False, ranks=None, out=None, rounds=None, wan=False)
             print("mpiws bench: %s exited %d" % (suite, p.returncode), file=sys.stderr, flush=True)
         if (out / suite / "table.md").exists():
             tables_to_csv(out / suite / "table.md")
-    argv = ["mpiws", "bench"] + suites + (["--quick"] if quick else []) + (["--ranks", ranks] if ranks else []) + (["--wan"] if wan else [])
+    argv = (
+        ["mpiws", "bench"]
+        + suites
+        + (["--quick"] if quick else [])
+        + (["--ranks", ranks] if ranks else [])
+        + (["--wan"] if wan else [])
+    )
     report = write_report(out, suites, argv, time.time() - started)
-    print("mpiws bench: wrote %s (and per suite: results.json, table.md, *.csv, *.png) in %.0f s"
-          % (report, time.time() - started), file=sys.stderr, flush=True)
+    print(
+        "mpiws bench: wrote %s (and per suite: results.json, table.md, *.csv, *.png) in %.0f s"
+        % (report, time.time() - started),
+        file=sys.stderr,
+        flush=True,
+    )
     return 1 if failed else 0
 
 
@@ -100,9 +123,13 @@ def write_report(out, suites, argv, seconds):
     import common  # the suites' shared code: how they describe the machine
 
     m = common.machine()
-    parts = ["# mpiws benchmark report", "",
-             "Command: `%s`, %s, %.0f s, on %s (%s cores, Python %s)." % (
-                 " ".join(argv), time.strftime("%Y-%m-%d %H:%M"), seconds, m.get("cpu", "?"), m["cores"], m["python"]), ""]
+    parts = [
+        "# mpiws benchmark report",
+        "",
+        "Command: `%s`, %s, %.0f s, on %s (%s cores, Python %s)."
+        % (" ".join(argv), time.strftime("%Y-%m-%d %H:%M"), seconds, m.get("cpu", "?"), m["cores"], m["python"]),
+        "",
+    ]
     for suite in suites:
         table = out / suite / "table.md"
         parts += ["# %s" % suite, ""]
@@ -114,4 +141,3 @@ def write_report(out, suites, argv, seconds):
     report = out / "report.md"
     report.write_text("\n".join(parts))
     return report
-

@@ -43,7 +43,9 @@ def _relay_key(via_relay):
 
     found = relay_key()
     if not found:
-        raise SystemExit("mpiws: --via-relay needs a key of the relay (with the 'relay' scope) in MPIWS_RELAY_KEY or MPIWS_KEY")
+        raise SystemExit(
+            "mpiws: --via-relay needs a key of the relay (with the 'relay' scope) in MPIWS_RELAY_KEY or MPIWS_KEY"
+        )
     return found
 
 
@@ -75,15 +77,40 @@ def _serve(a):
         raise ValueError("give --tls-cert and --tls-key, or --tls-self-signed, not both")
     if bool(a.tls_cert) != bool(a.tls_key):
         raise ValueError("--tls-cert and --tls-key go together")
-    limits = {k: getattr(a, k) for k in (flag[2:].replace("-", "_") for flag, _, _ in LIMITS) if getattr(a, k) is not None}
+    limits = {
+        k: getattr(a, k) for k in (flag[2:].replace("-", "_") for flag, _, _ in LIMITS) if getattr(a, k) is not None
+    }
     from .workflow.cwl.load import tool_spec
 
     cwl = [tool_spec(spec) for spec in a.program_cwl]
-    server = Server(services, a.host, a.port, programs=a.program, cwl_programs=cwl, workdir=a.workdir, keys=a.keys, pickle=a.pickle,
-                    pickle_allow=a.pickle_allow, isolation=a.isolation, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
-                    fetch_allow=a.fetch_allow, tls_cert=a.tls_cert, tls_key=a.tls_key, tls_self_signed=a.tls_self_signed,
-                    tls_cert_out=a.tls_cert_out, relay=a.relay, via_relay=a.via_relay, relay_key=_relay_key(a.via_relay), **limits)
-    names = list(services) + [f"program {p.partition('=')[0].strip()}" for p in a.program] + [f"CWL program {n}" for n, _ in cwl]
+    server = Server(
+        services,
+        a.host,
+        a.port,
+        programs=a.program,
+        cwl_programs=cwl,
+        workdir=a.workdir,
+        keys=a.keys,
+        pickle=a.pickle,
+        pickle_allow=a.pickle_allow,
+        isolation=a.isolation,
+        allow_hosts=a.allow_host,
+        allow_origins=a.allow_origin,
+        fetch_allow=a.fetch_allow,
+        tls_cert=a.tls_cert,
+        tls_key=a.tls_key,
+        tls_self_signed=a.tls_self_signed,
+        tls_cert_out=a.tls_cert_out,
+        relay=a.relay,
+        via_relay=a.via_relay,
+        relay_key=_relay_key(a.via_relay),
+        **limits,
+    )
+    names = (
+        list(services)
+        + [f"program {p.partition('=')[0].strip()}" for p in a.program]
+        + [f"CWL program {n}" for n, _ in cwl]
+    )
     made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
     if a.relay:
@@ -97,9 +124,12 @@ def _tell_certificate(endpoint):
     """A self-signed certificate: where it is, its fingerprint, how to trust it."""
     path = endpoint.tls_certificate_file
     if path:
-        print(f"mpiws: self-signed TLS certificate in {path}\n"
-              f"mpiws: SHA-256 fingerprint {endpoint.tls_fingerprint}\n"
-              f"mpiws: clients trust it with: export MPIWS_CA_FILE={path}   (or --ca {path})", flush=True)
+        print(
+            f"mpiws: self-signed TLS certificate in {path}\n"
+            f"mpiws: SHA-256 fingerprint {endpoint.tls_fingerprint}\n"
+            f"mpiws: clients trust it with: export MPIWS_CA_FILE={path}   (or --ca {path})",
+            flush=True,
+        )
 
 
 def _program(a):
@@ -119,20 +149,44 @@ def _run(a):
     given = _program(a)
     if a.rendezvous or a.slurm:
         if not given:
-            raise SystemExit("mpiws run: give the program to run: mpiws run --rendezvous URL ... prog.py [args] (or -m MODULE, -c CODE)")
+            raise SystemExit(
+                "mpiws run: give the program to run: mpiws run --rendezvous URL ... prog.py [args] (or -m MODULE, -c CODE)"
+            )
         if bool(a.tls_cert) != bool(a.tls_key):
             raise SystemExit("mpiws run: --tls-cert and --tls-key go together")
         form, program, args = given
         if a.slurm:
             from .launch.slurm import run_slurm
 
-            return run_slurm(program, args, size=a.size or a.np, prefix=a.prefix, keep_going=a.keep_going,
-                             host=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key, form=form)
+            return run_slurm(
+                program,
+                args,
+                size=a.size or a.np,
+                prefix=a.prefix,
+                keep_going=a.keep_going,
+                host=a.advertise,
+                tls_cert=a.tls_cert,
+                tls_key=a.tls_key,
+                form=form,
+            )
         from .launch.rendezvous import run_rank
 
-        return run_rank(program, args, a.rendezvous, size=a.size, rank=a.rank, host=a.host, port=a.port,
-                        advertise=a.advertise, tls_cert=a.tls_cert, tls_key=a.tls_key, keep_going=a.keep_going,
-                        relay=a.relay, via_relay=a.via_relay, form=form)
+        return run_rank(
+            program,
+            args,
+            a.rendezvous,
+            size=a.size,
+            rank=a.rank,
+            host=a.host,
+            port=a.port,
+            advertise=a.advertise,
+            tls_cert=a.tls_cert,
+            tls_key=a.tls_key,
+            keep_going=a.keep_going,
+            relay=a.relay,
+            via_relay=a.via_relay,
+            form=form,
+        )
     if a.endpoints:
         from .launch.remote import run_remote
 
@@ -143,8 +197,10 @@ def _run(a):
     from .launch.local import run_local
 
     if not given:
-        raise SystemExit("mpiws run: give -n N prog.py [args] (or -m MODULE [args], -c CODE [args]), "
-                         "or --endpoints URL,... --service NAME")
+        raise SystemExit(
+            "mpiws run: give -n N prog.py [args] (or -m MODULE [args], -c CODE [args]), "
+            "or --endpoints URL,... --service NAME"
+        )
     a.np = 1 if a.np is None else a.np
     if a.np < 1:
         raise SystemExit("mpiws run: -n must be at least 1")
@@ -191,8 +247,12 @@ def _usage(a):
         return 0
     print(f"{u['name']}: {u['template']}")
     for p in u["parameters"]:
-        how = {"in": "NAME=VALUE" if p["placement"] == "val" else "NAME=TEXT or NAME:@FILE"}.get(p["direction"], "out:NAME[=PATH]")
-        print(f"  {p['name']:<12} {p['direction']:<6} {p['placement']:<4} {p['type']:<7} {how.replace('NAME', p['name'])}")
+        how = {"in": "NAME=VALUE" if p["placement"] == "val" else "NAME=TEXT or NAME:@FILE"}.get(
+            p["direction"], "out:NAME[=PATH]"
+        )
+        print(
+            f"  {p['name']:<12} {p['direction']:<6} {p['placement']:<4} {p['type']:<7} {how.replace('NAME', p['name'])}"
+        )
     return 0
 
 
@@ -245,7 +305,10 @@ def _key(a):
         return 0
     key = client_key()
     if key is None:
-        print(f"mpiws key: no key: MPIWS_KEY is not set and {key_file()} does not exist (mpiws serve creates it)", file=sys.stderr)
+        print(
+            f"mpiws key: no key: MPIWS_KEY is not set and {key_file()} does not exist (mpiws serve creates it)",
+            file=sys.stderr,
+        )
         return 1
     print(key)
     return 0
@@ -264,43 +327,103 @@ def main(argv=None):
     s = sub.add_parser("serve", help="run an endpoint hosting services")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     s.add_argument("--port", type=int, default=0, help="port (default: any free port)")
-    s.add_argument("--service", action="append", default=[], metavar="NAME=module:function", help="deploy a service (repeatable)")
-    s.add_argument("--program", action="append", default=[], metavar="NAME=TEMPLATE",
-                   help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)")
-    s.add_argument("--program-cwl", action="append", default=[], metavar="[NAME=]TOOL.cwl",
-                   help="deploy a CWL v1.2 CommandLineTool as a program (NAME: the file's stem by default; repeatable)")
-    s.add_argument("--workdir", help="where jobs and uploaded files are kept (default: a new private temporary directory, "
-                   "removed at exit); made 0700 if missing, refused if a symlink or writable by others")
+    s.add_argument(
+        "--service", action="append", default=[], metavar="NAME=module:function", help="deploy a service (repeatable)"
+    )
+    s.add_argument(
+        "--program",
+        action="append",
+        default=[],
+        metavar="NAME=TEMPLATE",
+        help="deploy a command-line program, e.g. 'add=./add.sh [in:val:x:int] [out:file:sum:int]' (repeatable)",
+    )
+    s.add_argument(
+        "--program-cwl",
+        action="append",
+        default=[],
+        metavar="[NAME=]TOOL.cwl",
+        help="deploy a CWL v1.2 CommandLineTool as a program (NAME: the file's stem by default; repeatable)",
+    )
+    s.add_argument(
+        "--workdir",
+        help="where jobs and uploaded files are kept (default: a new private temporary directory, "
+        "removed at exit); made 0700 if missing, refused if a symlink or writable by others",
+    )
     sec = s.add_argument_group("security (docs/security.md)")
-    sec.add_argument("--keys", metavar="FILE", help="keys file: one key per line, optionally with scopes run, jobs, files, "
-                     "admin, relay (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)")
+    sec.add_argument(
+        "--keys",
+        metavar="FILE",
+        help="keys file: one key per line, optionally with scopes run, jobs, files, "
+        "admin, relay (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)",
+    )
     sec.add_argument("--insecure", action="store_true", help="allow listening on a non-loopback address without TLS")
     sec.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate chain (with --tls-key)")
     sec.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
-    sec.add_argument("--tls-self-signed", action="store_true",
-                     help="serve https with a certificate made at start-up for localhost, 127.0.0.1, ::1 and --host")
-    sec.add_argument("--tls-cert-out", metavar="PEM", help="where --tls-self-signed writes its certificate (default: a new temporary file)")
-    sec.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                     help="a host name requests may be addressed to, besides IP addresses and localhost (repeatable; * for any)")
-    sec.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                     help="a web page origin allowed to call this endpoint (repeatable; default: none)")
-    sec.add_argument("--pickle", choices=("restricted", "full"), default="restricted",
-                     help="what services unpickle from peers: plain data and numpy arrays (default), or anything (runs the sender's code)")
-    sec.add_argument("--pickle-allow", action="append", default=[], metavar="module.Name",
-                     help="a type services may also unpickle (repeatable)")
-    sec.add_argument("--isolation", choices=("process", "thread"), default="process",
-                     help="run each instance in a process of its own (default), or on a thread of this one (faster to start, no isolation)")
+    sec.add_argument(
+        "--tls-self-signed",
+        action="store_true",
+        help="serve https with a certificate made at start-up for localhost, 127.0.0.1, ::1 and --host",
+    )
+    sec.add_argument(
+        "--tls-cert-out",
+        metavar="PEM",
+        help="where --tls-self-signed writes its certificate (default: a new temporary file)",
+    )
+    sec.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name requests may be addressed to, besides IP addresses and localhost (repeatable; * for any)",
+    )
+    sec.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page origin allowed to call this endpoint (repeatable; default: none)",
+    )
+    sec.add_argument(
+        "--pickle",
+        choices=("restricted", "full"),
+        default="restricted",
+        help="what services unpickle from peers: plain data and numpy arrays (default), or anything (runs the sender's code)",
+    )
+    sec.add_argument(
+        "--pickle-allow",
+        action="append",
+        default=[],
+        metavar="module.Name",
+        help="a type services may also unpickle (repeatable)",
+    )
+    sec.add_argument(
+        "--isolation",
+        choices=("process", "thread"),
+        default="process",
+        help="run each instance in a process of its own (default), or on a thread of this one (faster to start, no isolation)",
+    )
     lim = s.add_argument_group("limits (defaults in docs/security.md)")
     for flag, kind, text in LIMITS:
         lim.add_argument(flag, type=kind, help=text)
-    sec.add_argument("--fetch-allow", action="append", default=[], metavar="HOST[:PORT]|CIDR",
-                     help="also pull URL inputs from this host or network, though loopback, private or link-local (repeatable)")
+    sec.add_argument(
+        "--fetch-allow",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]|CIDR",
+        help="also pull URL inputs from this host or network, though loopback, private or link-local (repeatable)",
+    )
     web = s.add_argument_group("across the web (docs/deploy.md)")
-    web.add_argument("--relay", action="store_true",
-                     help="also relay: endpoints that accept no connections are reached here, at URL/relay/NAME")
-    web.add_argument("--via-relay", metavar="URL",
-                     help="accept no connections from outside: be reached through the relay at URL (http(s)://HOST:PORT/relay/NAME), "
-                     "registered with MPIWS_RELAY_KEY (else the client key)")
+    web.add_argument(
+        "--relay",
+        action="store_true",
+        help="also relay: endpoints that accept no connections are reached here, at URL/relay/NAME",
+    )
+    web.add_argument(
+        "--via-relay",
+        metavar="URL",
+        help="accept no connections from outside: be reached through the relay at URL (http(s)://HOST:PORT/relay/NAME), "
+        "registered with MPIWS_RELAY_KEY (else the client key)",
+    )
     s.set_defaults(func=_serve)
 
     u = sub.add_parser("usage", help="show a deployed program's parameters")
@@ -310,7 +433,12 @@ def main(argv=None):
     u.add_argument("--key", help=key_help)
     c = sub.add_parser("call", help="run a job of a deployed program and wait for its results")
     c.add_argument("url", help="ENDPOINT/programs/NAME")
-    c.add_argument("inputs", nargs="*", metavar="ARG", help="x=1, y:@file (uploaded), y:@http://... (pulled), out:result[=path] (saved)")
+    c.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="ARG",
+        help="x=1, y:@file (uploaded), y:@http://... (pulled), out:result[=path] (saved)",
+    )
     c.add_argument("--by", choices=("value", "reference"), default="value", help="results inline, or as URLs")
     c.add_argument("--key", help=key_help)
     c.set_defaults(func=_call)
@@ -328,54 +456,102 @@ def main(argv=None):
     j.add_argument("--key", help=key_help)
     j.set_defaults(func=_job)
 
-    r = sub.add_parser("run", help="run a domain: N local ranks of a script, or a service on endpoints",
-                       usage="%(prog)s [options] (prog.py | -m MODULE | -c CODE) [args]\n"
-                             "       %(prog)s --endpoints URL,... --service NAME [options]",
-                       description="Rank 0 reads this command's standard input as it comes (with --slurm: through "
-                                   "srun; with --rendezvous: its own); the other ranks read none, as with mpiexec.")
+    r = sub.add_parser(
+        "run",
+        help="run a domain: N local ranks of a script, or a service on endpoints",
+        usage="%(prog)s [options] (prog.py | -m MODULE | -c CODE) [args]\n"
+        "       %(prog)s --endpoints URL,... --service NAME [options]",
+        description="Rank 0 reads this command's standard input as it comes (with --slurm: through "
+        "srun; with --rendezvous: its own); the other ranks read none, as with mpiexec.",
+    )
     r.add_argument("-n", "-np", dest="np", type=int, help="number of local ranks (default 1; with --slurm: tasks)")
     r.add_argument("-l", "--prefix", action="store_true", help="prefix output lines with the rank")
     r.add_argument("--host", default="127.0.0.1", help="address the local ranks bind")
-    r.add_argument("-k", "--keep-going", action="store_true",
-                   help="when a rank fails, let the others run on (they see the failure as errors) instead of stopping them")
+    r.add_argument(
+        "-k",
+        "--keep-going",
+        action="store_true",
+        help="when a rank fails, let the others run on (they see the failure as errors) instead of stopping them",
+    )
     # As in python, -m and -c end the options: the rest of the line is the program's.
-    r.add_argument("-m", dest="module", nargs=argparse.REMAINDER,
-                   help="MODULE [args]: run a library module as the program, as python -m does (the last option)")
-    r.add_argument("-c", dest="code", nargs=argparse.REMAINDER,
-                   help="CODE [args]: run the program passed as a string, as python -c does (the last option)")
+    r.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        help="MODULE [args]: run a library module as the program, as python -m does (the last option)",
+    )
+    r.add_argument(
+        "-c",
+        dest="code",
+        nargs=argparse.REMAINDER,
+        help="CODE [args]: run the program passed as a string, as python -c does (the last option)",
+    )
     r.add_argument("--endpoints", help="comma-separated endpoint URLs, one per rank")
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")
     r.add_argument("--key", help=key_help)
-    r.add_argument("--slurm", action="store_true",
-                   help="inside a Slurm allocation: one rank per task, started with srun (-n: tasks, default SLURM_NTASKS)")
-    r.add_argument("--rendezvous", metavar="URL",
-                   help="be one rank of a domain started by others: register at URL (rank 0 serves it), key from MPIWS_KEY")
-    r.add_argument("--size", type=int, help="with --rendezvous: ranks in the domain (default: MPIWS_SIZE, SLURM_NTASKS, ...)")
-    r.add_argument("--rank", type=int,
-                   help="with --rendezvous: this rank (default: MPIWS_RANK, SLURM_PROCID, JOB_COMPLETION_INDEX, ...)")
+    r.add_argument(
+        "--slurm",
+        action="store_true",
+        help="inside a Slurm allocation: one rank per task, started with srun (-n: tasks, default SLURM_NTASKS)",
+    )
+    r.add_argument(
+        "--rendezvous",
+        metavar="URL",
+        help="be one rank of a domain started by others: register at URL (rank 0 serves it), key from MPIWS_KEY",
+    )
+    r.add_argument(
+        "--size", type=int, help="with --rendezvous: ranks in the domain (default: MPIWS_SIZE, SLURM_NTASKS, ...)"
+    )
+    r.add_argument(
+        "--rank",
+        type=int,
+        help="with --rendezvous: this rank (default: MPIWS_RANK, SLURM_PROCID, JOB_COMPLETION_INDEX, ...)",
+    )
     r.add_argument("--port", type=int, help="with --rendezvous: port this rank's endpoint binds (rank 0: the URL's)")
-    r.add_argument("--advertise", metavar="HOST", help="with --rendezvous or --slurm: the name or address peers reach this rank at")
-    r.add_argument("--relay", action="store_true", help="with --rendezvous: this rank's endpoint also relays for ranks that accept no connections")
-    r.add_argument("--via-relay", metavar="URL",
-                   help="with --rendezvous: this rank accepts no connections; peers reach it through the relay at URL (http(s)://HOST:PORT/relay/NAME)")
-    r.add_argument("--tls-cert", metavar="PEM", help="local ranks serve https with this certificate (with --tls-key; trust its CA with --ca)")
+    r.add_argument(
+        "--advertise", metavar="HOST", help="with --rendezvous or --slurm: the name or address peers reach this rank at"
+    )
+    r.add_argument(
+        "--relay",
+        action="store_true",
+        help="with --rendezvous: this rank's endpoint also relays for ranks that accept no connections",
+    )
+    r.add_argument(
+        "--via-relay",
+        metavar="URL",
+        help="with --rendezvous: this rank accepts no connections; peers reach it through the relay at URL (http(s)://HOST:PORT/relay/NAME)",
+    )
+    r.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        help="local ranks serve https with this certificate (with --tls-key; trust its CA with --ca)",
+    )
     r.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     r.add_argument("program", nargs=argparse.REMAINDER, help="script and its arguments")
     r.set_defaults(func=_run)
 
-    k = sub.add_parser("key", help="print the endpoint key clients send (for curl: -H \"Authorization: Bearer $(mpiws key)\")")
+    k = sub.add_parser(
+        "key", help='print the endpoint key clients send (for curl: -H "Authorization: Bearer $(mpiws key)")'
+    )
     k.add_argument("--path", action="store_true", help="print where the user's key file is instead")
     k.set_defaults(func=_key)
 
     b = sub.add_parser("bench", help="run the benchmarks against MPI (mpi4py + MPICH) and write a report")
-    b.add_argument("suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps, wan, rma, farm (default: all)")
+    b.add_argument(
+        "suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps, wan, rma, farm (default: all)"
+    )
     b.add_argument("--quick", action="store_true", help="a few minutes in all (what CI runs)")
     b.add_argument("--ranks", help="comma-separated rank counts, for the suites that vary them (farm: worker counts)")
     b.add_argument("--rounds", type=int, help="alternating rounds per measurement")
-    b.add_argument("--wan", action="store_true", help="also the suites' parts behind emulated wide-area links "
-                   "(Toxiproxy; farm: endpoint workers)")
-    b.add_argument("--out", help="output directory (default benchmarks/results/bench in a checkout, else ./mpiws-bench)")
+    b.add_argument(
+        "--wan",
+        action="store_true",
+        help="also the suites' parts behind emulated wide-area links (Toxiproxy; farm: endpoint workers)",
+    )
+    b.add_argument(
+        "--out", help="output directory (default benchmarks/results/bench in a checkout, else ./mpiws-bench)"
+    )
     b.set_defaults(func=_bench)
 
     from .workflow.command import add_parser as add_workflow

@@ -25,6 +25,7 @@ import time
 from . import _core
 from .keys import client_key
 
+
 @functools.lru_cache(maxsize=None)
 def _client_with(key):
     return _core.JobsClient(key)

@@ -45,14 +45,20 @@ test_rma test_rma_nb test_win test_environ test_toplevel test_threads test_doc
 # Tests whose outcome depends on timing, and how many of a module's passes
 # they may cost at most (the floor check allows for them), with why.
 FLAKY = {
-    "test_p2p_obj": (4, "testManyISSendAndRecv (4 classes) polls Testall ten times without waiting; the "
-                        "receiver's acknowledgement of a synchronous send, even to itself, may come later"),
+    "test_p2p_obj": (
+        4,
+        "testManyISSendAndRecv (4 classes) polls Testall ten times without waiting; the "
+        "receiver's acknowledgement of a synchronous send, even to itself, may come later",
+    ),
 }
 
 # Modules whose run takes longer than --timeout allows, by how many times, with why.
 SLOW = {
-    "test_util_dtlib": (4, "decodes ~70k numpy dtypes through Datatype.decode/Free in Python (MPICH's are C): "
-                           "about 100 s per rank on a quiet 2-core machine"),
+    "test_util_dtlib": (
+        4,
+        "decodes ~70k numpy dtypes through Datatype.decode/Free in Python (MPICH's are C): "
+        "about 100 s per rank on a quiet 2-core machine",
+    ),
 }
 
 # mpi4py's package as the tests see it: its MPI module is mpiws.MPI.
@@ -100,8 +106,11 @@ def counts(out):
     for line in out.splitlines():
         m = re.match(r"\[(\d+)\] ?(.*)", line)
         per_rank.setdefault(m.group(1) if m else None, []).append(m.group(2) if m else line)
-    blocks = [b for lines in per_rank.values()
-              for b in re.findall(r"Ran (\d+) tests? in [^\n]*\n+(?:OK|FAILED)([^\n]*)", "\n".join(lines))]
+    blocks = [
+        b
+        for lines in per_rank.values()
+        for b in re.findall(r"Ran (\d+) tests? in [^\n]*\n+(?:OK|FAILED)([^\n]*)", "\n".join(lines))
+    ]
     if not blocks:
         return dict(ran=0, failures=0, errors=0, skipped=0, passed=0, ranks=0)
     total = dict(ran=0, failures=0, errors=0, skipped=0)
@@ -144,8 +153,10 @@ def table(rows, baseline):
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         c = r["mpiws"]
-        lines.append(f"| {r['module']} | {r['np']} | {c['passed']} | {c['ran']} | {c['failures']} | {c['errors']} "
-                     f"| {c['skipped']} | {baseline.get(r['key'], '-')} | {r['floor']} |")
+        lines.append(
+            f"| {r['module']} | {r['np']} | {c['passed']} | {c['ran']} | {c['failures']} | {c['errors']} "
+            f"| {c['skipped']} | {baseline.get(r['key'], '-')} | {r['floor']} |"
+        )
     return "\n".join(lines)
 
 
@@ -156,9 +167,12 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=150, help="seconds per module run")
     ap.add_argument("--json", help="write the per-module counts here")
     ap.add_argument("--update-floor", action="store_true", help="raise floor.json to what passed now")
-    ap.add_argument("--mpich", action="store_true",
-                    help="measure mpi4py + MPICH (installed beside this Python) instead, and add its counts "
-                         "to the baseline file for the module runs it lacks")
+    ap.add_argument(
+        "--mpich",
+        action="store_true",
+        help="measure mpi4py + MPICH (installed beside this Python) instead, and add its counts "
+        "to the baseline file for the module runs it lacks",
+    )
     a = ap.parse_args(argv)
     mpiws = shutil.which("mpiws", path=str(Path(sys.executable).parent)) or shutil.which("mpiws")
     if not mpiws:
@@ -182,9 +196,12 @@ def main(argv=None):
             if not a.mpich and c["passed"] < row["floor"] - FLAKY.get(m, (0,))[0]:
                 regressions.append((key, c["passed"], row["floor"], tail))
                 mark = f"  BELOW FLOOR {row['floor']}"
-            print(f"[{i}/{len(plan)} {time.monotonic() - started:4.0f}s] {m:22s} np={n} passed {c['passed']:4d} "
-                  f"(ran {c['ran']}, fail {c['failures']}, err {c['errors']}, skip {c['skipped']}) "
-                  f"MPICH {baseline.get(key, '-')}{mark}", flush=True)
+            print(
+                f"[{i}/{len(plan)} {time.monotonic() - started:4.0f}s] {m:22s} np={n} passed {c['passed']:4d} "
+                f"(ran {c['ran']}, fail {c['failures']}, err {c['errors']}, skip {c['skipped']}) "
+                f"MPICH {baseline.get(key, '-')}{mark}",
+                flush=True,
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if a.mpich:
@@ -198,8 +215,10 @@ def main(argv=None):
     theirs = sum(baseline[r["key"]] for r in compared)
     print()
     print(table(rows, baseline))
-    print(f"\nconformance: mpiws passed {mine} of MPICH's {theirs} = {mine / max(theirs, 1):.3f} "
-          f"({len(compared)} module runs with an MPICH figure, {len(rows)} in all, {time.monotonic() - started:.0f} s)")
+    print(
+        f"\nconformance: mpiws passed {mine} of MPICH's {theirs} = {mine / max(theirs, 1):.3f} "
+        f"({len(compared)} module runs with an MPICH figure, {len(rows)} in all, {time.monotonic() - started:.0f} s)"
+    )
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     if a.update_floor:
@@ -208,7 +227,10 @@ def main(argv=None):
         FLOOR.write_text(json.dumps(dict(sorted(floor.items())), indent=1) + "\n")
         print(f"conformance: floor raised where this run passed more ({FLOOR})")
     for key, got, want, tail in regressions:
-        print(f"\nconformance: {key} passed {got}, below its floor {want}; the end of its output:\n{tail}", file=sys.stderr)
+        print(
+            f"\nconformance: {key} passed {got}, below its floor {want}; the end of its output:\n{tail}",
+            file=sys.stderr,
+        )
     return 1 if regressions else 0
 
 

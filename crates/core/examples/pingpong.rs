@@ -15,8 +15,12 @@ fn main() {
     let b = Endpoint::start(Config::default()).unwrap();
     let endpoints = vec![a.url(), b.url()];
     let bind = |rank| Binding {
-        domain: "bench".into(), rank, endpoints: endpoints.clone(), token: "t".into(),
-        service: String::new(), params: serde_json::Value::Null,
+        domain: "bench".into(),
+        rank,
+        endpoints: endpoints.clone(),
+        token: "t".into(),
+        service: String::new(),
+        params: serde_json::Value::Null,
     };
     let c0 = Comm::world(a.create_instance(bind(0), false, None).unwrap());
     let c1 = Comm::world(b.create_instance(bind(1), false, None).unwrap());

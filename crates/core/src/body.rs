@@ -8,10 +8,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, ReadBuf};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use serde::Serialize;
+use tokio::io::{AsyncRead, ReadBuf};
 
 #[derive(Debug, Default)]
 pub struct Chunks {
@@ -55,10 +55,7 @@ impl Body for Chunks {
     type Data = Bytes;
     type Error = hyper::Error;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         if let Some(relayed) = self.relayed.as_mut() {
             return Pin::new(relayed).poll_frame(cx);
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::error::Result;
 use crate::direct::frame::{Envelope, Payload};
+use crate::error::Result;
 
 /// A receive buffer owned by the caller (a Python buffer), which the
 /// payload of a large message can be read into directly from the socket.
@@ -21,10 +21,17 @@ pub trait RecvBuffer: Send {
 pub enum Outcome {
     Sent,
     /// The payload, to be copied where the receiver wants it.
-    Received { env: Envelope, payload: Payload },
+    Received {
+        env: Envelope,
+        payload: Payload,
+    },
     /// The payload was read straight into the receive's buffer, handed back
     /// here so that it is released by the thread that takes the outcome.
-    Placed { env: Envelope, len: usize, buffer: Box<dyn RecvBuffer> },
+    Placed {
+        env: Envelope,
+        len: usize,
+        buffer: Box<dyn RecvBuffer>,
+    },
     /// A receive withdrawn before anything matched it.
     Cancelled,
 }

@@ -22,8 +22,12 @@ fn on_ranks<R: Send + 'static>(n: u32, f: impl Fn(Comm) -> R + Send + Sync + 'st
     let threads: Vec<_> = (0..n)
         .map(|r| {
             let b = Binding {
-                domain: domain.clone(), rank: r, endpoints: urls.clone(), token: "t".into(),
-                service: String::new(), params: serde_json::Value::Null,
+                domain: domain.clone(),
+                rank: r,
+                endpoints: urls.clone(),
+                token: "t".into(),
+                service: String::new(),
+                params: serde_json::Value::Null,
             };
             let inst = eps[r as usize].create_instance(b, false, None).unwrap();
             let f = f.clone();

@@ -9,7 +9,9 @@ mod fuzz_support;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use mpiws_core::direct::frame::{parts_fit, parts_total, Envelope, Payload, H_CONTEXT, H_FORWARD, H_PARTS, H_SEQ, H_SOURCE, H_SYNC, H_TAG, MAX_PARTS};
+use mpiws_core::direct::frame::{
+    parts_fit, parts_total, Envelope, Payload, H_CONTEXT, H_FORWARD, H_PARTS, H_SEQ, H_SOURCE, H_SYNC, H_TAG, MAX_PARTS,
+};
 use proptest::prelude::*;
 
 #[global_allocator]
@@ -81,7 +83,14 @@ fn payload_and_table() -> impl Strategy<Value = (Vec<Vec<u8>>, Vec<u64>)> {
         let table = if fit && !table.is_empty() {
             // Scale the table down to one that adds up to the payload.
             let mut left = len as u64;
-            let mut t: Vec<u64> = table.iter().map(|&p| { let p = p % (left + 1); left -= p; p }).collect();
+            let mut t: Vec<u64> = table
+                .iter()
+                .map(|&p| {
+                    let p = p % (left + 1);
+                    left -= p;
+                    p
+                })
+                .collect();
             *t.last_mut().unwrap() += left;
             t
         } else {

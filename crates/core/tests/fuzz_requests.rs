@@ -35,12 +35,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 fn url() -> impl Strategy<Value = String> {
-    prop_oneof![
-        Just("http://127.0.0.1:8001".to_string()),
-        "https?://[a-z0-9.:\\[\\]@%/-]{0,24}",
-        "http://",
-        ".{0,24}",
-    ]
+    prop_oneof![Just("http://127.0.0.1:8001".to_string()), "https?://[a-z0-9.:\\[\\]@%/-]{0,24}", "http://", ".{0,24}",]
 }
 
 /// A run request's body: shaped like a binding (fields right or wrong), or
@@ -57,8 +52,10 @@ fn binding_body() -> impl Strategy<Value = Vec<u8>> {
         proptest::collection::vec(any::<bool>(), 6),
     )
         .prop_map(|(domain, rank, endpoints, token, service, params, keep)| {
-            let all = [("domain", domain), ("rank", rank), ("endpoints", endpoints), ("token", token), ("service", service), ("params", params)];
-            let o: serde_json::Map<String, Value> = all.into_iter().zip(keep).filter(|(_, k)| *k).map(|((n, v), _)| (n.to_string(), v)).collect();
+            let all =
+                [("domain", domain), ("rank", rank), ("endpoints", endpoints), ("token", token), ("service", service), ("params", params)];
+            let o: serde_json::Map<String, Value> =
+                all.into_iter().zip(keep).filter(|(_, k)| *k).map(|((n, v), _)| (n.to_string(), v)).collect();
             serde_json::to_vec(&o).unwrap()
         });
     prop_oneof![
@@ -113,12 +110,32 @@ fn same_json(a: &Value, b: &Value) -> bool {
 /// A template written back out from what was parsed.
 fn render(t: &Template) -> String {
     let names = |p: &Param| {
-        let d = match p.direction { Direction::In => "in", Direction::Out => "out", Direction::InOut => "in_out" };
-        let pl = match p.placement { Placement::Val => "val", Placement::File => "file" };
-        let k = match p.kind { Kind::Int => "int", Kind::Float => "float", Kind::String => "string", Kind::Binary => "binary", Kind::Xml => "xml" };
+        let d = match p.direction {
+            Direction::In => "in",
+            Direction::Out => "out",
+            Direction::InOut => "in_out",
+        };
+        let pl = match p.placement {
+            Placement::Val => "val",
+            Placement::File => "file",
+        };
+        let k = match p.kind {
+            Kind::Int => "int",
+            Kind::Float => "float",
+            Kind::String => "string",
+            Kind::Binary => "binary",
+            Kind::Xml => "xml",
+        };
         format!("[{d}:{pl}:{}:{k}]", p.name)
     };
-    let words: Vec<String> = t.words.iter().map(|w| match w { Word::Literal(s) => s.clone(), Word::Param(i) => names(&t.params[*i]) }).collect();
+    let words: Vec<String> = t
+        .words
+        .iter()
+        .map(|w| match w {
+            Word::Literal(s) => s.clone(),
+            Word::Param(i) => names(&t.params[*i]),
+        })
+        .collect();
     words.join(" ")
 }
 
@@ -126,7 +143,13 @@ fn param() -> impl Strategy<Value = Param> {
     let d = proptest::sample::select(vec![Direction::In, Direction::Out, Direction::InOut]);
     let p = proptest::sample::select(vec![Placement::Val, Placement::File]);
     let k = proptest::sample::select(vec![Kind::Int, Kind::Float, Kind::String, Kind::Binary, Kind::Xml]);
-    (d, p, k, proptest::bool::ANY).prop_map(|(direction, placement, kind, dash_ok)| Param { name: "x".into(), direction, placement, kind, dash_ok })
+    (d, p, k, proptest::bool::ANY).prop_map(|(direction, placement, kind, dash_ok)| Param {
+        name: "x".into(),
+        direction,
+        placement,
+        kind,
+        dash_ok,
+    })
 }
 
 /// An output file's bytes: numbers as programs print them, text (ASCII and

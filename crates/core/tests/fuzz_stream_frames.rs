@@ -10,8 +10,8 @@ mod fuzz_support;
 use std::io::{Cursor, Read};
 
 use mpiws_core::direct::frame::{
-    decode_ack_header, decode_message_header, encode_ack, encode_ack_request, encode_message, parts_total, read_frame,
-    Envelope, Frame, MessageHeader, ACK_HEADER, MAX_PARTS, MSG_HEADER,
+    decode_ack_header, decode_message_header, encode_ack, encode_ack_request, encode_message, parts_total, read_frame, Envelope, Frame,
+    MessageHeader, ACK_HEADER, MAX_PARTS, MSG_HEADER,
 };
 use proptest::prelude::*;
 
@@ -45,7 +45,10 @@ fn drive(bytes: &[u8], source: u32) -> (Vec<Taken>, Option<Frame>) {
             Ok(refused @ Frame::Refused { .. }) => return (got, Some(refused)),
             Ok(Frame::Message(MessageHeader { env, length, ack_now, .. })) => {
                 assert!(length <= MAX, "accepted a message of {length} bytes");
-                assert!(env.parts.is_empty() || parts_total(&env.parts) == Some(length), "accepted a table that does not add up: {env:?} {length}");
+                assert!(
+                    env.parts.is_empty() || parts_total(&env.parts) == Some(length),
+                    "accepted a table that does not add up: {env:?} {length}"
+                );
                 assert!(env.tag >= 0 && env.source == source);
                 let mut payload = Vec::new();
                 match (&mut r).take(length).read_to_end(&mut payload) {
@@ -62,7 +65,14 @@ fn table_of(len: usize, mut cuts: Vec<usize>) -> Vec<u64> {
     cuts.iter_mut().for_each(|c| *c %= len + 1);
     cuts.sort_unstable();
     let mut at = 0;
-    let mut parts: Vec<u64> = cuts.iter().map(|&c| { let p = c - at; at = c; p as u64 }).collect();
+    let mut parts: Vec<u64> = cuts
+        .iter()
+        .map(|&c| {
+            let p = c - at;
+            at = c;
+            p as u64
+        })
+        .collect();
     if !parts.is_empty() {
         parts.push((len - at) as u64);
     }
@@ -108,7 +118,12 @@ fn stream(source: u32) -> impl Strategy<Value = (Vec<u8>, Vec<Taken>)> {
 /// A part length worth trying: small, near a power of two, or near the top
 /// of a u64 (where sums wrap).
 fn length() -> impl Strategy<Value = u64> {
-    prop_oneof![0..1024u64, (0..64u32, -2..3i64).prop_map(|(s, d)| (1u64 << s).wrapping_add(d as u64)), (0..1024u64).prop_map(|d| u64::MAX - d), any::<u64>()]
+    prop_oneof![
+        0..1024u64,
+        (0..64u32, -2..3i64).prop_map(|(s, d)| (1u64 << s).wrapping_add(d as u64)),
+        (0..1024u64).prop_map(|d| u64::MAX - d),
+        any::<u64>()
+    ]
 }
 
 proptest! {
@@ -193,7 +208,15 @@ proptest! {
 #[test]
 fn a_part_table_that_wraps_round_is_refused() {
     let huge = 1u64 << 40;
-    let env = Envelope { source: 1, context: 1, tag: 1, seq: Some(0), sync: false, parts: vec![huge, 0u64.wrapping_sub(huge) + 1], forward: vec![] };
+    let env = Envelope {
+        source: 1,
+        context: 1,
+        tag: 1,
+        seq: Some(0),
+        sync: false,
+        parts: vec![huge, 0u64.wrapping_sub(huge) + 1],
+        forward: vec![],
+    };
     let mut bytes = encode_message(&env, 1, true);
     bytes.push(b'x');
     match read_frame(&mut Cursor::new(bytes), 1, MAX).unwrap() {

@@ -24,8 +24,8 @@ impl DomainClient {
     /// instances their own processes create); `params` is a JSON string.
     #[pyo3(signature = (service, params, ranks=None))]
     fn start(&self, py: Python<'_>, service: &str, params: &str, ranks: Option<Vec<usize>>) -> PyResult<()> {
-        let params: serde_json::Value = serde_json::from_str(params)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("params are not JSON: {e}")))?;
+        let params: serde_json::Value =
+            serde_json::from_str(params).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("params are not JSON: {e}")))?;
         let ranks = ranks.unwrap_or_else(|| (0..self.inner.endpoints.len()).collect());
         py.detach(|| runtime().block_on(self.inner.start_ranks(&ranks, service, &params))).py_err()
     }
@@ -33,15 +33,11 @@ impl DomainClient {
     /// Status of `rank` as a JSON string; `wait` long-polls up to that many seconds.
     #[pyo3(signature = (rank, wait=None))]
     fn status(&self, py: Python<'_>, rank: usize, wait: Option<f64>) -> PyResult<String> {
-        py.detach(|| runtime().block_on(self.inner.status(rank, wait)))
-            .py_err()
-            .map(|v| v.to_string())
+        py.detach(|| runtime().block_on(self.inner.status(rank, wait))).py_err().map(|v| v.to_string())
     }
 
     fn cancel(&self, py: Python<'_>, rank: usize) -> PyResult<String> {
-        py.detach(|| runtime().block_on(self.inner.cancel(rank)))
-            .py_err()
-            .map(|v| v.to_string())
+        py.detach(|| runtime().block_on(self.inner.cancel(rank))).py_err().map(|v| v.to_string())
     }
 }
 
@@ -49,7 +45,8 @@ impl DomainClient {
 /// (`service::rendezvous::register`), trying for up to `timeout` seconds.
 #[pyfunction]
 pub fn rendezvous_register(py: Python<'_>, rendezvous: &str, key: &str, rank: u32, size: u32, url: String, timeout: f64) -> PyResult<()> {
-    let timeout = std::time::Duration::try_from_secs_f64(timeout).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
+    let timeout =
+        std::time::Duration::try_from_secs_f64(timeout).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
     let registration = mpiws_core::service::rendezvous::Registration { rank, size, url };
     py.detach(|| runtime().block_on(mpiws_core::service::rendezvous::register(rendezvous, key, &registration, timeout))).py_err()
 }

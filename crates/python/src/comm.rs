@@ -60,7 +60,16 @@ impl Comm {
     /// event of a standard send; a synchronous send's completion says so).
     #[pyo3(signature = (dest, tag, buffers, split=false, sync=false, tell_match=false))]
     #[allow(clippy::too_many_arguments)]
-    fn isend(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, tell_match: bool) -> PyResult<Request> {
+    fn isend(
+        &self,
+        py: Python<'_>,
+        dest: i64,
+        tag: i64,
+        buffers: Vec<Bound<'_, PyAny>>,
+        split: bool,
+        sync: bool,
+        tell_match: bool,
+    ) -> PyResult<Request> {
         self.start_send(py, dest, tag, buffers, split, sync, false, tell_match)
     }
 
@@ -71,7 +80,16 @@ impl Comm {
     /// then completes).
     #[pyo3(signature = (dest, tag, buffers, split=false, sync=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
-    fn send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, timeout: Option<f64>) -> PyResult<()> {
+    fn send(
+        &self,
+        py: Python<'_>,
+        dest: i64,
+        tag: i64,
+        buffers: Vec<Bound<'_, PyAny>>,
+        split: bool,
+        sync: bool,
+        timeout: Option<f64>,
+    ) -> PyResult<()> {
         let r = self.start_send(py, dest, tag, buffers, split, sync, true, false)?;
         if !r.wait(py, timeout)? {
             if r.withdraw(py)? {
@@ -88,7 +106,18 @@ impl Comm {
     /// received message, after the send completed too.
     #[pyo3(signature = (dest, sendtag, buffers, source, recvtag, buffer=None, timeout=None, split=false))]
     #[allow(clippy::too_many_arguments)]
-    fn sendrecv(&self, py: Python<'_>, dest: i64, sendtag: i64, buffers: Vec<Bound<'_, PyAny>>, source: i64, recvtag: i64, buffer: Option<&Bound<'_, PyAny>>, timeout: Option<f64>, split: bool) -> PyResult<Message> {
+    fn sendrecv(
+        &self,
+        py: Python<'_>,
+        dest: i64,
+        sendtag: i64,
+        buffers: Vec<Bound<'_, PyAny>>,
+        source: i64,
+        recvtag: i64,
+        buffer: Option<&Bound<'_, PyAny>>,
+        timeout: Option<f64>,
+        split: bool,
+    ) -> PyResult<Message> {
         let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
         let r = self.irecv(source, recvtag, buffer)?;
@@ -241,7 +270,17 @@ impl Comm {
 impl Comm {
     /// `inline`: a blocking send, which writes a large message itself.
     #[allow(clippy::too_many_arguments)]
-    fn start_send(&self, py: Python<'_>, dest: i64, tag: i64, buffers: Vec<Bound<'_, PyAny>>, split: bool, sync: bool, inline: bool, tell_match: bool) -> PyResult<Request> {
+    fn start_send(
+        &self,
+        py: Python<'_>,
+        dest: i64,
+        tag: i64,
+        buffers: Vec<Bound<'_, PyAny>>,
+        split: bool,
+        sync: bool,
+        inline: bool,
+        tell_match: bool,
+    ) -> PyResult<Request> {
         let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
         // The send may write to a socket from this thread: without the GIL.

@@ -79,7 +79,16 @@ impl Layout {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn darray(&self, size: i64, rank: i64, gsizes: Vec<i64>, distribs: Vec<i64>, dargs: Vec<i64>, psizes: Vec<i64>, order: i64) -> PyResult<Layout> {
+    fn darray(
+        &self,
+        size: i64,
+        rank: i64,
+        gsizes: Vec<i64>,
+        distribs: Vec<i64>,
+        dargs: Vec<i64>,
+        psizes: Vec<i64>,
+        order: i64,
+    ) -> PyResult<Layout> {
         wrap(self.0.darray(size, rank, &gsizes, &distribs, &dargs, &psizes, order))
     }
 

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use mpiws_core::domain::instance::ErrorReport;
 use mpiws_core::domain::Binding;
+use mpiws_core::domain::Instance as CoreInstance;
 use mpiws_core::mpi::Comm as CoreComm;
 use mpiws_core::service::keys::Keys;
 use mpiws_core::service::reverse::ViaRelay;
 use mpiws_core::service::sandbox::SandboxSetting;
 use mpiws_core::service::tls::TlsSetting;
 use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
-use mpiws_core::domain::Instance as CoreInstance;
 use pyo3::prelude::*;
 
 use crate::comm::Comm;
@@ -137,7 +137,11 @@ impl Endpoint {
             relay_max_connections: relay_max_connections.unwrap_or(d.relay_max_connections),
             via_relay: match (via_relay, relay_key) {
                 (Some(url), Some(key)) => Some(ViaRelay::new(url, key).py_err()?),
-                (Some(_), None) => return Err(pyo3::exceptions::PyValueError::new_err("via_relay needs relay_key: a key of the relay with the 'relay' scope")),
+                (Some(_), None) => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "via_relay needs relay_key: a key of the relay with the 'relay' scope",
+                    ))
+                }
                 (None, _) => None,
             },
         };

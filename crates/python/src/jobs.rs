@@ -31,10 +31,8 @@ impl JobsClient {
     #[pyo3(signature = (method, url, body=None))]
     fn call(&self, py: Python<'_>, method: &str, url: &str, body: Option<&str>) -> PyResult<String> {
         let method = Method::from_bytes(method.as_bytes()).map_err(|e| PyValueError::new_err(format!("method {method:?}: {e}")))?;
-        let body: Option<serde_json::Value> = body
-            .map(serde_json::from_str)
-            .transpose()
-            .map_err(|e| PyValueError::new_err(format!("body is not JSON: {e}")))?;
+        let body: Option<serde_json::Value> =
+            body.map(serde_json::from_str).transpose().map_err(|e| PyValueError::new_err(format!("body is not JSON: {e}")))?;
         py.detach(|| runtime().block_on(self.transport.call_json::<serde_json::Value>(method, url, self.key.as_deref(), body.as_ref())))
             .py_err()
             .map(|v| v.to_string())

@@ -141,9 +141,11 @@ impl Memory {
             .map_err(|_| PyBufferError::new_err("buffer too large"))
             // SAFETY: `view` is the caller's; the memory stays valid while the
             // export lasts: `replace` keeps it held until the last view closes.
-            .and_then(|len| match unsafe { ffi::PyBuffer_FillInfo(view, slf.as_ptr(), address as *mut _, len, readonly as c_int, flags) } {
-                0 => Ok(()),
-                _ => Err(PyErr::fetch(slf.py())),
+            .and_then(|len| {
+                match unsafe { ffi::PyBuffer_FillInfo(view, slf.as_ptr(), address as *mut _, len, readonly as c_int, flags) } {
+                    0 => Ok(()),
+                    _ => Err(PyErr::fetch(slf.py())),
+                }
             });
         if filled.is_err() {
             me.lock().exports -= 1;

@@ -204,7 +204,7 @@ impl Request {
             return Ok(self.cancel());
         }
         let Some(track) = &self.track else { return Ok(true) }; // untracked: cannot be asked
-        // Unreachable to ask: the message is not sent again from here either.
+                                                                // Unreachable to ask: the message is not sent again from here either.
         Ok(py.detach(|| self.comm.withdraw(track)).unwrap_or(true))
     }
 
@@ -243,7 +243,14 @@ pub struct Message {
 }
 
 impl Message {
-    fn new(source: i64, tag: i64, parts: Vec<u64>, payload: Payload, cancelled: bool, placed: Option<(usize, Box<dyn RecvBuffer>)>) -> Self {
+    fn new(
+        source: i64,
+        tag: i64,
+        parts: Vec<u64>,
+        payload: Payload,
+        cancelled: bool,
+        placed: Option<(usize, Box<dyn RecvBuffer>)>,
+    ) -> Self {
         let (placed, buffer) = match placed {
             Some((len, b)) => (Some(len), Some(b)),
             None => (None, None),
@@ -317,10 +324,7 @@ impl Message {
         }
         let n = self.payload.len();
         if n > dest.len {
-            return Err(mpi_err(
-                ErrorClass::Truncate,
-                format!("message of {n} bytes truncated: receive buffer holds {} bytes", dest.len),
-            ));
+            return Err(mpi_err(ErrorClass::Truncate, format!("message of {n} bytes truncated: receive buffer holds {} bytes", dest.len)));
         }
         py.detach(|| self.payload.copy_to(&mut dest.slice()[..n]));
         Ok(n)

@@ -117,7 +117,16 @@ impl Window {
     /// type) over `len` target bytes; with `fetch`, get them from before.
     #[pyo3(signature = (target, disp, data, len, op, dtype, fetch=None))]
     #[allow(clippy::too_many_arguments)]
-    fn accumulate(&self, target: i64, disp: u64, data: &Bound<'_, PyAny>, len: usize, op: &str, dtype: &str, fetch: Option<&Bound<'_, PyAny>>) -> PyResult<Request> {
+    fn accumulate(
+        &self,
+        target: i64,
+        disp: u64,
+        data: &Bound<'_, PyAny>,
+        len: usize,
+        op: &str,
+        dtype: &str,
+        fetch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Request> {
         let data = to_bytes(data)?;
         let held = fetch.map(|f| Held::get(f, "result buffer")).transpose()?;
         let dest = held.as_ref().map(|h| h.dest());
@@ -128,7 +137,14 @@ impl Window {
         Ok(self.request(c, k, target))
     }
 
-    fn compare_and_swap(&self, target: i64, disp: u64, origin: &Bound<'_, PyAny>, compare: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<Request> {
+    fn compare_and_swap(
+        &self,
+        target: i64,
+        disp: u64,
+        origin: &Bound<'_, PyAny>,
+        compare: &Bound<'_, PyAny>,
+        result: &Bound<'_, PyAny>,
+    ) -> PyResult<Request> {
         let (origin, compare) = (to_bytes(origin)?, to_bytes(compare)?);
         let held = Held::get(result, "result buffer")?;
         // SAFETY: as in `get`.

@@ -38,8 +38,17 @@ from .collectives import IN_PLACE
 from .datatype import *  # noqa: F401,F403  (BYTE, INT, DOUBLE, ...)
 from .datatype import Datatype, _typedict
 from .exception import *  # noqa: F401,F403  (ERR_RANK, ERR_TAG, ...)
-from .exception import (Add_error_class, Add_error_code, Add_error_string, Exception, Get_error_class, Get_error_string,
-                        Remove_error_class, Remove_error_code, Remove_error_string)
+from .exception import (
+    Add_error_class,
+    Add_error_code,
+    Add_error_string,
+    Exception,
+    Get_error_class,
+    Get_error_string,
+    Remove_error_class,
+    Remove_error_code,
+    Remove_error_string,
+)
 from .attributes import APPNUM, HOST, IO, KEYVAL_INVALID, LASTUSEDCODE, UNIVERSE_SIZE, WTIME_IS_GLOBAL
 from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, Schedule
 from .errhandler import ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, Errhandler
@@ -48,8 +57,18 @@ from .group import GROUP_EMPTY, GROUP_NULL, Group
 from .handle import addressof as _addressof, handleof as _handleof, sizeof as _sizeof
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from .op import *  # noqa: F401,F403  (SUM, MAX, ...)
-from .memory import (BSEND_OVERHEAD, BUFFER_AUTOMATIC, Alloc_mem, Attach_buffer, Detach_buffer, Flush_buffer, Free_mem,
-                     Iflush_buffer, buffer, memory)
+from .memory import (
+    BSEND_OVERHEAD,
+    BUFFER_AUTOMATIC,
+    Alloc_mem,
+    Attach_buffer,
+    Detach_buffer,
+    Flush_buffer,
+    Free_mem,
+    Iflush_buffer,
+    buffer,
+    memory,
+)
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from .op import Op
 from .persistent import Prequest
@@ -58,17 +77,60 @@ from .typestr import _typealign, _typecode
 from .pickled import Pickle, pickle
 from .request import REQUEST_NULL, Request
 from .status import ANY_SOURCE, ANY_TAG, F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, UNDEFINED, Status
-from .topology import (CART, DIST_GRAPH, GRAPH, UNWEIGHTED, WEIGHTS_EMPTY, Cartcomm, Compute_dims, Distgraphcomm,
-                       Graphcomm, Topocomm)
-from .unsupported import (FILE_NULL, MODE_APPEND, MODE_CREATE, MODE_DELETE_ON_CLOSE, MODE_EXCL, MODE_RDONLY, MODE_RDWR,
-                          MODE_SEQUENTIAL, MODE_UNIQUE_OPEN, MODE_WRONLY, SESSION_NULL, File, Session)
-from .win import (LOCK_EXCLUSIVE, LOCK_SHARED, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
-                  WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC,
-                  WIN_FLAVOR_SHARED, WIN_MODEL, WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
+from .topology import (
+    CART,
+    DIST_GRAPH,
+    GRAPH,
+    UNWEIGHTED,
+    WEIGHTS_EMPTY,
+    Cartcomm,
+    Compute_dims,
+    Distgraphcomm,
+    Graphcomm,
+    Topocomm,
+)
+from .unsupported import (
+    FILE_NULL,
+    MODE_APPEND,
+    MODE_CREATE,
+    MODE_DELETE_ON_CLOSE,
+    MODE_EXCL,
+    MODE_RDONLY,
+    MODE_RDWR,
+    MODE_SEQUENTIAL,
+    MODE_UNIQUE_OPEN,
+    MODE_WRONLY,
+    SESSION_NULL,
+    File,
+    Session,
+)
+from .win import (
+    LOCK_EXCLUSIVE,
+    LOCK_SHARED,
+    MODE_NOCHECK,
+    MODE_NOPRECEDE,
+    MODE_NOPUT,
+    MODE_NOSTORE,
+    MODE_NOSUCCEED,
+    WIN_BASE,
+    WIN_CREATE_FLAVOR,
+    WIN_DISP_UNIT,
+    WIN_FLAVOR_ALLOCATE,
+    WIN_FLAVOR_CREATE,
+    WIN_FLAVOR_DYNAMIC,
+    WIN_FLAVOR_SHARED,
+    WIN_MODEL,
+    WIN_NULL,
+    WIN_SEPARATE,
+    WIN_SIZE,
+    WIN_UNIFIED,
+    Win,
+)
 
 PROC_NULL = _CORE_PROC_NULL
 ROOT = -3
 from .attributes import TAG_UB  # the key; its value is _core.TAG_UB
+
 BOTTOM = 0
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 VERSION, SUBVERSION = 4, 1
@@ -125,8 +187,13 @@ def Get_hw_resource_info():
     """
     import os as _os
 
-    return Info.Create({"mpi_hw_resource_type": "mpi_shared_memory", "host": _gethostname(),
-                        "cpus": str(len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count())})
+    return Info.Create(
+        {
+            "mpi_hw_resource_type": "mpi_shared_memory",
+            "host": _gethostname(),
+            "cpus": str(len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count()),
+        }
+    )
 
 
 def Get_address(location):

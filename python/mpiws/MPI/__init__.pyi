@@ -58,21 +58,17 @@ _T = TypeVar("_T")
 
 # ---- buffer and message specifications (mpi4py.typing, for mpiws) ----------
 
-
 class _SupportsBuffer(Protocol):
     if sys.version_info >= (3, 12):
         def __buffer__(self, flags: int, /) -> memoryview: ...
-
 
 class _SupportsDLPack(Protocol):
     def __dlpack__(self, /, *, stream: int | Any | None = None) -> object: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
 
-
 class _SupportsCAI(Protocol):
     @property
     def __cuda_array_interface__(self) -> Mapping[str, Any]: ...
-
 
 #: A buffer: the buffer protocol, DLPack or the CUDA array interface.
 _Buffer: TypeAlias = _SupportsBuffer | _SupportsDLPack | _SupportsCAI
@@ -95,11 +91,7 @@ _BufSpec: TypeAlias = (
     | None
 )
 _BufSpecB: TypeAlias = (
-    _Buffer
-    | tuple[_Buffer, _Count]
-    | tuple[_Buffer, _TypeSpec]
-    | tuple[_Buffer, _Count, _TypeSpec]
-    | list[Any]
+    _Buffer | tuple[_Buffer, _Count] | tuple[_Buffer, _TypeSpec] | tuple[_Buffer, _Count, _TypeSpec] | list[Any]
 )
 _BufSpecV: TypeAlias = (
     _Buffer
@@ -122,12 +114,7 @@ _BufSpecW: TypeAlias = (
     | list[Any]
 )
 _TargetSpec: TypeAlias = (
-    _Displ
-    | tuple[()]
-    | tuple[_Displ]
-    | tuple[_Displ, _Count]
-    | tuple[_Displ, _Count, _TypeSpec]
-    | list[Any]
+    _Displ | tuple[()] | tuple[_Displ] | tuple[_Displ, _Count] | tuple[_Displ, _Count, _TypeSpec] | list[Any]
 )
 #: A time limit in seconds (None: the communicator's default, else none).
 _Timeout: TypeAlias = float | None
@@ -317,7 +304,6 @@ TIMED_OUT: Final = "timed_out"
 
 # ---- the object model of handles --------------------------------------------
 
-
 class _Handle:
     """A handle of an MPI object kind (mpiws's common base of ``Comm``,
     ``Datatype``, ``Group``, ``Info``, ``Op``, ``Errhandler``, ``Message``,
@@ -344,7 +330,6 @@ class _Handle:
     def __copy__(self) -> Self: ...
     def __deepcopy__(self, memo: Any) -> Self: ...
 
-
 class _Attributes:
     """Attribute caching (keyvals), mixed into ``Comm``, ``Datatype``, ``Win``.
     ``copy_fn``: None/False (not copied), True (the same value) or
@@ -363,9 +348,7 @@ class _Attributes:
     def Get_attr(self, keyval: int) -> Any: ...
     def Delete_attr(self, keyval: int) -> None: ...
 
-
 # ---- Datatype ------------------------------------------------------------------
-
 
 class Datatype(_Handle, _Attributes):
     @property
@@ -464,7 +447,6 @@ class Datatype(_Handle, _Attributes):
     def Commit(self) -> Self: ...
     def Free(self) -> None: ...
 
-
 DATATYPE_NULL: Final[Datatype]
 PACKED: Final[Datatype]
 BYTE: Final[Datatype]
@@ -559,7 +541,6 @@ F_DOUBLE_COMPLEX: Final[Datatype]
 
 # ---- Status ----------------------------------------------------------------------
 
-
 class Status:
     def __init__(self, status: Status | None = None) -> None: ...
     @property
@@ -603,7 +584,6 @@ class Status:
 
 # ---- Request, Prequest, Grequest (and mpiws's events) ------------------------
 
-
 class Request:
     def __new__(cls, *args: Any, **kwargs: Any) -> Self: ...
     # ``kind``, ``buf``, ``limit`` and ``deadline`` are mpiws's own (how
@@ -646,17 +626,13 @@ class Request:
     @classmethod
     def Get_status_all(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool: ...
     @classmethod
-    def Get_status_some(
-        cls, requests: Sequence[Request], statuses: list[Status] | None = None
-    ) -> list[int] | None: ...
+    def Get_status_some(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> list[int] | None: ...
     @classmethod
     def get_status_any(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, bool]: ...
     @classmethod
     def get_status_all(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool: ...
     @classmethod
-    def get_status_some(
-        cls, requests: Sequence[Request], statuses: list[Status] | None = None
-    ) -> list[int] | None: ...
+    def get_status_some(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> list[int] | None: ...
     def Cancel(self) -> None: ...
     def cancel(self) -> None: ...
     def Free(self) -> None: ...
@@ -700,9 +676,7 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[list[int] | None, list[Any] | None]: ...
 
-
 REQUEST_NULL: Final[Request]
-
 
 class Prequest(Request):
     def Start(self) -> None: ...
@@ -715,7 +689,6 @@ class Prequest(Request):
     def Pready_range(self, partition_low: int, partition_high: int) -> None: ...
     def Pready_list(self, partitions: Iterable[int]) -> None: ...
     def Parrived(self, partition: int) -> bool: ...
-
 
 class Grequest(Request):
     @classmethod
@@ -739,7 +712,6 @@ class Grequest(Request):
     def Complete(self) -> None: ...
     def complete(self) -> None: ...
 
-
 class Schedule:
     """mpiws: handlers for events, for any number of operations
     (``schedule=`` of a non-blocking call)."""
@@ -753,7 +725,6 @@ class Schedule:
         failed: _Handler | None = None,
         timed_out: _Handler | None = None,
     ) -> None: ...
-
 
 class Receipt:
     """mpiws: what an event handler is told (read-only)."""
@@ -776,7 +747,6 @@ class Receipt:
 
 # ---- Message -------------------------------------------------------------------
 
-
 class Message(_Handle):
     @classmethod
     def probe(cls, comm: Comm, source: int = -2, tag: int = -1, status: Status | None = None) -> Self: ...
@@ -791,12 +761,10 @@ class Message(_Handle):
     def Recv(self, buf: _BufSpec, status: Status | None = None) -> None: ...
     def Irecv(self, buf: _BufSpec) -> Request: ...
 
-
 MESSAGE_NULL: Final[Message]
 MESSAGE_NO_PROC: Final[Message]
 
 # ---- Op ----------------------------------------------------------------------------
-
 
 class Op(_Handle):
     @classmethod
@@ -811,7 +779,6 @@ class Op(_Handle):
     def is_predefined(self) -> bool: ...
     def Free(self) -> None: ...
     def Reduce_local(self, inbuf: _BufSpec, inoutbuf: _BufSpec) -> None: ...
-
 
 OP_NULL: Final[Op]
 SUM: Final[Op]
@@ -830,7 +797,6 @@ REPLACE: Final[Op]
 NO_OP: Final[Op]
 
 # ---- Group -------------------------------------------------------------------------
-
 
 class Group(_Handle):
     def Get_size(self) -> int: ...
@@ -854,12 +820,10 @@ class Group(_Handle):
     def Dup(self) -> Self: ...
     def Free(self) -> None: ...
 
-
 GROUP_NULL: Final[Group]
 GROUP_EMPTY: Final[Group]
 
 # ---- Info --------------------------------------------------------------------------
-
 
 class Info(_Handle):
     @classmethod
@@ -888,25 +852,20 @@ class Info(_Handle):
     def items(self) -> list[tuple[str, str]]: ...
     def copy(self) -> Self: ...
     def clear(self) -> None: ...
-    def update(
-        self, other: Info | Mapping[str, str] | Iterable[tuple[str, str]] = (), **kwds: str
-    ) -> None: ...
+    def update(self, other: Info | Mapping[str, str] | Iterable[tuple[str, str]] = (), **kwds: str) -> None: ...
     @overload
     def pop(self, key: str) -> str: ...
     @overload
     def pop(self, key: str, default: _T, /) -> str | _T: ...
     def popitem(self) -> tuple[str, str]: ...
 
-
 INFO_NULL: Final[Info]
 INFO_ENV: Final[Info]
 
 # ---- Errhandler ------------------------------------------------------------------
 
-
 class Errhandler(_Handle):
     def Free(self) -> None: ...
-
 
 ERRHANDLER_NULL: Final[Errhandler]
 ERRORS_RETURN: Final[Errhandler]
@@ -914,7 +873,6 @@ ERRORS_ARE_FATAL: Final[Errhandler]
 ERRORS_ABORT: Final[Errhandler]
 
 # ---- File, Session: their handles only (not in mpiws yet) -------------------------
-
 
 class File(_Handle):
     #: Not in mpiws yet: raises NotImplementedError.
@@ -927,9 +885,7 @@ class File(_Handle):
     def Set_errhandler(self, errhandler: Errhandler) -> None: ...
     def Call_errhandler(self, errorcode: int) -> None: ...
 
-
 FILE_NULL: Final[File]
-
 
 class Session(_Handle):
     #: Not in mpiws yet: raises NotImplementedError.
@@ -942,11 +898,9 @@ class Session(_Handle):
     def Set_errhandler(self, errhandler: Errhandler) -> None: ...
     def Call_errhandler(self, errorcode: int) -> None: ...
 
-
 SESSION_NULL: Final[Session]
 
 # ---- Comm -----------------------------------------------------------------------------
-
 
 class Comm(_Handle, _Attributes):
     def Get_rank(self) -> int: ...
@@ -1525,7 +1479,9 @@ class Comm(_Handle, _Attributes):
         info: Info | None = None,
         timeout: _Timeout = None,
     ) -> Prequest: ...
-    def Scan(self, sendbuf: _BufSpec | _InPlace, recvbuf: _BufSpec, op: Op = ..., *, timeout: _Timeout = None) -> None: ...
+    def Scan(
+        self, sendbuf: _BufSpec | _InPlace, recvbuf: _BufSpec, op: Op = ..., *, timeout: _Timeout = None
+    ) -> None: ...
     def Iscan(
         self,
         sendbuf: _BufSpec | _InPlace,
@@ -1566,12 +1522,16 @@ class Comm(_Handle, _Attributes):
         timeout: _Timeout = None,
     ) -> Prequest: ...
 
-
 class Intracomm(Comm):
     def __new__(cls, comm: Comm | None = None) -> Self: ...
     def Spawn(
-        self, command: str, args: Sequence[str] | None = None, maxprocs: int = 1, info: Info | None = None,
-        root: int = 0, errcodes: list[int] | None = None
+        self,
+        command: str,
+        args: Sequence[str] | None = None,
+        maxprocs: int = 1,
+        info: Info | None = None,
+        root: int = 0,
+        errcodes: list[int] | None = None,
     ) -> Intercomm: ...
     def Create_intercomm(
         self, local_leader: int, peer_comm: Intracomm, remote_leader: int, tag: int = 0
@@ -1601,11 +1561,9 @@ class Intracomm(Comm):
     def Cart_map(self, dims: Sequence[int], periods: Sequence[bool] | bool | None = None) -> int: ...
     def Graph_map(self, index: Sequence[int], edges: Sequence[int]) -> int: ...
 
-
 COMM_NULL: Final[Intracomm]
 COMM_SELF: Final[Intracomm]
 COMM_WORLD: Final[Intracomm]
-
 
 class Topocomm(Intracomm):
     def __new__(cls, comm: Comm | None = None) -> Self: ...
@@ -1652,7 +1610,6 @@ class Topocomm(Intracomm):
         self, sendbuf: _BufSpecW, recvbuf: _BufSpecW, *, info: Info | None = None, timeout: _Timeout = None
     ) -> Prequest: ...
 
-
 class Cartcomm(Topocomm):
     def Get_dim(self) -> int: ...
     @property
@@ -1672,7 +1629,6 @@ class Cartcomm(Topocomm):
     def Get_coords(self, rank: int) -> list[int]: ...
     def Shift(self, direction: int, disp: int) -> tuple[int, int]: ...
     def Sub(self, remain_dims: Sequence[bool]) -> Cartcomm: ...
-
 
 class Graphcomm(Topocomm):
     def Get_dims(self) -> tuple[int, int]: ...
@@ -1696,12 +1652,10 @@ class Graphcomm(Topocomm):
     @property
     def neighbors(self) -> list[int]: ...
 
-
 class Distgraphcomm(Topocomm):
     #: (indegree, outdegree, weighted).
     def Get_dist_neighbors_count(self) -> tuple[int, int, bool]: ...
     def Get_dist_neighbors(self) -> tuple[list[int], list[int], tuple[list[int], list[int]] | None]: ...
-
 
 class Intercomm(Comm):
     def __new__(cls, comm: Comm | None = None) -> Self: ...
@@ -1757,7 +1711,6 @@ class Intercomm(Comm):
     def Exscan_init(self, *args: Any, **kwargs: Any) -> NoReturn: ...
 
 # ---- Win ------------------------------------------------------------------------------
-
 
 class Win(_Handle, _Attributes):
     @classmethod
@@ -1848,11 +1801,9 @@ class Win(_Handle, _Attributes):
     def Set_errhandler(self, errhandler: Errhandler) -> None: ...
     def Call_errhandler(self, errorcode: int) -> None: ...
 
-
 WIN_NULL: Final[Win]
 
 # ---- buffer (memory) ----------------------------------------------------------------
-
 
 class buffer(_Memory):
     """Bytes at an address (``address``, ``nbytes``, ``readonly``, ``obj``,
@@ -1889,11 +1840,9 @@ class buffer(_Memory):
     def tobytes(self, order: str | None = None) -> bytes: ...
     def toreadonly(self) -> buffer: ...
 
-
 memory = buffer
 
 # ---- Pickle -----------------------------------------------------------------------------
-
 
 class Pickle:
     def __init__(
@@ -1918,11 +1867,9 @@ class Pickle:
     #: mpiws: the parts of a message carrying ``obj`` (the pickle, then out-of-band buffers).
     def parts(self, obj: Any) -> list[Any]: ...
 
-
 pickle: Final[Pickle]
 
 # ---- Exception and error classes ----------------------------------------------------
-
 
 class Exception(RuntimeError):
     ierr: int
@@ -1947,7 +1894,6 @@ class Exception(RuntimeError):
     def __ge__(self, other: Exception | int) -> bool: ...
     def __hash__(self) -> int: ...
 
-
 def Get_error_class(errorcode: int) -> int: ...
 def Get_error_string(errorcode: int) -> str: ...
 def Add_error_class() -> int: ...
@@ -1963,6 +1909,7 @@ def Get_address(location: _Buffer | _Bottom) -> int: ...
 def Aint_add(base: int, disp: int) -> int: ...
 def Aint_diff(addr1: int, addr2: int) -> int: ...
 def Compute_dims(nnodes: int, dims: int | Sequence[int]) -> list[int]: ...
+
 # ``owner``: mpiws's own (whose buffer: the process's, None, or a communicator's).
 def Attach_buffer(buf: _Buffer | int | None, owner: Hashable = None) -> None: ...
 def Detach_buffer(owner: Hashable = None) -> buffer | int | None: ...

@@ -20,7 +20,14 @@ from .exception import ERR_KEYVAL, ERR_OTHER, Exception as MPIException
 KEYVAL_INVALID = 0x24000000
 # MPICH's numbers for the predefined keys.
 TAG_UB, HOST, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, LASTUSEDCODE, APPNUM = (
-    0x64400001, 0x64400003, 0x64400005, 0x64400007, 0x64400009, 0x6440000B, 0x6440000D)
+    0x64400001,
+    0x64400003,
+    0x64400005,
+    0x64400007,
+    0x64400009,
+    0x6440000B,
+    0x6440000D,
+)
 PREDEFINED = frozenset((TAG_UB, HOST, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, LASTUSEDCODE, APPNUM))
 
 #: Each live key's (copy_fn, delete_fn), by key.
@@ -35,7 +42,9 @@ def _call(fn, *args):
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - reported as MPI reports a failed callback
         traceback.print_exc()
-        raise MPIException(ERR_OTHER, f"attribute callback {getattr(fn, '__name__', fn)!r} raised {type(e).__name__}: {e}") from e
+        raise MPIException(
+            ERR_OTHER, f"attribute callback {getattr(fn, '__name__', fn)!r} raised {type(e).__name__}: {e}"
+        ) from e
 
 
 def _key(keyval):

@@ -16,13 +16,16 @@ from .span import CUDA, Span
 
 _LONG_DOUBLE = ctypes.sizeof(ctypes.c_longdouble)
 #: typestr kind -> {itemsize: struct format}, the first C type of each size (mpi4py's ``cuda_get_format``)
-_FORMATS = {kind: {size: fmt for fmt, size in reversed(pairs)} for kind, pairs in {
-    "b": [("?", 1)],
-    "i": [(c, struct.calcsize(c)) for c in "bhilq"],
-    "u": [(c, struct.calcsize(c)) for c in "BHILQ"],
-    "f": [("e", 2), ("f", 4), ("d", 8), ("g", _LONG_DOUBLE)],
-    "c": [("Ze", 4), ("Zf", 8), ("Zd", 16), ("Zg", 2 * _LONG_DOUBLE)],
-}.items()}
+_FORMATS = {
+    kind: {size: fmt for fmt, size in reversed(pairs)}
+    for kind, pairs in {
+        "b": [("?", 1)],
+        "i": [(c, struct.calcsize(c)) for c in "bhilq"],
+        "u": [(c, struct.calcsize(c)) for c in "BHILQ"],
+        "f": [("e", 2), ("f", 4), ("d", 8), ("g", _LONG_DOUBLE)],
+        "c": [("Ze", 4), ("Zf", 8), ("Zd", 16), ("Zg", 2 * _LONG_DOUBLE)],
+    }.items()
+}
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 
 
@@ -66,10 +69,13 @@ def read(obj, writable=False):
         raise BufferError("__cuda_array_interface__: cannot handle masked arrays")
     if size < 0:
         raise BufferError(f"__cuda_array_interface__: buffer with negative size (shape:{shape}, size:{size})")
-    if strides is not None and not (_contiguous(shape[::-1], strides[::-1], itemsize)
-                                    or _contiguous(shape, strides, itemsize)):
-        raise BufferError(f"__cuda_array_interface__: buffer is not contiguous "
-                          f"(shape:{shape}, strides:{strides}, itemsize:{itemsize})")
+    if strides is not None and not (
+        _contiguous(shape[::-1], strides[::-1], itemsize) or _contiguous(shape, strides, itemsize)
+    ):
+        raise BufferError(
+            f"__cuda_array_interface__: buffer is not contiguous "
+            f"(shape:{shape}, strides:{strides}, itemsize:{itemsize})"
+        )
     if readonly and writable:
         raise BufferError("__cuda_array_interface__: buffer is not writable")
     if descr is not None and (len(descr) != 1 or descr[0] != ("", typestr)):

@@ -67,7 +67,10 @@ def _placed(view, offsets, sizes):
         got = list(msg.parts)
         if got != list(sizes):
             bad = next(i for i, (g, s) in enumerate(zip(got + [None] * len(sizes), sizes)) if g != s)
-            raise MPIException(ERR_TRUNCATE, f"block from rank {bad} has {got[bad] if bad < len(got) else 0} bytes, expected {sizes[bad]}")
+            raise MPIException(
+                ERR_TRUNCATE,
+                f"block from rank {bad} has {got[bad] if bad < len(got) else 0} bytes, expected {sizes[bad]}",
+            )
         msg.copy_into(view, offsets)
         datatype.settle(view)
 
@@ -191,7 +194,11 @@ class Collectives:
             return name, post, dict(root=root, data=arr, op=(op._core, code))
         rank = self._core.rank
         if name == "reduce":
-            return "gather", lambda m: (lambda v: None if v is None else fold(v, op))(_objects_or_none(m)), dict(root=root, data=_dumps(sendobj))
+            return (
+                "gather",
+                lambda m: (lambda v: None if v is None else fold(v, op))(_objects_or_none(m)),
+                dict(root=root, data=_dumps(sendobj)),
+            )
         if name == "allreduce":
             return "allgather", lambda m: fold(_objects_or_none(m), op), dict(data=_dumps(sendobj))
         if name == "scan":
@@ -234,7 +241,7 @@ class Collectives:
         if view.nbytes % n:
             raise MPIException(ERR_ARG, f"a buffer of {view.nbytes} bytes does not split into {n} equal blocks")
         b = view.nbytes // n
-        return [view[i * b:(i + 1) * b] for i in range(n)]
+        return [view[i * b : (i + 1) * b] for i in range(n)]
 
     def _Gather(self, sendbuf, recvbuf=None, root=0):
         c = self._core
@@ -257,7 +264,7 @@ class Collectives:
             post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
             if _in_place(sendbuf):
                 d, k = displs[c.rank] * size, counts[c.rank] * size
-                sendbuf = bytes(raw[d:d + k])
+                sendbuf = bytes(raw[d : d + k])
         send = datatype.parse(sendbuf)[0]
         return "gather", post, dict(root=root, data=send)
 
@@ -277,7 +284,7 @@ class Collectives:
         if at_root:
             raw, dt, counts, displs = datatype.parse_v(sendbuf, c.size)
             size = dt.Get_size()
-            blocks = [raw[d * size:(d + k) * size] for k, d in zip(counts, displs)]
+            blocks = [raw[d * size : (d + k) * size] for k, d in zip(counts, displs)]
             if _in_place(recvbuf):
                 return "scatter", _nothing, dict(root=root, blocks=blocks)
         rview, _, _ = datatype.parse(recvbuf, writable=True)
@@ -297,7 +304,7 @@ class Collectives:
         size = dt.Get_size()
         if _in_place(sendbuf):
             d, k = displs[c.rank] * size, counts[c.rank] * size
-            sendbuf = bytes(raw[d:d + k])
+            sendbuf = bytes(raw[d : d + k])
         post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
         return "allgather", post, dict(data=datatype.parse(sendbuf)[0])
 
@@ -316,19 +323,23 @@ class Collectives:
             sendbuf = [bytes(rraw), rcounts, rdispls, rdt]
         sraw, sdt, scounts, sdispls = datatype.parse_v(sendbuf, n)
         ss, rs = sdt.Get_size(), rdt.Get_size()
-        blocks = [sraw[d * ss:(d + k) * ss] for k, d in zip(scounts, sdispls)]
+        blocks = [sraw[d * ss : (d + k) * ss] for k, d in zip(scounts, sdispls)]
         post = _placed(rraw, [d * rs for d in rdispls], [k * rs for k in rcounts])
         return "alltoall", post, dict(blocks=blocks)
 
     def _Alltoallw(self, sendbuf, recvbuf):
         n = self._core.size
         rviews = datatype.parse_w(recvbuf, n, writable=True)
-        sblocks = [bytes(v) for v in datatype.parse_w(recvbuf, n)] if _in_place(sendbuf) else datatype.parse_w(sendbuf, n)
+        sblocks = (
+            [bytes(v) for v in datatype.parse_w(recvbuf, n)] if _in_place(sendbuf) else datatype.parse_w(sendbuf, n)
+        )
 
         def post(msg):
             for i, (got, view) in enumerate(zip(msg.split(), rviews)):
                 if len(got) != view.nbytes:
-                    raise MPIException(ERR_TRUNCATE, f"block from rank {i} has {len(got)} bytes, expected {view.nbytes}")
+                    raise MPIException(
+                        ERR_TRUNCATE, f"block from rank {i} has {len(got)} bytes, expected {view.nbytes}"
+                    )
                 view[:] = got
                 datatype.settle(view)
 
@@ -370,7 +381,7 @@ class Collectives:
             folded = _user_fold(blocks[:upto], dt, op)
             if counts is not None:
                 start = sum(counts[:rank])
-                folded = folded[start:start + counts[rank]]
+                folded = folded[start : start + counts[rank]]
             if len(folded) != rview.nbytes:
                 raise MPIException(ERR_TRUNCATE, f"result of {len(folded)} bytes for a buffer of {rview.nbytes} bytes")
             rview[:] = folded
@@ -405,7 +416,11 @@ class Collectives:
         if here := folded_here(op, dt):
             return self._user_op("exscan", send, dt, rview, here)
         post = _into(rview)
-        return "exscan", (lambda m: post(m) if m.parts else None), dict(data=send, op=(op._core, datatype.reduce_code(dt)))
+        return (
+            "exscan",
+            (lambda m: post(m) if m.parts else None),
+            dict(data=send, op=(op._core, datatype.reduce_code(dt))),
+        )
 
     def _Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
         n = self._core.size
@@ -424,7 +439,9 @@ class Collectives:
             if scount != sum(recvcounts):
                 raise ValueError(f"mismatch in send count {scount} and sum(recvcounts) {sum(recvcounts)}")
             if rcount != recvcounts[self._core.rank]:
-                raise ValueError(f"mismatch in receive count {rcount} and recvcounts[{self._core.rank}] {recvcounts[self._core.rank]}")
+                raise ValueError(
+                    f"mismatch in receive count {rcount} and recvcounts[{self._core.rank}] {recvcounts[self._core.rank]}"
+                )
         counts = [int(k) * size for k in recvcounts]
         mine = counts[self._core.rank]
         target = rview[:mine] if _in_place(sendbuf) or sendbuf is recvbuf else rview
@@ -436,7 +453,9 @@ class Collectives:
         n = self._core.size
         if _in_place(sendbuf):
             view = datatype.parse(recvbuf, writable=True)[0]
-            return self._Reduce_scatter(IN_PLACE, recvbuf, [view.nbytes // n // datatype.parse(recvbuf)[1].Get_size()] * n, op)
+            return self._Reduce_scatter(
+                IN_PLACE, recvbuf, [view.nbytes // n // datatype.parse(recvbuf)[1].Get_size()] * n, op
+            )
         rview, dt, count = datatype.parse(recvbuf, writable=True)
         return self._Reduce_scatter(sendbuf, recvbuf, [count] * n, op)
 

@@ -292,9 +292,15 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     def _predefined_attr(self, keyval):
         """What MPI reports under the predefined keys (as of COMM_WORLD)."""
-        return {TAG_UB: _TAG_UB, HOST: PROC_NULL, IO: ANY_SOURCE, WTIME_IS_GLOBAL: False,
-                UNIVERSE_SIZE: COMM_WORLD.Get_size() if COMM_WORLD else None, APPNUM: 0,
-                LASTUSEDCODE: last_used_code()}[keyval]
+        return {
+            TAG_UB: _TAG_UB,
+            HOST: PROC_NULL,
+            IO: ANY_SOURCE,
+            WTIME_IS_GLOBAL: False,
+            UNIVERSE_SIZE: COMM_WORLD.Get_size() if COMM_WORLD else None,
+            APPNUM: 0,
+            LASTUSEDCODE: last_used_code(),
+        }[keyval]
 
     def Split(self, color=0, key=0):
         """Split(self, color=0, key=0)
@@ -425,7 +431,9 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
     def _isend_obj(self, obj, dest, tag, sync, timeout, schedule=None):
         parts = pickled.dumps(obj)
-        r = self._core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync, tell_match=events_.tells_match(schedule))
+        r = self._core.isend(
+            dest, tag, parts, split=len(parts) > 1, sync=sync, tell_match=events_.tells_match(schedule)
+        )
         req = Request(r, deadline=timeout_.deadline(self._limit(timeout)))
         return self._sent(req, dest, tag, sum(memoryview(p).nbytes for p in parts), sync, schedule)
 
@@ -499,7 +507,9 @@ class Comm(Handle, Attributes, Handled, Collectives):
         limit = None if buf is None else _buffer_length(buf)
         return received_object(self._core.recv(source, tag, None, self._limit(timeout)), status, limit)
 
-    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
+    def sendrecv(
+        self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None
+    ):
         """sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None)
 
         Send and Receive.
@@ -678,7 +688,9 @@ class Comm(Handle, Attributes, Handled, Collectives):
         Nonblocking receive.
         """
         view, _, _ = datatype.parse(buf, writable=True)
-        req = Request(self._core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
+        req = Request(
+            self._core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout))
+        )
         return self._posted(req, source, tag, schedule)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
@@ -689,14 +701,18 @@ class Comm(Handle, Attributes, Handled, Collectives):
         view, _, _ = datatype.parse(buf, writable=True)
         received_buffer(self._core.recv(source, tag, view, self._limit(timeout)), status, view)
 
-    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None):
+    def Sendrecv(
+        self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None
+    ):
         # The core's calls directly: this is many solvers' inner loop.
         """Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None)
 
         Send and receive a message.
         """
         view, _, _ = datatype.parse(recvbuf, writable=True)
-        msg = self._core.sendrecv(dest, sendtag, [datatype.parse(sendbuf)[0]], source, recvtag, view, self._limit(timeout))
+        msg = self._core.sendrecv(
+            dest, sendtag, [datatype.parse(sendbuf)[0]], source, recvtag, view, self._limit(timeout)
+        )
         received_buffer(msg, status, view)
 
     def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):
@@ -716,7 +732,9 @@ class Comm(Handle, Attributes, Handled, Collectives):
         Send and receive a message.
         """
         view = datatype.parse(buf, writable=True)[0]
-        send = self._core.isend(dest, sendtag, [bytes(datatype.parse(buf)[0])])  # a copy: the receive overwrites the buffer
+        send = self._core.isend(
+            dest, sendtag, [bytes(datatype.parse(buf)[0])]
+        )  # a copy: the receive overwrites the buffer
         pair = Pair(send, self._core.irecv(source, recvtag, view))
         return Request(pair, _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout)))
 
@@ -863,14 +881,29 @@ def _async_form(name):
         return await getattr(self, name)(*args, **kwargs)
 
     call.__name__ = "a" + name[1:]
-    call.__doc__ = (f"{call.__name__}(self, *args, **kwargs)\n\n"
-                    f"Await ``{name}`` from asyncio code (mpiws).\n\n"
-                    f"``await comm.{call.__name__}(...)``: ``{name}`` awaited without blocking the event loop.\n")
+    call.__doc__ = (
+        f"{call.__name__}(self, *args, **kwargs)\n\n"
+        f"Await ``{name}`` from asyncio code (mpiws).\n\n"
+        f"``await comm.{call.__name__}(...)``: ``{name}`` awaited without blocking the event loop.\n"
+    )
     return call
 
 
-for _name in ("isend", "issend", "irecv", "ibarrier", "ibcast", "igather", "iscatter", "iallgather",
-              "ialltoall", "ireduce", "iallreduce", "iscan", "iexscan"):
+for _name in (
+    "isend",
+    "issend",
+    "irecv",
+    "ibarrier",
+    "ibcast",
+    "igather",
+    "iscatter",
+    "iallgather",
+    "ialltoall",
+    "ireduce",
+    "iallreduce",
+    "iscan",
+    "iexscan",
+):
     setattr(Comm, "a" + _name[1:], _async_form(_name))
 
 
@@ -931,6 +964,7 @@ class Intracomm(Comm):
         Create cartesian communicator.
         """
         from .topology import create_cart
+
         return create_cart(self, dims, periods, reorder)
 
     def Create_graph(self, index, edges, reorder=False):
@@ -939,14 +973,18 @@ class Intracomm(Comm):
         Create graph communicator.
         """
         from .topology import create_graph
+
         return create_graph(self, index, edges, reorder)
 
-    def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False):
+    def Create_dist_graph_adjacent(
+        self, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False
+    ):
         """Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False)
 
         Create distributed graph communicator.
         """
         from .topology import create_dist_graph_adjacent
+
         return create_dist_graph_adjacent(self, sources, destinations, sourceweights, destweights, info, reorder)
 
     def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None, reorder=False):
@@ -955,6 +993,7 @@ class Intracomm(Comm):
         Create distributed graph communicator.
         """
         from .topology import create_dist_graph
+
         return create_dist_graph(self, sources, degrees, destinations, weights, info, reorder)
 
     def Cart_map(self, dims, periods=None):
@@ -963,6 +1002,7 @@ class Intracomm(Comm):
         Determine optimal process placement on a Cartesian topology.
         """
         from .topology import cart_map
+
         return cart_map(self, dims, periods)
 
     def Graph_map(self, index, edges):
@@ -971,6 +1011,7 @@ class Intracomm(Comm):
         Determine optimal process placement on a graph topology.
         """
         from .topology import graph_map
+
         return graph_map(self, index, edges)
 
 

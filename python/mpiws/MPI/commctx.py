@@ -86,8 +86,9 @@ def _commctx_inter(comm):
         if ctx.localcomm is None:
             localsize, remotesize = comm.Get_size(), comm.Get_remote_size()
             merged = comm.Merge(localsize > remotesize)
-            ctx.low_group = (0 if localsize > remotesize else 1 if localsize < remotesize
-                             else int(merged.Get_rank() < localsize))
+            ctx.low_group = (
+                0 if localsize > remotesize else 1 if localsize < remotesize else int(merged.Get_rank() < localsize)
+            )
             group = comm.Get_group()
             ctx.localcomm = merged.Create(group)
             group.Free()

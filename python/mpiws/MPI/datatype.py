@@ -23,9 +23,32 @@ from .derived import *  # noqa: F401,F403  (COMBINER_*, ORDER_*, DISTRIBUTE_*, T
 from .exception import ERR_ARG, ERR_TYPE, Exception as MPIException
 from .handle import Handle, predefine
 
-_TYPESTR = {"?": "b1", "b": "i1", "h": "i2", "i": "i4", "l": "i8", "q": "i8", "p": "i8", "B": "u1", "H": "u2",
-            "I": "u4", "L": "u8", "Q": "u8", "P": "u8", "e": "f2", "f": "f4", "d": "f8", "g": "f16", "E": "c4",
-            "F": "c8", "D": "c16", "G": "c32", "S": "S1", "U": "U1", "c": "S1"}
+_TYPESTR = {
+    "?": "b1",
+    "b": "i1",
+    "h": "i2",
+    "i": "i4",
+    "l": "i8",
+    "q": "i8",
+    "p": "i8",
+    "B": "u1",
+    "H": "u2",
+    "I": "u4",
+    "L": "u8",
+    "Q": "u8",
+    "P": "u8",
+    "e": "f2",
+    "f": "f4",
+    "d": "f8",
+    "g": "f16",
+    "E": "c4",
+    "F": "c8",
+    "D": "c16",
+    "G": "c32",
+    "S": "S1",
+    "U": "U1",
+    "c": "S1",
+}
 
 
 class _TypeState:
@@ -52,14 +75,22 @@ def _ref(state):
 
 
 #: The combiners of predefined datatypes.
-_PREDEFINED_COMBINERS = frozenset((derived.COMBINER_NAMED, derived.COMBINER_VALUE_INDEX, derived.COMBINER_F90_INTEGER,
-                                   derived.COMBINER_F90_REAL, derived.COMBINER_F90_COMPLEX))
+_PREDEFINED_COMBINERS = frozenset(
+    (
+        derived.COMBINER_NAMED,
+        derived.COMBINER_VALUE_INDEX,
+        derived.COMBINER_F90_INTEGER,
+        derived.COMBINER_F90_REAL,
+        derived.COMBINER_F90_COMPLEX,
+    )
+)
 
 
 class Datatype(Handle, Attributes):
     """
     Datatype object.
     """
+
     __slots__ = ()
     _invalid = ERR_TYPE
 
@@ -75,8 +106,9 @@ class Datatype(Handle, Attributes):
 
     # ---- what it is --------------------------------------------------------
 
-    name = property(lambda self: self._state().name if self else "MPI_DATATYPE_NULL",
-                    lambda self, value: self.Set_name(value))
+    name = property(
+        lambda self: self._state().name if self else "MPI_DATATYPE_NULL", lambda self, value: self.Set_name(value)
+    )
     typecode = property(lambda self: self._state().typecode)
     _layout = property(lambda self: self._state().layout)
 
@@ -310,8 +342,12 @@ class Datatype(Handle, Attributes):
         Create a datatype for a subarray of a multidimensional array.
         """
         sizes = derived.ints(sizes)
-        params = {"sizes": sizes, "subsizes": derived.ints(subsizes, len(sizes), "subsizes"),
-                  "starts": derived.ints(starts, len(sizes), "starts"), "order": int(order)}
+        params = {
+            "sizes": sizes,
+            "subsizes": derived.ints(subsizes, len(sizes), "subsizes"),
+            "starts": derived.ints(starts, len(sizes), "starts"),
+            "order": int(order),
+        }
         return self._derive(derived.COMBINER_SUBARRAY, params, self._layout.subarray(*params.values()))
 
     def Create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=derived.ORDER_C):
@@ -321,8 +357,15 @@ class Datatype(Handle, Attributes):
         """
         gsizes = derived.ints(gsizes)
         n = len(gsizes)
-        params = {"size": int(size), "rank": int(rank), "gsizes": gsizes, "distribs": derived.ints(distribs, n, "distribs"),
-                  "dargs": derived.ints(dargs, n, "dargs"), "psizes": derived.ints(psizes, n, "psizes"), "order": int(order)}
+        params = {
+            "size": int(size),
+            "rank": int(rank),
+            "gsizes": gsizes,
+            "distribs": derived.ints(distribs, n, "distribs"),
+            "dargs": derived.ints(dargs, n, "dargs"),
+            "psizes": derived.ints(psizes, n, "psizes"),
+            "order": int(order),
+        }
         return self._derive(derived.COMBINER_DARRAY, params, self._layout.darray(*params.values()))
 
     def Create_resized(self, lb, extent):
@@ -343,8 +386,14 @@ class Datatype(Handle, Attributes):
         """
         value._state(), index._state()
         if index == INT:
-            for v, pair in ((FLOAT, FLOAT_INT), (DOUBLE, DOUBLE_INT), (LONG, LONG_INT), (INT, TWOINT),
-                            (SHORT, SHORT_INT), (LONG_DOUBLE, LONG_DOUBLE_INT)):
+            for v, pair in (
+                (FLOAT, FLOAT_INT),
+                (DOUBLE, DOUBLE_INT),
+                (LONG, LONG_INT),
+                (INT, TWOINT),
+                (SHORT, SHORT_INT),
+                (LONG_DOUBLE, LONG_DOUBLE_INT),
+            ):
                 if value == v:
                     return pair
         return DATATYPE_NULL
@@ -380,14 +429,18 @@ class Datatype(Handle, Attributes):
 
         Find a datatype matching a specified size in bytes.
         """
-        table = {derived.TYPECLASS_INTEGER: (INTEGER1, INTEGER2, INTEGER4, INTEGER8),
-                 derived.TYPECLASS_REAL: (REAL4, REAL8, REAL16),
-                 derived.TYPECLASS_COMPLEX: (COMPLEX8, COMPLEX16, COMPLEX32),
-                 derived.TYPECLASS_LOGICAL: (LOGICAL,)}
+        table = {
+            derived.TYPECLASS_INTEGER: (INTEGER1, INTEGER2, INTEGER4, INTEGER8),
+            derived.TYPECLASS_REAL: (REAL4, REAL8, REAL16),
+            derived.TYPECLASS_COMPLEX: (COMPLEX8, COMPLEX16, COMPLEX32),
+            derived.TYPECLASS_LOGICAL: (LOGICAL,),
+        }
         for t in table.get(typeclass, ()):
             if t and t.size == size:
                 return t
-        raise MPIException(ERR_TYPE if typeclass in table else ERR_ARG, f"no datatype of class {typeclass} has {size} bytes")
+        raise MPIException(
+            ERR_TYPE if typeclass in table else ERR_ARG, f"no datatype of class {typeclass} has {size} bytes"
+        )
 
     # ---- packing (MPI/pack.py) -----------------------------------------------
 
@@ -466,7 +519,11 @@ class Datatype(Handle, Attributes):
         self._release()
 
     def __repr__(self):
-        return f"<Datatype {self.name}>" if self._is_predefined() or not self else f"<Datatype {derived.name_of(self.combiner)}>"
+        return (
+            f"<Datatype {self.name}>"
+            if self._is_predefined() or not self
+            else f"<Datatype {derived.name_of(self.combiner)}>"
+        )
 
 
 def _common(states):
@@ -475,8 +532,18 @@ def _common(states):
     return codes.pop() if len(codes) == 1 else None
 
 
-_F90_KIND = {("i", 1): "b", ("i", 2): "h", ("i", 4): "i", ("i", 8): "l", ("f", 4): "f", ("f", 8): "d", ("f", 16): "g",
-             ("c", 8): "F", ("c", 16): "D", ("c", 32): "G"}
+_F90_KIND = {
+    ("i", 1): "b",
+    ("i", 2): "h",
+    ("i", 4): "i",
+    ("i", 8): "l",
+    ("f", 4): "f",
+    ("f", 8): "d",
+    ("f", 16): "g",
+    ("c", 8): "F",
+    ("c", 16): "D",
+    ("c", 32): "G",
+}
 
 
 def _f90(combiner, params, size, kind):
@@ -577,16 +644,63 @@ for _name, _dt in list(globals().items()):
 
 # mpi4py's ``fromcode`` table (``MPI._typedict``), as it is with MPICH.
 _typedict = {
-    "?": C_BOOL, "b": SIGNED_CHAR, "h": SHORT, "i": INT, "l": LONG, "q": LONG_LONG, "B": UNSIGNED_CHAR,
-    "H": UNSIGNED_SHORT, "I": UNSIGNED, "L": UNSIGNED_LONG, "Q": UNSIGNED_LONG_LONG, "e": FLOAT16_T,
-    "f": FLOAT, "d": DOUBLE, "g": LONG_DOUBLE, "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX,
-    "F": C_FLOAT_COMPLEX, "D": C_DOUBLE_COMPLEX, "Zg": C_LONG_DOUBLE_COMPLEX, "G": C_LONG_DOUBLE_COMPLEX,
-    "i1": INT8_T, "i2": INT16_T, "i4": INT32_T, "i8": INT64_T, "f4": FLOAT, "f8": DOUBLE, "f16": LONG_DOUBLE,
-    "c8": C_FLOAT_COMPLEX, "c16": C_DOUBLE_COMPLEX, "c32": C_LONG_DOUBLE_COMPLEX, "b1": C_BOOL,
-    "u1": UINT8_T, "u2": UINT16_T, "u4": UINT32_T, "u8": UINT64_T, "f2": FLOAT16_T, "n": COUNT,
-    "N": UNSIGNED_LONG, "p": AINT, "P": UNSIGNED_LONG, "c": CHAR, "a": CHAR, "S": CHAR, "S1": CHAR, "s": CHAR,
-    "1s": CHAR, "U": WCHAR, "U1": WCHAR, "u": UINT16_T, "1u": UINT16_T, "w": WCHAR, "1w": WCHAR,
-    "M": INT64_T, "M8": INT64_T, "m": INT64_T, "m8": INT64_T,
+    "?": C_BOOL,
+    "b": SIGNED_CHAR,
+    "h": SHORT,
+    "i": INT,
+    "l": LONG,
+    "q": LONG_LONG,
+    "B": UNSIGNED_CHAR,
+    "H": UNSIGNED_SHORT,
+    "I": UNSIGNED,
+    "L": UNSIGNED_LONG,
+    "Q": UNSIGNED_LONG_LONG,
+    "e": FLOAT16_T,
+    "f": FLOAT,
+    "d": DOUBLE,
+    "g": LONG_DOUBLE,
+    "Zf": C_FLOAT_COMPLEX,
+    "Zd": C_DOUBLE_COMPLEX,
+    "F": C_FLOAT_COMPLEX,
+    "D": C_DOUBLE_COMPLEX,
+    "Zg": C_LONG_DOUBLE_COMPLEX,
+    "G": C_LONG_DOUBLE_COMPLEX,
+    "i1": INT8_T,
+    "i2": INT16_T,
+    "i4": INT32_T,
+    "i8": INT64_T,
+    "f4": FLOAT,
+    "f8": DOUBLE,
+    "f16": LONG_DOUBLE,
+    "c8": C_FLOAT_COMPLEX,
+    "c16": C_DOUBLE_COMPLEX,
+    "c32": C_LONG_DOUBLE_COMPLEX,
+    "b1": C_BOOL,
+    "u1": UINT8_T,
+    "u2": UINT16_T,
+    "u4": UINT32_T,
+    "u8": UINT64_T,
+    "f2": FLOAT16_T,
+    "n": COUNT,
+    "N": UNSIGNED_LONG,
+    "p": AINT,
+    "P": UNSIGNED_LONG,
+    "c": CHAR,
+    "a": CHAR,
+    "S": CHAR,
+    "S1": CHAR,
+    "s": CHAR,
+    "1s": CHAR,
+    "U": WCHAR,
+    "U1": WCHAR,
+    "u": UINT16_T,
+    "1u": UINT16_T,
+    "w": WCHAR,
+    "1w": WCHAR,
+    "M": INT64_T,
+    "M8": INT64_T,
+    "m": INT64_T,
+    "m8": INT64_T,
 }
 
 
@@ -746,7 +860,9 @@ def parse(spec, writable=False, blocks=1):
         if displ > 0:
             extent = _positive_extent(dt, "handle displacement")
             if displ * extent > raw.nbytes:
-                raise ValueError(f"message: displacement {displ} out of bounds, number of datatype entries {raw.nbytes // extent}")
+                raise ValueError(
+                    f"message: displacement {displ} out of bounds, number of datatype entries {raw.nbytes // extent}"
+                )
             offset = displ * extent
     length = raw.nbytes - offset
     if count is not None:
@@ -754,10 +870,14 @@ def parse(spec, writable=False, blocks=1):
     elif length > 0:
         extent = _positive_extent(dt, "infer count")
         if length % extent:
-            raise ValueError(f"message: cannot infer count, buffer length {length} is not a multiple of datatype extent {extent}")
+            raise ValueError(
+                f"message: cannot infer count, buffer length {length} is not a multiple of datatype extent {extent}"
+            )
         items = length // extent
         if blocks > 1 and items % blocks:
-            raise ValueError(f"message: cannot infer count, number of entries {items} is not a multiple of required number of blocks {blocks}")
+            raise ValueError(
+                f"message: cannot infer count, number of entries {items} is not a multiple of required number of blocks {blocks}"
+            )
         count = items // blocks
     else:
         count = items = 0
@@ -770,7 +890,9 @@ def parse(spec, writable=False, blocks=1):
         return _laid_out(raw, dt, items, writable, -offset), dt, count
     stop = offset + items * layout.size
     if stop > raw.nbytes:
-        raise ValueError(f"message: buffer of {raw.nbytes} bytes too small for {count} x {dt.name} at displacement {displ or 0}")
+        raise ValueError(
+            f"message: buffer of {raw.nbytes} bytes too small for {count} x {dt.name} at displacement {displ or 0}"
+        )
     return raw[offset:stop], dt, count
 
 
@@ -857,12 +979,20 @@ def parse_w(spec, nranks, writable=False):
         elif d + c * layout.size > raw.nbytes:
             raise ValueError(f"block of {c} x {t.name} at byte {d} is outside a buffer of {raw.nbytes} bytes")
         else:
-            views.append(raw[d:d + c * layout.size])
+            views.append(raw[d : d + c * layout.size])
     return views
 
 
 _PAIRS = {"fi": "fi", "di": "di", "li": "li", "ii": "2i", "hi": "si"}
-_KINDS = {**dict.fromkeys("bhilqn", "i"), **dict.fromkeys("BHILQN", "u"), "f": "f", "d": "f", "F": "c", "D": "c", "?": "b"}
+_KINDS = {
+    **dict.fromkeys("bhilqn", "i"),
+    **dict.fromkeys("BHILQN", "u"),
+    "f": "f",
+    "d": "f",
+    "F": "c",
+    "D": "c",
+    "?": "b",
+}
 
 
 def reduce_code(dt):
@@ -917,7 +1047,9 @@ def parse_v(spec, nranks, writable=False):
         if raw.nbytes:
             extent = _positive_extent(dt, "infer count")
             if raw.nbytes % extent:
-                raise ValueError(f"message: cannot infer count, buffer length {raw.nbytes} is not a multiple of datatype extent {extent}")
+                raise ValueError(
+                    f"message: cannot infer count, buffer length {raw.nbytes} is not a multiple of datatype extent {extent}"
+                )
             items = raw.nbytes // extent
         counts = [items // nranks + (items % nranks > i) for i in range(nranks)]
     elif (one := _index_or_none(counts)) is not None:
@@ -938,6 +1070,7 @@ def parse_v(spec, nranks, writable=False):
         if c < 0 or d < 0 or (d + c) * size > raw.nbytes:
             raise ValueError(f"block of {c} x {dt.name} at displacement {d} is outside a buffer of {raw.nbytes} bytes")
     return raw, dt, counts, displs
+
 
 #: What ``from .datatype import *`` gives: the MPI constants.
 __all__ = [n for n in list(globals()) if n.isupper() and not n.startswith("_")]

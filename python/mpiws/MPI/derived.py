@@ -33,7 +33,7 @@ TYPECLASS_INTEGER = 2
 TYPECLASS_COMPLEX = 3
 TYPECLASS_LOGICAL = 4
 
-_NAMES = {v: k[len("COMBINER_"):] for k, v in globals().items() if k.startswith("COMBINER_")}
+_NAMES = {v: k[len("COMBINER_") :] for k, v in globals().items() if k.startswith("COMBINER_")}
 
 
 def name_of(combiner):
@@ -70,7 +70,11 @@ def contents(combiner, params, ntypes):
     if combiner == COMBINER_SUBARRAY:
         return [len(p["sizes"]), p["order"]], [], [*p["sizes"], *p["subsizes"], *p["starts"]]
     if combiner == COMBINER_DARRAY:
-        return [p["size"], p["rank"], len(p["gsizes"]), *p["distribs"], *p["dargs"], *p["psizes"], p["order"]], [], list(p["gsizes"])
+        return (
+            [p["size"], p["rank"], len(p["gsizes"]), *p["distribs"], *p["dargs"], *p["psizes"], p["order"]],
+            [],
+            list(p["gsizes"]),
+        )
     if combiner == COMBINER_RESIZED:
         return [], [], [p["lb"], p["extent"]]
     if combiner == COMBINER_F90_INTEGER:
@@ -92,6 +96,7 @@ def f90_real_size(p, r):
         if p <= digits and r <= exponent:
             return size
     return None
+
 
 #: What ``from .derived import *`` gives: the MPI constants.
 __all__ = [n for n in list(globals()) if n.isupper() and not n.startswith("_")]

@@ -25,9 +25,15 @@ class _DataType(ctypes.Structure):
 
 
 class _Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32), ("dtype", _DataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _Device),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 class _Managed(ctypes.Structure):
@@ -35,21 +41,30 @@ class _Managed(ctypes.Structure):
 
 
 class _ManagedVersioned(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", _Tensor)]
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _Tensor),
+    ]
 
 
 _READ_ONLY = 1
 _INT, _UINT, _FLOAT, _COMPLEX, _BOOL = 0, 1, 2, 5, 6
 _LONG_DOUBLE = ctypes.sizeof(ctypes.c_longdouble)
 #: type code -> {bytes: struct format}, the first C type of each size (mpi4py's ``dlpack_get_format``)
-_FORMATS = {code: {size: fmt for fmt, size in reversed(pairs)} for code, pairs in {
-    _INT: [(c, struct.calcsize(c)) for c in "bhilq"],
-    _UINT: [(c, struct.calcsize(c)) for c in "BHILQ"],
-    _FLOAT: [("e", 2), ("f", 4), ("d", 8), ("g", _LONG_DOUBLE)],
-    _COMPLEX: [("Ze", 4), ("Zf", 8), ("Zd", 16), ("Zg", 2 * _LONG_DOUBLE)],
-    _BOOL: [("?", 1)],
-}.items()}
+_FORMATS = {
+    code: {size: fmt for fmt, size in reversed(pairs)}
+    for code, pairs in {
+        _INT: [(c, struct.calcsize(c)) for c in "bhilq"],
+        _UINT: [(c, struct.calcsize(c)) for c in "BHILQ"],
+        _FLOAT: [("e", 2), ("f", 4), ("d", 8), ("g", _LONG_DOUBLE)],
+        _COMPLEX: [("Ze", 4), ("Zf", 8), ("Zd", 16), ("Zg", 2 * _LONG_DOUBLE)],
+        _BOOL: [("?", 1)],
+    }.items()
+}
 
 _api = ctypes.pythonapi
 _api.PyCapsule_IsValid.restype = ctypes.c_int

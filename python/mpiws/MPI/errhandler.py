@@ -20,6 +20,7 @@ class Errhandler(Handle):
     """
     Error handler.
     """
+
     __slots__ = ()
     _invalid = ERR_ERRHANDLER
 
@@ -43,7 +44,9 @@ class Errhandler(Handle):
 
 
 def _abort(obj, code):
-    print(f"mpiws: {Get_error_string(code)} on {obj!r}: aborting, as the error handler says", file=sys.stderr, flush=True)
+    print(
+        f"mpiws: {Get_error_string(code)} on {obj!r}: aborting, as the error handler says", file=sys.stderr, flush=True
+    )
     os._exit(code or 1)
 
 

@@ -53,6 +53,7 @@ class Grequest(Request):
     """
     Generalized request handler.
     """
+
     __slots__ = ()
 
     @classmethod

@@ -21,6 +21,7 @@ class Group(Handle):
     """
     Group of processes.
     """
+
     __slots__ = ()
     _invalid = ERR_GROUP
 
@@ -91,14 +92,18 @@ class Group(Handle):
 
         Create a new group by including ranges of members.
         """
-        return self.Incl([r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)])
+        return self.Incl(
+            [r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)]
+        )
 
     def Range_excl(self, ranks):
         """Range_excl(self, ranks)
 
         Create a new group by excluding ranges of members.
         """
-        return self.Excl([r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)])
+        return self.Excl(
+            [r for first, last, stride in ranks for r in range(first, last + (1 if stride > 0 else -1), stride)]
+        )
 
     def Translate_ranks(self, ranks=None, group=None):
         """Translate_ranks(self, ranks=None, group=None)

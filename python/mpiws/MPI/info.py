@@ -26,6 +26,7 @@ class Info(Handle):
     """
     Info object.
     """
+
     __slots__ = ()
     _invalid = ERR_INFO
 
@@ -228,8 +229,6 @@ class Info(Handle):
 
     def _rebuild(self):
         return (_rebuild, (type(self), self.items()))
-
-
 
 
 def _rebuild(cls, items):

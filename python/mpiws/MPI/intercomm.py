@@ -91,7 +91,9 @@ def create_intercomm(local_comm, local_leader, peer_comm, remote_leader, tag=0):
     remote, their_proposal = local_comm.bcast(theirs, root=local_leader)
     remote = _world_ranks(remote, len(c.instance.endpoints))
     if not remote or set(remote) & set(c.group):
-        raise MPIException(ERR_COMM, "the remote group of an intercommunicator must be non-empty and disjoint from the local one")
+        raise MPIException(
+            ERR_COMM, "the remote group of an intercommunicator must be non-empty and disjoint from the local one"
+        )
     if type(their_proposal) is not int or not 0 <= their_proposal < 1 << 64:
         raise MPIException(ERR_COMM, f"the remote group sent an invalid context {their_proposal!r}")
     local = list(c.group)
@@ -247,8 +249,11 @@ class Intercomm(InterCollectives, Comm):
             return mine, call.trade(mine)
 
         entries, theirs = self._run(colors)
-        if not isinstance(theirs, list) or len(theirs) != len(st.remote) or not all(
-                isinstance(e, tuple) and len(e) == 2 and all(type(v) is int for v in e) for e in theirs):
+        if (
+            not isinstance(theirs, list)
+            or len(theirs) != len(st.remote)
+            or not all(isinstance(e, tuple) and len(e) == 2 and all(type(v) is int for v in e) for e in theirs)
+        ):
             raise MPIException(ERR_COMM, "the remote group sent no (color, key) per rank")
         if color == UNDEFINED:
             return self._derived(0, [], [])
@@ -284,8 +289,16 @@ class Intercomm(InterCollectives, Comm):
         raise MPIException(ERR_COMM, "Create_group takes an intracommunicator")
 
     @classmethod
-    def Create_from_groups(cls, local_group, local_leader=0, remote_group=None, remote_leader=0,
-                           stringtag="org.mpi4py", info=None, errhandler=None):
+    def Create_from_groups(
+        cls,
+        local_group,
+        local_leader=0,
+        remote_group=None,
+        remote_leader=0,
+        stringtag="org.mpi4py",
+        info=None,
+        errhandler=None,
+    ):
         """Create_from_groups(cls, local_group, local_leader=0, remote_group=None, remote_leader=0, stringtag='org.mpi4py', info=None, errhandler=None)
 
         Create communicator from group.

@@ -203,18 +203,20 @@ def _blocks(view, n):
     if n and view.nbytes % n:
         raise MPIException(ERR_BUFFER, f"a buffer of {view.nbytes} bytes does not split into {n} equal blocks")
     b = view.nbytes // n if n else 0
-    return [view[i * b:(i + 1) * b] for i in range(n)]
+    return [view[i * b : (i + 1) * b] for i in range(n)]
 
 
 def _place(raw, offsets, sizes, blocks):
     """Copy block i (bytes another group sent) to byte ``offsets[i]`` of
     ``raw``; each must be ``sizes[i]`` long."""
     if not isinstance(blocks, list) or len(blocks) != len(sizes):
-        raise MPIException(ERR_TRUNCATE, f"{len(blocks) if isinstance(blocks, list) else 'no'} blocks for {len(sizes)} ranks")
+        raise MPIException(
+            ERR_TRUNCATE, f"{len(blocks) if isinstance(blocks, list) else 'no'} blocks for {len(sizes)} ranks"
+        )
     for i, (at, size, b) in enumerate(zip(offsets, sizes, blocks)):
         if not isinstance(b, bytes) or len(b) != size:
             raise MPIException(ERR_TRUNCATE, f"block from remote rank {i} has {len(b)} bytes, expected {size}")
-        raw[at:at + size] = b
+        raw[at : at + size] = b
 
 
 def _v_blocks(raw, dt, counts, displs):
@@ -458,7 +460,7 @@ class InterCollectives:
         where = _where(root, rsize)
         if where == "root":
             raw, dt, counts, displs = datatype.parse_v(sendbuf, rsize)
-            blocks = [bytes(raw[at:at + n]) for at, n in zip(*_v_blocks(raw, dt, counts, displs))]
+            blocks = [bytes(raw[at : at + n]) for at, n in zip(*_v_blocks(raw, dt, counts, displs))]
         elif where == "remote":
             rview = datatype.parse(_no_in_place(recvbuf), writable=True)[0]
 
@@ -505,7 +507,7 @@ class InterCollectives:
 
         def views(spec, writable):
             raw, dt, counts, displs = datatype.parse_v(spec, rsize, writable=writable)
-            return [raw[at:at + n] for at, n in zip(*_v_blocks(raw, dt, counts, displs))]
+            return [raw[at : at + n] for at, n in zip(*_v_blocks(raw, dt, counts, displs))]
 
         sends, recvs = views(_no_in_place(sendbuf), False), views(recvbuf, True)
         return "alltoallv", lambda call: call.exchange(sends, recvs)

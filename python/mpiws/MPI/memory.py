@@ -20,6 +20,7 @@ class buffer(_core.Memory):
     """
     Buffer.
     """
+
     def __new__(cls, *args):
         if len(args) > 1:
             raise TypeError(f"buffer() takes at most 1 argument ({len(args)} given)")

@@ -25,6 +25,7 @@ class Message(Handle):
     """
     Matched message.
     """
+
     __slots__ = ()
     _invalid = ERR_REQUEST
 

@@ -100,13 +100,13 @@ def _equal_blocks(view, n):
     if view.nbytes % n:
         raise MPIException(ERR_ARG, f"a buffer of {view.nbytes} bytes does not split into {n} equal blocks")
     b = view.nbytes // n
-    return [view[i * b:(i + 1) * b] for i in range(n)]
+    return [view[i * b : (i + 1) * b] for i in range(n)]
 
 
 def _vector_blocks(spec, n, writable=False):
     raw, dt, counts, displs = datatype.parse_v(spec, n, writable=writable)
     size = dt.Get_size()
-    return [raw[d * size:(d + k) * size] for k, d in zip(counts, displs)]
+    return [raw[d * size : (d + k) * size] for k, d in zip(counts, displs)]
 
 
 def _into(blocks):
@@ -136,10 +136,16 @@ class Neighborhood:
         st = self._state()
         topo, hidden = st.topo, st.hidden
         limit = self._limit(timeout)
-        rq = [(j, hidden.irecv(src, topo.recv_tag(j), buf))
-              for j, (src, buf) in enumerate(zip(topo.inedges, recvs)) if src != PROC_NULL]
-        sq = [hidden.isend(dst, topo.send_tag(i), parts, split=len(parts) > 1)
-              for i, (dst, parts) in enumerate(zip(topo.outedges, sends)) if dst != PROC_NULL]
+        rq = [
+            (j, hidden.irecv(src, topo.recv_tag(j), buf))
+            for j, (src, buf) in enumerate(zip(topo.inedges, recvs))
+            if src != PROC_NULL
+        ]
+        sq = [
+            hidden.isend(dst, topo.send_tag(i), parts, split=len(parts) > 1)
+            for i, (dst, parts) in enumerate(zip(topo.outedges, sends))
+            if dst != PROC_NULL
+        ]
         req = Request(_Exchange(sq, rq), _CALL, lambda ex: post(ex.messages), deadline=timeout_.deadline(limit))
         return req._describe(call="neighbor", source=self._core.rank)
 

@@ -10,7 +10,24 @@ on objects, as in mpi4py. Ops are handles (MPI/handle.py).
 
 import operator
 
-__all__ = ["Op", "OP_NULL", "SUM", "PROD", "MAX", "MIN", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "MAXLOC", "MINLOC", "REPLACE", "NO_OP"]
+__all__ = [
+    "Op",
+    "OP_NULL",
+    "SUM",
+    "PROD",
+    "MAX",
+    "MIN",
+    "LAND",
+    "LOR",
+    "LXOR",
+    "BAND",
+    "BOR",
+    "BXOR",
+    "MAXLOC",
+    "MINLOC",
+    "REPLACE",
+    "NO_OP",
+]
 
 from .. import _core
 from . import datatype
@@ -111,6 +128,7 @@ class Op(Handle):
         else:
             _core.reduce_local((self._core, datatype.reduce_code(dt)), src, dst)
 
+
 def _maxloc(x, y):
     (u, i), (v, j) = x, y
     if u > v or (u == v and i <= j):
@@ -189,8 +207,18 @@ def fold(values, op):
 
 
 # The numpy ufunc of each builtin op the core names.
-_UFUNCS = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum", "land": "logical_and",
-           "lor": "logical_or", "lxor": "logical_xor", "band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor"}
+_UFUNCS = {
+    "sum": "add",
+    "prod": "multiply",
+    "max": "maximum",
+    "min": "minimum",
+    "land": "logical_and",
+    "lor": "logical_or",
+    "lxor": "logical_xor",
+    "band": "bitwise_and",
+    "bor": "bitwise_or",
+    "bxor": "bitwise_xor",
+}
 
 
 def with_numpy(op, dt):

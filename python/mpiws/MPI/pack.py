@@ -60,7 +60,9 @@ def unpack(dt, inbuf, position, outbuf, datarep=None):
     src = _flat(inbuf)
     end = position + count * dt.Get_size()
     if position < 0 or end > src.nbytes:
-        raise MPIException(ERR_TRUNCATE, f"{count} items need {end - position} packed bytes at position {position} of {src.nbytes}")
+        raise MPIException(
+            ERR_TRUNCATE, f"{count} items need {end - position} packed bytes at position {position} of {src.nbytes}"
+        )
     data = src[position:end]
     if datarep is not None:
         data = _external(dt, data, datarep)

@@ -18,7 +18,7 @@ def _slices(buf, partitions, writable):
     if not dt._layout.dense:
         raise MPIException(ERR_TYPE, "partitioned communication takes contiguous datatypes only")
     size = view.nbytes // partitions
-    return [view[i * size:(i + 1) * size] for i in range(partitions)]
+    return [view[i * size : (i + 1) * size] for i in range(partitions)]
 
 
 class Parts:

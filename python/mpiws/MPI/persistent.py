@@ -13,6 +13,7 @@ class Prequest(Request):
     """
     Persistent request handler.
     """
+
     __slots__ = ()
 
     @classmethod
@@ -32,7 +33,13 @@ class Prequest(Request):
         if self._r is not None:
             raise MPIException(ERR_REQUEST, "Start on a persistent request that is still active")
         round_ = self._start()
-        self._r, self._kind, self._buf, self._limit, self._deadline = round_._r, round_._kind, round_._buf, round_._limit, round_._deadline
+        self._r, self._kind, self._buf, self._limit, self._deadline = (
+            round_._r,
+            round_._kind,
+            round_._buf,
+            round_._limit,
+            round_._deadline,
+        )
         self._info = round_._info
 
     start = Start

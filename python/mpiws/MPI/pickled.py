@@ -20,11 +20,36 @@ OUT_OF_BAND_FROM = 64 * 1024
 #: What a restricted unpickler builds: plain data, and numpy arrays, dtypes
 #: and scalars (their reconstructors take only data and these types).
 SAFE = frozenset(
-    [("builtins", n) for n in ("int", "float", "complex", "str", "bytes", "bytearray", "list", "tuple", "dict",
-                               "set", "frozenset", "bool", "slice", "range")]
-    + [("collections", "OrderedDict"), ("collections", "deque"), ("datetime", "datetime"), ("datetime", "date"),
-       ("datetime", "time"), ("datetime", "timedelta"), ("datetime", "timezone"), ("decimal", "Decimal"),
-       ("fractions", "Fraction")]
+    [
+        ("builtins", n)
+        for n in (
+            "int",
+            "float",
+            "complex",
+            "str",
+            "bytes",
+            "bytearray",
+            "list",
+            "tuple",
+            "dict",
+            "set",
+            "frozenset",
+            "bool",
+            "slice",
+            "range",
+        )
+    ]
+    + [
+        ("collections", "OrderedDict"),
+        ("collections", "deque"),
+        ("datetime", "datetime"),
+        ("datetime", "date"),
+        ("datetime", "time"),
+        ("datetime", "timedelta"),
+        ("datetime", "timezone"),
+        ("decimal", "Decimal"),
+        ("fractions", "Fraction"),
+    ]
     + [(m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")]
     + [(m, "_frombuffer") for m in ("numpy.core.numeric", "numpy._core.numeric")]
     + [("numpy", "ndarray"), ("numpy", "dtype")]

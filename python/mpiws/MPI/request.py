@@ -70,11 +70,19 @@ class Request:
         if request is not None and not isinstance(request, Request) and not hasattr(request, "done"):
             raise TypeError(f"expected a Request, got {type(request).__name__}")
         if isinstance(request, Request):  # Request(other): copy the handle
-            own = next(c for c in type(self).__mro__ if c.__module__.startswith(__package__))  # a user's subclass's MPI class
+            own = next(
+                c for c in type(self).__mro__ if c.__module__.startswith(__package__)
+            )  # a user's subclass's MPI class
             if own is not Request and type(request) is not Request and not isinstance(request, own):
                 raise TypeError(f"expected a {own.__name__}, got a {type(request).__name__}")
             self._start = request._start
-            request, kind, buf, limit, deadline = request._r, request._kind, request._buf, request._limit, request._deadline
+            request, kind, buf, limit, deadline = (
+                request._r,
+                request._kind,
+                request._buf,
+                request._limit,
+                request._deadline,
+            )
         self._r = request
         self._kind = kind
         self._buf = buf
@@ -306,15 +314,25 @@ class Request:
 
     def _fire(self, event, error=None, status=None):
         w = self._watch
-        if event in w.fired or (event in (events_.SUBMITTED, events_.COMPLETED, events_.MATCHED) and (events_.FAILED in w.fired or events_.TIMED_OUT in w.fired)):
+        if event in w.fired or (
+            event in (events_.SUBMITTED, events_.COMPLETED, events_.MATCHED)
+            and (events_.FAILED in w.fired or events_.TIMED_OUT in w.fired)
+        ):
             return
         info = dict(self._info or {})
         if status is not None and self._kind in (_OBJECT, _BUFFER):
             info.update(source=status.source, tag=status.tag, size=status._nbytes)
         info.pop("sync", None)
         receipt = events_.Receipt(
-            event=event, tag=info.get("tag"), size=info.get("size"), source=info.get("source"),
-            dest=info.get("dest"), call=info.get("call"), time=time.time(), error=error, request=self,
+            event=event,
+            tag=info.get("tag"),
+            size=info.get("size"),
+            source=info.get("source"),
+            dest=info.get("dest"),
+            call=info.get("call"),
+            time=time.time(),
+            error=error,
+            request=self,
         )
         w.fired[event] = receipt
         for h in w.handlers.get(event, ()):

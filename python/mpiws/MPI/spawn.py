@@ -23,7 +23,9 @@ _PYTHON = re.compile(r"python[0-9.]*(\.exe)?$")
 def _python_argv(command, args):
     """(interpreter flags, the program's ``python`` argv) for ``command args``."""
     if not (command == sys.executable or _PYTHON.match(os.path.basename(str(command)))):
-        raise MPIException(ERR_SPAWN, f"mpiws spawns Python programs (a python interpreter as the command), not {command!r}")
+        raise MPIException(
+            ERR_SPAWN, f"mpiws spawns Python programs (a python interpreter as the command), not {command!r}"
+        )
     args = [str(a) for a in (args or [])]
     flags = []
     while args and args[0].startswith("-") and args[0] not in ("-m", "-c", "-"):
@@ -39,11 +41,15 @@ def spawn(comm, command, args, maxprocs, root):
     # The launcher's modules load when used: ``python -m mpiws.launch.worker``
     # imports mpiws.MPI before it runs, and must not import itself first.
     from ..launch.spawn import Children, new_domain, sides  # noqa: PLC0415
+
     endpoint = binding.process_endpoint()
     urls = comm.allgather(endpoint.url if endpoint is not None else None)
     if None in urls:
-        raise MPIException(ERR_SPAWN, "Spawn needs every spawning rank to serve its own endpoint "
-                                      "(a program run by mpiws run, a spawned one, or python prog.py), not a served instance")
+        raise MPIException(
+            ERR_SPAWN,
+            "Spawn needs every spawning rank to serve its own endpoint "
+            "(a program run by mpiws run, a spawned one, or python prog.py), not a served instance",
+        )
     started, failure = None, None
     if comm.Get_rank() == root:
         try:

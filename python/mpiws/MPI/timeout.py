@@ -52,7 +52,9 @@ def deadline(timeout):
 
 def left(deadline, timeout=None):
     """Seconds until the earlier of ``deadline`` and ``timeout`` from now (None: no limit)."""
-    limits = [t for t in (timeout, None if deadline is None else max(0.0, deadline - time.monotonic())) if t is not None]
+    limits = [
+        t for t in (timeout, None if deadline is None else max(0.0, deadline - time.monotonic())) if t is not None
+    ]
     return min(limits) if limits else None
 
 

@@ -162,7 +162,7 @@ class _Graph(_Topology):
     def neighbors(self, rank):
         if not 0 <= rank < len(self.index):
             raise MPIException(ERR_RANK, f"invalid rank {rank} in a graph of {len(self.index)} nodes")
-        return self.edges[self.index[rank - 1] if rank else 0:self.index[rank]]
+        return self.edges[self.index[rank - 1] if rank else 0 : self.index[rank]]
 
 
 class _DistGraph(_Topology):
@@ -240,8 +240,9 @@ def create_graph(comm, index, edges, reorder=False):
     return _make(Graphcomm, core, None if core is None else _Graph(index, edges, core.rank))
 
 
-def create_dist_graph_adjacent(comm, sources, destinations, sourceweights=None, destweights=None, info=None,
-                               reorder=False):
+def create_dist_graph_adjacent(
+    comm, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False
+):
     sources = [] if sources is None else _ints(sources)
     destinations = [] if destinations is None else _ints(destinations)
     sw, dw = _weights(sourceweights, len(sources)), _weights(destweights, len(destinations))
@@ -269,8 +270,12 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
     ins = [(s, w) for named, _ in everyone for s, d, w in named if d == me]
     outs = [(d, w) for named, _ in everyone for s, d, w in named if s == me]
     weighted = any(flag for _, flag in everyone)
-    topo = _DistGraph([s for s, _ in ins], [d for d, _ in outs],
-                      [w for _, w in ins] if weighted else None, [w for _, w in outs] if weighted else None)
+    topo = _DistGraph(
+        [s for s, _ in ins],
+        [d for d, _ in outs],
+        [w for _, w in ins] if weighted else None,
+        [w for _, w in outs] if weighted else None,
+    )
     return _make(Distgraphcomm, _first(comm, c.size), topo)
 
 
@@ -550,7 +555,7 @@ def _balanced(n, k):
         for f in divisors:
             if f > min(m, cap) or m % f:
                 continue
-            if f ** k < m:  # the largest factor cannot be smaller than the k-th root
+            if f**k < m:  # the largest factor cannot be smaller than the k-th root
                 break
             rest = best(m // f, k - 1, f)
             if rest is not None:

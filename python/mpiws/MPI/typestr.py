@@ -11,17 +11,29 @@ from . import datatype as _dt, derived as _derived
 #: C alignment by struct/numpy character code (alignof in C).
 _ALIGN = {
     "?": ctypes.alignment(ctypes.c_bool),
-    "b": 1, "B": 1, "c": 1, "S": 1,
-    "h": ctypes.alignment(ctypes.c_short), "H": ctypes.alignment(ctypes.c_short),
-    "i": ctypes.alignment(ctypes.c_int), "I": ctypes.alignment(ctypes.c_int),
-    "l": ctypes.alignment(ctypes.c_long), "L": ctypes.alignment(ctypes.c_long),
-    "q": ctypes.alignment(ctypes.c_longlong), "Q": ctypes.alignment(ctypes.c_longlong),
-    "e": ctypes.alignment(ctypes.c_float) // 2, "E": ctypes.alignment(ctypes.c_float) // 2,
-    "f": ctypes.alignment(ctypes.c_float), "F": ctypes.alignment(ctypes.c_float),
-    "d": ctypes.alignment(ctypes.c_double), "D": ctypes.alignment(ctypes.c_double),
-    "g": ctypes.alignment(ctypes.c_longdouble), "G": ctypes.alignment(ctypes.c_longdouble),
+    "b": 1,
+    "B": 1,
+    "c": 1,
+    "S": 1,
+    "h": ctypes.alignment(ctypes.c_short),
+    "H": ctypes.alignment(ctypes.c_short),
+    "i": ctypes.alignment(ctypes.c_int),
+    "I": ctypes.alignment(ctypes.c_int),
+    "l": ctypes.alignment(ctypes.c_long),
+    "L": ctypes.alignment(ctypes.c_long),
+    "q": ctypes.alignment(ctypes.c_longlong),
+    "Q": ctypes.alignment(ctypes.c_longlong),
+    "e": ctypes.alignment(ctypes.c_float) // 2,
+    "E": ctypes.alignment(ctypes.c_float) // 2,
+    "f": ctypes.alignment(ctypes.c_float),
+    "F": ctypes.alignment(ctypes.c_float),
+    "d": ctypes.alignment(ctypes.c_double),
+    "D": ctypes.alignment(ctypes.c_double),
+    "g": ctypes.alignment(ctypes.c_longdouble),
+    "G": ctypes.alignment(ctypes.c_longdouble),
     "U": ctypes.alignment(ctypes.c_wchar),
-    "p": ctypes.alignment(ctypes.c_void_p), "P": ctypes.alignment(ctypes.c_void_p),
+    "p": ctypes.alignment(ctypes.c_void_p),
+    "P": ctypes.alignment(ctypes.c_void_p),
 }
 
 
@@ -61,8 +73,14 @@ def _special_align(cache={}):
     if not cache:
         for n in ("LOGICAL16", "INTEGER16", "REAL16", "COMPLEX32"):
             cache[getattr(_dt, n)._h] = 16
-        for pair, (a, b) in (("SHORT_INT", "hi"), ("INT_INT", "ii"), ("LONG_INT", "li"), ("FLOAT_INT", "fi"),
-                             ("DOUBLE_INT", "di"), ("LONG_DOUBLE_INT", "gi")):
+        for pair, (a, b) in (
+            ("SHORT_INT", "hi"),
+            ("INT_INT", "ii"),
+            ("LONG_INT", "li"),
+            ("FLOAT_INT", "fi"),
+            ("DOUBLE_INT", "di"),
+            ("LONG_DOUBLE_INT", "gi"),
+        ):
             cache[getattr(_dt, pair)._h] = max(_ALIGN[a], _ALIGN[b])
         cache.pop(0, None)  # a type this platform lacks is the null handle: no alignment
     return cache

@@ -24,6 +24,7 @@ class File(Handle, Handled):
     """
     File I/O context.
     """
+
     __slots__ = ()
     _invalid = ERR_FILE
     _null_has_errhandler = True
@@ -41,6 +42,7 @@ class Session(Handle, Handled):
     """
     Session context.
     """
+
     __slots__ = ()
     _invalid = ERR_SESSION
     Init = _missing("MPI.Session (the sessions model)")

@@ -20,8 +20,17 @@ from .. import _core
 from . import datatype
 from .attributes import Attributes
 from .errhandler import Handled
-from .exception import (ERR_ARG, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_RANGE, ERR_RMA_SHARED, ERR_RMA_SYNC, ERR_SIZE, ERR_WIN,
-                        Exception as MPIException)
+from .exception import (
+    ERR_ARG,
+    ERR_LOCKTYPE,
+    ERR_RANK,
+    ERR_RMA_RANGE,
+    ERR_RMA_SHARED,
+    ERR_RMA_SYNC,
+    ERR_SIZE,
+    ERR_WIN,
+    Exception as MPIException,
+)
 from .group import Group, members_of
 from .handle import Handle, _predefined, _table, predefine
 from .info import Info
@@ -31,7 +40,13 @@ from .request import Request
 
 PROC_NULL = -1
 # MPICH's values.
-WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = 0x66000001, 0x66000003, 0x66000005, 0x66000007, 0x66000009
+WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL = (
+    0x66000001,
+    0x66000003,
+    0x66000005,
+    0x66000007,
+    0x66000009,
+)
 WIN_FLAVOR_CREATE, WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED = 1, 2, 3, 4
 WIN_SEPARATE, WIN_UNIFIED = 1, 2
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235
@@ -43,8 +58,26 @@ _WIN_KEYS = (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL)
 class _WinState:
     """What a window handle names."""
 
-    __slots__ = ("core", "comm", "base", "size", "unit", "flavor", "name", "info", "sizes", "units", "memory",
-                 "keep", "locked", "lock_all", "access", "exposure", "outstanding", "bases")
+    __slots__ = (
+        "core",
+        "comm",
+        "base",
+        "size",
+        "unit",
+        "flavor",
+        "name",
+        "info",
+        "sizes",
+        "units",
+        "memory",
+        "keep",
+        "locked",
+        "lock_all",
+        "access",
+        "exposure",
+        "outstanding",
+        "bases",
+    )
 
     def __init__(self, core, comm, memory, unit, flavor):
         self.core, self.comm, self.memory, self.unit, self.flavor = core, comm, memory, unit, flavor
@@ -93,7 +126,6 @@ def _positive_size(size):
     return size
 
 
-
 def _element_code(dt):
     """The core's name for ``dt``'s elements in an accumulate at the target:
     a long double is x86's 80-bit float in a 16-byte slot, which the core
@@ -102,10 +134,12 @@ def _element_code(dt):
         return "f80x16"
     return datatype.reduce_code(dt)
 
+
 class Win(Handle, Attributes, Handled):
     """
     Remote memory access context.
     """
+
     __slots__ = ()
     _invalid = ERR_WIN
 
@@ -134,7 +168,9 @@ class Win(Handle, Attributes, Handled):
         """
         from .comm import COMM_SELF
 
-        return cls._make(comm if comm is not None else COMM_SELF, _held(memory), _disp_unit(disp_unit), WIN_FLAVOR_CREATE, info)
+        return cls._make(
+            comm if comm is not None else COMM_SELF, _held(memory), _disp_unit(disp_unit), WIN_FLAVOR_CREATE, info
+        )
 
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=None, comm=None):
@@ -146,7 +182,9 @@ class Win(Handle, Attributes, Handled):
 
         size = _positive_size(size)
         memory = buffer.allocate(size) if size else None
-        return cls._make(comm if comm is not None else COMM_SELF, memory, _disp_unit(disp_unit), WIN_FLAVOR_ALLOCATE, info)
+        return cls._make(
+            comm if comm is not None else COMM_SELF, memory, _disp_unit(disp_unit), WIN_FLAVOR_ALLOCATE, info
+        )
 
     @classmethod
     def Allocate_shared(cls, size, disp_unit=1, info=None, comm=None):
@@ -185,9 +223,11 @@ class Win(Handle, Attributes, Handled):
             except OSError:
                 pass
         if any(errors):
-            raise MPIException(ERR_RMA_SHARED, f"shared window memory could not be mapped: {next(e for e in errors if e)}")
+            raise MPIException(
+                ERR_RMA_SHARED, f"shared window memory could not be mapped: {next(e for e in errors if e)}"
+            )
         whole = memoryview(mapping)
-        memory = buffer.frombuffer(whole[start:start + size]) if size else None
+        memory = buffer.frombuffer(whole[start : start + size]) if size else None
         win = cls._make(comm, memory, unit, WIN_FLAVOR_SHARED, info, keep=(mapping, whole))
         first = buffer.frombuffer(whole).address  # this process's mapping of everyone's memory
         win._state().bases = [first + sum(sizes[:r]) for r in range(len(sizes))]
@@ -324,8 +364,13 @@ class Win(Handle, Attributes, Handled):
         """
         if keyval in _WIN_KEYS:
             st = self._state()
-            return {WIN_BASE: st.base, WIN_SIZE: st.size, WIN_DISP_UNIT: st.unit, WIN_CREATE_FLAVOR: st.flavor,
-                    WIN_MODEL: WIN_UNIFIED}[keyval]
+            return {
+                WIN_BASE: st.base,
+                WIN_SIZE: st.size,
+                WIN_DISP_UNIT: st.unit,
+                WIN_CREATE_FLAVOR: st.flavor,
+                WIN_MODEL: WIN_UNIFIED,
+            }[keyval]
         return super().Get_attr(keyval)
 
     @property
@@ -394,7 +439,9 @@ class Win(Handle, Attributes, Handled):
         if dt is None or not count:
             return disp, 0
         if not dt._layout.dense:
-            raise NotImplementedError("RMA with non-contiguous target datatypes is not in mpiws yet (docs/mpi4py-compat.md)")
+            raise NotImplementedError(
+                "RMA with non-contiguous target datatypes is not in mpiws yet (docs/mpi4py-compat.md)"
+            )
         return disp, count * dt.Get_size()
 
     def _check_range(self, st, rank, disp, nbytes):
@@ -411,7 +458,10 @@ class Win(Handle, Attributes, Handled):
         if disp < 0:
             raise MPIException(ERR_RMA_RANGE, f"negative target displacement {disp}")
         if st.flavor != WIN_FLAVOR_DYNAMIC and disp * st.units[rank] + nbytes > st.sizes[rank]:
-            raise MPIException(ERR_RMA_RANGE, f"{nbytes} bytes at displacement {disp} are outside rank {rank}'s window of {st.sizes[rank]} bytes")
+            raise MPIException(
+                ERR_RMA_RANGE,
+                f"{nbytes} bytes at displacement {disp} are outside rank {rank}'s window of {st.sizes[rank]} bytes",
+            )
 
     def _origin(self, origin, writable=False):
         view, dt, count = datatype.parse(origin, writable=writable)
@@ -559,7 +609,9 @@ class Win(Handle, Attributes, Handled):
             raise MPIException(ERR_ARG, f"RMA accumulate needs a predefined operation, got {op.name}")
         self._check_range(st, target_rank, disp, rview.nbytes)
         data = memoryview(b"") if op._core == "no_op" else oview
-        self._track(st, st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, _element_code(otype), rview))
+        self._track(
+            st, st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, _element_code(otype), rview)
+        )
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
         """Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0)

@@ -59,11 +59,11 @@ class Worker:
     def __init__(self, key, now):
         self.key = key
         self.batches = collections.deque()
-        self.tasks = 0       # tasks it completed
-        self.busy = 0.0      # seconds it reported computing
+        self.tasks = 0  # tasks it completed
+        self.busy = 0.0  # seconds it reported computing
         self.joined = now
-        self.held = True     # given work by this dispatcher (not released)
-        self.lost = None     # why it was lost
+        self.held = True  # given work by this dispatcher (not released)
+        self.lost = None  # why it was lost
 
     @property
     def outstanding(self):
@@ -83,7 +83,7 @@ class Dispatcher:
         self.min_target = min_target
         self.retries = retries
         self.workers = {}
-        self.task_time = None   # seconds per task, as workers report
+        self.task_time = None  # seconds per task, as workers report
         self.round_trip = None  # seconds a batch spends on the way, both ways
         self._turn = 0
 
@@ -208,12 +208,14 @@ class Dispatcher:
         out = []
         for w in self.workers.values():
             span = max(now - w.joined, 1e-9)
-            out.append({
-                "worker": w.key,
-                "tasks": w.tasks,
-                "busy": w.busy,
-                "tasks_per_second": w.tasks / span,
-                "in_flight": w.outstanding,
-                "lost": w.lost,
-            })
+            out.append(
+                {
+                    "worker": w.key,
+                    "tasks": w.tasks,
+                    "busy": w.busy,
+                    "tasks_per_second": w.tasks / span,
+                    "in_flight": w.outstanding,
+                    "lost": w.lost,
+                }
+            )
         return out

@@ -44,8 +44,10 @@ class Link:
     def __init__(self, url, key=None, service=SERVICE, advertise=None):
         endpoint = binding.process_endpoint()
         if endpoint is None:
-            raise RuntimeError("workers on endpoints need this process to serve its own endpoint "
-                               "(a program, not an instance served by mpiws serve)")
+            raise RuntimeError(
+                "workers on endpoints need this process to serve its own endpoint "
+                "(a program, not an instance served by mpiws serve)"
+            )
         self.url = url.rstrip("/")
         domain, token = "futures-" + secrets.token_hex(8), secrets.token_urlsafe(24)
         urls = [advertise or endpoint.url, self.url]  # rank 0 as the worker reaches it
@@ -90,8 +92,8 @@ class Workers:
         # (a port forward, a proxy, an emulated link).
         self.advertise = options.pop("advertise", None) or futures.os_environ_get("ADVERTISE")
         self.options = dict(options)  # what each new worker is synchronised with
-        self.comms = []               # (comm, its worker keys) to stop at the end
-        self.links = {}               # key -> Link, for the workers on endpoints
+        self.comms = []  # (comm, its worker keys) to stop at the end
+        self.links = {}  # key -> Link, for the workers on endpoints
         self.lock = threading.Lock()
         self.closed = False
         pool.joining = collections.deque()
@@ -141,8 +143,9 @@ class Workers:
 
     def spawn(self, options, n):
         """Spawn ``n`` local workers (as ``MPIPoolExecutor`` without endpoints does)."""
-        comm = futures.serialized(futures.client_spawn)(options.pop("python_exe", None), options.pop("python_args", None),
-                                                         n, options.pop("mpi_info", None))
+        comm = futures.serialized(futures.client_spawn)(
+            options.pop("python_exe", None), options.pop("python_args", None), n, options.pop("mpi_info", None)
+        )
         comm = self._ready(comm, ship_main=False)
         self._join(comm, {rank: rank for rank in range(comm.Get_remote_size())})
         return comm.Get_remote_size()
@@ -186,7 +189,9 @@ def worker(comm, params):
     del comm, params
     bound = binding.current()
     if bound.loads is not None:
-        raise PermissionError("the futures worker runs the code its clients send: its endpoint must be "
-                              "served with --pickle full (docs/security.md)")
+        raise PermissionError(
+            "the futures worker runs the code its clients send: its endpoint must be "
+            "served with --pickle full (docs/security.md)"
+        )
     _, inter, inter_local = sides(bound.instance, 1)
     futures.server_main_comm(_make(inter, inter_local))

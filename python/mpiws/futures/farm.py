@@ -48,9 +48,11 @@ def _setting(options, name, default):
 
 
 def dispatcher(options):
-    return dispatch.Dispatcher(depth=_setting(options, "prefetch", 2),
-                               max_batch=_setting(options, "max_batch", 1024),
-                               retries=_setting(options, "retries", 2))
+    return dispatch.Dispatcher(
+        depth=_setting(options, "prefetch", 2),
+        max_batch=_setting(options, "max_batch", 1024),
+        retries=_setting(options, "retries", 2),
+    )
 
 
 def run_manager(links, options, tag, worker_set, task_queue, pool=None, lost=None):

@@ -78,7 +78,11 @@ class Domain:
             if statuses[rank] is not None:
                 continue
             if isinstance(s, BaseException):
-                s = {"rank": rank, "state": "failed", "error": {"name": "unreachable", "message": str(s), "traceback": ""}}
+                s = {
+                    "rank": rank,
+                    "state": "failed",
+                    "error": {"name": "unreachable", "message": str(s), "traceback": ""},
+                }
             statuses[rank] = s
             if on_result:
                 on_result(rank, s)

@@ -49,7 +49,7 @@ def _forward(stream, out, prefix):
         if lines:
             lines[0] = b"".join(parts) + lines[0]
             text = b"".join(prefix + line + b"\n" for line in lines)
-            _write(out, text[len(prefix):] if mid_line else text)
+            _write(out, text[len(prefix) :] if mid_line else text)
             parts, mid_line = [], False
         if rest:
             parts.append(rest)
@@ -109,14 +109,23 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
             key_r, key_w = os.pipe()
             os.write(key_w, key.encode())
             os.close(key_w)
-            env = dict(os.environ, MPIWS_URL_FD=str(url_w), MPIWS_HOLD_FD=str(hold_r), MPIWS_KEY_FD=str(key_r),
-                       MPIWS_HOST=host, PYTHONUNBUFFERED="1")
+            env = dict(
+                os.environ,
+                MPIWS_URL_FD=str(url_w),
+                MPIWS_HOLD_FD=str(hold_r),
+                MPIWS_KEY_FD=str(key_r),
+                MPIWS_HOST=host,
+                PYTHONUNBUFFERED="1",
+            )
             # Rank 0 inherits our stdin: it reads each line as it comes, and
             # its end, with nothing in between to buffer or to outlive it.
             p = subprocess.Popen(
                 [sys.executable, "-m", "mpiws.launch.worker", *python_argv(program, args, form)],
-                env=env, pass_fds=(url_w, hold_r, key_r), stdin=None if rank == 0 and stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env,
+                pass_fds=(url_w, hold_r, key_r),
+                stdin=None if rank == 0 and stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
             os.close(url_w)
             os.close(hold_r)

@@ -75,8 +75,23 @@ def advertised_host(host, toward=None):
     return socket.gethostbyname(socket.gethostname())
 
 
-def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", port=None, advertise=None,
-             tls_cert=None, tls_key=None, keep_going=False, log=None, relay=False, via_relay=None, form="path"):
+def run_rank(
+    program,
+    args,
+    rendezvous,
+    size=None,
+    rank=None,
+    host="127.0.0.1",
+    port=None,
+    advertise=None,
+    tls_cert=None,
+    tls_key=None,
+    keep_going=False,
+    log=None,
+    relay=False,
+    via_relay=None,
+    form="path",
+):
     """Be one rank of ``program`` (a file, or in ``form`` "module" or "code");
     returns the exit status."""
     log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
@@ -95,9 +110,17 @@ def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", 
         raise Refused(f"rank 0 serves the rendezvous, so it listens on the URL's port {where.port}, not --port {port}")
     advertise = advertise or advertised_host(host, (where.hostname, where.port))
     # Peers and the rendezvous reach this endpoint under names it must accept.
-    endpoint = _core.Endpoint(host, where.port if serves else (port or 0), keys=key, tls_cert=tls_cert, tls_key=tls_key,
-                              allow_hosts=[where.hostname, advertise], relay=relay, via_relay=via_relay,
-                              relay_key=relay_key(key) if via_relay else None)
+    endpoint = _core.Endpoint(
+        host,
+        where.port if serves else (port or 0),
+        keys=key,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        allow_hosts=[where.hostname, advertise],
+        relay=relay,
+        via_relay=via_relay,
+        relay_key=relay_key(key) if via_relay else None,
+    )
     endpoint.deploy(SERVICE)
     # Behind a relay, peers reach this rank at the relay's URL for it.
     me = endpoint.url if via_relay else endpoint_url("https" if tls_cert else "http", advertise, endpoint.port)
@@ -105,8 +128,9 @@ def run_rank(program, args, rendezvous, size=None, rank=None, host="127.0.0.1", 
     watcher = None
     if serves:
         endpoint.open_rendezvous(size)
-        watcher = threading.Thread(target=_watch, args=(endpoint, size, key, program, args, keep_going, log, watched, form),
-                                   daemon=True)
+        watcher = threading.Thread(
+            target=_watch, args=(endpoint, size, key, program, args, keep_going, log, watched, form), daemon=True
+        )
         watcher.start()
     _core.rendezvous_register(rendezvous, key, rank, size, me, TIMEOUT_SECONDS)
     if rank != 0:

@@ -27,7 +27,9 @@ from .worker import python_argv
 SRUN_GRACE = 30.0
 
 
-def run_slurm(program, args, size=None, prefix=False, keep_going=False, host=None, tls_cert=None, tls_key=None, form="path"):
+def run_slurm(
+    program, args, size=None, prefix=False, keep_going=False, host=None, tls_cert=None, tls_key=None, form="path"
+):
     """Run ``program`` (a file, or in ``form`` "module" or "code") on the
     allocation's tasks; returns the exit status."""
     if not os.environ.get("SLURM_JOB_ID"):
@@ -40,17 +42,37 @@ def run_slurm(program, args, size=None, prefix=False, keep_going=False, host=Non
     key = secrets.token_hex(32)
     host = host or advertised_host("0.0.0.0")  # this node, as the others reach it
     if host.startswith("127.") and int(os.environ.get("SLURM_JOB_NUM_NODES", "1")) > 1:
-        raise Refused(f"this node's name resolves to {host}, which the allocation's other nodes cannot reach: "
-                      "give the address they reach this node at with --advertise")
+        raise Refused(
+            f"this node's name resolves to {host}, which the allocation's other nodes cannot reach: "
+            "give the address they reach this node at with --advertise"
+        )
     endpoint = _core.Endpoint(host, 0, keys=key)
     endpoint.open_rendezvous(size)
     rendezvous = endpoint_url("http", host, endpoint.port)
-    rank_cmd = [sys.executable, "-m", "mpiws", "run", "--rendezvous", rendezvous, "--size", str(size), "--host", "0.0.0.0"]
+    rank_cmd = [
+        sys.executable,
+        "-m",
+        "mpiws",
+        "run",
+        "--rendezvous",
+        rendezvous,
+        "--size",
+        str(size),
+        "--host",
+        "0.0.0.0",
+    ]
     if tls_cert:
         rank_cmd += ["--tls-cert", os.path.abspath(tls_cert), "--tls-key", os.path.abspath(tls_key)]
     # --input=0: srun streams our stdin to task 0 (rank SLURM_PROCID 0) only; the others read none.
-    cmd = [srun, f"--ntasks={size}", "--kill-on-bad-exit=0", "--input=0", *(["--label"] if prefix else []), *rank_cmd,
-           *python_argv(program, args, form)]
+    cmd = [
+        srun,
+        f"--ntasks={size}",
+        "--kill-on-bad-exit=0",
+        "--input=0",
+        *(["--label"] if prefix else []),
+        *rank_cmd,
+        *python_argv(program, args, form),
+    ]
     env = dict(os.environ, MPIWS_KEY=key, PYTHONUNBUFFERED="1", **{LAUNCHER_ENV: "1"})
     # srun forwards the tasks' output to ours, and our input to task 0.
     proc = subprocess.Popen(cmd, env=env, stdin=stdin)

@@ -62,8 +62,11 @@ def sides(instance, nparents):
     parents, children = list(range(nparents)), list(range(nparents, world.size))
     mine, theirs = (parents, children) if world.rank < nparents else (children, parents)
     contexts = [world.next_context(salt) for salt in (_SIDE, _INTER, _INTER_LOCAL)]
-    return (world.derive(contexts[0], mine), world.derive_inter(contexts[1], mine, theirs),
-            world.derive(contexts[2], mine))
+    return (
+        world.derive(contexts[0], mine),
+        world.derive_inter(contexts[1], mine, theirs),
+        world.derive(contexts[2], mine),
+    )
 
 
 class Children:
@@ -79,11 +82,22 @@ class Children:
                 url_r, url_w = os.pipe()
                 hold_r, hold_w = os.pipe()
                 bind_r, bind_w = os.pipe()
-                child_env = dict(os.environ, MPIWS_URL_FD=str(url_w), MPIWS_HOLD_FD=str(hold_r),
-                                 MPIWS_BINDING_FD=str(bind_r), MPIWS_HOST=host, PYTHONUNBUFFERED="1")
-                p = subprocess.Popen([sys.executable, *flags, "-m", "mpiws.launch.child", *argv], env=child_env,
-                                     pass_fds=(url_w, hold_r, bind_r), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                child_env = dict(
+                    os.environ,
+                    MPIWS_URL_FD=str(url_w),
+                    MPIWS_HOLD_FD=str(hold_r),
+                    MPIWS_BINDING_FD=str(bind_r),
+                    MPIWS_HOST=host,
+                    PYTHONUNBUFFERED="1",
+                )
+                p = subprocess.Popen(
+                    [sys.executable, *flags, "-m", "mpiws.launch.child", *argv],
+                    env=child_env,
+                    pass_fds=(url_w, hold_r, bind_r),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
                 for fd in (url_w, hold_r, bind_r):
                     os.close(fd)
                 self.procs.append(p)
@@ -141,8 +155,13 @@ class Children:
         ``instance`` is this rank's in it."""
         self.instance = instance
         for i, fd in enumerate(self._binding_fds):
-            binding = {"domain": domain, "token": token, "endpoints": endpoints, "rank": first_rank + i,
-                       "parents": nparents}
+            binding = {
+                "domain": domain,
+                "token": token,
+                "endpoints": endpoints,
+                "rank": first_rank + i,
+                "parents": nparents,
+            }
             try:
                 os.write(fd, json.dumps(binding).encode())
             finally:

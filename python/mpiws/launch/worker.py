@@ -63,8 +63,12 @@ def main():
     threading.Thread(target=_exit_when_closed, args=(hold_fd, outcome), daemon=True).start()
 
     # mpiws run --tls-cert/--tls-key: the local ranks serve https.
-    endpoint = _core.Endpoint(os.environ.get("MPIWS_HOST", "127.0.0.1"), keys=key, tls_cert=os.environ.get("MPIWS_TLS_CERT") or None,
-                              tls_key=os.environ.get("MPIWS_TLS_KEY") or None)
+    endpoint = _core.Endpoint(
+        os.environ.get("MPIWS_HOST", "127.0.0.1"),
+        keys=key,
+        tls_cert=os.environ.get("MPIWS_TLS_CERT") or None,
+        tls_key=os.environ.get("MPIWS_TLS_KEY") or None,
+    )
     endpoint.deploy(SERVICE)
     os.write(url_fd, endpoint.url.encode() + b"\n")
     os.close(url_fd)

@@ -50,8 +50,10 @@ def spec(fn):
                 return f"{module}:{name}"
         except ImportError:
             pass
-    raise ValueError(f"service {fn!r} must be a module-level function another process can import "
-                     "(to run instances on threads of the endpoint process instead, use isolation='thread')")
+    raise ValueError(
+        f"service {fn!r} must be a module-level function another process can import "
+        "(to run instances on threads of the endpoint process instead, use isolation='thread')"
+    )
 
 
 def main(argv=None):

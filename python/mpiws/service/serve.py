@@ -56,15 +56,27 @@ class Server:
     Other keyword arguments are the endpoint's limits (``_core.Endpoint``).
     """
 
-    def __init__(self, services, host="127.0.0.1", port=0, programs=(), keys=None, pickle="restricted",
-                 pickle_allow=(), isolation="process", cwl_programs=(), **limits):
+    def __init__(
+        self,
+        services,
+        host="127.0.0.1",
+        port=0,
+        programs=(),
+        keys=None,
+        pickle="restricted",
+        pickle_allow=(),
+        isolation="process",
+        cwl_programs=(),
+        **limits,
+    ):
         self.services = dict(services)
         text, self.key_file, self.key_created = keyfiles.server_keys(keys)
         self.key = keyfiles.first_key(text)
         self.loads = pickled.policy(pickle, pickle_allow)
         if isolation == "process":
-            limits["sandbox"] = sandbox.command(self.services, pickle, pickle_allow, limits.get("max_message"),
-                                                limits.get("body_timeout"))
+            limits["sandbox"] = sandbox.command(
+                self.services, pickle, pickle_allow, limits.get("max_message"), limits.get("body_timeout")
+            )
         elif isolation != "thread":
             raise ValueError(f"isolation must be 'process' or 'thread', got {isolation!r}")
         self.endpoint = _core.Endpoint(host, port, keys=text, **limits)
@@ -95,7 +107,10 @@ class Server:
                 continue
             fn = self.services[instance.service]
             thread = threading.Thread(
-                target=run_instance, args=(instance, fn, self.loads), name=f"mpiws-{instance.domain}-{instance.rank}", daemon=True
+                target=run_instance,
+                args=(instance, fn, self.loads),
+                name=f"mpiws-{instance.domain}-{instance.rank}",
+                daemon=True,
             )
             try:
                 thread.start()

@@ -59,8 +59,16 @@ def run_command(a):
         given = inputs_from(wf, job, args)
         record = {}
         try:
-            outputs, record = run(wf, given, mode="mediated" if a.mediated else "direct", outdir=a.outdir,
-                                  key=a.key, advertise=a.advertise, progress=not a.quiet, record=a.record)
+            outputs, record = run(
+                wf,
+                given,
+                mode="mediated" if a.mediated else "direct",
+                outdir=a.outdir,
+                key=a.key,
+                advertise=a.advertise,
+                progress=not a.quiet,
+                record=a.record,
+            )
         finally:
             if a.graph:
                 graph.draw(wf, a.graph, record or _read(a.record))
@@ -68,8 +76,10 @@ def run_command(a):
         print(f"mpiws workflow: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - a failed step (StepFailed), an endpoint that refused: said in one line
-        print(f"mpiws workflow: {type(e).__name__}: {e}" if type(e).__name__ != "StepFailed" else f"mpiws workflow: {e}",
-              file=sys.stderr)
+        print(
+            f"mpiws workflow: {type(e).__name__}: {e}" if type(e).__name__ != "StepFailed" else f"mpiws workflow: {e}",
+            file=sys.stderr,
+        )
         return 1
     json.dump(outputs, sys.stdout, indent=2)
     print()
@@ -103,18 +113,31 @@ def add_parser(sub):
     w = sub.add_parser("workflow", help="run a workflow: steps pass data to each other directly (docs/workflows.md)")
     ws = w.add_subparsers(dest="workflow_command", required=True)
     r = ws.add_parser("run", help="run a workflow file; prints its output object (JSON)")
-    r.add_argument("flow", help="the workflow file (YAML), or a CWL v1.2 document (.cwl: a Workflow or a CommandLineTool)")
+    r.add_argument(
+        "flow", help="the workflow file (YAML), or a CWL v1.2 document (.cwl: a Workflow or a CommandLineTool)"
+    )
     r.add_argument("inputs", nargs="*", metavar="INPUT", help="[JOB.yml] NAME=VALUE, NAME:@PATH (a file)")
-    r.add_argument("--mediated", action="store_true",
-                   help="the classic form: the manager invokes each step and relays every result (to compare)")
+    r.add_argument(
+        "--mediated",
+        action="store_true",
+        help="the classic form: the manager invokes each step and relays every result (to compare)",
+    )
     r.add_argument("--outdir", default=".", help="where output files are saved (default: here)")
     r.add_argument("--record", metavar="JSON", help="write the run record: steps, endpoints, times, bytes, outputs")
     r.add_argument("--graph", metavar="PATH", help="draw the workflow after the run: .svg or .png (Graphviz), or .dot")
-    r.add_argument("--advertise", metavar="URL",
-                   help="the URL steps reach this manager at, if not its own (a port forward, a proxy)")
+    r.add_argument(
+        "--advertise",
+        metavar="URL",
+        help="the URL steps reach this manager at, if not its own (a port forward, a proxy)",
+    )
     r.add_argument("--key", help="endpoint key (default: MPIWS_KEY, else the user's key file)")
-    r.add_argument("--endpoint", action="append", default=[], metavar="[STEP=]URL",
-                   help="CWL: run STEP (every step, without STEP=) as a job on this endpoint (repeatable)")
+    r.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="[STEP=]URL",
+        help="CWL: run STEP (every step, without STEP=) as a job on this endpoint (repeatable)",
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     r.set_defaults(func=run_command)
     g = ws.add_parser("graph", help="draw a workflow file (DOT on stdout, or -o .svg/.png/.dot)")

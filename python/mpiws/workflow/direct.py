@@ -46,15 +46,17 @@ class Manager:
         self.run, self.plan, self.comm, self.wake = run, plan, comm, wake
         self.cfg = plan.manager
         self.have = {Source(None, k): v for k, v in run.values.items()}
-        self.sent = []          # send requests
+        self.sent = []  # send requests
         self.outputs = {}
-        self.flow = Dataflow(run.wf, [n for n in run.wf.order() if run.wf.steps[n].kind == "program"],
-                             run.program_unit, wake, run.record)
-        self.relayed = set()    # program outputs already sent on to services
-        self.taken = set()      # the manager's inputs already assembled
+        self.flow = Dataflow(
+            run.wf, [n for n in run.wf.order() if run.wf.steps[n].kind == "program"], run.program_unit, wake, run.record
+        )
+        self.relayed = set()  # program outputs already sent on to services
+        self.taken = set()  # the manager's inputs already assembled
         # the messages each of them is made of
-        self.expected = {name: [(n, k, r) for n, k, r, _ in receives({name: spec}, 0)]
-                         for name, spec in self.cfg["inputs"].items()}
+        self.expected = {
+            name: [(n, k, r) for n, k, r, _ in receives({name: spec}, 0)] for name, spec in self.cfg["inputs"].items()
+        }
 
     def send(self, out, value):
         for dest, tag, v in sends({out: self.cfg["outputs"][out]}, 0, {out: value}, "manager"):
@@ -67,8 +69,9 @@ class Manager:
             if out.startswith("in:"):
                 self.send(out, run.for_service(self.have[Source(None, out[3:])]))
         expected = receives(self.cfg["inputs"], 0)
-        pending = [((n, k, r), self.comm.irecv(source=r, tag=t, schedule=self.wake.schedule))
-                   for n, k, r, t in expected]
+        pending = [
+            ((n, k, r), self.comm.irecv(source=r, tag=t, schedule=self.wake.schedule)) for n, k, r, t in expected
+        ]
         received = {}
         ranks = {r for g in self.plan.groups.values() for r in range(g.first, g.first + g.width)}
         while True:
@@ -94,8 +97,10 @@ class Manager:
             if not pending and self.flow.finished and not self.sent and ranks <= set(self.wake.ended):
                 break
             self.wake.sleep(0.5)
-        return {name: self.outputs[name] if name in self.outputs else run.final(src, self.have[src])
-                for name, src in wf.outputs.items()}
+        return {
+            name: self.outputs[name] if name in self.outputs else run.final(src, self.have[src])
+            for name, src in wf.outputs.items()
+        }
 
     def _take(self, received):
         """Inputs of the manager all of whose messages are here: program inputs and the workflow's outputs."""

@@ -38,7 +38,9 @@ class StepDomain:
     def __init__(self, urls, key=None, advertise=None):
         endpoint = binding.process_endpoint()
         if endpoint is None:
-            raise RuntimeError("a workflow's manager serves its own endpoint: run it as a program, not inside a service")
+            raise RuntimeError(
+                "a workflow's manager serves its own endpoint: run it as a program, not inside a service"
+            )
         domain, token = "wf-" + secrets.token_hex(8), secrets.token_urlsafe(24)
         self.urls = [advertise or endpoint.url] + [u.rstrip("/") for u in urls]
         self.instance = endpoint.create_instance(domain, 0, self.urls, token)
@@ -63,6 +65,7 @@ class StepDomain:
 
     def watch(self, rank, report):
         """Call ``report(rank, status)`` from a thread of its own when ``rank`` ends (or cannot be asked)."""
+
         def run():
             while True:
                 try:

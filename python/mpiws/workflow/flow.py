@@ -18,7 +18,7 @@ class Dataflow:
     def __init__(self, wf, names, launch, wake, record):
         self.wf, self.launch, self.wake, self.record = wf, launch, wake, record
         self.waiting = list(names)
-        self.running = {}     # step -> [outputs or None per unit]
+        self.running = {}  # step -> [outputs or None per unit]
         self.errors = []
         self.lock = threading.Lock()
 
@@ -102,7 +102,9 @@ def dotproduct(inputs, scatter, where, error=WorkflowError):
             raise error(f"{where} scatters over {name}, which is not a list")
         lengths.add(len(inputs[name]))
     if len(lengths) > 1:
-        raise error(f"{where}: the inputs it scatters over (dotproduct) have different lengths "
-                    f"({', '.join(map(str, sorted(lengths)))})")
+        raise error(
+            f"{where}: the inputs it scatters over (dotproduct) have different lengths "
+            f"({', '.join(map(str, sorted(lengths)))})"
+        )
     n = lengths.pop()
     return [dict(inputs, **{name: inputs[name][i] for name in scatter}) for i in range(n)]

@@ -37,7 +37,9 @@ def dot(wf, record=None):
                 info.append(f"{human(r['bytes_in'])} in, {human(r['bytes_out'])} out")
             label.append(", ".join(i for i in info if i))
         shape = "box" if s.kind == "service" else "component"
-        lines.append(f"  {_q(name)} [label={_q(chr(10).join(label))}, shape={shape}, style=filled, fillcolor={_q(fill)}];")
+        lines.append(
+            f"  {_q(name)} [label={_q(chr(10).join(label))}, shape={shape}, style=filled, fillcolor={_q(fill)}];"
+        )
     for name in wf.outputs:
         lines.append(f"  {_q('out:' + name)} [label={_q(name)}, shape=ellipse, style=bold];")
     for name, s in wf.steps.items():
@@ -67,7 +69,6 @@ def draw(wf, path, record=None):
         raise ValueError(f"a workflow picture is .svg, .png or .dot, not {path!r}")
     exe = shutil.which("dot")
     if exe is None:
-        raise RuntimeError("drawing a workflow needs Graphviz's dot (apt-get install graphviz; "
-                           "or ask for a .dot file)")
+        raise RuntimeError("drawing a workflow needs Graphviz's dot (apt-get install graphviz; or ask for a .dot file)")
     subprocess.run([exe, f"-T{fmt}", "-o", path], input=text.encode(), check=True, capture_output=True)
     return path

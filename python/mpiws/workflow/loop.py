@@ -62,8 +62,10 @@ class Exchange:
     def _reduce(self):
         until = self.loop["until"]
         done = all(bool(o[until]) for o in self.outputs) if until else False
-        reduced = {i: functools.reduce(OPS[op], [o[out] for o in self.outputs])
-                   for i, (out, op) in self.loop["allreduce"].items()}
+        reduced = {
+            i: functools.reduce(OPS[op], [o[out] for o in self.outputs])
+            for i, (out, op) in self.loop["allreduce"].items()
+        }
         self.result = (done, reduced)
 
     def share(self, index, outputs):

@@ -51,8 +51,13 @@ class Run:
 
     def count(self, value):
         """``value`` passed between the manager and a step."""
-        n = value.size if isinstance(value, Ref) else os.path.getsize(value.path) if isinstance(value, LocalFile) \
+        n = (
+            value.size
+            if isinstance(value, Ref)
+            else os.path.getsize(value.path)
+            if isinstance(value, LocalFile)
             else nbytes(value)
+        )
         with self._count:
             self.record.manager_bytes += n
 

@@ -95,8 +95,10 @@ def call(run, step, inputs):
             for name, spec in cfg["inputs"].items():
                 sent.append(comm.isend(inputs[name], dest=1, tag=spec["parts"][0]["tag"]))
                 run.count(inputs[name])
-            recvs = {name: comm.irecv(source=1, tag=conns[0]["tag"], schedule=wake.schedule)
-                     for name, conns in cfg["outputs"].items()}
+            recvs = {
+                name: comm.irecv(source=1, tag=conns[0]["tag"], schedule=wake.schedule)
+                for name, conns in cfg["outputs"].items()
+            }
             outputs = {}
             while True:
                 wake.look()

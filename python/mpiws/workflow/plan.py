@@ -28,9 +28,11 @@ class Group:
 
 @dataclass
 class Plan:
-    groups: dict = field(default_factory=dict)   # service step -> Group
+    groups: dict = field(default_factory=dict)  # service step -> Group
     configs: dict = field(default_factory=dict)  # service step -> its ranks' configuration
-    manager: dict = field(default_factory=lambda: {"step": "manager", "first": 0, "width": 1, "inputs": {}, "outputs": {}})
+    manager: dict = field(
+        default_factory=lambda: {"step": "manager", "first": 0, "width": 1, "inputs": {}, "outputs": {}}
+    )
     size: int = 1
 
     def step_of(self, rank):
@@ -66,8 +68,10 @@ def direct(wf, values):
         if scatters:
             if group.scattered:
                 if group.width != consumer.width:
-                    raise WorkflowError(f"step {consumer.step} scatters over {src} ({group.width} elements) beside "
-                                        f"inputs of {consumer.width}")
+                    raise WorkflowError(
+                        f"step {consumer.step} scatters over {src} ({group.width} elements) beside "
+                        f"inputs of {consumer.width}"
+                    )
                 mode = "element"
             else:
                 mode = "split"
@@ -75,15 +79,23 @@ def direct(wf, values):
             mode = "gather" if group.scattered else "whole"
         tag = next(tags)
         consumer_cfg["inputs"].setdefault(input_name, {"parts": [], "merged": False})["parts"].append(
-            {"tag": tag, "from": group.first, "width": group.width, "mode": mode})
+            {"tag": tag, "from": group.first, "width": group.width, "mode": mode}
+        )
         producer_cfg = plan.manager if group is MANAGER else plan.configs[group.step]
         producer_cfg["outputs"].setdefault(out, []).append(
-            {"tag": tag, "to": consumer.first, "width": consumer.width, "mode": mode})
+            {"tag": tag, "to": consumer.first, "width": consumer.width, "mode": mode}
+        )
 
     for s in services:
         g = plan.groups[s.name]
-        plan.configs[s.name] = {"step": s.name, "first": g.first, "width": g.width, "out": list(s.outputs),
-                                "inputs": {}, "outputs": {}}
+        plan.configs[s.name] = {
+            "step": s.name,
+            "first": g.first,
+            "width": g.width,
+            "out": list(s.outputs),
+            "inputs": {},
+            "outputs": {},
+        }
         if s.loop is not None:
             plan.configs[s.name]["loop"] = s.loop.as_config()
     for s in services:
@@ -92,7 +104,7 @@ def direct(wf, values):
             if isinstance(v, Literal):
                 cfg["inputs"][name] = {"value": v.value}
                 continue
-            for src in (v if isinstance(v, list) else [v]):
+            for src in v if isinstance(v, list) else [v]:
                 connect(src, g, cfg, name, name in s.scatter)
             cfg["inputs"][name]["merged"] = isinstance(v, list)
     # What the manager needs from services: program steps' inputs and the workflow's outputs.
@@ -121,8 +133,10 @@ def _width(wf, plan, step, values):
     for name in step.scatter:
         src = step.inputs[name]
         if isinstance(src, list):
-            raise WorkflowError(f"step {step.name}: scatter over {name}, a list of several sources: direct "
-                                f"messaging scatters over one source")
+            raise WorkflowError(
+                f"step {step.name}: scatter over {name}, a list of several sources: direct "
+                f"messaging scatters over one source"
+            )
         if src.step is None:
             v = values.get(src.name)
             if not isinstance(v, (list, tuple)):
@@ -131,12 +145,16 @@ def _width(wf, plan, step, values):
         elif src.step in plan.groups and plan.groups[src.step].scattered:
             widths.add(plan.groups[src.step].width)
         else:
-            raise WorkflowError(f"step {step.name} scatters over {src}, whose length is known only when it has run; "
-                                f"direct messaging starts every service at once, so it scatters over an input or "
-                                f"a scattered step's output (or run the workflow --mediated)")
+            raise WorkflowError(
+                f"step {step.name} scatters over {src}, whose length is known only when it has run; "
+                f"direct messaging starts every service at once, so it scatters over an input or "
+                f"a scattered step's output (or run the workflow --mediated)"
+            )
     if len(widths) > 1:
-        raise WorkflowError(f"step {step.name}: the inputs it scatters over have different lengths "
-                            f"({', '.join(map(str, sorted(widths)))}); dotproduct pairs them element by element")
+        raise WorkflowError(
+            f"step {step.name}: the inputs it scatters over have different lengths "
+            f"({', '.join(map(str, sorted(widths)))}); dotproduct pairs them element by element"
+        )
     return widths.pop()
 
 
@@ -151,4 +169,3 @@ def invocation(step):
         cfg["outputs"][name] = [{"tag": tag, "to": 0, "width": 1, "mode": "whole"}]
         tag += 1
     return cfg
-

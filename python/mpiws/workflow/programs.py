@@ -27,7 +27,7 @@ class Jobs:
         self.scratch = scratch or tempfile.mkdtemp(prefix="mpiws-wf-")
         self._types = {}
         self.live = set()  # jobs started and not yet finished: killed if the run fails
-        self.made = []     # jobs and uploads of the run: removed from their endpoints at its end
+        self.made = []  # jobs and uploads of the run: removed from their endpoints at its end
 
     def spawn(self, url, name, inputs):
         """A job of program ``name`` on endpoint ``url`` with ``inputs`` (name -> value, LocalFile or Ref)."""
@@ -70,7 +70,11 @@ class Jobs:
         self.live.discard(job)
         results = job.results(by="reference")
         if status["state"] != "done" or status.get("exit_code") not in (0, None):
-            why = "killed" if status["state"] == "killed" else status.get("error") or f"exit code {status.get('exit_code')}"
+            why = (
+                "killed"
+                if status["state"] == "killed"
+                else status.get("error") or f"exit code {status.get('exit_code')}"
+            )
             raise StepFailed(step, f"{why} (job {job.url})", tail(self._text(results.get("stderr"))))
         if raw:
             return results["outputs"]
@@ -122,8 +126,9 @@ class Jobs:
         """Output name -> template type of program ``name`` on ``url`` (asked once)."""
         if (url, name) not in self._types:
             usage = Program(f"{url}/programs/{name}", key=self.key).usage()
-            self._types[(url, name)] = {p["name"]: p["type"] for p in usage["parameters"]
-                                        if p["direction"] in ("out", "in_out")}
+            self._types[(url, name)] = {
+                p["name"]: p["type"] for p in usage["parameters"] if p["direction"] in ("out", "in_out")
+            }
         return self._types[(url, name)]
 
     def kill_all(self):
@@ -145,4 +150,3 @@ class Jobs:
             except Exception:  # noqa: BLE001 - gone already, or its endpoint is
                 pass
         self.made = []
-

@@ -32,9 +32,19 @@ class Record:
         self.stream = stream or sys.stderr
         self.lock = threading.Lock()
         self.manager_bytes = 0  # intermediate data the manager received or sent (not inputs, not outputs)
-        self.steps = {name: {"kind": s.kind, "endpoint": s.endpoint or "local", "state": "waiting", "units": {},
-                             "started": None, "ended": None, "bytes_in": 0, "bytes_out": 0}
-                      for name, s in wf.steps.items()}
+        self.steps = {
+            name: {
+                "kind": s.kind,
+                "endpoint": s.endpoint or "local",
+                "state": "waiting",
+                "units": {},
+                "started": None,
+                "ended": None,
+                "bytes_in": 0,
+                "bytes_out": 0,
+            }
+            for name, s in wf.steps.items()
+        }
         self.outputs = None
         self.error = None
 
@@ -106,10 +116,18 @@ class Record:
         print(f"[{self.now():8.3f} s] {step}{width}: {s['state']}{took}{moved}", file=self.stream, flush=True)
 
     def as_json(self):
-        return {"workflow": self.wf.name, "file": self.wf.path, "mode": self.mode, "started": self.started,
-                "seconds": round(self.now(), 4), "state": "failed" if self.error else "done",
-                "error": self.error, "manager_bytes": self.manager_bytes, "steps": self.steps,
-                "outputs": self.outputs}
+        return {
+            "workflow": self.wf.name,
+            "file": self.wf.path,
+            "mode": self.mode,
+            "started": self.started,
+            "seconds": round(self.now(), 4),
+            "state": "failed" if self.error else "done",
+            "error": self.error,
+            "manager_bytes": self.manager_bytes,
+            "steps": self.steps,
+            "outputs": self.outputs,
+        }
 
     def write(self, path):
         with open(path, "w", encoding="utf-8") as f:

@@ -92,27 +92,32 @@ class Loop:
     ``until`` output is true (at most ``max``); the last iteration's outputs
     are the step's outputs."""
 
-    iterations: object = None   # int, or None with until
-    until: object = None        # an output name
+    iterations: object = None  # int, or None with until
+    until: object = None  # an output name
     max: int = 1000
     carry: dict = field(default_factory=dict)
     allreduce: dict = field(default_factory=dict)  # input -> (output, op)
 
     def as_config(self):
-        return {"iterations": self.iterations, "until": self.until, "max": self.max, "carry": dict(self.carry),
-                "allreduce": {k: list(v) for k, v in self.allreduce.items()}}
+        return {
+            "iterations": self.iterations,
+            "until": self.until,
+            "max": self.max,
+            "carry": dict(self.carry),
+            "allreduce": {k: list(v) for k, v in self.allreduce.items()},
+        }
 
 
 @dataclass
 class Step:
     name: str
-    kind: str               # "service" or "program"
-    target: str             # service/program name on its endpoint, or module:function / a template, locally
-    endpoint: object        # URL, or None: the run's local endpoint
-    inputs: dict            # input name -> Source, Literal, or a list of Sources (merged into a list)
+    kind: str  # "service" or "program"
+    target: str  # service/program name on its endpoint, or module:function / a template, locally
+    endpoint: object  # URL, or None: the run's local endpoint
+    inputs: dict  # input name -> Source, Literal, or a list of Sources (merged into a list)
     outputs: list
     scatter: list = field(default_factory=list)
-    loop: object = None     # Loop, or None
+    loop: object = None  # Loop, or None
 
     @property
     def local(self):
@@ -122,9 +127,9 @@ class Step:
 @dataclass
 class Workflow:
     name: str
-    inputs: dict            # name -> Input
-    steps: dict             # name -> Step, in file order
-    outputs: dict           # name -> Source
+    inputs: dict  # name -> Input
+    steps: dict  # name -> Step, in file order
+    outputs: dict  # name -> Source
     path: str = ""
 
     def order(self):
@@ -135,7 +140,7 @@ class Workflow:
             if name in done:
                 return
             if name in trail:
-                raise WorkflowError(f"steps form a cycle: {' -> '.join(trail[trail.index(name):] + [name])}")
+                raise WorkflowError(f"steps form a cycle: {' -> '.join(trail[trail.index(name) :] + [name])}")
             for src in sources(self.steps[name]):
                 if src.step is not None:
                     visit(src.step, trail + [name])
@@ -148,8 +153,12 @@ class Workflow:
 
     def consumers(self, step):
         """(step, input) pairs that take an output of ``step``, and workflow outputs as (None, name)."""
-        found = [(s.name, i) for s in self.steps.values() for i, v in s.inputs.items()
-                 if any(src.step == step for src in _as_sources(v))]
+        found = [
+            (s.name, i)
+            for s in self.steps.values()
+            for i, v in s.inputs.items()
+            if any(src.step == step for src in _as_sources(v))
+        ]
         return found + [(None, o) for o, src in self.outputs.items() if src.step == step]
 
 
@@ -196,8 +205,9 @@ def parse(doc, path=""):
     outputs = {}
     for name, ref in (doc.get("outputs") or {}).items():
         outputs[_name(name, f"{where}: outputs")] = _source(ref, f"{where}: output {name}")
-    wf = Workflow(str(doc.get("name") or os.path.splitext(os.path.basename(path))[0] or "workflow"),
-                  inputs, steps, outputs, path)
+    wf = Workflow(
+        str(doc.get("name") or os.path.splitext(os.path.basename(path))[0] or "workflow"), inputs, steps, outputs, path
+    )
     _check_references(wf, where)
     wf.order()
     return wf
@@ -206,8 +216,10 @@ def parse(doc, path=""):
 def _unknown(d, allowed, where):
     extra = sorted(set(d) - allowed)
     if extra:
-        raise WorkflowError(f"{where}: unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(str, extra))} "
-                            f"(allowed: {', '.join(sorted(allowed))})")
+        raise WorkflowError(
+            f"{where}: unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(str, extra))} "
+            f"(allowed: {', '.join(sorted(allowed))})"
+        )
 
 
 def _name(name, where):
@@ -253,17 +265,22 @@ def _step(name, s, endpoints, where):
     kind = kinds[0]
     target = s[kind]
     if not isinstance(target, str) or not target.strip():
-        raise WorkflowError(f"{where}: {kind}: is a name (or, locally, {'module:function' if kind == 'service' else 'a template'})")
+        raise WorkflowError(
+            f"{where}: {kind}: is a name (or, locally, {'module:function' if kind == 'service' else 'a template'})"
+        )
     on = s.get("endpoint")
     if on is not None:
         on = endpoints.get(on, on)
         if not isinstance(on, str) or not _is_url(on):
-            raise WorkflowError(f"{where}: endpoint: {s.get('endpoint')!r} is neither a name under endpoints: "
-                                f"nor an http(s):// URL")
+            raise WorkflowError(
+                f"{where}: endpoint: {s.get('endpoint')!r} is neither a name under endpoints: nor an http(s):// URL"
+            )
         on = on.rstrip("/")
     elif kind == "service" and not re.match(r"^[\w.]+:[\w]+$", target):
-        raise WorkflowError(f"{where}: a service without endpoint: runs on the run's local endpoint, so it is named as "
-                            f"module:function (the function made a step with mpiws.workflow.step), not {target!r}")
+        raise WorkflowError(
+            f"{where}: a service without endpoint: runs on the run's local endpoint, so it is named as "
+            f"module:function (the function made a step with mpiws.workflow.step), not {target!r}"
+        )
     if on is not None and not NAME.match(target):
         raise WorkflowError(f"{where}: {kind} {target!r} on an endpoint is the name it is deployed under")
     ins = {}
@@ -314,7 +331,9 @@ def _loop(d, kind, ins, outs, where):
         return v
 
     if ("iterations" in d) == ("until" in d):
-        raise WorkflowError(f"{where}: give iterations: N (a fixed number) or until: OUTPUT (a boolean output), one of them")
+        raise WorkflowError(
+            f"{where}: give iterations: N (a fixed number) or until: OUTPUT (a boolean output), one of them"
+        )
     loop = Loop()
     if "iterations" in d:
         loop.iterations = count("iterations")
@@ -322,7 +341,9 @@ def _loop(d, kind, ins, outs, where):
             raise WorkflowError(f"{where}: max: goes with until:, not with a fixed number of iterations")
     else:
         if d["until"] not in outs:
-            raise WorkflowError(f"{where}: until: {d['until']!r} is not one of the step's outputs (out: {', '.join(outs) or 'none'})")
+            raise WorkflowError(
+                f"{where}: until: {d['until']!r} is not one of the step's outputs (out: {', '.join(outs) or 'none'})"
+            )
         loop.until = d["until"]
         loop.max = count("max") if "max" in d else loop.max
 
@@ -332,7 +353,9 @@ def _loop(d, kind, ins, outs, where):
             raise WorkflowError(f"{where}: {key}: maps inputs to outputs")
         for i in v:
             if i not in ins:
-                raise WorkflowError(f"{where}: {key}: {i!r} is not one of the step's inputs (in: gives its first value)")
+                raise WorkflowError(
+                    f"{where}: {key}: {i!r} is not one of the step's inputs (in: gives its first value)"
+                )
         return v
 
     for i, o in pairs("carry").items():
@@ -340,7 +363,13 @@ def _loop(d, kind, ins, outs, where):
             raise WorkflowError(f"{where}: carry: {i}: {o!r} is not one of the step's outputs")
         loop.carry[i] = o
     for i, r in pairs("allreduce").items():
-        o, op = (r, "sum") if isinstance(r, str) else (r.get("output"), r.get("op", "sum")) if isinstance(r, dict) else (None, None)
+        o, op = (
+            (r, "sum")
+            if isinstance(r, str)
+            else (r.get("output"), r.get("op", "sum"))
+            if isinstance(r, dict)
+            else (None, None)
+        )
         if isinstance(r, dict):
             _unknown(r, {"output", "op"}, f"{where}: allreduce: {i}")
         if o not in outs:
@@ -357,13 +386,16 @@ def _check_references(wf, where):
     def check(src, place):
         if src.step is None:
             if src.name not in wf.inputs:
-                raise WorkflowError(f"{where}: {place}: no workflow input {src.name!r} (inputs: "
-                                    f"{', '.join(wf.inputs) or 'none'})")
+                raise WorkflowError(
+                    f"{where}: {place}: no workflow input {src.name!r} (inputs: {', '.join(wf.inputs) or 'none'})"
+                )
         elif src.step not in wf.steps:
             raise WorkflowError(f"{where}: {place}: no step {src.step!r}")
         elif src.name not in wf.steps[src.step].outputs:
-            raise WorkflowError(f"{where}: {place}: step {src.step} has no output {src.name!r} (out: "
-                                f"{', '.join(wf.steps[src.step].outputs) or 'none'})")
+            raise WorkflowError(
+                f"{where}: {place}: step {src.step} has no output {src.name!r} (out: "
+                f"{', '.join(wf.steps[src.step].outputs) or 'none'})"
+            )
 
     for s in wf.steps.values():
         for iname, v in s.inputs.items():

@@ -67,9 +67,14 @@ def run(function, comm, cfg):
     computed = time.monotonic()
     messages = sends(cfg["outputs"], index, outputs, cfg["step"])
     Request.waitall([comm.isend(v, dest=d, tag=t) for d, t, v in messages])
-    return {**report, "waited": computing - started, "seconds": computed - computing,
-            "sent_seconds": time.monotonic() - computed, "bytes_in": sum(map(nbytes, got)),
-            "bytes_out": sum(nbytes(v) for _, _, v in messages)}
+    return {
+        **report,
+        "waited": computing - started,
+        "seconds": computed - computing,
+        "sent_seconds": time.monotonic() - computed,
+        "bytes_in": sum(map(nbytes, got)),
+        "bytes_out": sum(nbytes(v) for _, _, v in messages),
+    }
 
 
 def named_outputs(result, names, step_name):
@@ -81,4 +86,6 @@ def named_outputs(result, names, step_name):
     if isinstance(result, dict) and set(names) <= set(result):
         return {n: result[n] for n in names}
     got = f"keys {sorted(result)}" if isinstance(result, dict) else type(result).__name__
-    raise TypeError(f"step {step_name} has outputs {', '.join(names)}: its function returns a dict with them, not {got}")
+    raise TypeError(
+        f"step {step_name} has outputs {', '.join(names)}: its function returns a dict with them, not {got}"
+    )

@@ -54,7 +54,9 @@ def bind(wf, given):
     ``LocalFile`` for a file): defaults filled in, every input present, types checked."""
     unknown = sorted(set(given) - set(wf.inputs))
     if unknown:
-        raise WorkflowError(f"workflow {wf.name} has no input {', '.join(unknown)} (inputs: {', '.join(wf.inputs) or 'none'})")
+        raise WorkflowError(
+            f"workflow {wf.name} has no input {', '.join(unknown)} (inputs: {', '.join(wf.inputs) or 'none'})"
+        )
     values = {}
     for name, spec in wf.inputs.items():
         if name in given:
@@ -169,5 +171,11 @@ def file_object(path):
             h.update(chunk)
             size += len(chunk)
     path = os.path.abspath(path)
-    return {"class": "File", "location": "file://" + path, "path": path, "basename": os.path.basename(path),
-            "checksum": "sha1$" + h.hexdigest(), "size": size}
+    return {
+        "class": "File",
+        "location": "file://" + path,
+        "path": path,
+        "basename": os.path.basename(path),
+        "checksum": "sha1$" + h.hexdigest(),
+        "size": size,
+    }

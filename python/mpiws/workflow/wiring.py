@@ -77,8 +77,9 @@ def sends(outputs, index, values, step="step"):
                 items = list(v) if isinstance(v, (list, tuple)) else None
                 if items is None or len(items) != width:
                     got = f"{len(items)} elements" if items is not None else type(v).__name__
-                    raise WorkflowError(f"step {step}: output {name} feeds a scatter over {width} elements, "
-                                        f"but is {got}")
+                    raise WorkflowError(
+                        f"step {step}: output {name} feeds a scatter over {width} elements, but is {got}"
+                    )
                 out.extend((first + k, c["tag"], items[k]) for k in range(width))
             elif mode == "element":
                 out.append((first + index, c["tag"], v))

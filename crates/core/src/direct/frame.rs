@@ -157,8 +157,7 @@ fn header<'a>(h: &'a HeaderMap, name: &str) -> Result<Option<&'a str>> {
 }
 
 fn parse<T: std::str::FromStr>(name: &str, v: &str) -> Result<T> {
-    v.parse::<T>()
-        .or_else(|_| err(ErrorClass::Arg, format!("header {name}: cannot parse {v:?}")))
+    v.parse::<T>().or_else(|_| err(ErrorClass::Arg, format!("header {name}: cannot parse {v:?}")))
 }
 
 /// A comma-separated header of numbers (`mpiws-parts`, `mpiws-forward`):
@@ -216,11 +215,7 @@ impl Envelope {
 
     /// The headers that carry this envelope.
     pub fn to_headers(&self) -> Vec<(&'static str, String)> {
-        let mut v = vec![
-            (H_SOURCE, self.source.to_string()),
-            (H_CONTEXT, self.context.to_string()),
-            (H_TAG, self.tag.to_string()),
-        ];
+        let mut v = vec![(H_SOURCE, self.source.to_string()), (H_CONTEXT, self.context.to_string()), (H_TAG, self.tag.to_string())];
         if let Some(s) = self.seq {
             v.push((H_SEQ, s.to_string()));
         }
@@ -331,7 +326,8 @@ pub const MAX_PARTS: u32 = 1 << 16;
 /// `ack_now`: the receiver acknowledges storing it at once, not lazily.
 pub fn encode_message(env: &Envelope, length: u64, ack_now: bool) -> Vec<u8> {
     let mut h = Vec::with_capacity(MSG_HEADER + 8 * env.parts.len() + 4 * env.forward.len());
-    let flags = if env.sync { FLAG_SYNC } else { 0 } | if env.seq.is_some() { FLAG_SEQ } else { 0 } | if ack_now { FLAG_ACK_NOW } else { 0 };
+    let flags =
+        if env.sync { FLAG_SYNC } else { 0 } | if env.seq.is_some() { FLAG_SEQ } else { 0 } | if ack_now { FLAG_ACK_NOW } else { 0 };
     h.extend_from_slice(&[KIND_MESSAGE, flags, 0, 0]);
     h.extend_from_slice(&env.tag.to_le_bytes());
     h.extend_from_slice(&env.context.to_le_bytes());

@@ -59,9 +59,7 @@ pub struct Pattern {
 
 impl Pattern {
     pub fn matches(&self, e: &Envelope) -> bool {
-        self.context == e.context
-            && self.source.map_or(true, |s| s == e.source)
-            && self.tag.map_or(true, |t| t == e.tag)
+        self.context == e.context && self.source.map_or(true, |s| s == e.source) && self.tag.map_or(true, |t| t == e.tag)
     }
 }
 

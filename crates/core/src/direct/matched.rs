@@ -34,7 +34,11 @@ pub async fn matched(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq:
             Ok(Err(_)) => {
                 return match instance.ended() {
                     Some(e) => from_error(&e),
-                    None => error(StatusCode::CONFLICT, ErrorClass::Other, format!("message {seq} from rank {source} was refused: no receive will take it")),
+                    None => error(
+                        StatusCode::CONFLICT,
+                        ErrorClass::Other,
+                        format!("message {seq} from rank {source} was refused: no receive will take it"),
+                    ),
                 }
             }
             Ok(Ok(_)) => {}

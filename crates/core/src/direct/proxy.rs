@@ -108,9 +108,8 @@ pub struct Opened {
 /// ProcFailed when trying again may help, another when it cannot.
 pub async fn open(scheme: &str, authority: &str, peer: &str, tunnel: bool) -> Result<Opened> {
     let Some(proxy) = for_url(scheme, authority)? else {
-        let tcp = TcpStream::connect(authority)
-            .await
-            .map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {e}")))?;
+        let tcp =
+            TcpStream::connect(authority).await.map_err(|e| Error::new(ErrorClass::ProcFailed, format!("{peer} is unreachable: {e}")))?;
         let _ = tcp.set_nodelay(true);
         return Ok(Opened { tcp, forward: None });
     };
@@ -171,7 +170,10 @@ fn verdict(head: &[u8], proxy: &str, authority: &str) -> Result<()> {
         502..=504 => Err(Error::new(ErrorClass::ProcFailed, format!("{proxy} could not reach {authority}: {said}"))),
         _ => Err(Error::new(
             ErrorClass::Other,
-            format!("{proxy} refused CONNECT {authority}: {}; many proxies allow CONNECT only to port 443", if said.is_empty() { "no HTTP answer" } else { &said }),
+            format!(
+                "{proxy} refused CONNECT {authority}: {}; many proxies allow CONNECT only to port 443",
+                if said.is_empty() { "no HTTP answer" } else { &said }
+            ),
         )),
     }
 }
@@ -207,7 +209,8 @@ mod tests {
         let auth = verdict(b"HTTP/1.0 407 Proxy Authentication Required\r\n\r\n", "the proxy http://p:3128", "h:1").unwrap_err();
         assert_eq!(auth.class, ErrorClass::Other);
         assert!(auth.message.contains("407") && auth.message.contains("USER:PASSWORD"), "{}", auth.message);
-        let tinyproxy = verdict(b"HTTP/1.0 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"Tinyproxy\"\r\n\r\n", "p", "h:1").unwrap_err();
+        let tinyproxy =
+            verdict(b"HTTP/1.0 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"Tinyproxy\"\r\n\r\n", "p", "h:1").unwrap_err();
         assert!(tinyproxy.message.contains("USER:PASSWORD"), "{}", tinyproxy.message);
         let forbidden = verdict(b"HTTP/1.1 403 Forbidden\r\n\r\n", "the proxy http://p:3128", "h:8000").unwrap_err();
         assert_eq!(forbidden.class, ErrorClass::Other);

@@ -85,7 +85,9 @@ pub fn keep_alive(tcp: &impl AsRawFd) {
     let fd = tcp.as_raw_fd();
     let set = |level, name, value: libc::c_int| {
         // SAFETY: a valid socket fd and a c_int option value of the right size.
-        unsafe { libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) }
+        unsafe {
+            libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+        }
     };
     set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
     set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 30);

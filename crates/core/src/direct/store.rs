@@ -17,19 +17,15 @@ use serde_json::json;
 
 use crate::direct::frame::{self, Envelope, Payload};
 use crate::direct::mailbox::Message;
-use crate::domain::instance::Delivered;
 use crate::domain::binding::valid_domain_id;
+use crate::domain::instance::Delivered;
 use crate::domain::Instance;
 use crate::error::ErrorClass;
 use crate::service::reply::{self, authorize, error, from_error, parse_rank, retry_later, Reply};
 use crate::service::Endpoint;
 
 pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
-    let length = req
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let length = req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let env = match Envelope::from_headers(req.headers(), length) {
         Ok(e) => e,
         Err(e) => return error(StatusCode::BAD_REQUEST, e.class, e.message),
@@ -141,7 +137,11 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
             if let Some(sibling) = ep.any_instance_of(domain) {
                 authorize(headers, &sibling)?;
                 if rank >= sibling.size() {
-                    return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("rank {rank} out of range: domain {domain} has {} ranks", sibling.size())));
+                    return Err(error(
+                        StatusCode::BAD_REQUEST,
+                        ErrorClass::Rank,
+                        format!("rank {rank} out of range: domain {domain} has {} ranks", sibling.size()),
+                    ));
                 }
             }
             let message = format!("no instance of domain {domain} rank {rank} here yet; try again");
@@ -161,7 +161,14 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
 
 /// For a question about one message (`matched`, `withdraw`): its sender
 /// and sequence number from the path, and the instance, ended or not.
-pub async fn admit_message(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq: &str, headers: &HeaderMap) -> Result<(Arc<Instance>, u32, u64), Reply> {
+pub async fn admit_message(
+    ep: &Endpoint,
+    domain: &str,
+    rank: &str,
+    source: &str,
+    seq: &str,
+    headers: &HeaderMap,
+) -> Result<(Arc<Instance>, u32, u64), Reply> {
     let (Ok(source), Ok(seq)) = (source.parse::<u32>(), seq.parse::<u64>()) else {
         return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid source {source:?} or sequence number {seq:?}")));
     };

@@ -28,15 +28,15 @@ use hyper::body::Incoming;
 use parking_lot::{Condvar, Mutex};
 
 use crate::completion::{Completion, Outcome, Tracking};
+use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::head::Head;
 use crate::direct::polled::Polled;
 use crate::direct::pump::{pump, upgraded_socket};
 use crate::direct::socket::Socket;
-use crate::direct::{proxy, rtt, tls};
-use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::direct::store::admit;
-use crate::domain::liveness::{failure_timeout, startup_timeout};
 use crate::direct::transport::error_from_response;
+use crate::direct::{proxy, rtt, tls};
+use crate::domain::liveness::{failure_timeout, startup_timeout};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::runtime::runtime;
 use crate::service::reply::{error, Reply};
@@ -293,7 +293,9 @@ impl Target {
             Err(e) => return Attempt::Refused(e),
         };
         s.set_nodelay();
-        let lost = |e: std::io::Error| Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: stream negotiation failed: {e}", self.peer)));
+        let lost = |e: std::io::Error| {
+            Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: stream negotiation failed: {e}", self.peer)))
+        };
         let asked = Instant::now();
         if let Err(e) = s.write_all(self.head.as_bytes()) {
             return lost(e);

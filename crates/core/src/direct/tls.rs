@@ -103,7 +103,9 @@ pub async fn connect(addr: &str, peer: &str) -> Result<TlsStream<Wire>> {
     let tcp = proxy::open("https", addr, peer, true).await?.tcp;
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, wire(tcp))).await {
         Ok(Ok(tls)) => Ok(tls),
-        Ok(Err(e)) => Err(refused(peer, &e).unwrap_or_else(|| Error::new(ErrorClass::ProcFailed, format!("{peer}: TLS handshake failed: {e}")))),
+        Ok(Err(e)) => {
+            Err(refused(peer, &e).unwrap_or_else(|| Error::new(ErrorClass::ProcFailed, format!("{peer}: TLS handshake failed: {e}"))))
+        }
         Err(_) => Err(Error::new(ErrorClass::ProcFailed, format!("{peer}: no TLS handshake within {HANDSHAKE_TIMEOUT:?}"))),
     }
 }
@@ -151,7 +153,10 @@ mod tests {
 
     #[test]
     fn a_rustls_error_is_found_inside_nested_io_errors() {
-        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer));
+        let inner = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
         let outer = std::io::Error::other(inner);
         let e = refused("https://x", &outer).expect("a TLS refusal");
         assert_eq!(e.class, ErrorClass::Other);

@@ -63,25 +63,13 @@ impl Transport {
     }
 
     fn limit(&self, base: &str) -> Arc<Semaphore> {
-        self.peers
-            .lock()
-            .entry(base.to_string())
-            .or_insert_with(|| Arc::new(Semaphore::new(PER_PEER_IN_FLIGHT)))
-            .clone()
+        self.peers.lock().entry(base.to_string()).or_insert_with(|| Arc::new(Semaphore::new(PER_PEER_IN_FLIGHT))).clone()
     }
 
     /// Store a message in rank `dest`'s mailbox at endpoint `base` (retried
     /// as `retrying` says, with the same envelope, so the receiver drops a
     /// copy it already has).
-    pub async fn store(
-        &self,
-        base: &str,
-        domain: &str,
-        dest: u32,
-        token: &str,
-        env: &Envelope,
-        chunks: Vec<Bytes>,
-    ) -> Result<()> {
+    pub async fn store(&self, base: &str, domain: &str, dest: u32, token: &str, env: &Envelope, chunks: Vec<Bytes>) -> Result<()> {
         let limit = self.limit(base);
         let _permit = limit.acquire().await.expect("semaphore never closed");
         let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages");
@@ -168,7 +156,9 @@ impl Transport {
                     deadline = deadline.max(since + startup_timeout());
                     Some(a.error(peer))
                 }
-                Ok(a) if matches!(a.status, StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT) => Some(a.error(peer)),
+                Ok(a) if matches!(a.status, StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT) => {
+                    Some(a.error(peer))
+                }
                 Ok(a) => return Err(a.error(peer)),
                 // Final: a TLS refusal, an unusable MPIWS_CA_FILE.
                 Err(e) if e.class != ErrorClass::ProcFailed => return Err(e),
@@ -242,7 +232,12 @@ impl Transport {
 
     /// POST a JSON body once, not retried: Ok(Ok(body)) on success,
     /// Ok(Err((status, error))) for an error answer, Err if none came.
-    pub async fn post_once(&self, uri: &str, key: Option<&str>, body: &serde_json::Value) -> Result<std::result::Result<Bytes, (StatusCode, Error)>> {
+    pub async fn post_once(
+        &self,
+        uri: &str,
+        key: Option<&str>,
+        body: &serde_json::Value,
+    ) -> Result<std::result::Result<Bytes, (StatusCode, Error)>> {
         let mut req = Request::post(uri).header(http::header::CONTENT_TYPE, "application/json");
         if let Some(k) = key {
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
@@ -285,9 +280,7 @@ impl Transport {
         if let Some(k) = key {
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
         }
-        let req = req
-            .body(Chunks::file(file, len))
-            .map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
+        let req = req.body(Chunks::file(file, len)).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
         let a = self.exchange(req, uri).await?;
         a.json(uri)
     }
@@ -312,8 +305,10 @@ impl Transport {
         let retry_after = resp.headers().contains_key(http::header::RETRY_AFTER);
         // A forward proxy refusing our credentials: 407, or (tinyproxy 1.11)
         // 401 asking for Basic ones, which an mpiws endpoint never does.
-        let basic = resp.headers().get(http::header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("Basic"));
-        let proxy_refused = via.is_some() && (status == StatusCode::PROXY_AUTHENTICATION_REQUIRED || (status == StatusCode::UNAUTHORIZED && basic));
+        let basic =
+            resp.headers().get(http::header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("Basic"));
+        let proxy_refused =
+            via.is_some() && (status == StatusCode::PROXY_AUTHENTICATION_REQUIRED || (status == StatusCode::UNAUTHORIZED && basic));
         let body = match resp.into_body().collect().await {
             Ok(body) => body.to_bytes(),
             // An error answer cut short (a proxy refusing a request before
@@ -404,9 +399,8 @@ pub fn error_from_response(status: StatusCode, body: &[u8], peer: &str) -> Error
     }
     match serde_json::from_slice::<Wire>(body) {
         Ok(w) => Error::new(ErrorClass::from_code(w.error.class), format!("{peer}: {}", w.error.message)),
-        Err(_) => Error::new(
-            ErrorClass::Other,
-            format!("{peer} answered {status}: {}", String::from_utf8_lossy(&body[..body.len().min(200)])),
-        ),
+        Err(_) => {
+            Error::new(ErrorClass::Other, format!("{peer} answered {status}: {}", String::from_utf8_lossy(&body[..body.len().min(200)])))
+        }
     }
 }

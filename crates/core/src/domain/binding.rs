@@ -90,7 +90,13 @@ mod tests {
 
     #[test]
     fn ranks_behind_a_relay_are_on_hosts_of_their_own() {
-        let urls = ["http://10.0.0.1:7070", "http://10.0.0.1:7071/", "http://10.0.0.1:7070/relay/a", "http://10.0.0.1:7070/relay/b", "http://10.0.0.2:1"];
+        let urls = [
+            "http://10.0.0.1:7070",
+            "http://10.0.0.1:7071/",
+            "http://10.0.0.1:7070/relay/a",
+            "http://10.0.0.1:7070/relay/b",
+            "http://10.0.0.2:1",
+        ];
         assert_eq!(binding(0, &urls).local_ranks(), 2);
         assert_eq!(binding(2, &urls).local_ranks(), 1);
         assert_eq!(binding(4, &urls).local_ranks(), 1);

@@ -19,10 +19,10 @@ use crate::direct::mailbox::{Arrival, Mailbox, Message, Pattern, RecvId};
 use crate::direct::stream::{InFlight, Link, Undelivered};
 use crate::direct::transport::Transport;
 use crate::domain::{liveness, Binding};
+use crate::error::{Error, ErrorClass, Result};
 use crate::mpi::collective::schedule::{fault_of, REVOKE_TAG};
 use crate::mpi::comm::COLLECTIVE_BIT;
 use crate::mpi::window::is_rma;
-use crate::error::{Error, ErrorClass, Result};
 use crate::runtime::runtime;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,7 +220,14 @@ impl Instance {
             crowded: local == size as usize && oversubscribed,
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             binding,
-            inbox: Mutex::new(Inbox { mailbox: Mailbox::new(), waiting: HashMap::new(), closed: None, gone: HashMap::new(), revoked: HashMap::new(), claims: HashMap::new() }),
+            inbox: Mutex::new(Inbox {
+                mailbox: Mailbox::new(),
+                waiting: HashMap::new(),
+                closed: None,
+                gone: HashMap::new(),
+                revoked: HashMap::new(),
+                claims: HashMap::new(),
+            }),
             arrived: Condvar::new(),
             next_recv_id: AtomicU64::new(1),
             status: watch::channel(status).0,
@@ -689,7 +696,14 @@ impl Instance {
     /// `inline`: write a large message from this thread (a blocking send).
     /// `track` (a tracked send) tells when the receiving endpoint stored
     /// the message and, if asked at the start, when a receive took it.
-    pub fn send(self: &Arc<Self>, dest: u32, mut env: Envelope, chunks: Vec<Bytes>, inline: bool, track: Option<Tracking>) -> Arc<Completion> {
+    pub fn send(
+        self: &Arc<Self>,
+        dest: u32,
+        mut env: Envelope,
+        chunks: Vec<Bytes>,
+        inline: bool,
+        track: Option<Tracking>,
+    ) -> Arc<Completion> {
         let c = Completion::new();
         let fail = |e: Error| {
             if let Some(t) = &track {
@@ -726,10 +740,7 @@ impl Instance {
         let done = c.clone();
         runtime().spawn(async move {
             let b = &me.binding;
-            let r = me
-                .transport
-                .store(b.url_of(dest), &b.domain, dest, &b.token, &env, chunks)
-                .await;
+            let r = me.transport.store(b.url_of(dest), &b.domain, dest, &b.token, &env, chunks).await;
             if let Some(t) = &track {
                 t.stored.complete(r.clone().map(|_| Outcome::Sent));
             }
@@ -964,7 +975,9 @@ impl Instance {
         });
         if changed {
             let why = match state {
-                InstanceState::Cancelled => Error::new(ErrorClass::Cancelled, format!("domain {} rank {} was cancelled", self.binding.domain, self.rank())),
+                InstanceState::Cancelled => {
+                    Error::new(ErrorClass::Cancelled, format!("domain {} rank {} was cancelled", self.binding.domain, self.rank()))
+                }
                 _ => Error::new(ErrorClass::ProcFailed, format!("domain {} rank {} has ended", self.binding.domain, self.rank())),
             };
             self.close(why);

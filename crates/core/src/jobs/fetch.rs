@@ -134,9 +134,8 @@ impl Fetcher {
         file: &mut tokio::fs::File,
         claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
     ) -> std::result::Result<u64, String> {
-        let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream))
-            .await
-            .map_err(|e| format!("{url}: {e}"))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream)).await.map_err(|e| format!("{url}: {e}"))?;
         // The connection ends with the exchange; at the latest a little after
         // the pull's time limit (which, being first, names the reason).
         tokio::spawn(tokio::time::timeout(self.timeout + CONNECTION_GRACE, conn));
@@ -186,7 +185,9 @@ impl Fetcher {
 
     /// Does a `--fetch-allow HOST[:PORT]` name `target`'s host?
     fn allows_name(&self, target: &Target) -> bool {
-        self.allow.iter().any(|a| matches!(a, Allow::Name { name, port } if name.eq_ignore_ascii_case(&target.host) && port.is_none_or(|p| p == target.port)))
+        self.allow.iter().any(
+            |a| matches!(a, Allow::Name { name, port } if name.eq_ignore_ascii_case(&target.host) && port.is_none_or(|p| p == target.port)),
+        )
     }
 
     /// Connect to the first allowed address of `target` that answers, or to
@@ -258,12 +259,20 @@ impl Fetcher {
 
 impl Target {
     fn scheme(&self) -> &'static str {
-        if self.tls { "https" } else { "http" }
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
     }
 
     /// `host:port`, an IPv6 host in brackets.
     fn host_port(&self) -> String {
-        if self.host.contains(':') { format!("[{}]:{}", self.host, self.port) } else { format!("{}:{}", self.host, self.port) }
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
     }
 }
 
@@ -415,9 +424,29 @@ mod tests {
     fn special_ranges_are_refused_by_default() {
         let f = fetcher(&[]);
         for ip in [
-            "127.0.0.1", "127.9.9.9", "0.0.0.0", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1",
-            "169.254.169.254", "224.0.0.1", "255.255.255.255", "240.0.0.1", "::1", "::", "fc00::1", "fd12::1", "fe80::1",
-            "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::",
+            "127.0.0.1",
+            "127.9.9.9",
+            "0.0.0.0",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "100.64.0.1",
+            "169.254.169.254",
+            "224.0.0.1",
+            "255.255.255.255",
+            "240.0.0.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::7f00:1",
+            "2002:7f00:1::",
         ] {
             assert!(f.verdict("h", at(ip, 80)).is_err(), "{ip} allowed");
         }

@@ -14,10 +14,10 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Notify};
 
+use crate::jobs::cwl;
 use crate::jobs::disk::Disk;
 use crate::jobs::fetch::Fetcher;
 use crate::jobs::process_group;
-use crate::jobs::cwl;
 use crate::jobs::safe_file::{bytes_under, create_new, inside, make_private_dir, open_beneath};
 use crate::jobs::stage::{stage, Input};
 use crate::jobs::template::{Placement, Word};
@@ -304,7 +304,13 @@ impl Job {
             .spawn();
         let mut child = match child {
             Ok(c) => c,
-            Err(e) => return self.set(Phase::Failed, None, Some(format!("cannot start {}: {e}", command.as_std().get_program().to_string_lossy()))),
+            Err(e) => {
+                return self.set(
+                    Phase::Failed,
+                    None,
+                    Some(format!("cannot start {}: {e}", command.as_std().get_program().to_string_lossy())),
+                )
+            }
         };
         let group = process_group::group_of(&child);
         self.set(Phase::Running, None, None);

@@ -20,7 +20,9 @@ pub async fn kill<B>(ep: &Endpoint, caller: &Key, id: &str, req: &Request<B>) ->
     let remove = match query(req, "remove") {
         None | Some("false") => false,
         Some("true") => true,
-        Some(other) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("remove={other}: it is remove=true or remove=false")),
+        Some(other) => {
+            return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("remove={other}: it is remove=true or remove=false"))
+        }
     };
     let job = match ep.jobs.own_job_or_404(id, caller) {
         Ok(job) => job,

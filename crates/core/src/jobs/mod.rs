@@ -175,7 +175,8 @@ impl Jobs {
     /// what mpiws does not support.
     pub fn deploy_cwl(&self, name: &str, document: &str) -> Result<()> {
         check_name(name)?;
-        let doc: serde_json::Value = serde_json::from_str(document).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: malformed JSON: {e}")))?;
+        let doc: serde_json::Value =
+            serde_json::from_str(document).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: malformed JSON: {e}")))?;
         let tool = cwl::Tool::parse(&doc).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: {e}")))?;
         let program = Program { name: name.to_string(), runs: Runs::Cwl(tool) };
         self.programs.write().insert(name.to_string(), Arc::new(program));
@@ -223,8 +224,7 @@ impl Jobs {
 
     /// Program `name`, or the 404 every program operation answers without it.
     pub fn program_or_404(&self, name: &str) -> std::result::Result<Arc<Program>, Reply> {
-        self.program(name)
-            .ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")))
+        self.program(name).ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")))
     }
 
     /// Room for another upload of `caller` (fewer than `max_uploads_per_key`
@@ -234,7 +234,10 @@ impl Jobs {
         if self.uploads.lock().values().filter(|&&k| k == caller.id).count() < per_key {
             return Ok(());
         }
-        let message = format!("{} keeps its maximum of {per_key} uploads here (--max-uploads-per-key): delete some, or wait for them to expire", caller.id);
+        let message = format!(
+            "{} keeps its maximum of {per_key} uploads here (--max-uploads-per-key): delete some, or wait for them to expire",
+            caller.id
+        );
         Err(retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, RETRY_FULL))
     }
 
@@ -259,7 +262,12 @@ impl Jobs {
                 "{owner} holds {held} jobs here, its limit: retry later, remove its ended jobs (DELETE /jobs/{{id}}?remove=true), \
                  or raise it (mpiws serve --max-jobs-per-key)"
             );
-            return Err(retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, self.retry_after(jobs.values().filter(|j| j.owner == owner))));
+            return Err(retry_later(
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorClass::Other,
+                message,
+                self.retry_after(jobs.values().filter(|j| j.owner == owner)),
+            ));
         }
         jobs.insert(job.id.clone(), job);
         Ok(())
@@ -364,9 +372,7 @@ fn no_job(id: &str) -> Reply {
 /// A fresh unguessable id: job and file URLs are capabilities.
 pub fn new_id() -> String {
     let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .expect("/dev/urandom is readable");
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).expect("/dev/urandom is readable");
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
@@ -397,7 +403,8 @@ mod tests {
     /// A job of `owner`, entered in the table (no directory: it never runs).
     fn spawn(jobs: &Jobs, owner: &Key) -> std::result::Result<Arc<Job>, Reply> {
         let id = new_id();
-        let job = Job::new(id.clone(), jobs.program("sleep").unwrap(), owner.id, PathBuf::from("/nonexistent").join(&id), jobs.disk.clone());
+        let job =
+            Job::new(id.clone(), jobs.program("sleep").unwrap(), owner.id, PathBuf::from("/nonexistent").join(&id), jobs.disk.clone());
         jobs.admit(job.clone()).map(|()| job)
     }
 

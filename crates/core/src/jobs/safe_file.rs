@@ -23,11 +23,8 @@ pub fn inside(dir: &Path, name: &str) -> Option<PathBuf> {
 /// Open `path` for reading if it is a regular file, never through a
 /// symlink and without blocking on a FIFO.
 pub async fn open_regular(path: &Path) -> io::Result<(tokio::fs::File, Metadata)> {
-    let file = tokio::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .await?;
+    let file =
+        tokio::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC).open(path).await?;
     let meta = file.metadata().await?;
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a regular file", path.display())));
@@ -37,13 +34,7 @@ pub async fn open_regular(path: &Path) -> io::Result<(tokio::fs::File, Metadata)
 
 /// Create `path` for writing; it must not exist (not even as a symlink).
 pub async fn create_new(path: &Path) -> io::Result<tokio::fs::File> {
-    tokio::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .await
+    tokio::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path).await
 }
 
 /// The size of a regular file at `path`, not following a symlink.

@@ -25,14 +25,14 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{Map, Value};
 
+use crate::error::ErrorClass;
 use crate::jobs::cwl;
 use crate::jobs::job::{Job, Plan};
 use crate::jobs::results::{by_param, results, By};
-use crate::jobs::stage::{Input, Source};
 use crate::jobs::safe_file::{make_private_dir, open_beneath};
+use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Placement, Template};
 use crate::jobs::{new_id, Program, Runs};
-use crate::error::ErrorClass;
 use crate::service::keys::Key;
 use crate::service::reply::{error, json, read_body, Reply};
 use crate::service::Endpoint;
@@ -51,10 +51,13 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         "the request (at most {} bytes: mpiws serve --max-spawn-body raises it; or upload large inputs with POST /files and pass their URL)",
         ep.config.max_spawn_body
     );
-    let body = match read_body(req.into_body(), usize::try_from(ep.config.max_spawn_body).unwrap_or(usize::MAX), ep.config.body_timeout, &limit).await {
-        Ok(b) => b,
-        Err(reply) => return reply,
-    };
+    let body =
+        match read_body(req.into_body(), usize::try_from(ep.config.max_spawn_body).unwrap_or(usize::MAX), ep.config.body_timeout, &limit)
+            .await
+        {
+            Ok(b) => b,
+            Err(reply) => return reply,
+        };
     let inputs = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(mut o)) => match o.remove("inputs").unwrap_or(Value::Object(Map::new())) {
             Value::Object(inputs) => inputs,
@@ -79,7 +82,8 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         }
     }
     let id = new_id();
-    let no_dir = |why: String| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {why}"));
+    let no_dir =
+        |why: String| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {why}"));
     let dir = match ep.jobs.job_dir(&id) {
         Ok(dir) => dir,
         Err(e) => return no_dir(e.message),
@@ -101,7 +105,12 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
 }
 
 /// Every input the template asks for, each checked; nothing else.
-fn check_inputs(ep: &Endpoint, program: &Program, template: &Template, mut inputs: Map<String, Value>) -> Result<(Plan, Vec<Input>), String> {
+fn check_inputs(
+    ep: &Endpoint,
+    program: &Program,
+    template: &Template,
+    mut inputs: Map<String, Value>,
+) -> Result<(Plan, Vec<Input>), String> {
     let mut values = Vec::new();
     let mut files = Vec::new();
     for p in template.params.iter().filter(|p| p.is_input()) {

@@ -105,12 +105,19 @@ impl Param {
             Kind::String | Kind::Xml => return Ok(Some(Value::String(text.to_string()))),
             Kind::Int => Some(text.trim()).filter(|t| is_decimal_i64(t)).and_then(|t| t.parse::<i64>().ok()).map(Value::from),
             // JSON has no infinity or NaN (1e999 parses as inf): they would read as null, "not written".
-            Kind::Float => Some(text.trim()).filter(|t| is_decimal_float(t)).and_then(|t| t.parse::<f64>().ok()).filter(|f| f.is_finite()).map(Value::from),
+            Kind::Float => Some(text.trim())
+                .filter(|t| is_decimal_float(t))
+                .and_then(|t| t.parse::<f64>().ok())
+                .filter(|f| f.is_finite())
+                .map(Value::from),
         };
         match parsed {
             Some(v) => Ok(Some(v)),
             // The excerpt is cut at a character, not a byte (found by tests/fuzz_requests.rs).
-            None => err(ErrorClass::Other, format!("output '{}' is not {}: {:?}", self.name, self.kind_name(), text.chars().take(80).collect::<String>())),
+            None => err(
+                ErrorClass::Other,
+                format!("output '{}' is not {}: {:?}", self.name, self.kind_name(), text.chars().take(80).collect::<String>()),
+            ),
         }
     }
 
@@ -211,7 +218,9 @@ fn parse_param(inner: &str) -> Result<Param> {
     let dash_ok = match fields.get(4) {
         None => false,
         Some(&"dash-ok") => true,
-        Some(flag) => return err(ErrorClass::Arg, format!("template parameter [{inner}]: {flag:?} is not dash-ok, the one flag a parameter takes")),
+        Some(flag) => {
+            return err(ErrorClass::Arg, format!("template parameter [{inner}]: {flag:?} is not dash-ok, the one flag a parameter takes"))
+        }
     };
     let direction = match direction {
         "in" => Direction::In,
@@ -236,13 +245,19 @@ fn parse_param(inner: &str) -> Result<Param> {
         return err(ErrorClass::Arg, format!("template parameter [{inner}]: a name is letters, digits, '_' and '-'"));
     }
     if placement == Placement::Val && direction != Direction::In {
-        return err(ErrorClass::Arg, format!("template parameter [{inner}]: only inputs go on the command line by value; an output is a file"));
+        return err(
+            ErrorClass::Arg,
+            format!("template parameter [{inner}]: only inputs go on the command line by value; an output is a file"),
+        );
     }
     if placement == Placement::Val && kind == Kind::Binary {
         return err(ErrorClass::Arg, format!("template parameter [{inner}]: binary data goes in a file"));
     }
     if dash_ok && placement != Placement::Val {
-        return err(ErrorClass::Arg, format!("template parameter [{inner}]: dash-ok is for val parameters (a file's name never starts with '-')"));
+        return err(
+            ErrorClass::Arg,
+            format!("template parameter [{inner}]: dash-ok is for val parameters (a file's name never starts with '-')"),
+        );
     }
     Ok(Param { name: name.to_string(), direction, placement, kind, dash_ok })
 }
@@ -320,7 +335,9 @@ mod tests {
     #[test]
     fn numbers_are_canonical_decimals() {
         let t = Template::parse("p [in:val:n:int:dash-ok] [in:val:f:float:dash-ok]").unwrap();
-        for bad in [json!("+5"), json!(" 5"), json!("0x10"), json!("1e3"), json!("9223372036854775808"), json!(18446744073709551615u64), json!("")] {
+        for bad in
+            [json!("+5"), json!(" 5"), json!("0x10"), json!("1e3"), json!("9223372036854775808"), json!(18446744073709551615u64), json!("")]
+        {
             assert!(t.params[0].check_value(&bad).is_err(), "int {bad}");
         }
         assert_eq!(t.params[0].check_value(&json!("-9223372036854775808")).unwrap(), "-9223372036854775808");

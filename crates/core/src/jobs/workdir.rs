@@ -93,7 +93,8 @@ fn existing_or_made(path: &Path) -> Result<Dir> {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).or_else(|e| err(ErrorClass::Other, format!("cannot make {}: {e}", parent.display())))?;
             }
-            make_private_dir(path).or_else(|e| err(ErrorClass::Other, format!("cannot make the work directory {}: {e}", path.display())))?;
+            make_private_dir(path)
+                .or_else(|e| err(ErrorClass::Other, format!("cannot make the work directory {}: {e}", path.display())))?;
             Ok(Dir { path: path.to_path_buf(), made: true })
         }
         Err(e) => err(ErrorClass::Other, format!("work directory {}: {e}", path.display())),

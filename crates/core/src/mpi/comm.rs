@@ -210,7 +210,15 @@ impl Comm {
     /// `isend` that also reports when the receiver stored the message (the
     /// "completed" event; see `Instance::ask_ack`) and, with `tell_match`,
     /// when a receive took it (the "matched" event of a standard send).
-    pub fn isend_tracked(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool, tell_match: bool) -> Result<(Arc<Completion>, Tracking)> {
+    pub fn isend_tracked(
+        &self,
+        dest: i64,
+        tag: i64,
+        chunks: Vec<Bytes>,
+        parts: Vec<u64>,
+        sync: bool,
+        tell_match: bool,
+    ) -> Result<(Arc<Completion>, Tracking)> {
         let track = Tracking::new(sync, tell_match);
         let c = self.start_send(dest, tag, chunks, parts, sync, Vec::new(), false, Some(track.clone()))?;
         Ok((c, track))
@@ -259,7 +267,15 @@ impl Comm {
 
     /// `isend`, with a broadcast subtree (world ranks, `dest` first) that the
     /// receiving endpoint forwards the message down.
-    pub fn isend_tree(&self, dest: i64, tag: i64, chunks: Vec<Bytes>, parts: Vec<u64>, sync: bool, forward: Vec<u32>) -> Result<Arc<Completion>> {
+    pub fn isend_tree(
+        &self,
+        dest: i64,
+        tag: i64,
+        chunks: Vec<Bytes>,
+        parts: Vec<u64>,
+        sync: bool,
+        forward: Vec<u32>,
+    ) -> Result<Arc<Completion>> {
         self.start_send(dest, tag, chunks, parts, sync, forward, false, None)
     }
 

@@ -2,8 +2,8 @@
 //! point-to-point calls the Python API maps one to one.
 
 pub mod collective;
-pub mod datatype;
 pub mod comm;
+pub mod datatype;
 pub mod window;
 
 pub use comm::Comm;

@@ -50,7 +50,8 @@ impl DomainClient {
             let uri = format!("{}/run", self.endpoints[rank]);
             async move {
                 // *run* with the same binding is idempotent (docs/protocol.md): safe to send again.
-                let reply = self.transport.call_json_replayable::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding), true).await;
+                let reply =
+                    self.transport.call_json_replayable::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding), true).await;
                 reply.map_err(|e| Error::new(e.class, format!("rank {rank}: {}", e.message)))
             }
         });

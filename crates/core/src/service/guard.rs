@@ -108,7 +108,11 @@ pub fn json_body(headers: &HeaderMap) -> Result<(), Reply> {
     if essence.eq_ignore_ascii_case("application/json") {
         Ok(())
     } else {
-        Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, ErrorClass::Arg, format!("the body must be 'Content-Type: application/json', not {ct:?}")))
+        Err(error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorClass::Arg,
+            format!("the body must be 'Content-Type: application/json', not {ct:?}"),
+        ))
     }
 }
 

@@ -138,7 +138,8 @@ impl Keys {
     }
 
     pub fn load(path: &Path) -> Result<Keys> {
-        let text = std::fs::read_to_string(path).or_else(|e| err(ErrorClass::Arg, format!("cannot read keys file {}: {e}", path.display())))?;
+        let text =
+            std::fs::read_to_string(path).or_else(|e| err(ErrorClass::Arg, format!("cannot read keys file {}: {e}", path.display())))?;
         let keys = Keys::parse(&text)?;
         if keys.is_empty() {
             return err(ErrorClass::Arg, format!("keys file {} holds no key", path.display()));
@@ -209,11 +210,8 @@ mod tests {
 
     #[test]
     fn bad_keys_files_say_why() {
-        for (text, why) in [
-            ("short", "at least 16"),
-            (&format!("{A} root") as &str, "unknown scope"),
-            (&format!("{A}\n{A} run"), "twice"),
-        ] {
+        for (text, why) in [("short", "at least 16"), (&format!("{A} root") as &str, "unknown scope"), (&format!("{A}\n{A} run"), "twice")]
+        {
             let e = Keys::parse(text).unwrap_err();
             assert!(e.message.contains(why), "{text:?}: {}", e.message);
         }

@@ -62,7 +62,10 @@ struct Name {
 }
 
 pub fn valid_name(name: &str) -> bool {
-    (1..=MAX_NAME).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) && name != "." && name != ".."
+    (1..=MAX_NAME).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && name != "."
+        && name != ".."
 }
 
 /// `POST /relay/{name}`: turn this connection around (see the module's doc).
@@ -234,7 +237,13 @@ mod tests {
     #[test]
     fn hop_by_hop_headers_go_and_an_upgrade_keeps_its_own() {
         let mut h = http::HeaderMap::new();
-        for (k, v) in [("connection", "close"), ("transfer-encoding", "chunked"), ("proxy-authorization", "Basic x"), ("authorization", "Bearer t"), ("upgrade", "x")] {
+        for (k, v) in [
+            ("connection", "close"),
+            ("transfer-encoding", "chunked"),
+            ("proxy-authorization", "Basic x"),
+            ("authorization", "Bearer t"),
+            ("upgrade", "x"),
+        ] {
             h.insert(k, v.parse().unwrap());
         }
         let mut plain = h.clone();

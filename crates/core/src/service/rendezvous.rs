@@ -19,8 +19,8 @@ use serde::Deserialize;
 
 use crate::direct::transport::Transport;
 use crate::error::{Error, ErrorClass, Result};
-use crate::service::reply::{error, json, read_body, retry_later, Reply};
 use crate::service::relay::valid_name;
+use crate::service::reply::{error, json, read_body, retry_later, Reply};
 use crate::service::Endpoint;
 
 /// The largest registration body, and the longest URL in it.
@@ -75,16 +75,20 @@ impl Rendezvous {
             return Err((StatusCode::SERVICE_UNAVAILABLE, "no rendezvous is open here (yet)".into()));
         }
         if r.size != size {
-            return Err((StatusCode::CONFLICT, format!("this rendezvous is for {size} ranks, not {} (check the size each rank was given)", r.size)));
+            return Err((
+                StatusCode::CONFLICT,
+                format!("this rendezvous is for {size} ranks, not {} (check the size each rank was given)", r.size),
+            ));
         }
         if r.rank >= size {
             return Err((StatusCode::BAD_REQUEST, format!("rank {} is not below the size {size}", r.rank)));
         }
         check_url(&r.url).map_err(|why| (StatusCode::BAD_REQUEST, why))?;
         match &urls[r.rank as usize] {
-            Some(known) if *known != r.url => {
-                Err((StatusCode::CONFLICT, format!("rank {} is already registered, at {known}; two processes were given the same rank", r.rank)))
-            }
+            Some(known) if *known != r.url => Err((
+                StatusCode::CONFLICT,
+                format!("rank {} is already registered, at {known}; two processes were given the same rank", r.rank),
+            )),
             _ => {
                 urls[r.rank as usize] = Some(r.url);
                 self.changed.notify_all();
@@ -144,7 +148,9 @@ pub async fn post(ep: &Endpoint, req: Request<Incoming>) -> Reply {
     };
     match ep.rendezvous.register(registration) {
         Ok(()) => json(StatusCode::OK, &serde_json::json!({"registered": true})),
-        Err((StatusCode::SERVICE_UNAVAILABLE, why)) => retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Arg, why, Duration::from_secs(1)),
+        Err((StatusCode::SERVICE_UNAVAILABLE, why)) => {
+            retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Arg, why, Duration::from_secs(1))
+        }
         Err((status, why)) => error(status, ErrorClass::Arg, why),
     }
 }
@@ -168,7 +174,10 @@ pub async fn register(url: &str, key: &str, r: &Registration, timeout: Duration)
             Err(e) => return Err(e),
         };
         if Instant::now() + pause > deadline {
-            return Err(Error::new(ErrorClass::ProcFailed, format!("no rendezvous at {url} within {} s: {}", timeout.as_secs_f64(), last.message)));
+            return Err(Error::new(
+                ErrorClass::ProcFailed,
+                format!("no rendezvous at {url} within {} s: {}", timeout.as_secs_f64(), last.message),
+            ));
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(2));
@@ -211,7 +220,17 @@ mod tests {
 
     #[test]
     fn only_endpoint_urls_are_registered() {
-        for bad in ["ftp://a:1", "http://a:1/path", "http://a:1/", "http://a:1/relay/", "http://a:1/relay/a/b", "http://u@a:1", "a:1", "", &format!("http://{}:1", "a".repeat(3000))] {
+        for bad in [
+            "ftp://a:1",
+            "http://a:1/path",
+            "http://a:1/",
+            "http://a:1/relay/",
+            "http://a:1/relay/a/b",
+            "http://u@a:1",
+            "a:1",
+            "",
+            &format!("http://{}:1", "a".repeat(3000)),
+        ] {
             assert!(check_url(bad).is_err(), "{bad}");
         }
         for good in ["http://10.0.0.1:7070", "https://mpiws-0.mpiws-ranks:7070", "http://[fe80::1]:80", "https://relay:443/relay/lab-1"] {

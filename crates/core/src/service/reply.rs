@@ -86,12 +86,7 @@ pub fn no_content() -> Reply {
 
 /// The bearer token of a request, if any.
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+    headers.get(http::header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
 }
 
 /// Check the request's token against the instance's domain token.
@@ -114,6 +109,5 @@ pub fn authorize_or_admin(ep: &Endpoint, headers: &HeaderMap, instance: &Instanc
 }
 
 pub fn parse_rank(s: &str) -> Result<u32, Reply> {
-    s.parse::<u32>()
-        .map_err(|_| error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("invalid rank {s:?}")))
+    s.parse::<u32>().map_err(|_| error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("invalid rank {s:?}")))
 }

@@ -216,7 +216,15 @@ mod tests {
         assert_eq!((p.tls, p.authority.as_str(), p.path.as_str()), (true, "relay.example.org:443", "/relay/lab-7"));
         let v = ViaRelay::new("http://[::1]:7070/relay/x/", "k").unwrap();
         assert_eq!((v.url.as_str(), v.host().as_str()), ("http://[::1]:7070/relay/x", "::1"));
-        for bad in ["http://h:1", "http://h:1/relay/", "http://h:1/relay/a/b", "http://h:1/other/a", "ftp://h/relay/a", "http://u:p@h/relay/a", "h:1/relay/a"] {
+        for bad in [
+            "http://h:1",
+            "http://h:1/relay/",
+            "http://h:1/relay/a/b",
+            "http://h:1/other/a",
+            "ftp://h/relay/a",
+            "http://u:p@h/relay/a",
+            "h:1/relay/a",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert!(!format!("{:?}", ViaRelay::new("http://h:1/relay/a", "secret-key").unwrap()).contains("secret"));

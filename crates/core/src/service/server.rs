@@ -47,9 +47,9 @@ use crate::direct::socket::keep_alive;
 use crate::direct::{matched, store, stream, withdraw};
 use crate::error::ErrorClass;
 use crate::jobs;
-use crate::service::reply::{self, Reply};
 use crate::service::guard::{self, Need};
 use crate::service::idle::Idle;
+use crate::service::reply::{self, Reply};
 use crate::service::{cancel, describe, relay, rendezvous, run, sandbox, status, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
@@ -101,12 +101,7 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
 /// the head limits.
 fn builder(ep: &Endpoint) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(ep.config.header_timeout)
-        .max_buf_size(MAX_HEAD)
-        .max_headers(MAX_HEADERS);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(ep.config.header_timeout).max_buf_size(MAX_HEAD).max_headers(MAX_HEADERS);
     builder.http2().timer(TokioTimer::new()).max_header_list_size(MAX_HEAD as u32);
     builder
 }
@@ -257,12 +252,23 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         },
         (
             _,
-            [""] | ["run"] | ["rendezvous"] | ["domains", _, "ranks", _] | ["domains", _, "ranks", _, "messages" | "stream"] | ["domains", _, "ranks", _, "messages", _, _]
-            | ["domains", _, "ranks", _, "messages", _, _, "matched"] | ["programs"] | ["programs", _] | ["programs", _, "jobs" | "call"] | ["jobs"] | ["jobs", _]
-            | ["jobs", _, "results" | "stdout" | "stderr"] | ["jobs", _, "files", _, ..] | ["files"] | ["files", _],
-        ) => {
-            reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}"))
-        }
+            [""]
+            | ["run"]
+            | ["rendezvous"]
+            | ["domains", _, "ranks", _]
+            | ["domains", _, "ranks", _, "messages" | "stream"]
+            | ["domains", _, "ranks", _, "messages", _, _]
+            | ["domains", _, "ranks", _, "messages", _, _, "matched"]
+            | ["programs"]
+            | ["programs", _]
+            | ["programs", _, "jobs" | "call"]
+            | ["jobs"]
+            | ["jobs", _]
+            | ["jobs", _, "results" | "stdout" | "stderr"]
+            | ["jobs", _, "files", _, ..]
+            | ["files"]
+            | ["files", _],
+        ) => reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}")),
         _ => reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")),
     }
 }

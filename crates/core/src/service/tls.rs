@@ -49,7 +49,9 @@ impl ServerTls {
             TlsSetting::Files { cert, key } => (read_chain(cert)?, read_key(key)?, None),
             TlsSetting::SelfSigned { cert_out } => {
                 let (chain, key, pem) = self_signed(host)?;
-                let path = cert_out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}-cert.pem", std::process::id(), addr.port())));
+                let path = cert_out
+                    .clone()
+                    .unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}-cert.pem", std::process::id(), addr.port())));
                 write_new(&path, pem.as_bytes(), cert_out.is_some())?;
                 // Its own ranks (and other endpoints in this process) reach it too.
                 crate::direct::tls::trust_own(chain[0].clone());
@@ -90,7 +92,8 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| Error::new(ErrorClass::Arg, format!("cannot read the TLS private key {}: {e}", path.display())))
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| Error::new(ErrorClass::Arg, format!("cannot read the TLS private key {}: {e}", path.display())))
 }
 
 /// A new key and a certificate for it, valid for this machine's loopback
@@ -102,8 +105,10 @@ fn self_signed(host: &str) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDe
     if !host.is_empty() && !unspecified && !names.iter().any(|n| n == host) {
         names.push(host.to_string());
     }
-    let made = rcgen::generate_simple_self_signed(names).map_err(|e| Error::new(ErrorClass::Intern, format!("cannot make a self-signed certificate: {e}")))?;
-    let key = PrivateKeyDer::try_from(made.key_pair.serialize_der()).map_err(|e| Error::new(ErrorClass::Intern, format!("unusable generated key: {e}")))?;
+    let made = rcgen::generate_simple_self_signed(names)
+        .map_err(|e| Error::new(ErrorClass::Intern, format!("cannot make a self-signed certificate: {e}")))?;
+    let key = PrivateKeyDer::try_from(made.key_pair.serialize_der())
+        .map_err(|e| Error::new(ErrorClass::Intern, format!("unusable generated key: {e}")))?;
     Ok((vec![made.cert.der().clone()], key, made.cert.pem()))
 }
 

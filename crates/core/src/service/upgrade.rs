@@ -9,7 +9,8 @@ use crate::body::Chunks;
 use crate::service::reply::Reply;
 
 /// Headers that belong to one connection, not to the request (RFC 9110 7.6.1).
-pub const HOP_BY_HOP: [&str; 8] = ["connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"];
+pub const HOP_BY_HOP: [&str; 8] =
+    ["connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"];
 
 /// `Connection: upgrade` with `Upgrade: protocol` (HTTP/1.1 upgrades need
 /// both; a proxy that does not pass upgrades on strips them).

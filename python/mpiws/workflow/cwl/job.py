@@ -24,7 +24,14 @@ def local(kind, path):
         raise CwlError(f"no {kind.lower()} {path}")
     basename = os.path.basename(path)
     root, ext = _names(basename)
-    v = {"class": kind, "path": path, "location": "file://" + path, "basename": basename, "nameroot": root, "nameext": ext}
+    v = {
+        "class": kind,
+        "path": path,
+        "location": "file://" + path,
+        "basename": basename,
+        "nameroot": root,
+        "nameext": ext,
+    }
     if kind == "File":
         v["size"] = os.path.getsize(path)
     return v
@@ -42,7 +49,7 @@ def from_file(v, base):
             raise CwlError(f"a {v['class']} in the job has no path or location")
         if where.startswith(("http://", "https://")):
             return dict(v, location=where, basename=v.get("basename") or where.rstrip("/").rsplit("/", 1)[-1])
-        where = where[len("file://"):] if where.startswith("file://") else where
+        where = where[len("file://") :] if where.startswith("file://") else where
         return local(v["class"], os.path.join(base, where))
     if isinstance(v, dict):
         return {k: from_file(x, base) for k, x in v.items()}
@@ -104,12 +111,18 @@ class Wire:
             return {"class": "File", "location": v["location"], "basename": v["basename"]}  # by reference
         if cls == "Directory":
             if "path" in v:
-                listing = [local("Directory" if os.path.isdir(p) else "File", p)
-                           for p in (os.path.join(v["path"], n) for n in sorted(os.listdir(v["path"])))
-                           if os.path.isdir(p) or os.path.isfile(p)]
+                listing = [
+                    local("Directory" if os.path.isdir(p) else "File", p)
+                    for p in (os.path.join(v["path"], n) for n in sorted(os.listdir(v["path"])))
+                    if os.path.isdir(p) or os.path.isfile(p)
+                ]
             else:
                 listing = v.get("listing", [])
-            return {"class": "Directory", "basename": v["basename"], "listing": [self.value(x, endpoint) for x in listing]}
+            return {
+                "class": "Directory",
+                "basename": v["basename"],
+                "listing": [self.value(x, endpoint) for x in listing],
+            }
         return {k: self.value(x, endpoint) for k, x in v.items()}
 
 
@@ -132,12 +145,20 @@ def final(v, outdir, taken=None):
         os.makedirs(dest)
         listing = v.get("listing")
         if listing is None and "path" in v:
-            listing = [local("Directory" if os.path.isdir(p) else "File", p)
-                       for p in (os.path.join(v["path"], n) for n in sorted(os.listdir(v["path"])))]
+            listing = [
+                local("Directory" if os.path.isdir(p) else "File", p)
+                for p in (os.path.join(v["path"], n) for n in sorted(os.listdir(v["path"])))
+            ]
         inner = set()
         items = [final(x, dest, inner) for x in listing or []]
         path = os.path.abspath(dest)
-        return {"class": "Directory", "location": "file://" + path, "basename": v["basename"], "listing": items, "path": path}
+        return {
+            "class": "Directory",
+            "location": "file://" + path,
+            "basename": v["basename"],
+            "listing": items,
+            "path": path,
+        }
     if "path" in v:
         shutil.copyfile(v["path"], dest)
     elif "contents" in v and "location" not in v:
@@ -146,8 +167,14 @@ def final(v, outdir, taken=None):
     else:
         download(v["location"], dest)
     obj = file_object(dest)
-    out = {"location": obj["location"], "basename": v["basename"], "class": "File",
-           "checksum": obj["checksum"], "size": obj["size"], "path": obj["path"]}
+    out = {
+        "location": obj["location"],
+        "basename": v["basename"],
+        "class": "File",
+        "checksum": obj["checksum"],
+        "size": obj["size"],
+        "path": obj["path"],
+    }
     if "contents" in v:
         out["contents"] = v["contents"]
     return out

@@ -14,8 +14,13 @@ from ..spec import WorkflowError
 MPIWS_NS = "https://mpiws.org/cwl#"
 
 #: Requirements a Workflow may state; the expression ones allow only what ``steps`` evaluates.
-WORKFLOW_REQUIREMENTS = {"ScatterFeatureRequirement", "MultipleInputFeatureRequirement", "StepInputExpressionRequirement",
-                         "InlineJavascriptRequirement", "SubworkflowFeatureRequirement"}
+WORKFLOW_REQUIREMENTS = {
+    "ScatterFeatureRequirement",
+    "MultipleInputFeatureRequirement",
+    "StepInputExpressionRequirement",
+    "InlineJavascriptRequirement",
+    "SubworkflowFeatureRequirement",
+}
 
 
 class CwlError(WorkflowError):
@@ -103,8 +108,8 @@ class Tool:
 
 @dataclass
 class StepIn:
-    sources: list            # [(step or None, name)]
-    multi: bool = False      # a list of sources (or linkMerge given): merged
+    sources: list  # [(step or None, name)]
+    multi: bool = False  # a list of sources (or linkMerge given): merged
     link_merge: str = "merge_nested"
     pick_value: str = None
     default: object = None
@@ -115,7 +120,7 @@ class StepIn:
 class Step:
     name: str
     tool: Tool
-    ins: dict                # name -> StepIn
+    ins: dict  # name -> StepIn
     outs: list
     scatter: list = field(default_factory=list)
     when: str = None
@@ -126,9 +131,9 @@ class Step:
 class Workflow:
     name: str
     path: str
-    inputs: dict             # name -> its dict (type, default)
-    outputs: dict            # name -> StepIn (outputSource as sources)
-    steps: dict              # name -> Step, in document order
+    inputs: dict  # name -> its dict (type, default)
+    outputs: dict  # name -> StepIn (outputSource as sources)
+    steps: dict  # name -> Step, in document order
 
 
 def load(path):
@@ -142,8 +147,10 @@ def load(path):
         raise CwlError(f"{path}: class {doc.get('class')!r}: mpiws runs a CommandLineTool or a Workflow")
     for cls, _ in classes(doc.get("requirements")):
         if short(cls) not in WORKFLOW_REQUIREMENTS:
-            raise CwlError(f"{path}: requirement {cls} is not supported by the workflow runner "
-                           f"(supported: {', '.join(sorted(WORKFLOW_REQUIREMENTS))})")
+            raise CwlError(
+                f"{path}: requirement {cls} is not supported by the workflow runner "
+                f"(supported: {', '.join(sorted(WORKFLOW_REQUIREMENTS))})"
+            )
     steps = {}
     raw_steps = entries(doc.get("steps"), "steps")
     names = {n for n, _ in raw_steps}
@@ -184,8 +191,10 @@ def _step(name, s, base, steps, path):
     scatter = [short(x) for x in (scatter if isinstance(scatter, list) else [scatter])]
     method = s.get("scatterMethod")
     if len(scatter) > 1 and method != "dotproduct":
-        raise CwlError(f"{path}: step {name}: scatterMethod {method or '(none)'} is not supported: "
-                       "scatter over several inputs with scatterMethod: dotproduct")
+        raise CwlError(
+            f"{path}: step {name}: scatterMethod {method or '(none)'} is not supported: "
+            "scatter over several inputs with scatterMethod: dotproduct"
+        )
     for x in scatter:
         if x not in ins:
             raise CwlError(f"{path}: step {name} scatters over {x}, which is not one of its inputs")
@@ -196,7 +205,9 @@ def _connection(e, key, steps):
     src = e.get(key)
     multi = isinstance(src, list) or "linkMerge" in e
     sources = [_source(x, steps) for x in (src if isinstance(src, list) else [src] if src is not None else [])]
-    return StepIn(sources, multi, e.get("linkMerge", "merge_nested"), e.get("pickValue"), e.get("default"), e.get("valueFrom"))
+    return StepIn(
+        sources, multi, e.get("linkMerge", "merge_nested"), e.get("pickValue"), e.get("default"), e.get("valueFrom")
+    )
 
 
 def _source(src, steps):

@@ -32,8 +32,12 @@ def as_workflow(tool):
     """A CommandLineTool as a workflow of one step, named as the tool."""
     ins = {n: StepIn([(None, n)]) for n in tool.inputs}
     step = Step(tool.name, tool, ins, tool.outputs)
-    inputs = {n: (e if "_short" not in e else {"type": e["_short"]}) for n, e in entries(tool.doc.get("inputs"), "inputs")}
-    return Workflow(tool.name, tool.path, inputs, {o: StepIn([(tool.name, o)]) for o in tool.outputs}, {tool.name: step})
+    inputs = {
+        n: (e if "_short" not in e else {"type": e["_short"]}) for n, e in entries(tool.doc.get("inputs"), "inputs")
+    }
+    return Workflow(
+        tool.name, tool.path, inputs, {o: StepIn([(tool.name, o)]) for o in tool.outputs}, {tool.name: step}
+    )
 
 
 def optional(t):
@@ -87,8 +91,11 @@ class Runner:
     def __init__(self, wf, key=None, endpoints=None, progress=True):
         self.wf, self.key = wf, key
         self.place = placements(wf, endpoints)
-        view = SimpleNamespace(name=wf.name, path=wf.path, steps={
-            n: SimpleNamespace(kind="program", endpoint=p[0] if p else None) for n, p in self.place.items()})
+        view = SimpleNamespace(
+            name=wf.name,
+            path=wf.path,
+            steps={n: SimpleNamespace(kind="program", endpoint=p[0] if p else None) for n, p in self.place.items()},
+        )
         self.record = Record(view, "direct", progress)
         self.scratch = tempfile.mkdtemp(prefix="mpiws-cwl-")
         self.jobs = Jobs(key, self.scratch)
@@ -239,8 +246,15 @@ def run_command(a):
     try:
         args = list(a.inputs)
         path = args.pop(0) if args and args[0].endswith((".yml", ".yaml", ".json")) and "=" not in args[0] else None
-        outputs, _ = run(a.flow, job_object(path, args), outdir=a.outdir, key=a.key, endpoints=a.endpoint,
-                         progress=not a.quiet, record=a.record)
+        outputs, _ = run(
+            a.flow,
+            job_object(path, args),
+            outdir=a.outdir,
+            key=a.key,
+            endpoints=a.endpoint,
+            progress=not a.quiet,
+            record=a.record,
+        )
     except Exception as e:  # noqa: BLE001 - a refused document, a failed step: said in one line
         said = str(e) if isinstance(e, CwlError) or type(e).__name__ == "StepFailed" else f"{type(e).__name__}: {e}"
         print(f"mpiws workflow: {said}", file=sys.stderr)

@@ -21,7 +21,11 @@ def evaluate(text, inputs, self=None, condition=False, where=""):
     try:
         return json.loads(_core.cwl_eval(text, json.dumps({"inputs": inputs, "self": self, "runtime": {}}), condition))
     except ValueError as e:
-        forms = "a parameter reference, !REF, or REF == / != / < / <= / > / >= a literal" if condition else "a parameter reference"
+        forms = (
+            "a parameter reference, !REF, or REF == / != / < / <= / > / >= a literal"
+            if condition
+            else "a parameter reference"
+        )
         raise CwlError(f"{where}: {e} (mpiws evaluates {forms}, without JavaScript)") from None
 
 

@@ -218,8 +218,11 @@ mod tests {
                 "e": {"type": {"type": "enum", "symbols": ["a", "b"]}, "inputBinding": {"prefix": "-e"}},
             }
         }));
-        let got = argv(&t, json!({"arrayA": ["one", "two", "three"], "arrayB": ["four", "five"], "arrayC": ["seven", "eight"],
-                                  "b": true, "n": 3, "f": 2.0, "e": "b", "o": null}));
+        let got = argv(
+            &t,
+            json!({"arrayA": ["one", "two", "three"], "arrayB": ["four", "five"], "arrayC": ["seven", "eight"],
+                                  "b": true, "n": 3, "f": 2.0, "e": "b", "o": null}),
+        );
         assert_eq!(got.join(" "), "echo lit -N 3 --flag -e b 2.0 3 arg0 -A one two three -C=seven,eight -B=four -B=five");
     }
 

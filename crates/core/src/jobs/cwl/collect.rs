@@ -28,7 +28,13 @@ pub const CONTENTS_MAX: u64 = 64 * 1024;
 /// The output object of `tool`'s job. `ctx` is the evaluation context
 /// (`inputs`, `runtime`); `streams` the names stdout and stderr went to in
 /// `outdir`; `files_url` the URL the output directory's files are served under.
-pub fn collect(tool: &Tool, outdir: &Path, ctx: &Value, streams: (Option<&str>, Option<&str>), files_url: &str) -> Result<Map<String, Value>, String> {
+pub fn collect(
+    tool: &Tool,
+    outdir: &Path,
+    ctx: &Value,
+    streams: (Option<&str>, Option<&str>),
+    files_url: &str,
+) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
     let mut budget = MAX_REPORTED;
     for o in &tool.outputs {
@@ -186,7 +192,10 @@ fn matches(p: &[u8], s: &[u8]) -> bool {
 
 /// A path segment as a URL carries it.
 pub fn encode(segment: &str) -> String {
-    segment.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+    segment
+        .bytes()
+        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
 }
 
 /// The File or Directory object of `rel` in `outdir`.
@@ -207,7 +216,8 @@ fn object(outdir: &Path, rel: &str, files_url: &str, load_contents: bool, budget
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        let listing = names.iter().map(|n| object(outdir, &format!("{rel}/{n}"), files_url, false, budget)).collect::<Result<Vec<_>, _>>()?;
+        let listing =
+            names.iter().map(|n| object(outdir, &format!("{rel}/{n}"), files_url, false, budget)).collect::<Result<Vec<_>, _>>()?;
         return Ok(json!({"class": "Directory", "location": location, "basename": basename, "listing": listing}));
     }
     let mut file = open_beneath(outdir, rel).map_err(|e| format!("{rel}: {e}"))?;
@@ -301,16 +311,23 @@ mod tests {
         .unwrap();
         let ctx = json!({"inputs": {"name": "a.txt"}, "runtime": {"outdir": d.0.to_str().unwrap()}});
         let o = collect(&tool, &d.0, &ctx, (Some("a.txt"), None), "http://h/jobs/J/files").unwrap();
-        assert_eq!(o["one"], json!({"class": "File", "location": "http://h/jobs/J/files/a.txt", "basename": "a.txt", "nameroot": "a",
-                                     "nameext": ".txt", "size": 2, "checksum": "sha1$3f786850e387550fdab836ed7e6dc881de23001b"}));
-        assert_eq!(o["all"].as_array().unwrap().iter().map(|f| f["basename"].as_str().unwrap()).collect::<Vec<_>>(), ["a.txt", "b.txt", "x.log"]);
+        assert_eq!(
+            o["one"],
+            json!({"class": "File", "location": "http://h/jobs/J/files/a.txt", "basename": "a.txt", "nameroot": "a",
+                                     "nameext": ".txt", "size": 2, "checksum": "sha1$3f786850e387550fdab836ed7e6dc881de23001b"})
+        );
+        assert_eq!(
+            o["all"].as_array().unwrap().iter().map(|f| f["basename"].as_str().unwrap()).collect::<Vec<_>>(),
+            ["a.txt", "b.txt", "x.log"]
+        );
         assert_eq!(o["dir"]["listing"][1]["listing"][0]["location"], json!("http://h/jobs/J/files/d/sub/two"));
         assert_eq!(o["dir"]["listing"][1]["class"], json!("Directory"));
         assert_eq!(o["none"], json!(null));
         assert_eq!(o["text"], json!("bb\n"));
         assert_eq!(o["out"]["basename"], json!("a.txt"));
         let missing = Tool::parse(&json!({"cwlVersion": "v1.2", "class": "CommandLineTool", "baseCommand": "true", "inputs": {},
-                                          "outputs": {"f": {"type": "File", "outputBinding": {"glob": "*.txt"}}}})).unwrap();
+                                          "outputs": {"f": {"type": "File", "outputBinding": {"glob": "*.txt"}}}}))
+        .unwrap();
         let e = collect(&missing, &d.0, &ctx, (None, None), "http://h").unwrap_err();
         assert!(e.contains("output 'f': 2 files match"), "{e}");
         assert_eq!(encode("a b/ü"), "a%20b%2F%C3%BC");

@@ -95,13 +95,19 @@ impl Checker {
             (Type::Enum(symbols), Value::String(s)) if symbols.contains(&s) => Ok(Value::String(s)),
             (Type::Any, v) if !v.is_null() && !has_class(&v) => Ok(v),
             (Type::File, v @ Value::Object(_)) => self.file(v, what),
-            (Type::Directory, Value::Object(o)) if o.get("class").and_then(Value::as_str) == Some("Directory") => self.directory(o, what, None),
+            (Type::Directory, Value::Object(o)) if o.get("class").and_then(Value::as_str) == Some("Directory") => {
+                self.directory(o, what, None)
+            }
             (Type::Array(items, _), Value::Array(a)) => {
                 self.elements += a.len();
                 if self.elements > MAX_ELEMENTS {
                     return Err(format!("a job's lists hold at most {MAX_ELEMENTS} elements"));
                 }
-                a.into_iter().enumerate().map(|(i, x)| self.value(items, x, &format!("{what}[{i}]"))).collect::<Result<Vec<_>, _>>().map(Value::Array)
+                a.into_iter()
+                    .enumerate()
+                    .map(|(i, x)| self.value(items, x, &format!("{what}[{i}]")))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Value::Array)
             }
             (Type::Union(members), v) => {
                 // `T?` given a value: T's own reason, which says more than "must be T?".
@@ -144,7 +150,20 @@ impl Checker {
             return Err(format!("{what} is a File: {{\"class\": \"File\", \"location\": URL}}, {{\"class\": \"File\", \"contents\": TEXT}} or {{\"base64\": ...}}"));
         }
         for k in o.keys() {
-            if !matches!(k.as_str(), "class" | "location" | "contents" | "base64" | "basename" | "size" | "checksum" | "nameroot" | "nameext" | "path" | "format") {
+            if !matches!(
+                k.as_str(),
+                "class"
+                    | "location"
+                    | "contents"
+                    | "base64"
+                    | "basename"
+                    | "size"
+                    | "checksum"
+                    | "nameroot"
+                    | "nameext"
+                    | "path"
+                    | "format"
+            ) {
                 return Err(format!("{what}: a File's {k:?} is not supported"));
             }
         }

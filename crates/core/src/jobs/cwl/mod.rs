@@ -80,7 +80,9 @@ pub fn launch(tool: &Tool, inputs: &Value, dir: &Path, id: &str) -> Result<Launc
     let name = |field: &Option<String>, std: tool::Std| -> Result<Option<String>, String> {
         let given = match field {
             Some(expr) => Some(text(expr, &ctx)?),
-            None if tool.outputs.iter().any(|o| o.std == Some(std)) => Some(format!("{id}{}", if std == tool::Std::Stderr { ".err" } else { "" })),
+            None if tool.outputs.iter().any(|o| o.std == Some(std)) => {
+                Some(format!("{id}{}", if std == tool::Std::Stderr { ".err" } else { "" }))
+            }
             None => None,
         };
         if let Some(n) = &given {

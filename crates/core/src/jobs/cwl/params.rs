@@ -122,8 +122,10 @@ fn parse(text: &str, mode: Mode) -> Result<Vec<Part>, String> {
             let e = p.expr(mode)?;
             p.ws();
             if p.b.get(p.i) != Some(&b')') {
-                return Err(format!("{text:?}: a parameter reference is $(inputs.NAME...), $(self...) or $(runtime.NAME); \
-                                    JavaScript is not supported"));
+                return Err(format!(
+                    "{text:?}: a parameter reference is $(inputs.NAME...), $(self...) or $(runtime.NAME); \
+                                    JavaScript is not supported"
+                ));
             }
             i = p.i + 1;
             parts.push(Part::Expr(e));

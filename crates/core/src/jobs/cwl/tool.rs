@@ -137,8 +137,26 @@ impl Tool {
         for key in d.keys() {
             let known = matches!(
                 key.as_str(),
-                "class" | "cwlVersion" | "id" | "label" | "doc" | "intent" | "baseCommand" | "arguments" | "inputs" | "outputs" | "stdin" | "stdout"
-                    | "stderr" | "requirements" | "hints" | "successCodes" | "temporaryFailCodes" | "permanentFailCodes" | "$namespaces" | "$schemas"
+                "class"
+                    | "cwlVersion"
+                    | "id"
+                    | "label"
+                    | "doc"
+                    | "intent"
+                    | "baseCommand"
+                    | "arguments"
+                    | "inputs"
+                    | "outputs"
+                    | "stdin"
+                    | "stdout"
+                    | "stderr"
+                    | "requirements"
+                    | "hints"
+                    | "successCodes"
+                    | "temporaryFailCodes"
+                    | "permanentFailCodes"
+                    | "$namespaces"
+                    | "$schemas"
             );
             if !known && !key.contains(':') {
                 return Err(format!("{key}: not a field of a CommandLineTool that mpiws supports"));
@@ -147,7 +165,9 @@ impl Tool {
         let env = requirements(d.get("requirements"))?;
         let base_command = match d.get("baseCommand") {
             Some(Value::String(s)) => vec![s.clone()],
-            Some(Value::Array(a)) => a.iter().map(|w| w.as_str().map(str::to_string).ok_or("baseCommand holds strings")).collect::<Result<_, _>>()?,
+            Some(Value::Array(a)) => {
+                a.iter().map(|w| w.as_str().map(str::to_string).ok_or("baseCommand holds strings")).collect::<Result<_, _>>()?
+            }
             _ => return Err("baseCommand is needed: the program to run (a name on PATH, or an absolute path)".into()),
         };
         match base_command.first() {
@@ -179,14 +199,16 @@ impl Tool {
         let stdout = stream_name(d, "stdout")?;
         let stderr = stream_name(d, "stderr")?;
         let stdin = stream_name(d, "stdin")?;
-        let outputs =
-            entries(d.get("outputs"), "outputs")?.into_iter().map(|(n, v)| output(n, v)).collect::<Result<Vec<_>, _>>()?;
+        let outputs = entries(d.get("outputs"), "outputs")?.into_iter().map(|(n, v)| output(n, v)).collect::<Result<Vec<_>, _>>()?;
         if arguments.len() > MAX_ITEMS || inputs.len() > MAX_ITEMS || outputs.len() > MAX_ITEMS {
             return Err(format!("at most {MAX_ITEMS} inputs, outputs and arguments"));
         }
         let success_codes = match d.get("successCodes") {
             None => vec![0],
-            Some(v) => list(v)?.iter().map(|c| c.as_i64().and_then(|c| i32::try_from(c).ok()).ok_or("successCodes are ints")).collect::<Result<_, _>>()?,
+            Some(v) => list(v)?
+                .iter()
+                .map(|c| c.as_i64().and_then(|c| i32::try_from(c).ok()).ok_or("successCodes are ints"))
+                .collect::<Result<_, _>>()?,
         };
         let interface = json!({
             "inputs": inputs.iter().map(|i| {
@@ -263,7 +285,9 @@ fn requirements(v: Option<&Value>) -> Result<Vec<(String, String)>, String> {
             let why = match class.as_str() {
                 "InlineJavascriptRequirement" => ": mpiws evaluates parameter references only, no JavaScript",
                 "ShellCommandRequirement" => ": a job's command line is never given to a shell",
-                "DockerRequirement" | "SoftwareRequirement" => ": the program runs on the endpoint as deployed (give it under hints to have it ignored)",
+                "DockerRequirement" | "SoftwareRequirement" => {
+                    ": the program runs on the endpoint as deployed (give it under hints to have it ignored)"
+                }
                 _ => "",
             };
             return Err(format!("requirement {class} is not supported{why} (supported: {})", MET.join(", ")));
@@ -275,7 +299,8 @@ fn requirements(v: Option<&Value>) -> Result<Vec<(String, String)>, String> {
                 _ => return Err("EnvVarRequirement has envDef".into()),
             };
             for e in defs {
-                let (Some(name), Some(value)) = (e.get("envName").and_then(Value::as_str), e.get("envValue").and_then(Value::as_str)) else {
+                let (Some(name), Some(value)) = (e.get("envName").and_then(Value::as_str), e.get("envValue").and_then(Value::as_str))
+                else {
                     return Err("an envDef has envName and envValue (strings)".into());
                 };
                 if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.is_empty() {
@@ -349,7 +374,11 @@ pub fn parse_type(v: &Value) -> Result<Type, String> {
                 "Directory" => Type::Directory,
                 "Any" => Type::Any,
                 "record" => return Err("record types are not supported".into()),
-                other => return Err(format!("type {other:?} is not supported (null, boolean, int, long, float, double, string, File, Directory, Any, enum, arrays)")),
+                other => {
+                    return Err(format!(
+                    "type {other:?} is not supported (null, boolean, int, long, float, double, string, File, Directory, Any, enum, arrays)"
+                ))
+                }
             })
         }
         Value::Array(members) => {
@@ -366,8 +395,10 @@ pub fn parse_type(v: &Value) -> Result<Type, String> {
             }
             Some("enum") => {
                 let symbols = o.get("symbols").and_then(Value::as_array).ok_or("an enum type has symbols")?;
-                let symbols: Vec<String> =
-                    symbols.iter().map(|s| s.as_str().map(|s| short_id(s).to_string()).ok_or("enum symbols are strings")).collect::<Result<_, _>>()?;
+                let symbols: Vec<String> = symbols
+                    .iter()
+                    .map(|s| s.as_str().map(|s| short_id(s).to_string()).ok_or("enum symbols are strings"))
+                    .collect::<Result<_, _>>()?;
                 if symbols.is_empty() {
                     return Err("an enum has at least one symbol".into());
                 }
@@ -448,7 +479,11 @@ fn output(name: String, v: Value) -> Result<Output, String> {
     let glob = match ob.and_then(|b| b.get("glob")) {
         None => vec![],
         Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a.iter().map(|g| g.as_str().map(str::to_string).ok_or("glob patterns are strings")).collect::<Result<_, _>>().map_err(|e| fail(e.into()))?,
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|g| g.as_str().map(str::to_string).ok_or("glob patterns are strings"))
+            .collect::<Result<_, _>>()
+            .map_err(|e| fail(e.into()))?,
         Some(_) => return Err(fail("glob is a string or a list of strings".into())),
     };
     for g in &glob {

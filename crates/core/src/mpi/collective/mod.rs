@@ -39,17 +39,48 @@ pub use schedule::Schedule;
 pub enum Call {
     Barrier,
     /// `data` at the root; `len` if every rank knows the size (buffers).
-    Bcast { root: u32, data: Option<Bytes>, len: Option<usize> },
-    Gather { root: u32, data: Bytes },
-    Scatter { root: u32, blocks: Option<Vec<Bytes>> },
-    Allgather { data: Bytes },
-    Alltoall { blocks: Vec<Bytes> },
-    Reduce { root: u32, data: Bytes, op: Op },
-    Allreduce { data: Bytes, op: Op },
+    Bcast {
+        root: u32,
+        data: Option<Bytes>,
+        len: Option<usize>,
+    },
+    Gather {
+        root: u32,
+        data: Bytes,
+    },
+    Scatter {
+        root: u32,
+        blocks: Option<Vec<Bytes>>,
+    },
+    Allgather {
+        data: Bytes,
+    },
+    Alltoall {
+        blocks: Vec<Bytes>,
+    },
+    Reduce {
+        root: u32,
+        data: Bytes,
+        op: Op,
+    },
+    Allreduce {
+        data: Bytes,
+        op: Op,
+    },
     /// `counts[i]`: bytes of the result that go to rank i.
-    ReduceScatter { data: Bytes, counts: Vec<usize>, op: Op },
-    Scan { data: Bytes, op: Op },
-    Exscan { data: Bytes, op: Op },
+    ReduceScatter {
+        data: Bytes,
+        counts: Vec<usize>,
+        op: Op,
+    },
+    Scan {
+        data: Bytes,
+        op: Op,
+    },
+    Exscan {
+        data: Bytes,
+        op: Op,
+    },
 }
 
 /// Algorithm names per collective; the first is the fallback.
@@ -86,9 +117,7 @@ impl Call {
 
     fn root(&self) -> Option<u32> {
         match self {
-            Call::Bcast { root, .. } | Call::Gather { root, .. } | Call::Scatter { root, .. } | Call::Reduce { root, .. } => {
-                Some(*root)
-            }
+            Call::Bcast { root, .. } | Call::Gather { root, .. } | Call::Scatter { root, .. } | Call::Reduce { root, .. } => Some(*root),
             _ => None,
         }
     }
@@ -155,13 +184,25 @@ impl Comm {
 
     /// [`Comm::collective`], its result as a received payload (one part per
     /// block), a block's pieces left apart for the caller to place.
-    pub fn collective_outcome(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Outcome> {
+    pub fn collective_outcome(
+        &self,
+        call: Call,
+        algorithm: Option<&str>,
+        hint: Option<usize>,
+        timeout: Option<Duration>,
+    ) -> Result<Outcome> {
         Ok(self.run(call, algorithm, hint, timeout)?.outcome(self.context))
     }
 
     /// Start a collective in the background; its completion carries the
     /// result as [`Comm::collective_outcome`] gives it.
-    pub fn icollective(&self, call: Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<Arc<Completion>> {
+    pub fn icollective(
+        &self,
+        call: Call,
+        algorithm: Option<&str>,
+        hint: Option<usize>,
+        timeout: Option<Duration>,
+    ) -> Result<Arc<Completion>> {
         let (mut s, algo) = self.prepare(&call, algorithm, hint, timeout)?;
         let c = Completion::new();
         let done = c.clone();
@@ -181,7 +222,13 @@ impl Comm {
 
     /// Check the arguments every rank can check alike, claim the call's
     /// sequence number and pick the algorithm.
-    fn prepare(&self, call: &Call, algorithm: Option<&str>, hint: Option<usize>, timeout: Option<Duration>) -> Result<(Schedule, &'static str)> {
+    fn prepare(
+        &self,
+        call: &Call,
+        algorithm: Option<&str>,
+        hint: Option<usize>,
+        timeout: Option<Duration>,
+    ) -> Result<(Schedule, &'static str)> {
         if self.is_inter() {
             // The schedules address the local group: an intercommunicator's
             // collectives are composed from its groups' own (mpiws.MPI.intercomm).

@@ -120,10 +120,7 @@ impl Schedule {
     /// Receive the blocks local rank `source` sends. A receive that fails
     /// (its peer is gone) is a fault, and yields no blocks.
     pub fn recv(&mut self, source: u32) -> Result<Vec<Bytes>> {
-        let got = self
-            .comm
-            .irecv(source as i64, self.tag)
-            .and_then(|(_, c)| self.comm.recv_outcome(&c, source as i64, self.timeout));
+        let got = self.comm.irecv(source as i64, self.tag).and_then(|(_, c)| self.comm.recv_outcome(&c, source as i64, self.timeout));
         let (env, payload) = match got {
             Ok(Outcome::Received { env, payload }) => (env, payload),
             Ok(_) => return err(ErrorClass::Intern, "collective receive completed without a message"),

@@ -34,7 +34,10 @@ impl Layout {
         }
         for i in 0..n {
             if sizes[i] < 1 || subsizes[i] < 1 || starts[i] < 0 || checked(subsizes[i].checked_add(starts[i]))? > sizes[i] {
-                return err(ErrorClass::Arg, format!("dimension {i}: subarray {} at {} does not fit in {}", subsizes[i], starts[i], sizes[i]));
+                return err(
+                    ErrorClass::Arg,
+                    format!("dimension {i}: subarray {} at {} does not fit in {}", subsizes[i], starts[i], sizes[i]),
+                );
             }
         }
         let extent = self.extent();
@@ -50,7 +53,16 @@ impl Layout {
     /// The part of a `gsizes` array that process `rank` of `size` holds when
     /// it is distributed over a `psizes` process grid (row-major).
     #[allow(clippy::too_many_arguments)]
-    pub fn darray(&self, size: i64, rank: i64, gsizes: &[i64], distribs: &[i64], dargs: &[i64], psizes: &[i64], order: i64) -> Result<Layout> {
+    pub fn darray(
+        &self,
+        size: i64,
+        rank: i64,
+        gsizes: &[i64],
+        distribs: &[i64],
+        dargs: &[i64],
+        psizes: &[i64],
+        order: i64,
+    ) -> Result<Layout> {
         let n = gsizes.len();
         if n == 0 || distribs.len() != n || dargs.len() != n || psizes.len() != n {
             return err(ErrorClass::Arg, "gsizes, distribs, dargs and psizes need one entry per dimension (at least one)");

@@ -66,7 +66,8 @@ struct Builder {
 
 impl Builder {
     fn new() -> Builder {
-        let out = Layout { blocks: Vec::new(), elements: Vec::new(), size: 0, lb: 0, ub: 0, true_lb: 0, true_ub: 0, align: 1, resized: false };
+        let out =
+            Layout { blocks: Vec::new(), elements: Vec::new(), size: 0, lb: 0, ub: 0, true_lb: 0, true_ub: 0, align: 1, resized: false };
         Builder { out, any: false, limit: max_blocks() }
     }
 

@@ -344,10 +344,20 @@ impl Window {
     ///
     /// # Safety
     /// `fetch` must stay valid until the returned completion is done.
-    pub unsafe fn accumulate(&self, target: i64, disp: u64, data: Bytes, len: usize, op: &str, dtype: &str, fetch: Option<RawDest>) -> Result<Arc<Completion>> {
+    pub unsafe fn accumulate(
+        &self,
+        target: i64,
+        disp: u64,
+        data: Bytes,
+        len: usize,
+        op: &str,
+        dtype: &str,
+        fetch: Option<RawDest>,
+    ) -> Result<Arc<Completion>> {
         let kind = if fetch.is_some() { Kind::GetAccumulate } else { Kind::Accumulate };
         let mut h = Self::data_header(kind, disp, len);
-        h.op = op::OPS.iter().position(|&o| o == op).ok_or_else(|| Error::new(ErrorClass::Op, format!("no accumulate operation {op:?}")))? as u8;
+        h.op = op::OPS.iter().position(|&o| o == op).ok_or_else(|| Error::new(ErrorClass::Op, format!("no accumulate operation {op:?}")))?
+            as u8;
         h.dtype = op::dtype_name(dtype)?;
         h.accumulate_op()?; // refused here, not at the target
         self.start(target, h, vec![data], fetch)
@@ -529,7 +539,14 @@ mod tests {
     use crate::domain::Binding;
 
     fn solo() -> Comm {
-        let b = Binding { domain: "d".into(), rank: 0, endpoints: vec!["http://127.0.0.1:1".into()], token: "t".into(), service: String::new(), params: serde_json::Value::Null };
+        let b = Binding {
+            domain: "d".into(),
+            rank: 0,
+            endpoints: vec!["http://127.0.0.1:1".into()],
+            token: "t".into(),
+            service: String::new(),
+            params: serde_json::Value::Null,
+        };
         Comm::world(Instance::new(b, Arc::new(Transport::new())))
     }
 

@@ -58,7 +58,8 @@ impl Kind {
 }
 
 /// The accumulate operations by their index on the wire.
-pub const OPS: [&str; 14] = ["sum", "prod", "max", "min", "land", "lor", "lxor", "band", "bor", "bxor", "maxloc", "minloc", "replace", "no_op"];
+pub const OPS: [&str; 14] =
+    ["sum", "prod", "max", "min", "land", "lor", "lxor", "band", "bor", "bxor", "maxloc", "minloc", "replace", "no_op"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
@@ -162,7 +163,12 @@ pub fn dtype_name(name: &str) -> Result<[u8; 8]> {
 /// in a window of `size` bytes: their offset, or MPI_ERR_RMA_RANGE. Every
 /// step is checked: nothing from the wire can wrap round into the window.
 pub fn range(disp: u64, disp_unit: u64, len: u64, size: u64) -> Result<usize> {
-    let out = || Error::new(ErrorClass::RmaRange, format!("{len} bytes at displacement {disp} (unit {disp_unit}) are outside the target window of {size} bytes"));
+    let out = || {
+        Error::new(
+            ErrorClass::RmaRange,
+            format!("{len} bytes at displacement {disp} (unit {disp_unit}) are outside the target window of {size} bytes"),
+        )
+    };
     let offset = disp.checked_mul(disp_unit).ok_or_else(out)?;
     let end = offset.checked_add(len).ok_or_else(out)?;
     if end > size {

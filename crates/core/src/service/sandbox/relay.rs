@@ -14,8 +14,8 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use http::{Method, Request, Response, StatusCode};
 use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -23,8 +23,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use crate::body::Chunks;
-use crate::direct::store::admit_ended;
 use crate::direct::frame::Envelope;
+use crate::direct::store::admit_ended;
 use crate::direct::stream;
 use crate::error::ErrorClass;
 use crate::service::reply::{error, from_error, retry_later, stalled, Reply};
@@ -34,7 +34,6 @@ use crate::service::Endpoint;
 
 /// Longest a request waits for the instance's child to be ready before it is told "not yet".
 const READY_WAIT: Duration = Duration::from_secs(10);
-
 
 pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
     let instance = match admit_ended(ep, domain, rank, req.headers(), 0).await {
@@ -64,7 +63,8 @@ pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         return retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1));
     };
     if req.method() == Method::POST && req.uri().path().ends_with("/stream") {
-        return stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| hand_over(&sandbox, source, socket, &early)).await;
+        return stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| hand_over(&sandbox, source, socket, &early))
+            .await;
     }
     forward(ep, &url, domain, rank, req).await
 }
@@ -147,7 +147,8 @@ async fn read_store_body(ep: &Endpoint, parts: &http::request::Parts, body: Inco
     let max = ep.config.max_message;
     let length = parts.headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     let message = || Envelope::from_headers(&parts.headers, length).ok().and_then(|e| Some((e.source, e.seq?)));
-    let too_large = || error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Count, format!("message larger than this endpoint's limit of {max} bytes"));
+    let too_large =
+        || error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Count, format!("message larger than this endpoint's limit of {max} bytes"));
     if length.is_some_and(|l| l > max) {
         return Err(Refusal::Final(too_large(), message()));
     }

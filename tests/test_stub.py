@@ -121,6 +121,16 @@ def test_every_public_stub_name_is_at_runtime():
     assert not extra, f"in {STUB.name} but not in mpiws.MPI: {extra}"
 
 
+def test_all_lists_the_public_names():
+    """``mpiws.MPI.__all__`` (what ``from mpiws.MPI import *`` gives) is
+    exactly the runtime's public names, each once."""
+    duplicates = sorted({n for n in MPI.__all__ if MPI.__all__.count(n) > 1})
+    assert not duplicates, f"twice in mpiws.MPI.__all__: {duplicates}"
+    public = {n for n in _runtime_public() if not _is_submodule(n)}
+    assert not set(MPI.__all__) - public, f"in __all__ but not public in mpiws.MPI: {sorted(set(MPI.__all__) - public)}"
+    assert not public - set(MPI.__all__), f"public in mpiws.MPI but not in __all__: {sorted(public - set(MPI.__all__))}"
+
+
 def test_the_namespace_holds_no_submodules():
     """As mpi4py's extension module, mpiws.MPI's namespace holds no modules
     (its package's submodules are removed from it), so the stub declares

@@ -1,13 +1,17 @@
 """``mpiws bench [SUITE ...] [--quick] [--ranks ...] [--out DIR]``: the
 evaluation suite against MPI in one command.
 
-Runs the benchmark suites (``benchmarks/<suite>/`` of a source checkout, or
-the copy a wheel installs: ``benchmarks_dir``), each of which measures mpiws
+Runs the benchmark suites (``benchmarks/<suite>/`` of the source checkout this
+mpiws is installed from: ``benchmarks_dir``), each of which measures mpiws
 and mpi4py + MPICH alternately in the same run,
 then gathers what they wrote into one directory: per suite ``results.json``,
 ``table.md`` and PNG plots, the tables again as CSV, and ``report.md`` with
 every table and plot. It installs nothing: without mpi4py/MPICH the suites
-say how to get them and measure mpiws alone.
+say how to get them and measure mpiws alone; without numpy (the rank
+programs' buffers) or without the suites (a wheel ships only the ``mpiws``
+package: the suites, their rank programs, the example applications they run
+and the tools they build live in the source tree) it says in one line what to
+get and measures nothing.
 """
 
 import csv
@@ -33,34 +37,49 @@ WAN_PARTS = {"farm": "--with-wan", "workflows": "--with-wan"}
 
 
 def benchmarks_dir():
-    """The suites: ``benchmarks/`` of the source checkout (next to ``python/``), or, installed from a
-    wheel, the copy beside the package (``site-packages/benchmarks/``: pyproject's ``[tool.maturin]``
-    ``include``)."""
-    here = Path(__file__).resolve().parent  # python/mpiws, or site-packages/mpiws
-    places = (here.parent.parent / "benchmarks", here.parent / "benchmarks")
-    for d in places:
-        if (d / "common.py").exists() and (d / "pingpong" / "driver.py").exists():
-            return d
-    raise SystemExit(
-        "mpiws bench: no benchmark suites found (looked in %s); they come with the source checkout "
-        "and with the mpiws wheel" % " and ".join(map(str, places))
-    )
+    """The suites: ``benchmarks/`` of the source checkout the package is used from (``python/mpiws``
+    beside it, as ``maturin develop`` or ``pip install -e`` leave it), or None (installed from a wheel:
+    the suites are not in it)."""
+    root = Path(__file__).resolve().parent.parent.parent  # python/mpiws -> the checkout
+    d = root / "benchmarks"
+    if (root / "pyproject.toml").exists() and (d / "common.py").exists() and (d / "pingpong" / "driver.py").exists():
+        return d
+    return None
+
+
+NO_SUITES = (
+    "mpiws bench: the benchmark suites are not installed with mpiws (the wheel ships only the package); they are "
+    "in its source tree: in a checkout, scripts/setup.sh mpich mpi4py matplotlib, then .venv/bin/mpiws bench"
+)
+NO_NUMPY = "mpiws bench needs numpy (the suites' rank programs): pip install 'mpiws[bench]'"
+
+
+def missing(bench):
+    """Why the suites cannot run here, in one line, or None."""
+    if bench is None:
+        return NO_SUITES
+    try:
+        import numpy  # noqa: F401 - only whether it imports
+    except ImportError:
+        return NO_NUMPY
+    return None
 
 
 def default_out(bench):
-    """Where results go without --out: ``benchmarks/results/bench`` in a checkout; installed, not inside
-    site-packages but ``./mpiws-bench`` (the current directory)."""
-    if (bench.parent / "pyproject.toml").exists():
-        return bench / "results" / "bench"
-    return Path.cwd() / "mpiws-bench"
+    """Where results go without --out: ``benchmarks/results/bench`` of the checkout."""
+    return bench / "results" / "bench"
 
 
 def run_bench(suites, quick=False, ranks=None, out=None, rounds=None, wan=False):
-    bench = benchmarks_dir()
     suites = suites or list(SUITES)
     for s in suites:
         if s not in SUITES:
             raise SystemExit("mpiws bench: unknown suite %r (have %s)" % (s, ", ".join(SUITES)))
+    bench = benchmarks_dir()
+    why = missing(bench)
+    if why:  # nothing can be measured here: said in one line, not a failure
+        print(why, file=sys.stderr, flush=True)
+        return 0
     out = Path(out or default_out(bench)).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()

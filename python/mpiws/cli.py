@@ -539,7 +539,11 @@ def main(argv=None):
 
     b = sub.add_parser("bench", help="run the benchmarks against MPI (mpi4py + MPICH) and write a report")
     b.add_argument(
-        "suites", nargs="*", metavar="SUITE", help="pingpong, collectives, overlap, apps, wan, rma, farm (default: all)"
+        "suites",
+        nargs="*",
+        metavar="SUITE",
+        help="pingpong, collectives, overlap, rma, apps, wan, farm, workflows (default: all; the suites are in the "
+        "source tree, not in the wheel)",
     )
     b.add_argument("--quick", action="store_true", help="a few minutes in all (what CI runs)")
     b.add_argument("--ranks", help="comma-separated rank counts, for the suites that vary them (farm: worker counts)")
@@ -549,9 +553,7 @@ def main(argv=None):
         action="store_true",
         help="also the suites' parts behind emulated wide-area links (Toxiproxy; farm: endpoint workers)",
     )
-    b.add_argument(
-        "--out", help="output directory (default benchmarks/results/bench in a checkout, else ./mpiws-bench)"
-    )
+    b.add_argument("--out", help="output directory (default benchmarks/results/bench of the checkout)")
     b.set_defaults(func=_bench)
 
     from .workflow.command import add_parser as add_workflow

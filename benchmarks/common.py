@@ -17,7 +17,6 @@ imported lazily), so this file can be imported inside rank processes too.
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -136,10 +135,13 @@ def check_setup():
 def machine():
     """What to report with every figure."""
     info = {"cores": os.cpu_count(), "python": sys.version.split()[0], "host": os.uname().nodename}
+
+    def git(*a):
+        return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+
     try:
-        git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
         info["git"] = git("rev-parse", "--short", "HEAD")
-        info["git_dirty"] = [l[3:] for l in git("status", "--porcelain", "crates", "python").splitlines()]
+        info["git_dirty"] = [entry[3:] for entry in git("status", "--porcelain", "crates", "python").splitlines()]
         so = sorted(ROOT.glob("python/mpiws/_core*.so"))
         if so:
             info["mpiws_core_built"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(so[-1].stat().st_mtime))
@@ -170,7 +172,7 @@ def launch(impl, prog, nranks, args=(), timeout=600, prefix=RESULT_PREFIX):
     try:
         p = subprocess.run(cmd, env=impl.environ(), capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
     except subprocess.TimeoutExpired as e:
-        raise LaunchError("%s: timed out after %ss\n%s" % (impl.key, timeout, _tail(e.stderr)))
+        raise LaunchError("%s: timed out after %ss\n%s" % (impl.key, timeout, _tail(e.stderr))) from e
     result = None
     for line in p.stdout.splitlines():
         if line.startswith(prefix):
@@ -234,7 +236,7 @@ def sweep(suite, impls, rounds, prog, points, timeout, unit="ranks", field="nran
     raw, merged, failures = {}, {}, []
     for n, args in points:
         log("%s: --- %d %s ---" % (suite, n, unit))
-        r, f = alternate(impls, rounds, lambda impl: launch(impl, prog, n, args, timeout=timeout))
+        r, f = alternate(impls, rounds, lambda impl, n=n, args=args: launch(impl, prog, n, args, timeout=timeout))
         raw[str(n)] = r
         merged[str(n)] = {i.key: merge_rounds([x["measurements"] for x in r[i.key]]) for i in impls if r[i.key]}
         failures += [dict(x, **{field: n}) for x in f]
@@ -295,7 +297,10 @@ def fmt(x, spec="%.1f"):
 def table(title, header, rows, note=None):
     """A markdown table as a string (printed to stdout and kept in table.md)."""
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).rjust(w) for c, w in zip(cells, widths)) + " |"
+
+    def line(cells):
+        return "| " + " | ".join(str(c).rjust(w) for c, w in zip(cells, widths)) + " |"
+
     out = ["### " + title, ""]
     if note:
         out += [note, ""]

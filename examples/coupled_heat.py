@@ -112,7 +112,7 @@ def main():
     dx = LENGTH / cells
 
     # This rank's material; the neighbours tell each other their conductivities.
-    name, k, rho_c, t0 = MATERIALS[rank % len(MATERIALS)]
+    _name, k, rho_c, t0 = MATERIALS[rank % len(MATERIALS)]
     left = rank - 1 if rank > 0 else MPI.PROC_NULL
     right = rank + 1 if rank < p - 1 else MPI.PROC_NULL
     k_left = comm.sendrecv(k, dest=left, sendtag=10, source=left, recvtag=11) if rank > 0 else None

@@ -21,8 +21,9 @@ import os
 import sys
 
 # One BLAS thread per rank: ranks are the parallelism (set before numpy loads).
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("MPIWS_ALGO_BCAST", "binomial")
 
 import numpy as np

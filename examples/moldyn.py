@@ -101,16 +101,16 @@ class MD:
 
         # Particle generation: the fcc lattice, in the original's order.
         g = np.arange(mm, dtype=np.float64)
-        I, J, K = (c.ravel() for c in np.meshgrid(g, g, g, indexing="ij"))
+        ix, iy, iz = (c.ravel() for c in np.meshgrid(g, g, g, indexing="ij"))
         xs, ys, zs = [], [], []
         for lg in (0, 1):
-            xs.append(I * a + lg * a * 0.5)
-            ys.append(J * a + lg * a * 0.5)
-            zs.append(K * a)
+            xs.append(ix * a + lg * a * 0.5)
+            ys.append(iy * a + lg * a * 0.5)
+            zs.append(iz * a)
         for lg in (1, 2):
-            xs.append(I * a + (2 - lg) * a * 0.5)
-            ys.append(J * a + (lg - 1) * a * 0.5)
-            zs.append(K * a + a * 0.5)
+            xs.append(ix * a + (2 - lg) * a * 0.5)
+            ys.append(iy * a + (lg - 1) * a * 0.5)
+            zs.append(iz * a + a * 0.5)
         self.x, self.y, self.z = (np.concatenate(c) for c in (xs, ys, zs))
         self.fx, self.fy, self.fz = (np.zeros(n) for _ in range(3))
 

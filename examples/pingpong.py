@@ -28,7 +28,7 @@ if rank == 0:
     assert np.array_equal(buf, back)
     print(f"8 MiB buffer ping-pong: {buf.nbytes / dt / 1e9:.2f} GB/s")
 elif rank == 1:
-    for i in range(ROUNDS):
+    for _ in range(ROUNDS):
         msg = comm.recv(source=0, tag=1)
         comm.send({"pong": msg["ping"]}, dest=0, tag=2)
     buf = np.empty(1 << 20, dtype="d")

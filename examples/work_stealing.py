@@ -281,7 +281,7 @@ comm.off_message(tag=STEAL)
 
 if rank == 0:
     merged = dict(results)
-    for r, pool in reports.items():
+    for pool in reports.values():
         assert not merged.keys() & pool.keys(), "a task recorded twice"
         merged.update(pool)
     assert sorted(merged) == list(range(args.tasks)), "tasks missing"

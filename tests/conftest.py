@@ -41,7 +41,9 @@ def assert_ok(proc, n=None, marker="OK"):
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     if n is not None:
         got = sorted(
-            int(l.split("]")[0][1:]) for l in proc.stdout.splitlines() if l.split("] ", 1)[-1].startswith(marker)
+            int(line.split("]")[0][1:])
+            for line in proc.stdout.splitlines()
+            if line.split("] ", 1)[-1].startswith(marker)
         )
         assert got == list(range(n)), f"ranks that reported {marker}: {got}\n{proc.stdout}\n{proc.stderr}"
 

@@ -22,7 +22,7 @@ IMPORT = "from mpiws import MPI"
 
 
 def result(stdout, app, ranks):
-    lines = [l.split("RESULT ", 1)[1] for l in stdout.splitlines() if "RESULT " in l]
+    lines = [line.split("RESULT ", 1)[1] for line in stdout.splitlines() if "RESULT " in line]
     assert len(lines) == 1, f"expected one RESULT line:\n{stdout}"
     r = json.loads(lines[0])
     assert r["app"] == app and r["ranks"] == ranks and r["valid"] is True, r
@@ -32,7 +32,7 @@ def result(stdout, app, ranks):
 
 def source(app):
     text = (ROOT / "examples" / f"{app}.py").read_text()
-    assert [l for l in text.splitlines() if "import MPI" in l] == [IMPORT], "the only MPI import is one line"
+    assert [line for line in text.splitlines() if "import MPI" in line] == [IMPORT], "the only MPI import is one line"
     return text
 
 

@@ -22,7 +22,7 @@ IMPORT = "from mpiws import MPI"
 
 def result_of(stdout):
     """The JSON of the RESULT line (with or without mpiws's ``[rank] `` prefix)."""
-    found = [l.split("] ", 1)[-1] for l in stdout.splitlines() if l.split("] ", 1)[-1].startswith("RESULT ")]
+    found = [line.split("] ", 1)[-1] for line in stdout.splitlines() if line.split("] ", 1)[-1].startswith("RESULT ")]
     assert len(found) == 1, f"expected one RESULT line:\n{stdout}"
     return json.loads(found[0][len("RESULT ") :])
 
@@ -36,7 +36,9 @@ def check(res, ranks):
 
 
 def test_single_mpi_import():
-    lines = [l for l in APP.read_text().splitlines() if l.startswith(("from ", "import ")) and "mpi" in l.lower()]
+    lines = [
+        line for line in APP.read_text().splitlines() if line.startswith(("from ", "import ")) and "mpi" in line.lower()
+    ]
     assert lines == [IMPORT], lines
 
 

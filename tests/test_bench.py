@@ -89,7 +89,7 @@ def test_collectives_matmul_and_vs_ranks(tmp_path):
     assert "### Matmul communication, 3 ranks" in report and "### Time per call vs number of ranks (us)" in report
 
     for n, blocks in ((2, ["256 x 128", "1024 x 512"]), (3, ["256 x 85..86", "1024 x 341..342"])):
-        [name] = [f for f in (out / "collectives").glob("matmul-communication-%d-ranks*.csv" % n)]
+        [name] = list((out / "collectives").glob("matmul-communication-%d-ranks*.csv" % n))
         rows = read_csv(name)
         assert rows[0][:6] == ["N", "block", "block bytes", "binomial", "serial", "auto"], rows[0]
         assert [r[0] for r in rows[1:]] == ["256", "1024"] and [r[1] for r in rows[1:]] == blocks

@@ -124,7 +124,7 @@ def test_the_inputs_become_the_command_line_cwltool_builds(endpoint, tmp_path):
         ratio=0.5,
         data={"class": "File", "contents": "x", "basename": "fruit.txt"},
     )
-    status, results = ended(job)
+    _status, results = ended(job)
     download(results["outputs"]["line"]["location"], tmp_path / "line")
     # cwltool 3.3 builds the same from examples/workflows/cwl/options.yml (tests/test_cwl_workflows.py compares them)
     assert (
@@ -168,7 +168,7 @@ def test_a_symlink_out_of_the_job_is_never_an_output(endpoint):
     assert status["state"] == "done" and results["outputs"] == {"leak": None, "all": []}
     assert "no file" in error_of(lambda: download(f"{job.url}/files/leak.txt", "/dev/null"))
     for bad in ("files/..%2F..%2Fetc%2Fpasswd", "files/../stdout", "files/%2e%2e/x"):
-        assert error_of(lambda: download(f"{job.url}/{bad}", "/dev/null"))
+        assert error_of(lambda bad=bad: download(f"{job.url}/{bad}", "/dev/null"))
 
 
 def test_serve_program_cwl_usage_and_call(tmp_path):

@@ -5,7 +5,6 @@ run as mpiws jobs, on the run's own endpoint or, by a flag or a hint, on
 another endpoint process; failures say what and where."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -36,7 +36,7 @@ def test_guide_block(tmp_path, n, keep_going, code):
         return
     # the failure example: a rank dies, the others carry on to the end
     assert p.returncode != 0 and "failed first" in p.stderr, p.stderr
-    survivors = {l.split("]")[0] for l in p.stdout.splitlines() if "survivors' sum: 1" in l}
+    survivors = {line.split("]")[0] for line in p.stdout.splitlines() if "survivors' sum: 1" in line}
     assert survivors == {"[0", "[1"}, p.stdout + p.stderr
 
 

@@ -122,11 +122,11 @@ except MPI.Exception as e:
         env={"MPIWS_FAILURE_TIMEOUT": "0.5"},
         keep_going=True,
     )
-    lines = [l for l in p.stdout.splitlines() if "SENDFAILED" in l]
+    lines = [line for line in p.stdout.splitlines() if "SENDFAILED" in line]
     assert len(lines) == 2, p.stdout + p.stderr
-    for l in lines:
-        _, took, cls = l.split("] ", 1)[1].split()
-        assert float(took) < 0.5 and int(cls) == 101, l
+    for line in lines:
+        _, took, cls = line.split("] ", 1)[1].split()
+        assert float(took) < 0.5 and int(cls) == 101, line
 
 
 def test_isend_to_an_unreachable_rank_returns_at_once_and_fails_within_the_bound(run):

@@ -155,8 +155,7 @@ def may_wait(method, target, headers):
     path = target.split("?", 1)[0]
     return (
         "wait=" in target
-        or path.endswith("/matched")
-        or path.endswith("/call")
+        or path.endswith(("/matched", "/call"))
         or any(k.lower() == "mpiws-sync" for k, _ in headers)
         or "/stream" in path
     )
@@ -169,7 +168,10 @@ def snapshot(proc, url):
     """The endpoint's state, as its admin sees it: what is deployed, the
     domains, and the jobs and uploads in its work directory."""
     d = describe(url)
-    listing = lambda sub: sorted(os.listdir(proc.work / sub)) if (proc.work / sub).is_dir() else []
+
+    def listing(sub):
+        return sorted(os.listdir(proc.work / sub)) if (proc.work / sub).is_dir() else []
+
     return {
         "services": d.get("services"),
         "programs": d.get("programs"),

@@ -132,7 +132,7 @@ def test_an_output_passes_to_the_next_job_by_reference_without_a_fetch(host):
     ref = first["outputs"]["dst"]
     assert ref["size"] == 9000 and ref["url"].startswith(f"{host.url}/jobs/{first['id']}/files/dst")
     # a result's reference object is an input as it stands
-    status, body = request("POST", f"{host.url}/programs/digest/jobs", {"inputs": {"data": ref}})
+    _status, body = request("POST", f"{host.url}/programs/digest/jobs", {"inputs": {"data": ref}})
     second = Job(json.loads(body)["url"])
     assert second.wait()["state"] == "done"
     assert second.results()["stdout"].split()[0] == hashlib.sha256(b"\x00\x01binary\xff" * 1000).hexdigest()
@@ -257,7 +257,7 @@ def test_large_files_stream_through_a_real_server_in_bounded_memory(tmp_path):
         assert Job(f"{url}/jobs/{r['id']}").download("dst", tmp_path / "back.bin") == size
         assert _sha(tmp_path / "back.bin") == _sha(src)
         with open(f"/proc/{srv.pid}/status") as f:
-            peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) << 10
+            peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) << 10
         assert peak < 128 << 20, f"server peak RSS {peak >> 20} MiB for a {size >> 20} MiB file"
     finally:
         srv.terminate()

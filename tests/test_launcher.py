@@ -167,9 +167,9 @@ def test_endpoints_form_runs_a_deployed_service():
         assert p.returncode == 0, p.stderr
         assert 'rank 0: {"ranks": 4, "total": 5050}' in p.stdout
         parts = [
-            json.loads(l.split(": ", 1)[1])["part"]
-            for l in p.stdout.splitlines()
-            if l.startswith("rank ") and '"part"' in l
+            json.loads(line.split(": ", 1)[1])["part"]
+            for line in p.stdout.splitlines()
+            if line.startswith("rank ") and '"part"' in line
         ]
         assert sorted(parts) == sorted(sum(range(r + 1, 101, 4)) for r in (1, 2, 3))
         p = subprocess.run(

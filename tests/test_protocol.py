@@ -228,7 +228,10 @@ def test_a_refused_message_does_not_hold_back_the_next_from_its_sender(client):
     # seq 0 is refused as too large (reported to its sender), seq 2 arrives
     # early; seq 1 then releases both 1 and 2, in order.
     domain, token = start(client, "recv_many", size=2, params={"count": 2})
-    seq = lambda n: {"mpiws-seq": str(n)}
+
+    def seq(n):
+        return {"mpiws-seq": str(n)}
+
     assert client.oversized(domain, 0, token, (1 << 20) + 1, extra=seq(0))[0] == 413
     assert client.store(domain, 0, token, pickle.dumps("second"), source=1, extra=seq(2))[0] == 204
     assert client.store(domain, 0, token, pickle.dumps("first"), source=1, extra=seq(1))[0] == 204

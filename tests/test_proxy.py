@@ -166,14 +166,14 @@ def test_a_domain_through_tinyproxy_with_credentials(net, tinyproxy):
     _, log = _new_lines(tinyproxy, lambda: _domain(net, env, "http"))
     # host 3's streams to hosts 1 and 2 were tunnelled through the proxy
     for addr in net.addrs[:2]:
-        assert f"Request (file descriptor" in log and f"CONNECT {addr}:{HTTP_PORT} HTTP/1.1" in log, log[-3000:]
+        assert "Request (file descriptor" in log and f"CONNECT {addr}:{HTTP_PORT} HTTP/1.1" in log, log[-3000:]
 
 
 def test_a_domain_through_squid_that_tunnels_only_to_tls_ports(net, squid):
     env = _proxy_env(f"http://{net.proxy_addr}:{PROXY_PORT + 1}")
     _, log = _new_lines(squid, lambda: _domain(net, env, "http"))
     # the streams' tunnels were refused; the messages went as forwarded stores
-    assert f"TCP_DENIED/403" in log and f"CONNECT {net.addrs[0]}:{HTTP_PORT}" in log, log[-3000:]
+    assert "TCP_DENIED/403" in log and f"CONNECT {net.addrs[0]}:{HTTP_PORT}" in log, log[-3000:]
     for addr in net.addrs[:2]:
         assert f"POST http://{addr}:{HTTP_PORT}/domains/" in log, log[-3000:]
 
@@ -182,7 +182,7 @@ def test_an_https_domain_through_squid(net, squid, tls):
     env = _proxy_env(f"http://{net.proxy_addr}:{PROXY_PORT + 1}", "https")
     _, log = _new_lines(squid, lambda: _domain(net, env, "https", tls))
     for addr in net.addrs[:2]:
-        assert f"TCP_TUNNEL/200" in log and f"CONNECT {addr}:{HTTPS_PORT}" in log, log[-3000:]
+        assert "TCP_TUNNEL/200" in log and f"CONNECT {addr}:{HTTPS_PORT}" in log, log[-3000:]
 
 
 # Run from host 2 (which reaches host 3 directly): a job on host 3 whose input

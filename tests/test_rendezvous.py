@@ -11,7 +11,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 

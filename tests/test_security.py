@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -61,7 +60,7 @@ class Api:
             "service": service,
             "params": params or {},
         }
-        status, body, r = self.call("POST", "/run", json.dumps(b), **kw)
+        status, body, _r = self.call("POST", "/run", json.dumps(b), **kw)
         return status, body, domain, token
 
     def store(self, domain, rank, token, payload, source=0):
@@ -378,7 +377,7 @@ def test_sigterm_ends_an_endpoint_whose_service_holds_the_gil(tmp_path):
     )
     try:
         url = p.stdout.readline().split(" at ")[-1].strip()
-        status, body, domain, token = Api(url, client_key()).run("hold")
+        status, body, _domain, _token = Api(url, client_key()).run("hold")
         assert status == 201, body
         time.sleep(1.0)  # the service is now inside sum(), holding the GIL
         p.send_signal(signal.SIGTERM)

@@ -31,16 +31,19 @@ def both(flow, inputs, tmp_path, **kw):
 
 def same(a, b):
     """Output objects equal, files by checksum and size (their paths differ)."""
-    strip = lambda o: json.loads(
-        json.dumps(o), object_hook=lambda d: {k: v for k, v in d.items() if k not in ("path", "location")}
-    )
+
+    def strip(o):
+        return json.loads(
+            json.dumps(o), object_hook=lambda d: {k: v for k, v in d.items() if k not in ("path", "location")}
+        )
+
     return strip(a) == strip(b)
 
 
 def test_a_chain_moves_the_message_step_to_step_and_the_mediated_form_relays_it(tmp_path):
     message = os.urandom(200_000)
     got = both(FLOWS / "chain.yml", {"message": message}, tmp_path)
-    for mode, (out, rec) in got.items():
+    for mode, (_out, rec) in got.items():
         assert (tmp_path / mode / "message").read_bytes() == message
         assert rec["state"] == "done" and all(s["state"] == "done" for s in rec["steps"].values())
         assert rec["steps"]["s2"]["bytes_in"] == rec["steps"]["s2"]["bytes_out"] == len(message)
@@ -62,7 +65,7 @@ def test_programs_pass_files_by_reference_and_a_service_between_them(tmp_path):
     text = tmp_path / "in.txt"
     text.write_bytes(b"by reference\n" * 5000)
     got = both(FLOWS / "files.yml", {"text": LocalFile(str(text))}, tmp_path)
-    for mode, (out, rec) in got.items():
+    for mode, (_out, rec) in got.items():
         assert (tmp_path / mode / "copy").read_bytes() == text.read_bytes()
         assert (tmp_path / mode / "loud").read_bytes() == text.read_bytes().upper()
         assert all(u.get("job", "").startswith("http") for u in rec["steps"]["first"]["units"].values())
@@ -110,7 +113,7 @@ outputs: {{result: far2/data}}
         text = tmp_path / "in.txt"
         text.write_bytes(b"far away\n")
         got = both(flow, {"text": LocalFile(str(text))}, tmp_path)
-        for mode, (out, rec) in got.items():
+        for mode, (_out, rec) in got.items():
             assert (tmp_path / mode / "result").read_bytes() == b"FAR AWAY\n", mode
             assert rec["steps"]["copy2"]["endpoint"] == url and rec["steps"]["far2"]["state"] == "done"
         # Its jobs and the uploads made for them are gone from the endpoint with the runs (its disk given back).

@@ -85,7 +85,10 @@ def main(argv=None):
         progs = {impl.key: program(app, impl, a.out) for impl in impls}
         for n in ranks:
             common.log("apps: --- %s, %d ranks ---" % (app, n))
-            run = lambda impl: common.launch(impl, progs[impl.key], n, args, timeout=timeout, prefix="RESULT ")
+
+            def run(impl, progs=progs, n=n, args=args):
+                return common.launch(impl, progs[impl.key], n, args, timeout=timeout, prefix="RESULT ")
+
             r, f = common.alternate(impls, rounds, run)
             raw["%s/%d" % (app, n)] = r
             for k in keys:
@@ -177,8 +180,8 @@ def report(meta, merged, failures):
             continue
         header = (
             ["ranks"]
-            + ["%s s" % l for l in labels]
-            + ["speedup %s" % l for l in labels]
+            + ["%s s" % label for label in labels]
+            + ["speedup %s" % label for label in labels]
             + ["mpiws/%s" % common.IMPLS[k].label for k in refs]
         )
         rows = []

@@ -332,7 +332,7 @@ def run_wire(a):
 
     pool = make_pool(a.impl, 1)
     payloads = {s: os.urandom(s) for s in a.wire_sizes}
-    for s, p in payloads.items():  # every connection the phases will use is open
+    for p in payloads.values():  # every connection the phases will use is open
         for _ in range(3):
             assert pool.submit_each(echo, [(p,)]) == [p]
     pid = pool.submit_each(worker_pid, [()])[0]

@@ -155,7 +155,7 @@ class Launch:
         try:
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=str(common.ROOT))
         except subprocess.TimeoutExpired as e:
-            raise common.LaunchError("%s: timed out after %ss\n%s" % (self.key, timeout, common._tail(e.stderr)))
+            raise common.LaunchError("%s: timed out after %ss\n%s" % (self.key, timeout, common._tail(e.stderr))) from e
         result = None
         for line in p.stdout.splitlines():
             if line.startswith(common.RESULT_PREFIX):

@@ -264,12 +264,12 @@ def measure(cmd, env, timeout=120, cwd=None, log=print):
         dump_err = dump.communicate(timeout=30)[1]
         dump = None
         result = None
-        for l in out.splitlines():
-            if l.startswith("BENCH-RESULT "):
-                result = json.loads(l[len("BENCH-RESULT ") :])
+        for line in out.splitlines():
+            if line.startswith("BENCH-RESULT "):
+                result = json.loads(line[len("BENCH-RESULT ") :])
         if result is None:
             raise RuntimeError("wire: exit %s, no result\n%s" % (prog.returncode, "\n".join(err.splitlines()[-15:])))
-        dropped = [l for l in dump_err.splitlines() if "dropped by kernel" in l]
+        dropped = [line for line in dump_err.splitlines() if "dropped by kernel" in line]
         segments = read_pcap(pcap)
         return {
             "impl": result["impl"],

@@ -292,7 +292,7 @@ def part_idle(comm, a, out):
                 comm.Irecv(buf, source=1, tag=21).Wait()
             else:
                 arrived = threading.Event()
-                comm.Irecv(buf, source=1, tag=21, schedule=MPI.Schedule(completed=lambda r: arrived.set()))
+                comm.Irecv(buf, source=1, tag=21, schedule=MPI.Schedule(completed=lambda r, ev=arrived: ev.set()))
                 if not arrived.wait(a.idle * 10 + 30):
                     raise SystemExit("idle handler: never completed")
             r1 = rusage()

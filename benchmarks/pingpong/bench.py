@@ -27,7 +27,7 @@ import common  # noqa: E402
 
 MPI = common.import_mpi()
 
-FULL_SIZES = [0] + [1 << k for k in range(0, 27)]  # 0, 1, 2, 4, 8, ... 64 MiB
+FULL_SIZES = [0] + [1 << k for k in range(27)]  # 0, 1, 2, 4, 8, ... 64 MiB
 QUICK_SIZES = [0, 1, 8, 64, 512, 4096, 32768, 1 << 18, 1 << 20, 1 << 22, 1 << 24]
 EXCHANGE_SIZES = [8 << (2 * k) for k in range(11)] + [1 << 24]  # 8 B, 32 B, ... 8 MiB, 16 MiB
 EXCHANGE_QUICK_SIZES = [8, 4096, 1 << 16, 1 << 20, 1 << 24]

@@ -126,7 +126,7 @@ def lookup(merged):
 
 def report(meta, merged, failures):
     by = lookup(merged)
-    keys = [k for k in ("mpiws", "mpi-tcp", "mpi-shm")]
+    keys = ["mpiws", "mpi-tcp", "mpi-shm"]
     refs = ("mpi-tcp", "mpi-shm")
 
     def t(k, kind, key):
@@ -163,18 +163,27 @@ def report(meta, merged, failures):
     parts = ["\n".join(head)]
 
     # targets first: the figures the issue asks about
+    def show(x, what, key):
+        """A target's time as its figure: bandwidth (MB/s) of a ``key``-byte message, or latency (us)."""
+        if what == "bw":
+            return common.fmt(x and int(key) / x / 1e6, "%.0f MB/s")
+        return common.fmt(x and x * 1e6, "%.1f us")
+
     rows = []
     for title, kind, key, ref, goal, ok, what in TARGETS:
         a, b = t("mpiws", kind, key), t(ref, kind, key)
         r = common.ratio(a, b)
         if r is not None and what == "bw":
             r = 1 / r
-        if what == "bw":
-            show = lambda x: common.fmt(x and int(key) / x / 1e6, "%.0f MB/s")
-        else:
-            show = lambda x: common.fmt(x and x * 1e6, "%.1f us")
         rows.append(
-            [title, show(a), show(b), common.fmt(r, "%.2f"), goal, "-" if r is None else ("yes" if ok(r) else "NO")]
+            [
+                title,
+                show(a, what, key),
+                show(b, what, key),
+                common.fmt(r, "%.2f"),
+                goal,
+                "-" if r is None else ("yes" if ok(r) else "NO"),
+            ]
         )
     parts.append(
         common.table(
@@ -297,7 +306,10 @@ def tls_tables(by, sizes):
     """mpiws over TLS beside cleartext mpiws and MPI-TCP: latency and bandwidth."""
     if TLS not in by:
         return []
-    t = lambda k, s: by.get(k, {}).get(("buffer", str(s)), {}).get("t")
+
+    def t(k, s):
+        return by.get(k, {}).get(("buffer", str(s)), {}).get("t")
+
     hdr = ["size", "mpiws", "mpiws TLS", "MPI-TCP", "TLS/cleartext", "TLS/MPI-TCP"]
     lat, bw = [], []
     for s in sizes:
@@ -350,8 +362,13 @@ def exchange_tables(merged, keys, refs):
     sizes = exchange_sizes(merged)
     if not sizes:
         return []
-    m = lambda k, v, s: by.get(k, {}).get(("exchange", "%s/%d" % (v, s)))
-    t = lambda k, v, s: m(k, v, s) and m(k, v, s)["t"]
+
+    def m(k, v, s):
+        return by.get(k, {}).get(("exchange", "%s/%d" % (v, s)))
+
+    def t(k, v, s):
+        return m(k, v, s) and m(k, v, s)["t"]
+
     hdr = ["size", "mpiws", "MPI-TCP", "MPI-shm", "mpiws/TCP", "mpiws/shm"]
     parts = []
     for v, name in VARIANTS.items():

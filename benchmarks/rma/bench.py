@@ -48,11 +48,11 @@ MPI = common.import_mpi()
 
 PARTS = ["put", "get", "acc", "counter"]
 PUT_MODES = ["flush", "lock", "fence"]
-FULL_SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB
+FULL_SIZES = [1 << k for k in range(23)]  # 1 B .. 4 MiB
 QUICK_SIZES = [1, 64, 4096, 1 << 16, 1 << 20]
 GET_FULL_SIZES = [1 << k for k in range(0, 23, 2)]  # 1 B, 4 B, .. 4 MiB
 GET_QUICK_SIZES = [8, 4096, 1 << 16, 1 << 20]
-ACC_FULL_SIZES = [8 << k for k in range(0, 18)]  # 8 B .. 1 MiB (1 .. 131072 doubles)
+ACC_FULL_SIZES = [8 << k for k in range(18)]  # 8 B .. 1 MiB (1 .. 131072 doubles)
 ACC_QUICK_SIZES = [8, 4096, 1 << 16]
 GET_WINDOW = 64
 GET_WINDOW_BYTES = 16 << 20
@@ -150,7 +150,7 @@ def main():
             for mode in modes:
                 if mode == "flush":
 
-                    def run(n):
+                    def run(n, sbuf=sbuf):
                         if rank == 0:
                             win.Lock(1, MPI.LOCK_SHARED)
                             for _ in range(n):
@@ -161,7 +161,7 @@ def main():
                     point("put", "%s/%d" % (mode, size), size, run, mode=mode)
                 elif mode == "lock":
 
-                    def run(n):
+                    def run(n, sbuf=sbuf):
                         if rank == 0:
                             for _ in range(n):
                                 win.Lock(1, MPI.LOCK_SHARED)
@@ -171,7 +171,7 @@ def main():
                     point("put", "%s/%d" % (mode, size), size, run, mode=mode)
                 elif mode == "fence":
 
-                    def run(n):
+                    def run(n, sbuf=sbuf):
                         win.Fence(MPI.MODE_NOPRECEDE)
                         for i in range(n):
                             if rank == 0:
@@ -210,7 +210,7 @@ def main():
             w = max(1, min(GET_WINDOW, GET_WINDOW_BYTES // size))
             rbuf = np.zeros(size, dtype=np.uint8)
 
-            def run(n):
+            def run(n, w=w, rbuf=rbuf):
                 if rank == 0:
                     win.Lock(1, MPI.LOCK_SHARED)
                     for _ in range(n):
@@ -234,7 +234,7 @@ def main():
             count = size // 8
             ones = np.ones(count, dtype=np.float64)
 
-            def run(n):
+            def run(n, ones=ones):
                 if rank == 0:
                     win.Lock(1, MPI.LOCK_SHARED)
                     for _ in range(n):
@@ -298,7 +298,7 @@ def main():
         if rank == 0:
             expected = nranks * (2 + 10 + trials * reps)
             allv = np.sort(np.concatenate(values))
-            distinct = int(len(np.unique(allv)))
+            distinct = len(np.unique(allv))
             exact = (
                 int(final[0]) == expected and distinct == expected and bool(np.array_equal(allv, np.arange(expected)))
             )

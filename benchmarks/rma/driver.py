@@ -473,7 +473,7 @@ def plots(out, meta, merged):
     for k, ms in per.items():
         for mode in PUT_MODES:
             label = "%s %s" % (common.IMPLS[k].label, mode)
-            p = pts(ms, lambda x: x["kind"] == "put" and x.get("mode") == mode)
+            p = pts(ms, lambda x, mode=mode: x["kind"] == "put" and x.get("mode") == mode)
             if p:
                 series[label], colors[label], styles[label] = p, common.COLORS.get(k), MODE_STYLES[mode]
     if series:

@@ -284,7 +284,7 @@ def main():
         "| throughput Mbit/s | % of nominal | time nominal s | last byte s | send done s |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, lat, rate, rtts, t_last, t_sent, conns in rows:
+    for label, lat, rate, rtts, t_last, t_sent, _conns in rows:
         p10 = rtts[len(rtts) // 10]
         p90 = rtts[len(rtts) * 9 // 10]
         mbit = size * 8 / t_last / 1e6

@@ -74,7 +74,7 @@ class Endpoints:
     def __init__(self, n, env):
         self.procs, self.urls = [], []
         services = [f"{name}=benchmarks.wan.services:{name}" for name in ("p2p", "colls", "loop", "step")]
-        args = sum((["--service", s] for s in services), [])
+        args = [arg for s in services for arg in ("--service", s)]
         for _ in range(n):
             p = subprocess.Popen(
                 [mpiws_exe(), "serve", "--isolation", "thread", *args],
@@ -126,7 +126,7 @@ def mediated(urls, n, iterations, env):
     for _ in range(iterations):
         answers = [None] * len(urls)
 
-        def invoke(i):
+        def invoke(i, x=x, answers=answers):
             d = Domain([urls[i]])
             d.start("step", {"x": x})
             s = d.status(0, wait=60)

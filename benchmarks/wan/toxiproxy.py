@@ -224,7 +224,7 @@ class Toxiproxy:
         binary = self.binary or ensure_installed()
         self._log = tempfile.TemporaryFile()
         # The port can be taken between free_port() and the server's bind: retry.
-        for attempt in range(3):
+        for _attempt in range(3):
             port = free_port()
             self.proc = subprocess.Popen(
                 [str(binary), "-host", "127.0.0.1", "-port", str(port)],

@@ -178,7 +178,9 @@ def launch(part, url, point, modes, rounds, skip, env, timeout, wan=None):
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=str(common.ROOT))
     except subprocess.TimeoutExpired as e:
-        raise common.LaunchError("%s %s: timed out after %ss\n%s" % (part, point, timeout, common._tail(e.stderr)))
+        raise common.LaunchError(
+            "%s %s: timed out after %ss\n%s" % (part, point, timeout, common._tail(e.stderr))
+        ) from e
     for line in p.stdout.splitlines():
         if line.startswith(common.RESULT_PREFIX) and p.returncode == 0:
             return json.loads(line[len(common.RESULT_PREFIX) :])["rounds"]

@@ -3,7 +3,8 @@ Python layer is written against. Errors are raised as ``MPI.Exception``
 (registered with ``set_error_type``); ranks are communicator-local; timeouts
 are in seconds, ``None`` meaning for ever. Blocking calls release the GIL."""
 
-from typing import Any, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 ANY_SOURCE: int
 ANY_TAG: int
@@ -16,16 +17,16 @@ ALGORITHMS: dict[str, list[str]]
 def set_error_type(cls: type) -> None:
     """Register the exception class core errors are raised as: ``cls(error_class, message)``."""
 
-def wait_any(requests: Sequence[Request], timeout: Optional[float] = None) -> bool:
+def wait_any(requests: Sequence[Request], timeout: float | None = None) -> bool:
     """Block until one of ``requests`` is complete; False if ``timeout`` passed first."""
 
-def reduce_local(op: Tuple[str, str], inbuf: Any, inoutbuf: Any) -> None:
+def reduce_local(op: tuple[str, str], inbuf: Any, inoutbuf: Any) -> None:
     """``inoutbuf = inbuf op inoutbuf`` with a builtin op (name, element code) on typed buffers."""
 
 class Memory:
     """Bytes at an address, exported through the buffer protocol (``MPI.buffer`` subclasses it)."""
     def __init__(self, *args: Any) -> None: ...
-    def attach(self, obj: Any, readonly: Optional[bool] = None) -> None:
+    def attach(self, obj: Any, readonly: bool | None = None) -> None:
         """Name ``obj``'s (C-contiguous) memory, read-only if asked or if it is."""
     def at(self, address: int, nbytes: int, readonly: bool = False) -> None:
         """Name ``nbytes`` at ``address``, owned by no object."""
@@ -42,47 +43,47 @@ class Endpoint:
     url: str
     port: int
     workdir: str
-    tls_fingerprint: Optional[str]
-    tls_certificate_file: Optional[str]
+    tls_fingerprint: str | None
+    tls_certificate_file: str | None
     def __init__(
         self,
         host: str = "127.0.0.1",
         port: int = 0,
-        max_message: Optional[int] = None,
-        max_upload: Optional[int] = None,
-        workdir: Optional[str] = None,
-        keys: Optional[str] = None,
+        max_message: int | None = None,
+        max_upload: int | None = None,
+        workdir: str | None = None,
+        keys: str | None = None,
         allow_hosts: list[str] = [],
         allow_origins: list[str] = [],
-        max_connections: Optional[int] = None,
-        header_timeout: Optional[float] = None,
-        body_timeout: Optional[float] = None,
-        max_binding: Optional[int] = None,
-        max_ranks: Optional[int] = None,
-        max_instances: Optional[int] = None,
-        max_instances_per_key: Optional[int] = None,
+        max_connections: int | None = None,
+        header_timeout: float | None = None,
+        body_timeout: float | None = None,
+        max_binding: int | None = None,
+        max_ranks: int | None = None,
+        max_instances: int | None = None,
+        max_instances_per_key: int | None = None,
         fetch_allow: list[str] = [],
-        max_fetch: Optional[int] = None,
-        fetch_timeout: Optional[float] = None,
-        max_disk: Optional[int] = None,
-        max_jobs: Optional[int] = None,
-        max_jobs_per_key: Optional[int] = None,
-        max_uploads_per_key: Optional[int] = None,
-        job_ttl: Optional[float] = None,
-        max_spawn_body: Optional[int] = None,
-        sandbox: Optional[list[str]] = None,
-        max_instance_memory: Optional[int] = None,
-        max_instance_time: Optional[float] = None,
-        spare_instances: Optional[int] = None,
-        tls_cert: Optional[str] = None,
-        tls_key: Optional[str] = None,
+        max_fetch: int | None = None,
+        fetch_timeout: float | None = None,
+        max_disk: int | None = None,
+        max_jobs: int | None = None,
+        max_jobs_per_key: int | None = None,
+        max_uploads_per_key: int | None = None,
+        job_ttl: float | None = None,
+        max_spawn_body: int | None = None,
+        sandbox: list[str] | None = None,
+        max_instance_memory: int | None = None,
+        max_instance_time: float | None = None,
+        spare_instances: int | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
         tls_self_signed: bool = False,
-        tls_cert_out: Optional[str] = None,
-        tls_handshake_timeout: Optional[float] = None,
+        tls_cert_out: str | None = None,
+        tls_handshake_timeout: float | None = None,
         relay: bool = False,
-        relay_max_connections: Optional[int] = None,
-        via_relay: Optional[str] = None,
-        relay_key: Optional[str] = None,
+        relay_max_connections: int | None = None,
+        via_relay: str | None = None,
+        relay_key: str | None = None,
     ) -> None:
         """``keys``: a keys file's text (none: the service interface refuses
         everyone); ``sandbox``: the command that starts an instance's child
@@ -99,7 +100,7 @@ class Endpoint:
         """Deploy a command-line program as a service, described by its one-line template."""
     def deploy_program_cwl(self, name: str, document: str) -> None:
         """Deploy a CWL v1.2 CommandLineTool (its document as JSON text) as a program."""
-    def next_run(self, timeout: Optional[float] = None) -> Optional[Instance]:
+    def next_run(self, timeout: float | None = None) -> Instance | None:
         """The next instance a *run* request created (to be started by the caller)."""
     def open_rendezvous(self, size: int) -> None:
         """Open this endpoint's rendezvous (``POST /rendezvous``) for a domain of ``size`` ranks."""
@@ -131,7 +132,7 @@ class Instance:
         """The service returned; ``result`` is JSON text."""
     def fail(self, error_class: int, name: str, message: str, traceback: str) -> None: ...
     def cancel(self) -> None: ...
-    def flush(self, timeout: Optional[float] = None) -> bool:
+    def flush(self, timeout: float | None = None) -> bool:
         """Wait until every send is acknowledged or failed."""
     def unexpected_bytes(self) -> int: ...
     def peak_unexpected_bytes(self) -> int:
@@ -163,10 +164,10 @@ class Comm:
         buffers: Sequence[Any],
         split: bool = False,
         sync: bool = False,
-        timeout: Optional[float] = None,
+        timeout: float | None = None,
     ) -> None:
         """``isend`` and its wait in one call; ERR_TIMEOUT if not sent within ``timeout`` s."""
-    def irecv(self, source: int, tag: int, buffer: Optional[Any] = None) -> Request:
+    def irecv(self, source: int, tag: int, buffer: Any | None = None) -> Request:
         """Post a receive; a large message may be read straight into ``buffer``."""
     def sendrecv(
         self,
@@ -175,53 +176,53 @@ class Comm:
         buffers: Sequence[Any],
         source: int,
         recvtag: int,
-        buffer: Optional[Any] = None,
-        timeout: Optional[float] = None,
+        buffer: Any | None = None,
+        timeout: float | None = None,
         split: bool = False,
     ) -> Message:
         """Post the receive, send once this thread reads the source's stream, wait for both;
         ERR_TIMEOUT if nothing matched within ``timeout`` (the receive is withdrawn)."""
-    def recv(self, source: int, tag: int, buffer: Optional[Any] = None, timeout: Optional[float] = None) -> Message:
+    def recv(self, source: int, tag: int, buffer: Any | None = None, timeout: float | None = None) -> Message:
         """``irecv`` and its wait in one call; ERR_TIMEOUT (receive withdrawn) if nothing matched within ``timeout`` s."""
     def collective(
         self,
         name: str,
         root: int = 0,
-        data: Optional[Any] = None,
-        blocks: Optional[Sequence[Any]] = None,
-        op: Optional[tuple[str, str]] = None,
-        counts: Optional[list[int]] = None,
-        length: Optional[int] = None,
-        algorithm: Optional[str] = None,
-        hint: Optional[int] = None,
+        data: Any | None = None,
+        blocks: Sequence[Any] | None = None,
+        op: tuple[str, str] | None = None,
+        counts: list[int] | None = None,
+        length: int | None = None,
+        algorithm: str | None = None,
+        hint: int | None = None,
         nonblocking: bool = False,
-        timeout: Optional[float] = None,
+        timeout: float | None = None,
     ) -> Request:
         """Run (or start) a collective; the Request's Message holds the result blocks as parts."""
-    def probe(self, source: int, tag: int, timeout: Optional[float] = None) -> Optional[tuple[int, int, int]]:
+    def probe(self, source: int, tag: int, timeout: float | None = None) -> tuple[int, int, int] | None:
         """(source, tag, nbytes) of the next matching message; ``timeout=0`` only looks."""
     def next_context(self, salt: int = 0) -> int: ...
     def group_context(self, group: list[int], tag: int) -> int:
         """Context for a communicator over ``group`` that only its members create."""
-    def derive(self, context: int, group: list[int]) -> Optional[Comm]: ...
-    def derive_inter(self, context: int, local_group: list[int], remote_group: list[int]) -> Optional[Comm]:
+    def derive(self, context: int, group: list[int]) -> Comm | None: ...
+    def derive_inter(self, context: int, local_group: list[int], remote_group: list[int]) -> Comm | None:
         """An intercommunicator: point-to-point ranks name ``remote_group``'s members."""
-    remote_group: Optional[list[int]]
+    remote_group: list[int] | None
     def partitioned(self, tag: int) -> Comm:
         """Where partitioned point-to-point with ``tag`` travels."""
     def internal(self) -> Comm:
         """The same communicator on its collective context (traffic the application never matches)."""
     def world_rank(self, local: int) -> int: ...
-    def local_rank(self, world: int) -> Optional[int]: ...
-    def allgather_bytes(self, data: bytes, timeout: Optional[float] = None) -> list[bytes]: ...
+    def local_rank(self, world: int) -> int | None: ...
+    def allgather_bytes(self, data: bytes, timeout: float | None = None) -> list[bytes]: ...
 
 class Request:
     is_recv: bool
-    def wait(self, timeout: Optional[float] = None) -> bool: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
     def done(self) -> bool: ...
-    def take(self) -> Optional[Message]:
+    def take(self) -> Message | None:
         """The outcome, once: None for a send, a Message for a receive; raises the operation's error."""
-    def peek(self) -> Optional[Tuple[int, int, int]]:
+    def peek(self) -> tuple[int, int, int] | None:
         """(source, tag, nbytes) of a completed receive whose outcome is not taken yet, else None."""
     def cancel(self) -> bool: ...
     def withdraw(self) -> bool:
@@ -231,18 +232,18 @@ class Request:
         """Push ``token`` to ``events`` when the operation completes (at once if it has)."""
     def watch_stored(self, events: Events, token: int) -> bool:
         """A tracked (non-blocking) send: push ``token`` once the receiver stored it, asking it to say so now."""
-    def stored_state(self) -> Optional[tuple[bool, Optional[str], int]]:
+    def stored_state(self) -> tuple[bool, str | None, int] | None:
         """None until a tracked send was stored or failed; then (ok, error message, error class)."""
     def watch_matched(self, events: Events, token: int) -> bool:
         """A tracked standard send: push ``token`` once a receive took it; unless started with
         ``tell_match``, the receiver is asked now (a long poll). False: not a tracked standard send."""
-    def matched_state(self) -> Optional[tuple[bool, Optional[str], int]]:
+    def matched_state(self) -> tuple[bool, str | None, int] | None:
         """As ``stored_state``, for the match (None until ``watch_matched`` asked)."""
 
 class Events:
     """Tokens of completed operations, for the handler thread."""
     def __init__(self) -> None: ...
-    def next(self, timeout: Optional[float] = None) -> Optional[int]:
+    def next(self, timeout: float | None = None) -> int | None:
         """The next token, waiting (GIL released) up to ``timeout`` seconds."""
     def push(self, token: int) -> None: ...
 
@@ -257,25 +258,25 @@ class Message:
         """The parts: the first as bytes, the others as bytearrays."""
     def blocks(self) -> list[bytes]:
         """Each part as bytes (a collective's result blocks)."""
-    def copy_into(self, buffer: Any, offsets: Optional[list[int]] = None) -> int:
+    def copy_into(self, buffer: Any, offsets: list[int] | None = None) -> int:
         """Copy into a writable buffer (part i at byte ``offsets[i]`` if given); MPI_ERR_TRUNCATE if it does not fit."""
 
 class DomainClient:
     """Start, watch and cancel a domain on running endpoints (the launcher's side)."""
 
-    def __init__(self, domain: str, token: str, endpoints: list[str], key: Optional[str] = None) -> None:
+    def __init__(self, domain: str, token: str, endpoints: list[str], key: str | None = None) -> None:
         """``key``: the endpoint key that may create instances (*run*) on every endpoint."""
-    def start(self, service: str, params: str, ranks: Optional[list[int]] = None) -> None:
+    def start(self, service: str, params: str, ranks: list[int] | None = None) -> None:
         """*run* on every endpoint, or on those of ``ranks`` (the others' instances their processes create)."""
-    def status(self, rank: int, wait: Optional[float] = None) -> str: ...
+    def status(self, rank: int, wait: float | None = None) -> str: ...
     def cancel(self, rank: int) -> str: ...
 
 class JobsClient:
     """The HTTP calls a client of deployed programs makes; JSON as strings."""
 
-    def __init__(self, key: Optional[str] = None) -> None:
+    def __init__(self, key: str | None = None) -> None:
         """``key``: the endpoint key sent with every call (not with downloads: a file's URL is its capability)."""
-    def call(self, method: str, url: str, body: Optional[str] = None) -> str: ...
+    def call(self, method: str, url: str, body: str | None = None) -> str: ...
     def upload(self, url: str, path: str) -> str:
         """POST the file at ``path`` to ``url`` (streamed); the JSON answer."""
     def download(self, url: str, path: str) -> int:

@@ -26,7 +26,7 @@ from . import _core
 from .keys import client_key
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _client_with(key):
     return _core.JobsClient(key)
 

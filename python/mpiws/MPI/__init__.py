@@ -845,7 +845,6 @@ def Init():
 
     Initialize the MPI execution environment.
     """
-    pass
 
 
 def Init_thread(required=THREAD_MULTIPLE):

@@ -118,7 +118,7 @@ def _forms(prepare):
 
     @functools.wraps(prepare)
     def persistent(self, *args, info=None, timeout=None, **kwargs):
-        self._core  # a null communicator fails here, not at Start
+        self._state()  # a null or freed communicator fails here, not at Start
         return Prequest._persistent(lambda: nonblocking(self, *args, timeout=timeout, **kwargs))
 
     return blocking, nonblocking, persistent
@@ -456,7 +456,7 @@ class Collectives:
             return self._Reduce_scatter(
                 IN_PLACE, recvbuf, [view.nbytes // n // datatype.parse(recvbuf)[1].Get_size()] * n, op
             )
-        rview, dt, count = datatype.parse(recvbuf, writable=True)
+        _, _, count = datatype.parse(recvbuf, writable=True)
         return self._Reduce_scatter(sendbuf, recvbuf, [count] * n, op)
 
     Barrier, Ibarrier, Barrier_init = _forms(_barrier)

@@ -242,7 +242,7 @@ def _forms(compose):
 
     @functools.wraps(compose)
     def persistent(self, *args, info=None, timeout=None, **kwargs):
-        self._core  # a null communicator fails here, not at Start
+        self._state()  # a null or freed communicator fails here, not at Start
         return Prequest._persistent(lambda: nonblocking(self, *args, timeout=timeout, **kwargs))
 
     return blocking, nonblocking, persistent
@@ -576,7 +576,7 @@ class InterCollectives:
         return "reduce_scatter", run
 
     def _Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
-        _, dt, count = datatype.parse(recvbuf, writable=True)
+        _, _, count = datatype.parse(recvbuf, writable=True)
         return self._Reduce_scatter(sendbuf, recvbuf, [count] * self._core.size, op)
 
     Barrier, Ibarrier, Barrier_init = _forms(_barrier)

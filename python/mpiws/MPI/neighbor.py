@@ -82,7 +82,7 @@ def _forms(prepare):
 
     @functools.wraps(prepare)
     def persistent(self, *args, info=None, timeout=None, **kwargs):
-        self._core  # a null communicator fails here, not at Start
+        self._state()  # a null or freed communicator fails here, not at Start
         return Prequest._persistent(lambda: nonblocking(self, *args, timeout=timeout, **kwargs))
 
     return blocking, nonblocking, persistent

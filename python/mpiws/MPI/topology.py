@@ -14,7 +14,7 @@ which its neighbourhood collectives (MPI/neighbor.py) move their data.
 import json
 import math
 import operator
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from .comm import Comm, Intracomm, _Context
 from .exception import ERR_ARG, ERR_DIMS, ERR_RANK, ERR_TOPOLOGY, Exception as MPIException
@@ -547,7 +547,7 @@ def _balanced(n, k):
     divisors = [f for f in range(1, math.isqrt(n) + 1) if n % f == 0]
     divisors = sorted(set(divisors + [n // f for f in divisors]), reverse=True)
 
-    @lru_cache(maxsize=None)
+    @cache
     def best(m, k, cap):
         if k == 1:
             return (m,) if m <= cap else None

@@ -5,6 +5,7 @@ string of a predefined datatype, or of a duplicate of one) and
 """
 
 import ctypes
+import functools
 
 from . import datatype as _dt, derived as _derived
 
@@ -67,20 +68,22 @@ def _typealign(datatype):
     return _special_align().get(named._h) or _ALIGN.get(named._state().char or "")
 
 
-def _special_align(cache={}):
+@functools.cache
+def _special_align():
     """Alignments by predefined handle of the types without a char of their
-    own: Fortran's 16-byte kinds and the MAXLOC/MINLOC pairs."""
-    if not cache:
-        for n in ("LOGICAL16", "INTEGER16", "REAL16", "COMPLEX32"):
-            cache[getattr(_dt, n)._h] = 16
-        for pair, (a, b) in (
-            ("SHORT_INT", "hi"),
-            ("INT_INT", "ii"),
-            ("LONG_INT", "li"),
-            ("FLOAT_INT", "fi"),
-            ("DOUBLE_INT", "di"),
-            ("LONG_DOUBLE_INT", "gi"),
-        ):
-            cache[getattr(_dt, pair)._h] = max(_ALIGN[a], _ALIGN[b])
-        cache.pop(0, None)  # a type this platform lacks is the null handle: no alignment
-    return cache
+    own: Fortran's 16-byte kinds and the MAXLOC/MINLOC pairs (built once, at
+    the first query)."""
+    align = {}
+    for n in ("LOGICAL16", "INTEGER16", "REAL16", "COMPLEX32"):
+        align[getattr(_dt, n)._h] = 16
+    for pair, (a, b) in (
+        ("SHORT_INT", "hi"),
+        ("INT_INT", "ii"),
+        ("LONG_INT", "li"),
+        ("FLOAT_INT", "fi"),
+        ("DOUBLE_INT", "di"),
+        ("LONG_DOUBLE_INT", "gi"),
+    ):
+        align[getattr(_dt, pair)._h] = max(_ALIGN[a], _ALIGN[b])
+    align.pop(0, None)  # a type this platform lacks is the null handle: no alignment
+    return align

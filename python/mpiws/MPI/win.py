@@ -509,7 +509,7 @@ class Win(Handle, Attributes, Handled):
             raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
         fetch = None
         if result is not None:
-            fetch, rdt, rcount = self._origin(result, writable=True)
+            fetch, _, _ = self._origin(result, writable=True)
             if isinstance(fetch.obj, datatype._Staged):
                 raise NotImplementedError("Get_accumulate into a non-contiguous result datatype is not in mpiws yet")
             if fetch.nbytes != nbytes:

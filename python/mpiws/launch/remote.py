@@ -21,7 +21,7 @@ def run_remote(endpoints, service, params=None, out=None, key=None):
             err = s.get("error") or {}
             print(f"rank {rank}: {s['state']}: {err.get('name', '')}: {err.get('message', '')}", file=out, flush=True)
 
-    statuses, failure = domain.wait(on_result=show)
+    _statuses, failure = domain.wait(on_result=show)
     if failure is not None:
         tb = (failure.get("error") or {}).get("traceback")
         if tb:

@@ -111,7 +111,7 @@ def direct(wf, values):
     for s in wf.steps.values():
         if s.kind != "program":
             continue
-        for name, v in s.inputs.items():
+        for v in s.inputs.values():
             for src in (v if isinstance(v, list) else [v]) if not isinstance(v, Literal) else []:
                 if src.step is not None and wf.steps[src.step].kind == "service":
                     connect(src, MANAGER, plan.manager, f"prog:{src}", False)

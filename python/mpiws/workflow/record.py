@@ -56,7 +56,7 @@ class Record:
         with self.lock:
             s = self.steps[step]
             u = s["units"].setdefault(str(index), {"state": "waiting"})
-            if u["state"] in FINAL or u["state"] == state and not info:
+            if u["state"] in FINAL or (u["state"] == state and not info):
                 return
             u.update(info, state=state)
             if state == "running" and u.get("started") is None:

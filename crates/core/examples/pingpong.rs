@@ -4,11 +4,11 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use mpiws_core::completion::Outcome;
-use mpiws_core::domain::Binding;
-use mpiws_core::mpi::comm::wait_outcome;
-use mpiws_core::mpi::Comm;
-use mpiws_core::service::{Config, Endpoint};
+use mpiws_core::wait_outcome;
+use mpiws_core::Binding;
+use mpiws_core::Comm;
+use mpiws_core::Outcome;
+use mpiws_core::{Config, Endpoint};
 
 fn main() {
     let a = Endpoint::start(Config::default()).unwrap();

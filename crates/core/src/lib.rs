@@ -1,49 +1,92 @@
 //! # mpiws core
 //!
 //! MPI-style message passing between web services, without any Python: the
-//! Python package (`crates/python`) is a thin binding over this crate.
+//! Python package (`crates/python`) is a binding over this crate's facade
+//! (the `pub use` items below), and nothing else of it.
 //!
-//! Map of the code, by layer:
+//! ## Layout
 //!
-//! - [`service`] — the **service interface**. An [`service::Endpoint`] is one
-//!   HTTP server hosting deployed services; `run` creates a service instance
-//!   of a domain, `status`/`cancel` manage it, `describe` lists what is there;
-//!   [`service::sandbox`] runs each instance's code in a process of its own.
-//!   [`service::client`] is the launcher's side of those operations.
-//! - [`domain`] — a communication domain as one endpoint sees it: the
-//!   [`domain::Binding`] (domain id, rank, endpoint list, token) and the
-//!   [`domain::Instance`] it creates, which owns that rank's mailbox;
-//!   [`domain::liveness`] finds peers that are gone, so no wait hangs.
-//! - [`mpi`] — the **MPI operations**: a [`mpi::Comm`] is a context and a
-//!   group over an instance; point-to-point calls map to it one to one;
-//!   [`mpi::collective`] runs collectives (one file per family of
-//!   algorithms) on a [`mpi::collective::Schedule`] of sends and receives,
-//!   with builtin reductions on typed buffers in [`mpi::collective::op`];
-//!   [`mpi::datatype`] builds derived datatypes' layouts and packs them.
-//! - [`direct`] — the **direct-communication layer**: [`direct::frame`] is the
-//!   seam between HTTP and meaning (envelope headers + raw body),
-//!   [`direct::mailbox`] matches messages to receives in per-pair order,
-//!   [`direct::store`] files what peers send, [`direct::transport`] sends,
-//!   [`direct::stream`] / [`direct::inbound`] are the faster upgraded
-//!   channel and its readers, [`direct::polled`] their socket I/O.
-//! - [`jobs`] — **legacy programs as services**: a command-line program
-//!   deployed with a one-line template (or a CWL `CommandLineTool`,
-//!   [`jobs::cwl`]); jobs of it are spawned, watched, killed, and their
-//!   files pass by value or by URL.
-//! - [`completion`] — where outcomes land, how threads wait for them
-//!   (polling briefly, then sleeping), and [`completion::Events`], the
-//!   queue a handler thread sleeps on.
-//! - [`error`] — errors with MPI error classes; [`runtime`] — the tokio runtime;
-//!   [`body`] — the chunked HTTP body type.
+//! One engine, two faces. Each layer is a folder; a layer uses only the
+//! layers below it (checked by `scripts/layers.py`, which reads the allowed
+//! arrows from `docs/architecture.md`):
+//!
+//! ```text
+//!  service  the HTTP face: one route table (routes), the server, guard and
+//!           keys, the endpoint's state, every operation (run, status,
+//!           store, stream, ...), jobs' HTTP operations, sandbox, relay
+//!     │                           mpi  the program face: Comm, collective/
+//!     │                                (schedules), datatype/, window/
+//!     ▼                            │
+//!  jobs     legacy programs        │
+//!     │                            ▼
+//!     │                  rank   one rank: instance (state, lifecycle),
+//!     │                          receive, send, liveness
+//!     ▼                            ▼
+//!  net      links (streams), readers, stores, the HTTP client, sockets, TLS, proxies
+//!     ▼
+//!  engine   mailbox, inbox (receive state), completion, tree: no I/O
+//!     ▼
+//!  wire     frames and envelopes, reserved tags, HTTP answer heads: bytes only
+//! ```
+//!
+//! Beside them, leaves every layer may use: [`error`] (errors with MPI
+//! error classes), [`config`] (every `MPIWS_*` setting), `runtime` (the
+//! tokio runtime), `body` (the chunked HTTP body type), `keys` (endpoint
+//! keys and scopes: who owns what).
+//!
+//! What crosses layers upward does so through a trait the lower layer
+//! declares: `net::reader::Receiver` (what a stream's reader files
+//! messages with, implemented by `rank::Instance`) and
+//! `rank::instance::WindowFrames` (one-sided window traffic, implemented
+//! by `mpi::window::Registry`).
+//!
+//! ## One message
+//!
+//! `comm.send(obj, dest=1)` → `mpi::Comm::send_start` → `rank::send`
+//! (sequence number, the peer's `net::link::Link`, opened on first use with
+//! an HTTP upgrade that `service::stream` answers) → frame bytes on the
+//! socket. At the receiver, `net::reader` reads the frame (in the thread
+//! waiting for it, or the progress thread) and hands it to
+//! `rank::receive` (`Receiver::deliver`), which files it in the
+//! `engine::inbox` / `engine::mailbox` and completes the matching receive's
+//! `engine::completion::Completion`.
 
-pub mod body;
-pub mod completion;
-pub mod direct;
-pub mod domain;
+mod body;
+pub mod config;
+mod engine;
 pub mod error;
-pub mod jobs;
-pub mod mpi;
-pub mod runtime;
-pub mod service;
+mod jobs;
+mod keys;
+mod mpi;
+mod net;
+mod rank;
+mod runtime;
+mod service;
+/// The wire protocol's codecs: public, so that `tests/fuzz_*.rs` drive them as a peer would.
+pub mod wire;
 
 pub use error::{Error, ErrorClass, Result};
+
+// ---- the facade: what the binding, the examples and the tests use ----------
+
+pub use engine::completion::{wait_any, wait_outcome, Completion, Events, Outcome, RecvBuffer, Tracking};
+pub use engine::mailbox::RecvId;
+pub use jobs::cwl::params::{eval as cwl_eval, Mode as CwlMode};
+pub use jobs::template;
+pub use keys::Keys;
+pub use mpi::collective::{Call, Op, ALGORITHMS};
+pub use mpi::datatype::Layout;
+pub use mpi::window::{RawDest, Window};
+pub use mpi::{Comm, ANY_SOURCE, ANY_TAG, PROC_NULL};
+pub use net::http::Http;
+pub use net::link::EAGER_BELOW;
+pub use rank::{Binding, ErrorReport, Instance, InstanceState, Status};
+pub use runtime::runtime;
+pub use service::client::DomainClient;
+pub use service::rendezvous::{register as rendezvous_register, Registration};
+pub use service::reverse::ViaRelay;
+pub use service::sandbox::child::{begin as sandbox_begin, report as sandbox_report};
+pub use service::sandbox::SandboxSetting;
+pub use service::shutdown::exit_on_signals;
+pub use service::tls::TlsSetting;
+pub use service::{Config, Endpoint};

@@ -8,7 +8,7 @@ use tokio::runtime::{Builder, Runtime};
 pub fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
     RT.get_or_init(|| {
-        let threads = std::env::var("MPIWS_IO_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+        let threads = crate::config::io_threads();
         Builder::new_multi_thread()
             .worker_threads(threads)
             .thread_name("mpiws-io")

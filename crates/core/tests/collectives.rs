@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mpiws_core::domain::Binding;
-use mpiws_core::mpi::collective::{Call, Op, ALGORITHMS};
-use mpiws_core::mpi::Comm;
-use mpiws_core::service::{Config, Endpoint};
+use mpiws_core::Binding;
+use mpiws_core::Comm;
 use mpiws_core::ErrorClass;
+use mpiws_core::{Call, Op, ALGORITHMS};
+use mpiws_core::{Config, Endpoint};
 
 const T: Option<Duration> = Some(Duration::from_secs(20));
 
@@ -207,8 +207,8 @@ fn concurrent_nonblocking_collectives_do_not_interfere() {
         let a = c.icollective(Call::Allreduce { data: i64s(&[c.rank as i64]), op }, Some("ring"), None, T).unwrap();
         let b = c.icollective(Call::Allgather { data: block(c.rank, 9) }, None, None, T).unwrap();
         let d = c.icollective(Call::Allreduce { data: i64s(&[10 * c.rank as i64]), op }, None, None, T).unwrap();
-        let take = |x: &Arc<mpiws_core::completion::Completion>| match mpiws_core::mpi::comm::wait_outcome(x, T).unwrap() {
-            mpiws_core::completion::Outcome::Received { env, payload } => payload.into_parts(&env.parts),
+        let take = |x: &Arc<mpiws_core::Completion>| match mpiws_core::wait_outcome(x, T).unwrap() {
+            mpiws_core::Outcome::Received { env, payload } => payload.into_parts(&env.parts),
             other => panic!("{other:?}"),
         };
         (to_i64s(&take(&d)[0]), take(&b), to_i64s(&take(&a)[0]))
@@ -229,7 +229,7 @@ fn binomial_broadcast_is_forwarded_by_endpoints_before_their_application_calls_i
     let out = on_ranks(4, move |c| {
         let data = Bytes::from_static(b"forwarded before asked");
         if c.rank == 3 {
-            let found = c.internal().probe(mpiws_core::mpi::ANY_SOURCE, mpiws_core::mpi::ANY_TAG, Some(Duration::from_secs(10)));
+            let found = c.internal().probe(mpiws_core::ANY_SOURCE, mpiws_core::ANY_TAG, Some(Duration::from_secs(10)));
             let (lock, cv) = &*seen;
             *lock.lock().unwrap() = true;
             cv.notify_all();
@@ -252,7 +252,7 @@ fn binomial_broadcast_is_forwarded_by_endpoints_before_their_application_calls_i
 /// its segments left apart in `collective_outcome`'s payload.
 #[test]
 fn a_pipelined_broadcast_delivers_every_byte_from_any_root() {
-    use mpiws_core::completion::Outcome;
+    use mpiws_core::Outcome;
     // 3 MiB + 5 B: several segments and a short last one.
     let len = (3 << 20) + 5;
     let data: Bytes = (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();

@@ -9,7 +9,7 @@ mod fuzz_support;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use mpiws_core::direct::frame::{
+use mpiws_core::wire::frame::{
     parts_fit, parts_total, Envelope, Payload, H_CONTEXT, H_FORWARD, H_PARTS, H_SEQ, H_SOURCE, H_SYNC, H_TAG, MAX_PARTS,
 };
 use proptest::prelude::*;

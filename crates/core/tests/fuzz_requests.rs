@@ -7,8 +7,8 @@
 
 mod fuzz_support;
 
-use mpiws_core::domain::Binding;
-use mpiws_core::jobs::template::{Direction, Kind, Param, Placement, Template, Word};
+use mpiws_core::template::{Direction, Kind, Param, Placement, Template, Word};
+use mpiws_core::Binding;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

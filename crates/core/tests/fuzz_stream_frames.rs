@@ -9,7 +9,7 @@ mod fuzz_support;
 
 use std::io::{Cursor, Read};
 
-use mpiws_core::direct::frame::{
+use mpiws_core::wire::frame::{
     decode_ack_header, decode_message_header, encode_ack, encode_ack_request, encode_message, parts_total, read_frame, Envelope, Frame,
     MessageHeader, ACK_HEADER, MAX_PARTS, MSG_HEADER,
 };

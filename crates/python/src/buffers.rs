@@ -3,8 +3,8 @@
 //! on the wire), received payloads are copied once into their destination.
 
 use bytes::Bytes;
-use mpiws_core::completion::RecvBuffer;
 use mpiws_core::ErrorClass;
+use mpiws_core::RecvBuffer;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 
@@ -12,7 +12,7 @@ use crate::errors::mpi_err;
 
 /// Below this, copying is cheaper than holding on to the Python object; and
 /// the core keeps such bytes after the send completed (`EAGER_BELOW`).
-const BORROW_FROM: usize = mpiws_core::direct::stream::EAGER_BELOW;
+const BORROW_FROM: usize = mpiws_core::EAGER_BELOW;
 
 struct Borrowed(PyUntypedBuffer);
 

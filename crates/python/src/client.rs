@@ -1,7 +1,7 @@
 //! `DomainClient`: start, watch and cancel a domain on running endpoints.
 
-use mpiws_core::runtime::runtime;
-use mpiws_core::service::client::DomainClient as Core;
+use mpiws_core::runtime;
+use mpiws_core::DomainClient as Core;
 use pyo3::prelude::*;
 
 use crate::errors::IntoPy;
@@ -47,6 +47,6 @@ impl DomainClient {
 pub fn rendezvous_register(py: Python<'_>, rendezvous: &str, key: &str, rank: u32, size: u32, url: String, timeout: f64) -> PyResult<()> {
     let timeout =
         std::time::Duration::try_from_secs_f64(timeout).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
-    let registration = mpiws_core::service::rendezvous::Registration { rank, size, url };
-    py.detach(|| runtime().block_on(mpiws_core::service::rendezvous::register(rendezvous, key, &registration, timeout))).py_err()
+    let registration = mpiws_core::Registration { rank, size, url };
+    py.detach(|| runtime().block_on(mpiws_core::rendezvous_register(rendezvous, key, &registration, timeout))).py_err()
 }

@@ -1,8 +1,8 @@
 //! Python arguments of a collective call -> the core's `Call`.
 
 use bytes::Bytes;
-use mpiws_core::mpi::collective::{Call, Op};
 use mpiws_core::ErrorClass;
+use mpiws_core::{Call, Op};
 use pyo3::prelude::*;
 
 use crate::buffers::to_bytes;

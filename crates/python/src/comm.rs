@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use mpiws_core::mpi::Comm as CoreComm;
+use mpiws_core::Comm as CoreComm;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use mpiws_core::completion::{Completion, RecvBuffer};
+use mpiws_core::{Completion, RecvBuffer};
 
 use crate::buffers::{to_bytes, Dest};
 use crate::endpoint::Instance;
@@ -176,7 +176,7 @@ impl Comm {
     }
 
     /// Run a collective (or, `nonblocking`, start it); the Request's message
-    /// holds the result blocks as parts. See `mpiws_core::mpi::collective`.
+    /// holds the result blocks as parts. See `mpiws_core::Call`.
     #[pyo3(signature = (name, root=0, data=None, blocks=None, op=None, counts=None, length=None, algorithm=None, hint=None, nonblocking=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn collective(
@@ -205,7 +205,7 @@ impl Comm {
             c.complete(Ok(out));
             c
         };
-        Ok(Request::recv(self.inner.clone(), c, None, mpiws_core::mpi::ANY_SOURCE))
+        Ok(Request::recv(self.inner.clone(), c, None, mpiws_core::ANY_SOURCE))
     }
 
     /// Context for the next communicator derived from this one.

@@ -2,8 +2,8 @@
 //! Python `Datatype` (python/mpiws/MPI/datatype.py), which keeps names,
 //! envelopes and contents and asks this for bounds and for packing.
 
-use mpiws_core::mpi::datatype::Layout as CoreLayout;
 use mpiws_core::ErrorClass;
+use mpiws_core::Layout as CoreLayout;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

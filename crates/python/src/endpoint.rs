@@ -4,15 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mpiws_core::domain::instance::ErrorReport;
-use mpiws_core::domain::Binding;
-use mpiws_core::domain::Instance as CoreInstance;
-use mpiws_core::mpi::Comm as CoreComm;
-use mpiws_core::service::keys::Keys;
-use mpiws_core::service::reverse::ViaRelay;
-use mpiws_core::service::sandbox::SandboxSetting;
-use mpiws_core::service::tls::TlsSetting;
-use mpiws_core::service::{Config, Endpoint as CoreEndpoint};
+use mpiws_core::Binding;
+use mpiws_core::Comm as CoreComm;
+use mpiws_core::ErrorReport;
+use mpiws_core::Instance as CoreInstance;
+use mpiws_core::Keys;
+use mpiws_core::SandboxSetting;
+use mpiws_core::TlsSetting;
+use mpiws_core::ViaRelay;
+use mpiws_core::{Config, Endpoint as CoreEndpoint};
 use pyo3::prelude::*;
 
 use crate::comm::Comm;
@@ -184,7 +184,7 @@ impl Endpoint {
     /// Kill every job and remove the work directory if the endpoint made it.
     fn close_jobs(&self, py: Python<'_>) {
         let ep = self.inner.clone();
-        py.detach(|| mpiws_core::runtime::runtime().block_on(ep.jobs.close()))
+        py.detach(|| mpiws_core::runtime().block_on(ep.jobs.close()))
     }
 
     /// Deploy a command-line program as a service, described by its one-line template.
@@ -261,13 +261,13 @@ impl Endpoint {
 /// endpoint `endpoint`, and tell the endpoint it is ready.
 #[pyfunction]
 pub fn sandbox_begin(endpoint: &Endpoint) -> PyResult<Instance> {
-    Ok(Instance { inner: mpiws_core::service::sandbox::child::begin(&endpoint.inner).py_err()? })
+    Ok(Instance { inner: mpiws_core::sandbox_begin(&endpoint.inner).py_err()? })
 }
 
 /// In an instance's child process: report the instance's final status.
 #[pyfunction]
 pub fn sandbox_report(instance: &Instance) -> PyResult<()> {
-    mpiws_core::service::sandbox::child::report(&instance.inner).py_err()
+    mpiws_core::sandbox_report(&instance.inner).py_err()
 }
 
 /// A CWL parameter reference evaluated (`text` with its `$(...)`) against
@@ -276,7 +276,7 @@ pub fn sandbox_report(instance: &Instance) -> PyResult<()> {
 #[pyfunction]
 #[pyo3(signature = (text, context, condition=false))]
 pub fn cwl_eval(text: &str, context: &str, condition: bool) -> PyResult<String> {
-    use mpiws_core::jobs::cwl::params::{eval, Mode};
+    use mpiws_core::{cwl_eval as eval, CwlMode as Mode};
     let ctx: serde_json::Value =
         serde_json::from_str(context).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("context is not JSON: {e}")))?;
     let mode = if condition { Mode::Condition } else { Mode::Reference };
@@ -288,7 +288,7 @@ pub fn cwl_eval(text: &str, context: &str, condition: bool) -> PyResult<String> 
 /// every thread started afterwards, and a thread of the core waits for them).
 #[pyfunction]
 pub fn exit_on_signals() -> PyResult<()> {
-    mpiws_core::service::shutdown::exit_on_signals().py_err()
+    mpiws_core::exit_on_signals().py_err()
 }
 
 #[pyclass(module = "mpiws._core", frozen)]

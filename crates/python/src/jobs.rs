@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use http::Method;
-use mpiws_core::direct::transport::Transport;
-use mpiws_core::runtime::runtime;
+use mpiws_core::runtime;
+use mpiws_core::Http;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -14,7 +14,7 @@ use crate::errors::IntoPy;
 
 #[pyclass(module = "mpiws._core", frozen)]
 pub struct JobsClient {
-    transport: Arc<Transport>,
+    http: Arc<Http>,
     /// The endpoint key sent with every call (not with downloads: a file's URL is its capability).
     key: Option<String>,
 }
@@ -24,7 +24,7 @@ impl JobsClient {
     #[new]
     #[pyo3(signature = (key=None))]
     fn new(key: Option<String>) -> Self {
-        JobsClient { transport: Arc::new(Transport::new()), key }
+        JobsClient { http: Arc::new(Http::new()), key }
     }
 
     /// `method url` with an optional JSON body (a string); the JSON answer as a string.
@@ -33,18 +33,18 @@ impl JobsClient {
         let method = Method::from_bytes(method.as_bytes()).map_err(|e| PyValueError::new_err(format!("method {method:?}: {e}")))?;
         let body: Option<serde_json::Value> =
             body.map(serde_json::from_str).transpose().map_err(|e| PyValueError::new_err(format!("body is not JSON: {e}")))?;
-        py.detach(|| runtime().block_on(self.transport.call_json::<serde_json::Value>(method, url, self.key.as_deref(), body.as_ref())))
+        py.detach(|| runtime().block_on(self.http.call_json::<serde_json::Value>(method, url, self.key.as_deref(), body.as_ref())))
             .py_err()
             .map(|v| v.to_string())
     }
 
     /// POST the file at `path` to `url` (an endpoint's `/files`); the JSON answer.
     fn upload(&self, py: Python<'_>, url: &str, path: &str) -> PyResult<String> {
-        py.detach(|| runtime().block_on(self.transport.upload(url, Path::new(path), self.key.as_deref()))).py_err().map(|v| v.to_string())
+        py.detach(|| runtime().block_on(self.http.upload(url, Path::new(path), self.key.as_deref()))).py_err().map(|v| v.to_string())
     }
 
     /// GET `url` into the file at `path`; its size.
     fn download(&self, py: Python<'_>, url: &str, path: &str) -> PyResult<u64> {
-        py.detach(|| runtime().block_on(self.transport.download(url, Path::new(path)))).py_err()
+        py.detach(|| runtime().block_on(self.http.download(url, Path::new(path)))).py_err()
     }
 }

@@ -37,12 +37,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::rendezvous_register, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::exit_on_signals, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::cwl_eval, m)?)?;
-    m.add("ANY_SOURCE", mpiws_core::mpi::ANY_SOURCE)?;
-    m.add("ANY_TAG", mpiws_core::mpi::ANY_TAG)?;
-    m.add("PROC_NULL", mpiws_core::mpi::PROC_NULL)?;
-    m.add("TAG_UB", mpiws_core::direct::frame::TAG_UB)?;
+    m.add("ANY_SOURCE", mpiws_core::ANY_SOURCE)?;
+    m.add("ANY_TAG", mpiws_core::ANY_TAG)?;
+    m.add("PROC_NULL", mpiws_core::PROC_NULL)?;
+    m.add("TAG_UB", mpiws_core::wire::frame::TAG_UB)?;
     let algorithms = pyo3::types::PyDict::new(m.py());
-    for (name, algos) in mpiws_core::mpi::collective::ALGORITHMS {
+    for (name, algos) in mpiws_core::ALGORITHMS {
         algorithms.set_item(name, algos.to_vec())?;
     }
     m.add("ALGORITHMS", algorithms)?;

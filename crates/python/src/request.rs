@@ -4,12 +4,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mpiws_core::completion::{self, Completion, Outcome, RecvBuffer, Tracking};
-use mpiws_core::direct::frame::Payload;
-use mpiws_core::direct::mailbox::RecvId;
-use mpiws_core::mpi::Comm as CoreComm;
-use mpiws_core::mpi::ANY_SOURCE;
+use mpiws_core::wire::frame::Payload;
+use mpiws_core::Comm as CoreComm;
 use mpiws_core::ErrorClass;
+use mpiws_core::RecvId;
+use mpiws_core::ANY_SOURCE;
+use mpiws_core::{Completion, Outcome, RecvBuffer, Tracking};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
@@ -70,14 +70,14 @@ impl Request {
 /// Tokens of completed operations, for the handler thread (`MPI.events`).
 #[pyclass(module = "mpiws._core", frozen)]
 pub struct Events {
-    inner: Arc<completion::Events>,
+    inner: Arc<mpiws_core::Events>,
 }
 
 #[pymethods]
 impl Events {
     #[new]
     fn new() -> Self {
-        Events { inner: completion::Events::new() }
+        Events { inner: mpiws_core::Events::new() }
     }
 
     /// The next token, waiting up to `timeout` seconds (None: for ever).
@@ -222,7 +222,7 @@ pub fn wait_any(py: Python<'_>, requests: Vec<PyRef<'_, Request>>, timeout: Opti
     if cs.iter().any(|c| c.is_done()) {
         return Ok(true);
     }
-    wait_in_slices(py, timeout, |slice| completion::wait_any(&cs, Some(slice)))
+    wait_in_slices(py, timeout, |slice| mpiws_core::wait_any(&cs, Some(slice)))
 }
 
 #[pyclass(module = "mpiws._core", frozen)]

@@ -1,4 +1,4 @@
-//! `Window`: an RMA window of the core (`mpiws_core::mpi::window`). It holds
+//! `Window`: an RMA window of the core (`mpiws_core::Window`). It holds
 //! the Python buffers of its memory (locked, so they stay where they are)
 //! for as long as the core may write to them; an operation's origin and
 //! result buffers are held by its Request until it completes.
@@ -6,9 +6,9 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use mpiws_core::completion::Completion;
-use mpiws_core::mpi::window::{RawDest, Window as CoreWindow};
+use mpiws_core::Completion;
 use mpiws_core::ErrorClass;
+use mpiws_core::{RawDest, Window as CoreWindow};
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 

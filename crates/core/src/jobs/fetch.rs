@@ -15,7 +15,7 @@
 //! Redirects are not followed. Each pull is bounded in size (`max_fetch`)
 //! and time (`fetch_timeout`), and its bytes count against the disk quota.
 //!
-//! Through the environment's proxy (`direct::proxy`), the same rules are
+//! Through the environment's proxy (`net::proxy`), the same rules are
 //! checked on the addresses the name resolves to here (or the name is
 //! allowed by `--fetch-allow HOST`, for hosts only the proxy can resolve);
 //! the proxy then connects on its own, under its own rules.
@@ -32,8 +32,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::direct::proxy::{self, Proxy};
 use crate::error::{err, ErrorClass, Result};
+use crate::net::proxy::{self, Proxy};
 
 /// How long a connection outlives its pull's time limit, at most.
 const CONNECTION_GRACE: Duration = Duration::from_secs(1);
@@ -61,7 +61,7 @@ enum Allow {
 /// Where a URL points.
 #[derive(Debug)]
 struct Target {
-    /// https: the pull runs inside TLS, the server checked as every client does (`direct::tls`).
+    /// https: the pull runs inside TLS, the server checked as every client does (`net::tls`).
     tls: bool,
     host: String,
     port: u16,
@@ -117,7 +117,7 @@ impl Fetcher {
             return self.pull(url, &target, tcp, forward.as_ref(), file, claim).await;
         }
         let name = ServerName::try_from(target.host.clone()).map_err(|e| format!("{url}: {e}"))?;
-        let config = crate::direct::tls::client_config().map_err(|e| e.message)?;
+        let config = crate::net::tls::client_config().map_err(|e| e.message)?;
         let tls = TlsConnector::from(config).connect(name, tcp).await.map_err(|e| format!("{url}: TLS handshake failed: {e}"))?;
         self.pull(url, &target, tls, None, file, claim).await
     }

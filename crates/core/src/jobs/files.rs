@@ -26,7 +26,7 @@ use crate::jobs::disk::insufficient_storage;
 use crate::jobs::new_id;
 use crate::jobs::safe_file::{create_new, open_beneath, open_regular};
 use crate::jobs::spawn::decode_path;
-use crate::service::keys::Key;
+use crate::keys::Key;
 use crate::service::reply::{error, json, no_content, Reply};
 use crate::service::Endpoint;
 

@@ -22,7 +22,7 @@ use crate::jobs::safe_file::{bytes_under, create_new, inside, make_private_dir, 
 use crate::jobs::stage::{stage, Input};
 use crate::jobs::template::{Placement, Word};
 use crate::jobs::{Program, Runs};
-use crate::service::keys::KeyId;
+use crate::keys::KeyId;
 
 /// How often a running job's disk use is measured.
 const DISK_CHECK: Duration = Duration::from_secs(1);

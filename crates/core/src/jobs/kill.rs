@@ -12,7 +12,7 @@
 use http::{Request, StatusCode};
 
 use crate::error::ErrorClass;
-use crate::service::keys::Key;
+use crate::keys::Key;
 use crate::service::reply::{error, json, no_content, query, Reply};
 use crate::service::Endpoint;
 

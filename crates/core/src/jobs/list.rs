@@ -7,7 +7,7 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::service::keys::Key;
+use crate::keys::Key;
 use crate::service::reply::{json, Reply};
 use crate::service::Endpoint;
 

@@ -54,7 +54,7 @@ use http::StatusCode;
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::{err, ErrorClass, Result};
-use crate::service::keys::{Key, KeyId, Scope};
+use crate::keys::{Key, KeyId, Scope};
 use crate::service::reply::{error, retry_later, Reply};
 use crate::service::Config;
 use disk::Disk;
@@ -383,7 +383,7 @@ fn is_id(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::keys::Keys;
+    use crate::keys::Keys;
 
     const A: &str = "aaaaaaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbbbbbb";

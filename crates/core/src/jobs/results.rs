@@ -19,7 +19,7 @@ use crate::error::ErrorClass;
 use crate::jobs::job::Job;
 use crate::jobs::safe_file::{open_regular, size_of};
 use crate::jobs::template::Param;
-use crate::service::keys::Key;
+use crate::keys::Key;
 use crate::service::reply::{error, json, query, Reply};
 use crate::service::Endpoint;
 

@@ -33,7 +33,7 @@ use crate::jobs::safe_file::{make_private_dir, open_beneath};
 use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Placement, Template};
 use crate::jobs::{new_id, Program, Runs};
-use crate::service::keys::Key;
+use crate::keys::Key;
 use crate::service::reply::{error, json, read_body, Reply};
 use crate::service::Endpoint;
 

@@ -5,7 +5,7 @@
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
-use crate::service::keys::Key;
+use crate::keys::Key;
 use crate::service::reply::{json, wait_param, Reply};
 use crate::service::Endpoint;
 

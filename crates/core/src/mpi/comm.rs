@@ -10,17 +10,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::completion::{Completion, Outcome, RecvBuffer, Tracking};
-pub use crate::direct::frame::WORLD_CONTEXT;
-use crate::direct::frame::{Envelope, Payload, TAG_UB};
-use crate::direct::mailbox::{Pattern, RecvId};
-use crate::domain::Instance;
+use crate::engine::completion::{Completion, Outcome, RecvBuffer, Tracking};
+use crate::engine::mailbox::{Pattern, RecvId};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::mpi::{ANY_SOURCE, ANY_TAG, PROC_NULL};
+use crate::rank::Instance;
+pub use crate::wire::frame::WORLD_CONTEXT;
+use crate::wire::frame::{Envelope, Payload, TAG_UB};
+use crate::wire::reserved::COLLECTIVE_BIT;
 
-/// Collective traffic of a communicator uses its context with this bit set,
-/// so it never matches the application's point-to-point receives.
-pub const COLLECTIVE_BIT: u64 = 1 << 63;
 pub const SELF_CONTEXT: u64 = 2;
 
 #[derive(Clone)]
@@ -225,7 +223,7 @@ impl Comm {
     }
 
     /// The "matched" event of a tracked standard send that did not ask for
-    /// it at its start: the receiver is asked now (`direct::matched`). None
+    /// it at its start: the receiver is asked now (`service::matched`). None
     /// for a synchronous send, whose completion says it.
     pub fn ask_match(&self, track: &Tracking) -> Option<Arc<Completion>> {
         if track.sync {
@@ -389,25 +387,17 @@ impl Comm {
     }
 }
 
-/// Wait for a completion and take its outcome (timeouts become errors).
-pub fn wait_outcome(c: &Completion, timeout: Option<Duration>) -> Result<Outcome> {
-    if !c.wait(timeout) {
-        return Err(Error::new(ErrorClass::Timeout, format!("operation did not complete within {timeout:?}")));
-    }
-    c.take().unwrap_or_else(|| err(ErrorClass::Request, "request already completed"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::direct::transport::Transport;
-    use crate::domain::Binding;
+    use crate::net::stores::Stores;
+    use crate::rank::Binding;
 
     /// World rank `rank` of six (no endpoint is contacted).
     fn world(rank: u32) -> Comm {
         let endpoints: Vec<String> = (0..6).map(|i| format!("http://127.0.0.1:{}", 1 + i)).collect();
         let b = Binding { domain: "d".into(), rank, endpoints, token: "t".into(), service: String::new(), params: serde_json::Value::Null };
-        Comm::world(Instance::new(b, Arc::new(Transport::new())))
+        Comm::world(Instance::new(b, Arc::new(Stores::new())))
     }
 
     #[test]

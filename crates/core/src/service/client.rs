@@ -8,8 +8,8 @@ use futures_util::future::join_all;
 use http::Method;
 use serde_json::{json, Value};
 
-use crate::direct::transport::Transport;
 use crate::error::{Error, Result};
+use crate::net::http::Http;
 
 pub struct DomainClient {
     pub domain: String,
@@ -17,13 +17,13 @@ pub struct DomainClient {
     pub endpoints: Vec<String>,
     /// The endpoint key that creates the domain's instances (*run*).
     key: Option<String>,
-    transport: Arc<Transport>,
+    http: Arc<Http>,
 }
 
 impl DomainClient {
     pub fn new(domain: String, token: String, endpoints: Vec<String>, key: Option<String>) -> Self {
         let endpoints = endpoints.into_iter().map(|e| e.trim_end_matches('/').to_string()).collect();
-        DomainClient { domain, token, endpoints, key, transport: Arc::new(Transport::new()) }
+        DomainClient { domain, token, endpoints, key, http: Arc::new(Http::new()) }
     }
 
     fn rank_uri(&self, rank: usize) -> String {
@@ -50,8 +50,7 @@ impl DomainClient {
             let uri = format!("{}/run", self.endpoints[rank]);
             async move {
                 // *run* with the same binding is idempotent (docs/protocol.md): safe to send again.
-                let reply =
-                    self.transport.call_json_replayable::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding), true).await;
+                let reply = self.http.call_json_replayable::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding), true).await;
                 reply.map_err(|e| Error::new(e.class, format!("rank {rank}: {}", e.message)))
             }
         });
@@ -71,10 +70,10 @@ impl DomainClient {
         if let Some(w) = wait {
             uri.push_str(&format!("?wait={w}"));
         }
-        self.transport.call_json(Method::GET, &uri, Some(&self.token), None).await
+        self.http.call_json(Method::GET, &uri, Some(&self.token), None).await
     }
 
     pub async fn cancel(&self, rank: usize) -> Result<Value> {
-        self.transport.call_json(Method::DELETE, &self.rank_uri(rank), Some(&self.token), None).await
+        self.http.call_json(Method::DELETE, &self.rank_uri(rank), Some(&self.token), None).await
     }
 }

@@ -6,7 +6,7 @@
 use http::{Request, StatusCode};
 use serde_json::json;
 
-use crate::service::keys::{constant_time_eq, Scope};
+use crate::keys::{constant_time_eq, Scope};
 use crate::service::reply::{bearer, json, Reply};
 use crate::service::Endpoint;
 

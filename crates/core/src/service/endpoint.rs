@@ -11,12 +11,12 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 
-use crate::direct::transport::Transport;
-use crate::domain::{Binding, Instance};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
+use crate::keys::{KeyId, Keys};
+use crate::net::stores::Stores;
+use crate::rank::{Binding, Instance};
 use crate::runtime::runtime;
-use crate::service::keys::{KeyId, Keys};
 use crate::service::relay::Relay;
 use crate::service::rendezvous::Rendezvous;
 use crate::service::reverse::ViaRelay;
@@ -163,7 +163,8 @@ impl From<Refused> for Error {
 pub struct Endpoint {
     pub config: Config,
     pub addr: SocketAddr,
-    pub transport: Arc<Transport>,
+    /// The client its instances send stores (and ask their peers) with.
+    pub stores: Arc<Stores>,
     pub jobs: Jobs,
     /// Set when serving https.
     pub tls: Option<ServerTls>,
@@ -200,7 +201,7 @@ impl Endpoint {
         let ep = Arc::new(Endpoint {
             config,
             addr,
-            transport: Arc::new(Transport::new()),
+            stores: Arc::new(Stores::new()),
             jobs,
             tls,
             services: RwLock::new(Vec::new()),
@@ -279,7 +280,7 @@ impl Endpoint {
             if let Some(owner) = owner {
                 self.admit(&mut map, owner)?;
             }
-            let instance = Instance::new(binding, self.transport.clone());
+            let instance = Instance::new(binding, self.stores.clone());
             let sandbox = match (&self.spares, queue) {
                 (Some(spares), true) => {
                     let sandbox = Arc::new(Sandbox::default());

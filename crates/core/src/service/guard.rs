@@ -8,7 +8,7 @@
 use http::{HeaderMap, Method, Request, StatusCode};
 
 use crate::error::ErrorClass;
-use crate::service::keys::{Denied, Key, Scope};
+use crate::keys::{Denied, Key, Scope};
 use crate::service::reply::{bearer, error, Reply};
 use crate::service::Endpoint;
 

@@ -9,13 +9,14 @@
 //! upgrades both they and streams use; `client` is the
 //! other side: starting and watching domains on endpoints.
 
+pub mod admit;
 pub mod cancel;
 pub mod client;
 pub mod describe;
 pub mod endpoint;
 pub mod guard;
 pub mod idle;
-pub mod keys;
+pub mod matched;
 pub mod relay;
 pub mod rendezvous;
 pub mod reply;
@@ -25,7 +26,10 @@ pub mod sandbox;
 pub mod server;
 pub mod shutdown;
 pub mod status;
+pub mod store;
+pub mod stream;
 pub mod tls;
 pub mod upgrade;
+pub mod withdraw;
 
 pub use endpoint::{Config, Endpoint};

@@ -31,8 +31,8 @@ use tokio::sync::Notify;
 
 use crate::body::Chunks;
 use crate::error::ErrorClass;
+use crate::keys::KeyId;
 use crate::runtime::runtime;
-use crate::service::keys::KeyId;
 use crate::service::reply::{error, retry_later, Reply};
 use crate::service::{upgrade, Endpoint};
 

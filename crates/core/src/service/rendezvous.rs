@@ -17,8 +17,8 @@ use hyper::body::Incoming;
 use parking_lot::{Condvar, Mutex};
 use serde::Deserialize;
 
-use crate::direct::transport::Transport;
 use crate::error::{Error, ErrorClass, Result};
+use crate::net::http::Http;
 use crate::service::relay::valid_name;
 use crate::service::reply::{error, json, read_body, retry_later, Reply};
 use crate::service::Endpoint;
@@ -160,13 +160,13 @@ pub async fn post(ep: &Endpoint, req: Request<Incoming>) -> Reply {
 /// ranks start in any order; a pod's name may not resolve yet), for up to
 /// `timeout`. A refusal (wrong key, size, rank) is final at once.
 pub async fn register(url: &str, key: &str, r: &Registration, timeout: Duration) -> Result<()> {
-    let transport = Transport::new();
+    let http = Http::new();
     let uri = format!("{}/rendezvous", url.trim_end_matches('/'));
     let body = serde_json::to_value(r).expect("a registration is JSON");
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(50);
     loop {
-        let last = match transport.post_once(&uri, Some(key), &body).await {
+        let last = match http.post_once(&uri, Some(key), &body).await {
             Ok(Ok(_)) => return Ok(()),
             Ok(Err((status, e))) if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS => e,
             Ok(Err((_, e))) => return Err(e),

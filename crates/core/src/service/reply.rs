@@ -11,9 +11,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::body::Chunks;
-use crate::domain::Instance;
 use crate::error::{Error, ErrorClass};
-use crate::service::keys::{constant_time_eq, Scope};
+use crate::keys::{constant_time_eq, Scope};
+use crate::rank::Instance;
 use crate::service::Endpoint;
 
 pub type Reply = Response<Chunks>;

@@ -7,7 +7,7 @@
 //! is opened, so that one is always waiting; the relay closes those it no
 //! longer needs. Its URL, for peers, is the relay's for its name.
 //!
-//! Connections go out as every other (`direct::proxy`: through the
+//! Connections go out as every other (`net::proxy`: through the
 //! environment's HTTP proxy if it names one; TLS to an https relay), with
 //! TCP keep-alive so that a relay that vanished is noticed, and a NAT keeps
 //! the idle ones mapped. A relay that is down or refuses is tried again,
@@ -20,13 +20,13 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::direct::head::Head;
-use crate::direct::socket::keep_alive;
-use crate::direct::{proxy, tls};
 use crate::error::{err, Error, ErrorClass, Result};
+use crate::net::socket::keep_alive;
+use crate::net::{proxy, tls};
 use crate::service::relay::{valid_name, PROTOCOL};
 use crate::service::server::serve_turned;
 use crate::service::Endpoint;
+use crate::wire::head::Head;
 
 /// Connections kept waiting at the relay for requests.
 const SPARE: usize = 4;
@@ -203,7 +203,7 @@ async fn turn<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, parts: &Parts, key: 
     }
     let mut body = vec![0u8; head.content_length];
     let _ = s.read_exact(&mut body).await;
-    Err(crate::direct::transport::error_from_response(head.status, &body, peer))
+    Err(crate::net::http::error_from_response(head.status, &body, peer))
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use std::time::Duration;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
-use crate::domain::Binding;
 use crate::error::ErrorClass;
+use crate::keys::KeyId;
+use crate::rank::Binding;
 use crate::service::endpoint::Refused;
 use crate::service::guard;
-use crate::service::keys::KeyId;
 use crate::service::reply::{error, from_error, json, read_body, retry_later, Reply};
 use crate::service::Endpoint;
 

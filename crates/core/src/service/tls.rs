@@ -16,8 +16,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::direct::tls::{wire, Wire};
 use crate::error::{err, Error, ErrorClass, Result};
+use crate::net::tls::{wire, Wire};
 
 /// Where the endpoint's certificate comes from (`Config::tls`).
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ impl ServerTls {
                     .unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}-cert.pem", std::process::id(), addr.port())));
                 write_new(&path, pem.as_bytes(), cert_out.is_some())?;
                 // Its own ranks (and other endpoints in this process) reach it too.
-                crate::direct::tls::trust_own(chain[0].clone());
+                crate::net::tls::trust_own(chain[0].clone());
                 (chain, key, Some(path))
             }
         };

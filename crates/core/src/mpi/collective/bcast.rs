@@ -5,6 +5,7 @@
 use bytes::{Bytes, BytesMut};
 
 use super::{allgather, gather, Schedule};
+use crate::engine::tree;
 use crate::error::Result;
 
 pub fn serial(s: &mut Schedule, root: u32, data: Option<Bytes>) -> Result<Bytes> {
@@ -31,7 +32,7 @@ pub fn binomial(s: &mut Schedule, root: u32, data: Option<Bytes>) -> Result<Byte
         return Ok(d);
     }
     let vr = (s.rank + n - root) % n;
-    let parent = (vr - (vr & vr.wrapping_neg()) + root) % n;
+    let parent = (tree::parent(vr) + root) % n;
     s.recv_one(parent)
 }
 

@@ -27,11 +27,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::completion::{Completion, Outcome};
-use crate::direct::frame::{Envelope, Payload};
+use crate::engine::completion::{Completion, Outcome};
 use crate::error::{err, ErrorClass, Result};
 use crate::mpi::Comm;
 use crate::runtime::runtime;
+use crate::wire::frame::{Envelope, Payload};
 pub use op::Op;
 pub use schedule::Schedule;
 
@@ -139,7 +139,7 @@ impl Call {
 /// `wide`: the ranks are far apart (`network`, agreed likewise).
 pub fn choose(name: &str, forced: Option<&str>, size: Option<usize>, ranks: u32, crowded: bool, wide: bool) -> Result<&'static str> {
     let known = ALGORITHMS.iter().find(|(c, _)| *c == name).map(|(_, a)| *a).unwrap_or(&[]);
-    let env = std::env::var(format!("MPIWS_ALGO_{}", name.to_uppercase())).ok();
+    let env = crate::config::forced_algorithm(name);
     if let Some(f) = forced.or(env.as_deref()).filter(|f| !f.is_empty() && *f != "auto") {
         return match known.iter().find(|a| **a == f) {
             Some(a) => Ok(a),

@@ -3,9 +3,8 @@
 //! The algorithm of a collective must be the same on every rank, so this is
 //! agreed, once per communicator, at the first collective whose algorithm
 //! it would change (`collective::choose`): a dissemination barrier, which opens streams to log2 n peers and
-//! times them (`direct::rtt`), then an allreduce (recursive doubling) of the
-//! largest median round trip any rank has seen. Far (at least `WIDE_RTT`,
-//! or `MPIWS_WIDE_RTT_MS`): each round costs a wide-area latency and each
+//! times them (`net::rtt`), then an allreduce (recursive doubling) of the
+//! largest median round trip any rank has seen. Far (at least `config::wide_rtt`): each round costs a wide-area latency and each
 //! tree level a buffer's transfer, so the algorithms with the fewest rounds,
 //! and a pipeline for large broadcasts, win over those that suit ranks
 //! crowded on one host (fewer messages at once, more rounds).
@@ -16,16 +15,9 @@ use bytes::Bytes;
 
 use super::op::{Dtype, Op, OpKind};
 use super::{barrier, reduce, Schedule};
-use crate::direct::rtt;
 use crate::error::Result;
 use crate::mpi::Comm;
-
-/// Round trips from this long on make a network wide.
-pub const WIDE_RTT: Duration = Duration::from_millis(2);
-
-fn wide_rtt() -> Duration {
-    std::env::var("MPIWS_WIDE_RTT_MS").ok().and_then(|v| v.parse::<f64>().ok()).map_or(WIDE_RTT, |ms| Duration::from_secs_f64(ms / 1e3))
-}
+use crate::net::rtt;
 
 /// Whether `comm`'s ranks are far apart, measured and agreed now.
 pub fn measure(comm: &Comm, timeout: Option<Duration>) -> Result<bool> {
@@ -38,5 +30,5 @@ pub fn measure(comm: &Comm, timeout: Option<Duration>) -> Result<bool> {
     let out = reduce::allreduce_recursive_doubling(&mut s, Bytes::copy_from_slice(&local.to_ne_bytes()), &max);
     let agreed = s.finish(()).and(out)?;
     let micros = u64::from_ne_bytes(agreed.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
-    Ok(Duration::from_micros(micros) >= wide_rtt())
+    Ok(Duration::from_micros(micros) >= crate::config::wide_rtt())
 }

@@ -19,35 +19,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::completion::{Completion, Outcome};
+use crate::engine::completion::{wait_outcome, Completion, Outcome};
+use crate::engine::tree;
 use crate::error::{err, Error, ErrorClass, Result};
-use crate::mpi::comm::wait_outcome;
 use crate::mpi::Comm;
-
-const OK: &[u8] = &[0];
-/// The tag no collective call uses: a message with it on a collective
-/// context revokes that context (see `Instance::deliver`).
-pub const REVOKE_TAG: i32 = i32::MAX;
-/// Longest fault message carried in a status block.
-const FAULT_TEXT: usize = 512;
-
-/// The status block of a message: OK, or a fault's class and message.
-pub fn status_block(fault: Option<&Error>) -> Bytes {
-    let Some(e) = fault else { return Bytes::from_static(OK) };
-    let mut b = vec![e.class.code().clamp(1, 255) as u8];
-    let mut cut = e.message.len().min(FAULT_TEXT);
-    while !e.message.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    b.extend_from_slice(&e.message.as_bytes()[..cut]);
-    Bytes::from(b)
-}
-
-/// The fault a status block reports, if any.
-pub fn fault_of(status: &[u8]) -> Option<Error> {
-    let (&class, text) = status.split_first()?;
-    (class != 0).then(|| Error::new(ErrorClass::from_code(class as i64), String::from_utf8_lossy(text).into_owned()))
-}
+use crate::wire::reserved::{fault_of, status_block, REVOKE_TAG};
 
 pub struct Schedule {
     comm: Comm,
@@ -88,13 +64,8 @@ impl Schedule {
     pub fn send_tree(&mut self, order: &[u32], blocks: &[Bytes]) -> Result<()> {
         let group = self.comm.group.clone();
         let world: Vec<u32> = order.iter().map(|&r| group[r as usize]).collect();
-        let n = world.len();
-        let mut m = n.next_power_of_two() >> 1;
-        while m > 0 {
-            if m < n {
-                self.send_forwarded(order[m], blocks, world[m..(2 * m).min(n)].to_vec())?;
-            }
-            m >>= 1;
+        for sub in tree::subtrees(world.len()) {
+            self.send_forwarded(order[sub.start], blocks, world[sub].to_vec())?;
         }
         Ok(())
     }

@@ -4,15 +4,6 @@
 
 use crate::error::{err, ErrorClass, Result};
 
-/// How many byte runs one item of a datatype may have (a vector of a
-/// million single elements has a million). `MPIWS_DATATYPE_MAX_BLOCKS`
-/// changes it.
-pub const DEFAULT_MAX_BLOCKS: usize = 1 << 24;
-
-fn max_blocks() -> usize {
-    std::env::var("MPIWS_DATATYPE_MAX_BLOCKS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_MAX_BLOCKS)
-}
-
 /// `len` bytes at displacement `disp` from the start of an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Block {
@@ -68,7 +59,7 @@ impl Builder {
     fn new() -> Builder {
         let out =
             Layout { blocks: Vec::new(), elements: Vec::new(), size: 0, lb: 0, ub: 0, true_lb: 0, true_ub: 0, align: 1, resized: false };
-        Builder { out, any: false, limit: max_blocks() }
+        Builder { out, any: false, limit: crate::config::datatype_max_blocks() }
     }
 
     /// Append `n` copies of `child`, `stride` bytes apart, from `disp`.

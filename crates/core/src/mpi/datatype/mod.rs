@@ -8,5 +8,4 @@ mod array;
 mod layout;
 mod pack;
 
-pub use array::{DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_DFLT_DARG, DISTRIBUTE_NONE, ORDER_C, ORDER_FORTRAN};
-pub use layout::{Block, Layout, DEFAULT_MAX_BLOCKS};
+pub use layout::Layout;

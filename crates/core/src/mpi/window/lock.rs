@@ -86,6 +86,7 @@ impl LockState {
 
     /// Whether anyone holds the lock or waits for it (a window being freed
     /// must not be).
+    #[cfg(test)]
     pub fn busy(&self) -> bool {
         self.exclusive.is_some() || !self.shared.is_empty() || !self.waiting.is_empty()
     }

@@ -4,7 +4,7 @@
 //! alive) in its instance's [`Registry`], under the window's key: the
 //! context of the communicator the window derives, with the collective
 //! bit. An origin's put, get, accumulate, lock, ... is a message to the
-//! target on that key with the reserved tag [`RMA_TAG`] (no application
+//! target on that key with the reserved tag [`RMA_TAG`](crate::wire::reserved::RMA_TAG) (no application
 //! receive can match it: collective contexts are never the application's);
 //! the target's instance takes it out of its mailbox as it is filed
 //! (`Instance::deliver`), whichever thread files it (the progress thread
@@ -27,27 +27,18 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
-use crate::completion::{Completion, Outcome, Watcher};
-use crate::direct::frame::{Envelope, Payload};
-use crate::domain::Instance;
+use crate::engine::completion::{Completion, Outcome, Watcher};
 use crate::error::{err, Error, ErrorClass, Result};
-use crate::mpi::collective::schedule::REVOKE_TAG;
-use crate::mpi::comm::{Comm, COLLECTIVE_BIT};
+use crate::mpi::comm::Comm;
 use crate::mpi::PROC_NULL;
+use crate::rank::instance::WindowFrames;
+use crate::rank::Instance;
+use crate::wire::frame::{Envelope, Payload};
+use crate::wire::reserved::{COLLECTIVE_BIT, RMA_TAG};
 use op::{Header, Kind};
-
-/// The tag of window traffic on a window's key. (The window communicator's
-/// own collectives, fence's barrier, number their tags from 0 and would
-/// reach it only after 2^31 - 1 of them.)
-pub const RMA_TAG: i32 = REVOKE_TAG - 1;
 
 /// Salt of the communicator a window derives (`Comm::next_context`).
 const WINDOW_SALT: u64 = 0x5749_4E44;
-
-/// Whether a message is window traffic, for the registry, not a mailbox.
-pub fn is_rma(env: &Envelope) -> bool {
-    env.tag == RMA_TAG && env.context & COLLECTIVE_BIT != 0
-}
 
 /// Where a reply's bytes go at the origin: memory its binding keeps alive
 /// until the operation completes.
@@ -118,7 +109,7 @@ fn contiguous(payload: &Payload) -> Bytes {
 fn send_frame(instance: &Arc<Instance>, dest: u32, key: u64, frame: Vec<Bytes>) -> Option<Arc<Completion>> {
     if dest == instance.rank() {
         let payload = Payload::from_chunks(frame.into_iter().map(|b| Bytes::copy_from_slice(&b)).collect());
-        instance.windows.handle(instance, dest, key, payload);
+        instance.windows::<Registry>().handle(instance, dest, key, payload);
         return None;
     }
     let env = Envelope { source: instance.rank(), context: key, tag: RMA_TAG, seq: None, sync: false, parts: vec![], forward: vec![] };
@@ -142,10 +133,12 @@ impl Registry {
     fn get(&self, key: u64) -> Option<Arc<Shared>> {
         self.windows.lock().get(&key).cloned()
     }
+}
 
+impl WindowFrames for Registry {
     /// A window frame that arrived from world rank `source` on `key`
     /// (taken out of the mailbox by `Instance::deliver`).
-    pub fn handle(&self, instance: &Arc<Instance>, source: u32, key: u64, payload: Payload) {
+    fn handle(&self, instance: &Arc<Instance>, source: u32, key: u64, payload: Payload) {
         let bytes = contiguous(&payload);
         let (h, data) = match Header::decode(&bytes) {
             Ok(x) => x,
@@ -284,7 +277,8 @@ impl Window {
             pscw: Mutex::default(),
             pscw_changed: Condvar::new(),
         });
-        let mut windows = comm.instance.windows.windows.lock();
+        let registry = comm.instance.windows::<Registry>();
+        let mut windows = registry.windows.lock();
         if windows.contains_key(&key) {
             return err(ErrorClass::Intern, "window key already in use");
         }
@@ -521,7 +515,7 @@ impl Window {
 
     /// Unregister: from here on nothing is written to the memory.
     pub fn release(&self) {
-        self.instance().windows.windows.lock().remove(&self.shared.key);
+        self.instance().windows::<Registry>().windows.lock().remove(&self.shared.key);
         *self.shared.memory.lock() = None;
     }
 }
@@ -535,8 +529,8 @@ impl Drop for Window {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::direct::transport::Transport;
-    use crate::domain::Binding;
+    use crate::net::stores::Stores;
+    use crate::rank::Binding;
 
     fn solo() -> Comm {
         let b = Binding {
@@ -547,7 +541,7 @@ mod tests {
             service: String::new(),
             params: serde_json::Value::Null,
         };
-        Comm::world(Instance::new(b, Arc::new(Transport::new())))
+        Comm::world(Instance::new(b, Arc::new(Stores::new())))
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The meaning of one-sided operation frames: what an origin asks of a
 //! target's window (put, get, accumulate, ..., lock, unlock, post,
 //! complete) and the target's reply, as the payload of a message on the
-//! window's reserved context (`window::is_rma`); and how a request is
+//! window's reserved context (`wire::reserved::is_rma`); and how a request is
 //! applied to window memory, bounds checked first.
 //!
 //! Frame, little-endian: kind u8, op u8 (accumulate: index in `OPS`;

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use rustls_pki_types::pem::PemObject;
 
-use crate::domain::{Binding, Instance};
 use crate::error::{Error, ErrorClass, Result};
+use crate::rank::{Binding, Instance};
 use crate::service::sandbox::handover::{self, CHILD_FDS};
 use crate::service::Endpoint;
 
@@ -33,7 +33,7 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
     if let Some(own) = std::env::var_os(super::TRUST_ENV) {
         let pem = std::fs::read(&own).map_err(|e| broken("cannot read the endpoint's certificate", &e))?;
         for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem).flatten() {
-            crate::direct::tls::trust_own(cert);
+            crate::net::tls::trust_own(cert);
         }
     }
     // Warm (its services imported): the endpoint may start the next spare.

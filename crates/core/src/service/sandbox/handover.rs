@@ -14,7 +14,7 @@ use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-use crate::direct::socket::Socket;
+use crate::net::socket::Socket;
 
 /// Where a child finds the hand-over wire and the reports wire.
 pub const CHILD_FDS: (RawFd, RawFd) = (3, 4);

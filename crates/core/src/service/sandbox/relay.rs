@@ -23,14 +23,13 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use crate::body::Chunks;
-use crate::direct::frame::Envelope;
-use crate::direct::store::admit_ended;
-use crate::direct::stream;
 use crate::error::ErrorClass;
+use crate::service::admit::admit_ended;
 use crate::service::reply::{error, from_error, retry_later, stalled, Reply};
 use crate::service::sandbox::{handover, Sandbox};
 use crate::service::upgrade::HOP_BY_HOP;
 use crate::service::Endpoint;
+use crate::wire::frame::Envelope;
 
 /// Longest a request waits for the instance's child to be ready before it is told "not yet".
 const READY_WAIT: Duration = Duration::from_secs(10);
@@ -63,13 +62,15 @@ pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         return retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1));
     };
     if req.method() == Method::POST && req.uri().path().ends_with("/stream") {
-        return stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| hand_over(&sandbox, source, socket, &early))
-            .await;
+        return crate::service::stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| {
+            hand_over(&sandbox, source, socket, &early)
+        })
+        .await;
     }
     forward(ep, &url, domain, rank, req).await
 }
 
-fn hand_over(sandbox: &Sandbox, source: u32, socket: crate::direct::socket::Socket, early: &[u8]) {
+fn hand_over(sandbox: &Sandbox, source: u32, socket: crate::net::socket::Socket, early: &[u8]) {
     if let Some(ready) = sandbox.ready.lock().as_ref() {
         // A failed hand-over drops the socket: the peer sees the stream end and opens another.
         let _ = handover::send(&ready.handover, source, &socket, early);

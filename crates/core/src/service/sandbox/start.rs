@@ -16,10 +16,10 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Child;
 
-use crate::domain::instance::{ErrorReport, InstanceState};
-use crate::domain::Instance;
 use crate::error::ErrorClass;
 use crate::jobs::process_group;
+use crate::rank::instance::{ErrorReport, InstanceState};
+use crate::rank::Instance;
 use crate::runtime::runtime;
 use crate::service::sandbox::handover::CHILD_FDS;
 use crate::service::sandbox::{Sandbox, SandboxSetting};

@@ -12,42 +12,23 @@
 //! that peer could complete. Nothing is polled while nobody waits.
 
 use std::collections::HashSet;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use http::Method;
 use parking_lot::Mutex;
 use serde::Deserialize;
 
-use crate::domain::instance::ErrorReport;
-use crate::domain::{Instance, InstanceState};
+use crate::config::failure_timeout;
 use crate::error::{Error, ErrorClass};
+use crate::rank::instance::ErrorReport;
+use crate::rank::{Instance, InstanceState};
 use crate::runtime::runtime;
 
 /// How often the instance looks at what its receives wait for.
 const LOOK_EVERY: Duration = Duration::from_millis(200);
 /// Longest a status long-poll is held (an ended peer answers at once).
 const LONG_POLL: Duration = Duration::from_secs(2);
-
-/// How long a sender keeps trying a peer whose endpoint says its instance
-/// does not exist yet (503 with `Retry-After`: its *run* request is still
-/// on its way) — `MPIWS_STARTUP_TIMEOUT`, seconds, default 30.
-pub fn startup_timeout() -> Duration {
-    static T: OnceLock<Duration> = OnceLock::new();
-    *T.get_or_init(|| {
-        let secs = std::env::var("MPIWS_STARTUP_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(30.0);
-        Duration::from_secs_f64(secs.max(0.05))
-    })
-}
-
-/// How long a peer may be unreachable before it is declared gone.
-pub fn failure_timeout() -> Duration {
-    static T: OnceLock<Duration> = OnceLock::new();
-    *T.get_or_init(|| {
-        let secs = std::env::var("MPIWS_FAILURE_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(3.0);
-        Duration::from_secs_f64(secs.max(0.05))
-    })
-}
 
 #[derive(Deserialize)]
 struct PeerStatus {
@@ -93,7 +74,7 @@ pub fn watch(instance: &Arc<Instance>) {
 async fn watch_peer(weak: &Weak<Instance>, peer: u32) {
     let mut unreachable_since: Option<Instant> = None;
     loop {
-        let (uri, token, transport) = {
+        let (uri, token, stores) = {
             let Some(i) = weak.upgrade() else { return };
             let awaited = i.peers_awaited_by(i.posted_receives().into_iter().map(|(_, s)| s));
             if i.status().state.is_final() || !awaited.contains(&peer) {
@@ -101,9 +82,9 @@ async fn watch_peer(weak: &Weak<Instance>, peer: u32) {
             }
             let b = &i.binding;
             let uri = format!("{}/domains/{}/ranks/{peer}?wait={}", b.url_of(peer), b.domain, LONG_POLL.as_secs_f64());
-            (uri, b.token.clone(), i.transport().clone())
+            (uri, b.token.clone(), i.stores().clone())
         };
-        let asked = transport.call_json::<PeerStatus>(Method::GET, &uri, Some(&token), None);
+        let asked = stores.http().call_json::<PeerStatus>(Method::GET, &uri, Some(&token), None);
         let answer = match tokio::time::timeout(LONG_POLL + failure_timeout(), asked).await {
             Ok(a) => a,
             Err(_) => Err(Error::new(ErrorClass::ProcFailed, format!("{uri} did not answer"))),

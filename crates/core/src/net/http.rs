@@ -1,12 +1,12 @@
-//! The client side of direct communication: one HTTP/1.1 connection pool per
-//! process, persistent connections, and a bound on requests in flight to any
-//! one peer (beyond it, sends queue here instead of opening more sockets).
-//! Connections are opened by `direct::connector`, through the environment's
-//! proxy where it names one.
+//! The process's HTTP client: one HTTP/1.1 connection pool, persistent
+//! connections, http and https (verified as `net::tls` says), opened by
+//! `net::connector` (through the environment's proxy where it names one).
+//! JSON calls (the launcher, the jobs client, liveness polls), one-shot
+//! posts, and files streamed to and from disk; `net::stores` sends peers
+//! their messages over it.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -15,41 +15,29 @@ use http_body_util::BodyExt;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::Semaphore;
 
 use crate::body::Chunks;
-use crate::direct::connector::Connector;
-use crate::direct::frame::Envelope;
-use crate::direct::{proxy, tls};
-use crate::domain::liveness::{failure_timeout, startup_timeout};
+use crate::config::failure_timeout;
 use crate::error::{Error, ErrorClass, Result};
-
-/// Requests in flight to one peer before further sends wait their turn.
-const PER_PEER_IN_FLIGHT: usize = 32;
+use crate::net::connector::Connector;
+use crate::net::{proxy, tls};
 
 type HttpClient = Client<HttpsConnector<Connector>, Chunks>;
 
-pub struct Transport {
+#[derive(Default)]
+pub struct Http {
     /// Made at first use, so that `MPIWS_CA_FILE` may be set until then.
     client: OnceLock<Result<HttpClient>>,
-    peers: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
-impl Default for Transport {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Transport {
+impl Http {
     pub fn new() -> Self {
-        Transport { client: OnceLock::new(), peers: Mutex::new(HashMap::new()) }
+        Http::default()
     }
 
-    /// The HTTP client: http and https (verified as `direct::tls` says), HTTP/1.1.
+    /// The HTTP client: http and https (verified as `net::tls` says), HTTP/1.1.
     fn client(&self) -> Result<&HttpClient> {
         let made = self.client.get_or_init(|| {
             let https = HttpsConnectorBuilder::new()
@@ -60,118 +48,6 @@ impl Transport {
             Ok(Client::builder(TokioExecutor::new()).http1_max_buf_size(4 << 20).build(https))
         });
         made.as_ref().map_err(Clone::clone)
-    }
-
-    fn limit(&self, base: &str) -> Arc<Semaphore> {
-        self.peers.lock().entry(base.to_string()).or_insert_with(|| Arc::new(Semaphore::new(PER_PEER_IN_FLIGHT))).clone()
-    }
-
-    /// Store a message in rank `dest`'s mailbox at endpoint `base` (retried
-    /// as `retrying` says, with the same envelope, so the receiver drops a
-    /// copy it already has).
-    pub async fn store(&self, base: &str, domain: &str, dest: u32, token: &str, env: &Envelope, chunks: Vec<Bytes>) -> Result<()> {
-        let limit = self.limit(base);
-        let _permit = limit.acquire().await.expect("semaphore never closed");
-        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages");
-        let request = || {
-            let mut req = Request::builder()
-                .method(Method::POST)
-                .uri(&uri)
-                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-                .header(http::header::CONTENT_TYPE, "application/octet-stream");
-            for (k, v) in env.to_headers() {
-                req = req.header(k, v);
-            }
-            req.body(Chunks::new(chunks.clone()))
-        };
-        self.retrying(&format!("rank {dest} at {base}"), &uri, request).await.map(drop)
-    }
-
-    /// Wait until a receive at rank `dest` took message `seq` from rank
-    /// `source` (`direct::matched`, a long poll: outside the in-flight bound).
-    pub async fn matched(&self, base: &str, domain: &str, dest: u32, source: u32, seq: u64, token: &str) -> Result<()> {
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            matched: bool,
-        }
-        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}/matched");
-        loop {
-            // Each poll is bounded by the receiver; not matched yet: ask again.
-            let body = self.ask(Method::GET, &uri, &format!("rank {dest} at {base}"), token).await?;
-            match serde_json::from_slice::<Answer>(&body) {
-                Ok(a) if a.matched => return Ok(()),
-                Ok(_) => continue,
-                Err(e) => return Err(Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}"))),
-            }
-        }
-    }
-
-    /// Take back message `seq` from rank `source` at rank `dest` unless a
-    /// receive took it (`direct::withdraw`): true if withdrawn.
-    pub async fn withdraw(&self, base: &str, domain: &str, dest: u32, source: u32, seq: u64, token: &str) -> Result<bool> {
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            withdrawn: bool,
-        }
-        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}");
-        let body = self.ask(Method::DELETE, &uri, &format!("rank {dest} at {base}"), token).await?;
-        serde_json::from_slice::<Answer>(&body)
-            .map(|a| a.withdrawn)
-            .map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
-    }
-
-    /// A request without a body about something at `peer`, `retrying`.
-    async fn ask(&self, method: Method, uri: &str, peer: &str, token: &str) -> Result<Bytes> {
-        let request = || {
-            Request::builder()
-                .method(method.clone())
-                .uri(uri)
-                .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-                .body(Chunks::empty())
-        };
-        self.retrying(peer, uri, request).await
-    }
-
-    /// Send `request()` until it gets an answer: a transient failure
-    /// (connection refused or reset, an answer cut off, 502/503/504) is
-    /// tried again for up to the failure timeout; pushback (429: the
-    /// receiver holds too many unreceived messages) for as long as it
-    /// lasts, since the receiver is there; "not yet" (503 with
-    /// `Retry-After`: the instance's *run* request has not arrived) for up
-    /// to the startup timeout. Ok: a success's body.
-    async fn retrying(&self, peer: &str, uri: &str, request: impl Fn() -> http::Result<Request<Chunks>>) -> Result<Bytes> {
-        let mut pause = Duration::from_millis(1);
-        let mut deadline = Instant::now() + failure_timeout();
-        let mut not_yet_since: Option<Instant> = None;
-        loop {
-            let req = request().map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-            let fault = match self.exchange(req, peer).await {
-                Ok(a) if a.status.is_success() => return Ok(a.body),
-                Ok(a) if a.status == StatusCode::TOO_MANY_REQUESTS => {
-                    deadline = Instant::now() + failure_timeout();
-                    None
-                }
-                Ok(a) if a.status == StatusCode::SERVICE_UNAVAILABLE && a.retry_after => {
-                    let since = *not_yet_since.get_or_insert_with(Instant::now);
-                    deadline = deadline.max(since + startup_timeout());
-                    Some(a.error(peer))
-                }
-                Ok(a) if matches!(a.status, StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT) => {
-                    Some(a.error(peer))
-                }
-                Ok(a) => return Err(a.error(peer)),
-                // Final: a TLS refusal, an unusable MPIWS_CA_FILE.
-                Err(e) if e.class != ErrorClass::ProcFailed => return Err(e),
-                Err(e) => Some(e),
-            };
-            if let Some(e) = fault {
-                if Instant::now() + pause > deadline {
-                    return Err(e);
-                }
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(50));
-        }
     }
 
     /// Send a request with a JSON (or empty) body and decode a JSON answer.
@@ -299,7 +175,8 @@ impl Transport {
         Ok((resp, via))
     }
 
-    async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<Answer> {
+    /// Send `req` and read the whole answer (`peer` names the other side in errors).
+    pub(crate) async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<Answer> {
         let (resp, via) = self.send(req, peer).await?;
         let status = resp.status();
         let retry_after = resp.headers().contains_key(http::header::RETRY_AFTER);
@@ -321,11 +198,11 @@ impl Transport {
 }
 
 /// An answer read whole.
-struct Answer {
-    status: StatusCode,
+pub(crate) struct Answer {
+    pub status: StatusCode,
     /// The server said when to try again.
-    retry_after: bool,
-    body: Bytes,
+    pub retry_after: bool,
+    pub body: Bytes,
     /// The proxy that forwarded the request, if one did.
     via: Option<proxy::Proxy>,
     /// That proxy refused the credentials in its URL.
@@ -333,7 +210,7 @@ struct Answer {
 }
 
 impl Answer {
-    fn error(&self, peer: &str) -> Error {
+    pub fn error(&self, peer: &str) -> Error {
         match &self.via {
             Some(p) if self.proxy_refused => {
                 proxy::credentials_refused(&p.name(), &format!("a request to {peer}"), &self.status.to_string())
@@ -363,7 +240,7 @@ fn unreachable(peer: &str, e: &hyper_util::client::legacy::Error) -> Error {
     if let Some(refused) = tls::refused(peer, e) {
         return refused;
     }
-    // `direct::proxy::open` said what failed, naming the peer and any proxy.
+    // `net::proxy::open` said what failed, naming the peer and any proxy.
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cause {
         if let Some(ours) = c.downcast_ref::<Error>() {

@@ -1,16 +1,19 @@
-//! The stream channel: a persistent TCP stream per (sender, receiver) pair,
-//! negotiated with an HTTP upgrade on the endpoint's port, then carrying
-//! binary frames (`frame::encode_message` / `encode_ack`).
+//! The sender's side of the stream channel: a persistent TCP stream per
+//! (sender, receiver) pair, negotiated with an HTTP upgrade on the
+//! receiving endpoint's port (`service::stream` answers it), then carrying
+//! binary frames (`frame::encode_message` / `encode_ack`); `net::reader`
+//! reads them at the other end.
 //!
 //! Why: a store is a whole HTTP exchange handled by several tasks on each
 //! side; on one machine that costs ~4x the wire latency. On a stream the
 //! sender writes from its own thread and the receiver reads in the thread
-//! waiting for the message, or in its progress thread (`direct::inbound`),
-//! so a small message costs little more than the TCP hop. Everything else is unchanged: same envelope, sequence numbers,
-//! mailbox, acknowledgements (stored, and matched for synchronous sends).
-//! Where the upgrade is refused (a proxy, an old endpoint), stores are used.
-//! To an https peer the stream runs inside the same TLS connection as its
-//! upgrade (`direct::pump`), on either side.
+//! waiting for the message, or in its progress thread (`net::reader`), so
+//! a small message costs little more than the TCP hop. Everything else is
+//! unchanged: same envelope, sequence numbers, mailbox, acknowledgements
+//! (stored, and matched for synchronous sends). Where the upgrade is
+//! refused (a proxy, an old endpoint), stores are used. To an https peer
+//! the stream runs inside the same TLS connection as its upgrade
+//! (`net::pump`), on either side.
 //!
 //! Upgrade: `POST /domains/{domain}/ranks/{dest}/stream` with `Upgrade:
 //! mpiws-stream/1`, `Connection: upgrade`, the bearer token and
@@ -23,24 +26,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Request, StatusCode};
-use hyper::body::Incoming;
+use http::StatusCode;
 use parking_lot::{Condvar, Mutex};
 
-use crate::completion::{Completion, Outcome, Tracking};
-use crate::direct::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
-use crate::direct::head::Head;
-use crate::direct::polled::Polled;
-use crate::direct::pump::{pump, upgraded_socket};
-use crate::direct::socket::Socket;
-use crate::direct::store::admit;
-use crate::direct::transport::error_from_response;
-use crate::direct::{proxy, rtt, tls};
-use crate::domain::liveness::{failure_timeout, startup_timeout};
+use crate::config::{failure_timeout, startup_timeout};
+use crate::engine::completion::{Completion, Outcome, Tracking};
 use crate::error::{err, Error, ErrorClass, Result};
+use crate::net::http::error_from_response;
+use crate::net::polled::Polled;
+use crate::net::pump::pump;
+use crate::net::socket::Socket;
+use crate::net::{proxy, rtt, tls};
 use crate::runtime::runtime;
-use crate::service::reply::{error, Reply};
-use crate::service::{upgrade, Endpoint};
+use crate::wire::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
+use crate::wire::head::Head;
 
 pub const PROTOCOL: &str = "mpiws-stream/1";
 
@@ -49,51 +48,6 @@ const COALESCE_UP_TO: usize = 64 * 1024;
 /// Messages above this size are written by a background thread, so that a
 /// non-blocking send returns at once.
 const BACKGROUND_FROM: usize = 1 << 20;
-
-// ---- receiving side ----------------------------------------------------------
-
-/// Answer an upgrade request; the stream is then read as `direct::inbound` says.
-pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
-    let max = ep.config.max_message;
-    accept_into(ep, domain, rank, req, move |instance, source, stream, early| {
-        if let Ok(progress) = instance.progress() {
-            let _ = progress.add(&instance, source, stream, early, max);
-        }
-    })
-    .await
-}
-
-/// Answer an upgrade request; once upgraded, `take` gets the stream (the
-/// instance, the source rank, the socket, the bytes read past the upgrade).
-pub async fn accept_into(
-    ep: &Endpoint,
-    domain: &str,
-    rank: &str,
-    mut req: Request<Incoming>,
-    take: impl FnOnce(Arc<crate::domain::Instance>, u32, Socket, Bytes) + Send + 'static,
-) -> Reply {
-    // HTTP/1.1 upgrades only with the `upgrade` token in Connection; a proxy strips both headers otherwise.
-    if !upgrade::asks(&req, PROTOCOL) {
-        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("expected 'Connection: upgrade' and 'Upgrade: {PROTOCOL}'"));
-    }
-    let source = match req.headers().get(frame::H_SOURCE).and_then(|v| v.to_str().ok()).map(|v| v.trim().parse::<u32>()) {
-        Some(Ok(s)) => s,
-        _ => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("missing or invalid header {}", frame::H_SOURCE)),
-    };
-    let instance = match admit(ep, domain, rank, req.headers(), source).await {
-        Ok(i) => i,
-        Err(reply) => return reply,
-    };
-    let upgrade = hyper::upgrade::on(&mut req);
-    tokio::spawn(async move {
-        let Ok(upgraded) = upgrade.await else { return };
-        let Some((stream, read_past)) = upgraded_socket(upgraded) else { return };
-        take(instance, source, stream, read_past);
-    });
-    upgrade::granted(PROTOCOL)
-}
-
-// ---- sending side ------------------------------------------------------------
 
 /// Sends still waiting for their acknowledgement, shared with the instance
 /// so it can wait for them all before it finishes.
@@ -257,7 +211,7 @@ fn host_port(base: &str) -> Option<(&str, &str, bool)> {
 }
 
 impl Target {
-    /// Connect: TCP, or TLS pumped through a local socket (`direct::pump`);
+    /// Connect: TCP, or TLS pumped through a local socket (`net::pump`);
     /// through the environment's proxy with `CONNECT` where it names one.
     /// Err of class ProcFailed: transient; any other: final (TLS refused).
     fn connect(&self) -> Result<Socket> {

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use tokio::sync::oneshot;
 
-use crate::direct::frame::{Envelope, Payload};
+use crate::wire::frame::{Envelope, Payload};
 
 /// A message filed in a mailbox.
 #[derive(Debug)]
@@ -97,10 +97,6 @@ pub struct Mailbox {
 const REFUSED_KEPT: usize = 1024;
 
 impl Mailbox {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// File an arriving message.
     pub fn arrive(&mut self, mut msg: Message) -> Arrival {
         let mut matched = Vec::new();
@@ -407,7 +403,7 @@ mod tests {
 
     #[test]
     fn out_of_order_arrivals_are_received_in_send_order() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         assert!(filed(mb.arrive(msg(1, 0, Some(2), "c"))).is_empty());
         assert!(filed(mb.arrive(msg(1, 0, Some(1), "b"))).is_empty());
         assert!(mb.probe(&pat(None, None)).is_none(), "nothing released before seq 0");
@@ -418,7 +414,7 @@ mod tests {
 
     #[test]
     fn a_refused_sequence_number_does_not_hold_back_later_messages() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         mb.post(1, pat(Some(0), None));
         // seq 1 arrives first, waiting for 0, which the endpoint refused.
         assert!(matches!(mb.arrive(msg(0, 5, Some(1), "b")), Arrival::Filed(m) if m.is_empty()));
@@ -435,7 +431,7 @@ mod tests {
 
     #[test]
     fn retried_sequence_numbers_are_dropped() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         filed(mb.arrive(msg(0, 0, Some(0), "a")));
         assert!(matches!(mb.arrive(msg(0, 0, Some(0), "a")), Arrival::Duplicate(_)));
         filed(mb.arrive(msg(0, 0, Some(2), "c")));
@@ -445,7 +441,7 @@ mod tests {
 
     #[test]
     fn a_retried_synchronous_message_is_told_of_the_first_copys_match() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         let sync = |body| {
             let mut m = msg(0, 0, Some(0), body);
             m.env.sync = true;
@@ -471,7 +467,7 @@ mod tests {
 
     #[test]
     fn a_sender_watching_a_match_is_told_whenever_it_asks() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         // Asked before the message arrived (seq 1, after seq 0).
         let mut early = mb.watch_match(0, 1).unwrap();
         filed(mb.arrive(msg(0, 0, Some(0), "a")));
@@ -507,7 +503,7 @@ mod tests {
 
     #[test]
     fn a_message_is_withdrawn_only_if_no_receive_took_it() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         filed(mb.arrive(msg(0, 0, Some(0), "taken")));
         filed(mb.arrive(msg(0, 0, Some(1), "waiting")));
         mb.post(1, pat(None, None)).unwrap();
@@ -534,7 +530,7 @@ mod tests {
 
     #[test]
     fn posted_receive_is_matched_by_a_later_arrival() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         assert!(mb.post(7, pat(Some(2), Some(5))).is_none());
         assert!(filed(mb.arrive(msg(2, 4, Some(0), "wrong tag"))).is_empty());
         let m = filed(mb.arrive(msg(2, 5, Some(1), "right")));
@@ -545,7 +541,7 @@ mod tests {
 
     #[test]
     fn wildcards_take_the_earliest_matching_message() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         filed(mb.arrive(msg(3, 1, Some(0), "x")));
         filed(mb.arrive(msg(1, 2, Some(0), "y")));
         filed(mb.arrive(msg(3, 2, Some(1), "z")));
@@ -556,7 +552,7 @@ mod tests {
 
     #[test]
     fn receives_are_matched_in_post_order() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         mb.post(10, pat(None, None));
         mb.post(11, pat(Some(0), None));
         let m = filed(mb.arrive(msg(0, 0, Some(0), "first")));
@@ -567,7 +563,7 @@ mod tests {
 
     #[test]
     fn claim_takes_a_posted_receive_only_in_order() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         mb.post(1, pat(Some(0), None));
         mb.post(2, pat(Some(0), None));
         let env = |seq| Envelope { source: 0, context: 0, tag: 0, seq: Some(seq), sync: false, parts: vec![], forward: vec![] };
@@ -584,7 +580,7 @@ mod tests {
 
     #[test]
     fn contexts_are_isolated() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         filed(mb.arrive(msg(0, 0, Some(0), "ctx0")));
         let other = Pattern { context: 9, source: None, tag: None };
         assert!(mb.post(1, other).is_none());
@@ -593,7 +589,7 @@ mod tests {
 
     #[test]
     fn cancel_withdraws_only_unmatched_receives() {
-        let mut mb = Mailbox::new();
+        let mut mb = Mailbox::default();
         mb.post(1, pat(None, None));
         assert!(mb.cancel(1));
         assert!(!mb.cancel(1));

@@ -1,6 +1,6 @@
 //! The socket a stream's frames cross: a TCP connection to the peer
 //! (cleartext), or one end of a local socket pair whose other end a task
-//! pumps through the peer's TLS connection (`direct::tls_pump`). Frame code
+//! pumps through the peer's TLS connection (`net::tls_pump`). Frame code
 //! needs only what both have: a raw fd (polled reads and writes, epoll),
 //! `try_clone` (reader and writer threads), `shutdown`, blocking mode.
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::direct::frame::{Envelope, Payload};
-use crate::error::Result;
+use crate::error::{err, Error, ErrorClass, Result};
+use crate::wire::frame::{Envelope, Payload};
 
 /// A receive buffer owned by the caller (a Python buffer), which the
 /// payload of a large message can be read into directly from the socket.
@@ -140,8 +140,7 @@ impl Tracking {
 /// yields the core at every turn, since spinning there takes the core from
 /// the very rank that would answer (measured, 4 ranks on 2 cores, barrier:
 /// sleeping 150 us, spinning 500 us, yielding 100 us). `MPIWS_SPIN_US`
-/// sets the budget (0: always sleep at once).
-const SPIN_US: u64 = 200;
+/// sets the budget (0: always sleep at once; `config::spin_budget`).
 static YIELD: AtomicBool = AtomicBool::new(false);
 
 /// Choose how to poll for `local_ranks` ranks sharing this host; whether
@@ -151,14 +150,6 @@ pub fn fit_spin(local_ranks: usize) -> bool {
     let oversubscribed = local_ranks > cores;
     YIELD.store(oversubscribed, Ordering::Relaxed);
     oversubscribed
-}
-
-pub fn spin_budget() -> Duration {
-    static BUDGET: OnceLock<Duration> = OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        let us = std::env::var("MPIWS_SPIN_US").ok().and_then(|v| v.parse().ok()).unwrap_or(SPIN_US);
-        Duration::from_micros(us)
-    })
 }
 
 /// Poll `ready` until it holds or `budget` is spent, pausing between
@@ -214,7 +205,7 @@ impl Completion {
 
     /// Poll for up to the spin budget (and `timeout`); true if done.
     fn spin(&self, timeout: Option<Duration>) -> bool {
-        let budget = timeout.map_or(spin_budget(), |t| t.min(spin_budget()));
+        let budget = timeout.map_or(crate::config::spin_budget(), |t| t.min(crate::config::spin_budget()));
         poll_until(budget, || self.is_done())
     }
 
@@ -302,6 +293,14 @@ pub fn wait_any(completions: &[Arc<Completion>], timeout: Option<Duration>) -> b
         c.unwatch(&watcher);
     }
     ready
+}
+
+/// Wait for a completion and take its outcome (a timeout is an error).
+pub fn wait_outcome(c: &Completion, timeout: Option<Duration>) -> Result<Outcome> {
+    if !c.wait(timeout) {
+        return Err(Error::new(ErrorClass::Timeout, format!("operation did not complete within {timeout:?}")));
+    }
+    c.take().unwrap_or_else(|| err(ErrorClass::Request, "request already completed"))
 }
 
 /// A queue of tokens, one pushed per watched completion as it completes:

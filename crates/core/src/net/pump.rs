@@ -14,8 +14,8 @@ use hyper_util::server::conn::auto::upgrade::downcast;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::direct::socket::Socket;
-use crate::direct::tls::Wire;
+use crate::net::socket::Socket;
+use crate::net::tls::Wire;
 use crate::runtime::runtime;
 
 /// Copy buffer per direction: a large message crosses in fewer turns.

@@ -7,22 +7,20 @@
 //! body within the limit. A message refused after `admit` is final: the
 //! mailbox skips its sequence number so later messages are not held back.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use http::{HeaderMap, Request, StatusCode};
+use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::json;
 
-use crate::direct::frame::{self, Envelope, Payload};
-use crate::direct::mailbox::Message;
-use crate::domain::binding::valid_domain_id;
-use crate::domain::instance::Delivered;
-use crate::domain::Instance;
+use crate::engine::mailbox::Message;
 use crate::error::ErrorClass;
-use crate::service::reply::{self, authorize, error, from_error, parse_rank, retry_later, Reply};
+use crate::net::reader::Delivered;
+use crate::service::admit::admit;
+use crate::service::reply::{self, error, from_error, retry_later, Reply};
 use crate::service::Endpoint;
+use crate::wire::frame::{self, Envelope, Payload};
 
 pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
     let length = req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
@@ -103,76 +101,6 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         Delivered::Duplicate => reply::json(StatusCode::OK, &json!({"duplicate": true})),
         Delivered::Filed => reply::no_content(),
     }
-}
-
-/// The checks a store and a stream upgrade share, in order: the rank in the
-/// path, a token, the instance, the token's value, the instance still
-/// running, the source rank.
-pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
-    let instance = admit_ended(ep, domain, rank, headers, source).await?;
-    match instance.ended() {
-        Some(e) => Err(from_error(&e)),
-        None => Ok(instance),
-    }
-}
-
-/// `admit`, but an instance that ended passes too (a question about what it received).
-///
-/// An instance that does not exist yet (its *run* request has not arrived)
-/// is answered 503 with `Retry-After`, and the sender tries again: nothing
-/// is held for a caller whose token cannot be checked yet. Where another
-/// rank of the domain lives here, the token is checked against it first.
-pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
-    let rank = parse_rank(rank)?;
-    if !valid_domain_id(domain) {
-        // No instance can ever have it: not "try again".
-        return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid domain id {domain:?}")));
-    }
-    if reply::bearer(headers).is_none() {
-        return Err(error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'"));
-    }
-    let instance = match ep.instance(domain, rank) {
-        Some(i) => i,
-        None => {
-            if let Some(sibling) = ep.any_instance_of(domain) {
-                authorize(headers, &sibling)?;
-                if rank >= sibling.size() {
-                    return Err(error(
-                        StatusCode::BAD_REQUEST,
-                        ErrorClass::Rank,
-                        format!("rank {rank} out of range: domain {domain} has {} ranks", sibling.size()),
-                    ));
-                }
-            }
-            let message = format!("no instance of domain {domain} rank {rank} here yet; try again");
-            return Err(retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1)));
-        }
-    };
-    authorize(headers, &instance)?;
-    if source >= instance.size() {
-        return Err(error(
-            StatusCode::BAD_REQUEST,
-            ErrorClass::Rank,
-            format!("source rank {source} out of range: domain {domain} has {} ranks", instance.size()),
-        ));
-    }
-    Ok(instance)
-}
-
-/// For a question about one message (`matched`, `withdraw`): its sender
-/// and sequence number from the path, and the instance, ended or not.
-pub async fn admit_message(
-    ep: &Endpoint,
-    domain: &str,
-    rank: &str,
-    source: &str,
-    seq: &str,
-    headers: &HeaderMap,
-) -> Result<(Arc<Instance>, u32, u64), Reply> {
-    let (Ok(source), Ok(seq)) = (source.parse::<u32>(), seq.parse::<u64>()) else {
-        return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid source {source:?} or sequence number {seq:?}")));
-    };
-    Ok((admit_ended(ep, domain, rank, headers, source).await?, source, seq))
 }
 
 fn too_large(max: u64) -> Reply {

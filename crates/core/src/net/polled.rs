@@ -12,8 +12,9 @@
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 
-use crate::completion::{poll_until, spin_budget};
-use crate::direct::socket::Socket;
+use crate::config::spin_budget;
+use crate::engine::completion::poll_until;
+use crate::net::socket::Socket;
 
 /// Try `op` (a non-blocking socket call returning a count or -1) until it
 /// makes progress or the spin budget is spent; None: fall back to blocking.

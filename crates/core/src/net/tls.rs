@@ -17,11 +17,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::direct::proxy;
+use crate::config::CA_FILE;
 use crate::error::{Error, ErrorClass, Result};
-
-/// The environment variable naming extra trusted certificates (PEM).
-pub const CA_ENV: &str = "MPIWS_CA_FILE";
+use crate::net::proxy;
 
 /// How long a client waits for a server's TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -65,8 +63,8 @@ fn build_client_config() -> std::result::Result<Arc<ClientConfig>, String> {
     for cert in rustls_native_certs::load_native_certs().certs {
         let _ = roots.add(cert);
     }
-    if let Some(path) = std::env::var_os(CA_ENV).filter(|p| !p.is_empty()) {
-        let shown = format!("{CA_ENV}={}", path.to_string_lossy());
+    if let Some(path) = std::env::var_os(CA_FILE).filter(|p| !p.is_empty()) {
+        let shown = format!("{CA_FILE}={}", path.to_string_lossy());
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&path)
             .and_then(|certs| certs.collect())
             .map_err(|e| format!("{shown}: cannot read certificates: {e}"))?;
@@ -94,7 +92,7 @@ fn server_name(addr: &str) -> Result<ServerName<'static>> {
     ServerName::try_from(host.to_string()).map_err(|e| Error::new(ErrorClass::Arg, format!("{host} is not a valid TLS server name: {e}")))
 }
 
-/// Connect to `addr` (through the environment's proxy, `direct::proxy`) and complete a verified TLS handshake, within
+/// Connect to `addr` (through the environment's proxy, `net::proxy`) and complete a verified TLS handshake, within
 /// `HANDSHAKE_TIMEOUT`. An untrusted certificate is a final error (class
 /// Other); an unreachable peer a transient one (ProcFailed).
 pub async fn connect(addr: &str, peer: &str) -> Result<TlsStream<Wire>> {
@@ -118,7 +116,7 @@ pub fn refused(peer: &str, e: &(dyn std::error::Error + 'static)) -> Option<Erro
         if let Some(tls) = rustls_error(c) {
             let message = match tls {
                 rustls::Error::InvalidCertificate(_) => {
-                    format!("{peer}: the server's TLS certificate is not trusted ({tls}); give the CA that signed it with --ca FILE or {CA_ENV}")
+                    format!("{peer}: the server's TLS certificate is not trusted ({tls}); give the CA that signed it with --ca FILE or {CA_FILE}")
                 }
                 _ => format!("{peer}: TLS handshake failed ({tls}); is it an http:// endpoint?"),
             };
@@ -160,7 +158,7 @@ mod tests {
         let outer = std::io::Error::other(inner);
         let e = refused("https://x", &outer).expect("a TLS refusal");
         assert_eq!(e.class, ErrorClass::Other);
-        assert!(e.message.contains("https://x") && e.message.contains("not trusted") && e.message.contains(CA_ENV), "{}", e.message);
+        assert!(e.message.contains("https://x") && e.message.contains("not trusted") && e.message.contains(CA_FILE), "{}", e.message);
         let plain = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert!(refused("https://x", &plain).is_none());
     }

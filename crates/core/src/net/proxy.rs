@@ -4,8 +4,8 @@
 //! suffixes, addresses, CIDR networks, `*`) for what goes direct. Credentials
 //! ride in the proxy URL (`http://user:pass@proxy:3128`) and are sent as
 //! `Proxy-Authorization: Basic`. Every outbound connection of this crate
-//! starts here (`open`): stores and polls (`direct::transport`), streams
-//! (`direct::stream`, `direct::tls`), job URL pulls (`jobs::fetch`).
+//! starts here (`open`): stores and polls (`net::http`), streams
+//! (`net::link`, `net::tls`), job URL pulls (`jobs::fetch`).
 //!
 //! Two ways through a proxy:
 //! - **tunnel**: `CONNECT host:port`, then the bytes are ours (TLS end to

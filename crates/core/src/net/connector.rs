@@ -1,5 +1,5 @@
-//! The HTTP client's connector: every connection `direct::transport` makes
-//! is opened by `direct::proxy::open` (direct, tunnelled or forwarded); TLS
+//! The HTTP client's connector: every connection `net::http` makes
+//! is opened by `net::proxy::open` (direct, tunnelled or forwarded); TLS
 //! is layered on top by hyper-rustls, end to end with the peer.
 
 use std::future::Future;
@@ -12,8 +12,8 @@ use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use crate::direct::proxy;
 use crate::error::{Error, ErrorClass};
+use crate::net::proxy;
 
 #[derive(Clone, Default)]
 pub struct Connector;

@@ -14,8 +14,8 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 
-use crate::direct::store::admit_message;
 use crate::error::ErrorClass;
+use crate::service::admit::admit_message;
 use crate::service::reply::{self, error, from_error, Reply};
 use crate::service::Endpoint;
 

@@ -9,7 +9,7 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 
-use crate::direct::store::admit_message;
+use crate::service::admit::admit_message;
 use crate::service::reply::{self, Reply};
 use crate::service::Endpoint;
 

@@ -25,14 +25,42 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use polling::{Event, Events, Poller};
 
-use crate::completion::{poll_until, spin_budget, Completion, Outcome};
-use crate::direct::frame::{self, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
-use crate::direct::mailbox::Message;
-use crate::direct::polled::Polled;
-use crate::direct::socket::Socket;
-use crate::domain::Instance;
-use crate::error::{Error, ErrorClass};
+use crate::config::spin_budget;
+use crate::engine::completion::{poll_until, Completion, Outcome, RecvBuffer};
+use crate::engine::mailbox::Message;
+use crate::error::{Error, ErrorClass, Result};
+use crate::net::polled::Polled;
+use crate::net::socket::Socket;
 use crate::runtime::runtime;
+use crate::wire::frame::{self, Envelope, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
+
+/// What a message did to the receive state: filed, or dropped as a copy
+/// of one filed before (a retry).
+pub enum Delivered {
+    Filed,
+    Duplicate,
+}
+
+/// Where a reader files what it reads: the receiving rank
+/// (`rank::Instance`). Its steps are the receive side's.
+pub trait Receiver: Send + Sync {
+    /// File a message that arrived (whole).
+    fn deliver(self: Arc<Self>, msg: Message) -> Result<Delivered>;
+    /// The message with sequence number `seq` from `source` was refused
+    /// here (and its sender told): later ones go on.
+    fn skip(&self, source: u32, seq: Option<u64>);
+    /// For a message whose payload is still on the wire: the posted receive
+    /// it goes to, if that receive has a buffer of at least `len` bytes to
+    /// read it into. The reader then reads the payload and completes the
+    /// receive (`Outcome::Placed`), then says `placed`, or `cut`.
+    fn claim(&self, env: &Envelope, len: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)>;
+    /// A claimed message was read in full.
+    fn placed(&self, source: u32, seq: u64);
+    /// A claimed message was cut off mid-read (the sender sends it again).
+    fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>);
+    /// Whether to stop reading `source`'s stream for now (flow control).
+    fn holds_back(&self, source: u32) -> bool;
+}
 
 /// Read buffer size; small messages are read many at a time.
 const BUFFER: usize = 64 * 1024;
@@ -52,7 +80,7 @@ fn write_ack(w: &Mutex<Socket>, kind: u8, seq: u64, e: Option<&Error>) -> std::i
 
 /// The framing state of one incoming stream.
 pub struct Reader {
-    instance: Weak<Instance>,
+    instance: Weak<dyn Receiver>,
     source: u32,
     max: u64,
     r: BufReader<Chain<Cursor<Bytes>, Polled>>,
@@ -132,7 +160,7 @@ impl Reader {
         }
         let mut msg = Message::new(env, Payload::from_chunks(vec![Bytes::from(data)]));
         let matched = msg.await_match();
-        let told = match instance.deliver(msg) {
+        let told = match instance.clone().deliver(msg) {
             Err(e) => write_ack(&self.writer, ACK_ERROR, seq, Some(&e)),
             Ok(_) => {
                 // Filed, or a retry of one filed before (whose match is told
@@ -154,7 +182,7 @@ impl Reader {
         told.is_ok()
     }
 
-    /// Whether to stop reading for now (`Instance::holds_back`).
+    /// Whether to stop reading for now (`Receiver::holds_back`).
     fn parks(&self) -> bool {
         self.instance.upgrade().is_some_and(|i| i.holds_back(self.source))
     }
@@ -212,7 +240,7 @@ pub struct Progress {
     /// readiness event will announce them.
     buffered: Mutex<Vec<usize>>,
     /// Streams not read for now: the instance's unexpected messages are
-    /// over the bound (`Instance::holds_back`).
+    /// over the bound (`Receiver::holds_back`).
     parked: Mutex<Vec<usize>>,
     any_parked: AtomicBool,
     stopped: AtomicBool,
@@ -238,12 +266,12 @@ impl Progress {
 
     /// Serve a stream from `source` (already upgraded; `pre` holds bytes read
     /// past the HTTP exchange).
-    pub fn add(&self, instance: &Arc<Instance>, source: u32, stream: Socket, pre: Bytes, max: u64) -> std::io::Result<()> {
+    pub fn add<R: Receiver + 'static>(&self, instance: &Arc<R>, source: u32, stream: Socket, pre: Bytes, max: u64) -> std::io::Result<()> {
         stream.set_nonblocking(false)?;
         let writer = Arc::new(Mutex::new(stream.try_clone()?));
         let fd = stream.as_raw_fd();
         let reader = Reader {
-            instance: Arc::downgrade(instance),
+            instance: Arc::downgrade(instance) as Weak<dyn Receiver>,
             source,
             max,
             r: BufReader::with_capacity(BUFFER, Cursor::new(pre).chain(Polled(stream))),
@@ -390,7 +418,7 @@ impl Progress {
 
     /// Stop reading `inbound` until `unpark` (its poller registration stays
     /// disarmed).
-    fn park(&self, inbound: &Arc<Inbound>, instance: &Weak<Instance>, source: u32) {
+    fn park(&self, inbound: &Arc<Inbound>, instance: &Weak<dyn Receiver>, source: u32) {
         self.parked.lock().push(inbound.key);
         self.any_parked.store(true, Ordering::Release);
         // A receive may have taken messages just before we parked.

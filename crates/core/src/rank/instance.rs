@@ -1,0 +1,258 @@
+//! A service instance: one rank of one domain on this endpoint. It owns
+//! that rank's receive state (`engine::inbox`, behind one lock), the send
+//! sequence numbers towards every peer and the links to them, and the
+//! state the service interface reports (running, done, failed, ...). Its
+//! receive side is `rank::receive`, its send side `rank::send`.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Condvar, Mutex};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::engine::completion::{fit_spin, Completion};
+use crate::engine::inbox::{take_cut, Inbox, Waiting};
+use crate::error::{Error, ErrorClass};
+use crate::net::link::{InFlight, Link, Undelivered};
+use crate::net::reader::Progress;
+use crate::net::stores::Stores;
+use crate::rank::{liveness, Binding};
+use crate::wire::frame::Payload;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceState {
+    /// Created by *run*; the service has not started yet.
+    Starting,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl InstanceState {
+    pub fn is_final(self) -> bool {
+        matches!(self, InstanceState::Done | InstanceState::Failed | InstanceState::Cancelled)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorReport {
+    pub class: i32,
+    pub name: String,
+    pub message: String,
+    pub traceback: String,
+}
+
+/// What the status operation reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub domain: String,
+    pub rank: u32,
+    pub service: String,
+    pub state: InstanceState,
+    pub result: Option<serde_json::Value>,
+    pub error: Option<ErrorReport>,
+}
+
+/// How this instance reaches one peer.
+pub(super) enum Channel {
+    Stream(Arc<Link>),
+    Stores,
+}
+
+/// What takes one-sided window traffic out of the mailbox as it is filed,
+/// whichever thread files it, with no call from the application: the
+/// program face's windows (`mpi::window::Registry`), installed with the
+/// first window. The rank knows only that such frames exist
+/// (`wire::reserved::is_rma`), not what they mean.
+pub trait WindowFrames: Send + Sync + 'static {
+    fn handle(&self, instance: &Arc<Instance>, source: u32, key: u64, payload: Payload);
+}
+
+/// The installed `WindowFrames`, kept also as `Any` to be handed back as its own type.
+struct Windows {
+    frames: Arc<dyn WindowFrames>,
+    any: Arc<dyn Any + Send + Sync>,
+}
+
+pub struct Instance {
+    pub binding: Binding,
+    /// The whole domain runs on this one host, with more ranks than cores:
+    /// the same for every rank, so collectives may choose algorithms by it.
+    pub crowded: bool,
+    pub(super) inbox: Mutex<Inbox>,
+    pub(super) arrived: Condvar,
+    pub(super) next_recv_id: AtomicU64,
+    pub(super) send_seq: Vec<AtomicU64>,
+    status: watch::Sender<Status>,
+    pub(super) in_flight: Arc<InFlight>,
+    pub(super) channels: Vec<Mutex<Option<Channel>>>,
+    /// Per peer: a failure of a send that had already completed.
+    pub(super) undelivered: Vec<Undelivered>,
+    /// Reads the streams peers open to this instance (started on the first).
+    pub(super) progress: Mutex<Option<Arc<Progress>>>,
+    /// Broadcast forwards still being written (checked by `flush`).
+    pub(super) forwards: Mutex<Vec<(u32, Arc<Completion>)>>,
+    pub(super) stores: Arc<Stores>,
+    /// Whether any peer is gone (spares sends a lock while none is).
+    pub(super) any_gone: AtomicBool,
+    /// Messages filed whose forwards are not registered in `forwards` yet.
+    pub(super) forwarding: AtomicUsize,
+    windows: OnceLock<Windows>,
+}
+
+impl Instance {
+    pub fn new(binding: Binding, stores: Arc<Stores>) -> Arc<Self> {
+        let status = Status {
+            domain: binding.domain.clone(),
+            rank: binding.rank,
+            service: binding.service.clone(),
+            state: InstanceState::Starting,
+            result: None,
+            error: None,
+        };
+        let size = binding.size();
+        let local = binding.local_ranks();
+        let oversubscribed = fit_spin(local);
+        let instance = Arc::new(Instance {
+            crowded: local == size as usize && oversubscribed,
+            send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            binding,
+            inbox: Mutex::new(Inbox::default()),
+            arrived: Condvar::new(),
+            next_recv_id: AtomicU64::new(1),
+            status: watch::channel(status).0,
+            in_flight: Arc::new(InFlight::default()),
+            channels: (0..size).map(|_| Mutex::new(None)).collect(),
+            undelivered: (0..size).map(|_| Undelivered::default()).collect(),
+            forwards: Mutex::new(Vec::new()),
+            progress: Mutex::new(None),
+            stores,
+            any_gone: AtomicBool::new(false),
+            forwarding: AtomicUsize::new(0),
+            windows: OnceLock::new(),
+        });
+        liveness::watch(&instance);
+        instance
+    }
+
+    /// The client this instance sends stores (and asks its peers) with.
+    pub fn stores(&self) -> &Arc<Stores> {
+        &self.stores
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.binding.rank
+    }
+
+    pub fn size(&self) -> u32 {
+        self.binding.size()
+    }
+
+    /// This rank's window traffic handler, installed on first use as a `T::default()`.
+    pub fn windows<T: WindowFrames + Default>(&self) -> Arc<T> {
+        let w = self.windows.get_or_init(|| {
+            let t = Arc::new(T::default());
+            Windows { frames: t.clone(), any: t }
+        });
+        w.any.clone().downcast::<T>().unwrap_or_else(|_| panic!("one window traffic handler type per instance"))
+    }
+
+    /// The window traffic handler, if a window was ever made here.
+    pub(super) fn window_frames(&self) -> Option<Arc<dyn WindowFrames>> {
+        self.windows.get().map(|w| w.frames.clone())
+    }
+
+    /// The reader of this instance's incoming streams (started on first use).
+    pub fn progress(&self) -> std::io::Result<Arc<Progress>> {
+        let mut p = self.progress.lock();
+        if let Some(p) = &*p {
+            return Ok(p.clone());
+        }
+        let started = Progress::start()?;
+        *p = Some(started.clone());
+        Ok(started)
+    }
+
+    // ---- state -----------------------------------------------------------
+
+    pub fn status(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
+    pub fn watch_status(&self) -> watch::Receiver<Status> {
+        self.status.subscribe()
+    }
+
+    pub fn set_running(&self) {
+        self.status.send_modify(|s| {
+            if s.state == InstanceState::Starting {
+                s.state = InstanceState::Running;
+            }
+        });
+    }
+
+    /// The service returned `result`.
+    pub fn finish(&self, result: serde_json::Value) {
+        self.end(InstanceState::Done, Some(result), None);
+    }
+
+    /// The service raised.
+    pub fn fail(&self, report: ErrorReport) {
+        self.end(InstanceState::Failed, None, Some(report));
+    }
+
+    /// Cancelled through the service interface: pending and later operations fail.
+    pub fn cancel(&self) {
+        self.end(InstanceState::Cancelled, None, None);
+    }
+
+    fn end(&self, state: InstanceState, result: Option<serde_json::Value>, error: Option<ErrorReport>) {
+        let mut changed = false;
+        self.status.send_if_modified(|s| {
+            if s.state.is_final() {
+                return false;
+            }
+            s.state = state;
+            s.result = result;
+            s.error = error;
+            changed = true;
+            true
+        });
+        if changed {
+            let why = match state {
+                InstanceState::Cancelled => {
+                    Error::new(ErrorClass::Cancelled, format!("domain {} rank {} was cancelled", self.binding.domain, self.rank()))
+                }
+                _ => Error::new(ErrorClass::ProcFailed, format!("domain {} rank {} has ended", self.binding.domain, self.rank())),
+            };
+            self.close(why);
+        }
+    }
+
+    fn close(&self, why: Error) {
+        let waiting = {
+            let mut inbox = self.inbox.lock();
+            inbox.closed = Some(why.clone());
+            inbox.mailbox.close();
+            let mut waiting: Vec<Waiting> = std::mem::take(&mut inbox.waiting).into_values().collect();
+            waiting.extend(take_cut(&mut inbox.claims, |_| true));
+            waiting
+        };
+        self.arrived.notify_all();
+        for w in waiting {
+            w.completion.complete(Err(why.clone()));
+        }
+        for ch in &self.channels {
+            if let Some(Channel::Stream(link)) = ch.lock().take() {
+                link.close();
+            }
+        }
+        if let Some(p) = self.progress.lock().take() {
+            p.stop();
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `POST /domains/{domain}/ranks/{rank}/stream` with `Upgrade:
+//! mpiws-stream/1`: the receiving side of the stream channel
+//! (`net::link` is the sender's). The same checks as a store
+//! (`service::admit`), then `101 Switching Protocols`; the socket is then
+//! read by the instance's progress thread or its waiters (`net::reader`).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+
+use crate::error::ErrorClass;
+use crate::net::link::PROTOCOL;
+use crate::net::pump::upgraded_socket;
+use crate::net::socket::Socket;
+use crate::rank::Instance;
+use crate::service::admit::admit;
+use crate::service::reply::{error, Reply};
+use crate::service::{upgrade, Endpoint};
+use crate::wire::frame;
+
+/// Answer an upgrade request; the stream is then read as `net::reader` says.
+pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
+    let max = ep.config.max_message;
+    accept_into(ep, domain, rank, req, move |instance, source, stream, early| {
+        if let Ok(progress) = instance.progress() {
+            let _ = progress.add(&instance, source, stream, early, max);
+        }
+    })
+    .await
+}
+
+/// Answer an upgrade request; once upgraded, `take` gets the stream (the
+/// instance, the source rank, the socket, the bytes read past the upgrade).
+pub async fn accept_into(
+    ep: &Endpoint,
+    domain: &str,
+    rank: &str,
+    mut req: Request<Incoming>,
+    take: impl FnOnce(Arc<Instance>, u32, Socket, Bytes) + Send + 'static,
+) -> Reply {
+    // HTTP/1.1 upgrades only with the `upgrade` token in Connection; a proxy strips both headers otherwise.
+    if !upgrade::asks(&req, PROTOCOL) {
+        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("expected 'Connection: upgrade' and 'Upgrade: {PROTOCOL}'"));
+    }
+    let source = match req.headers().get(frame::H_SOURCE).and_then(|v| v.to_str().ok()).map(|v| v.trim().parse::<u32>()) {
+        Some(Ok(s)) => s,
+        _ => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("missing or invalid header {}", frame::H_SOURCE)),
+    };
+    let instance = match admit(ep, domain, rank, req.headers(), source).await {
+        Ok(i) => i,
+        Err(reply) => return reply,
+    };
+    let upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = upgrade.await else { return };
+        let Some((stream, read_past)) = upgraded_socket(upgraded) else { return };
+        take(instance, source, stream, read_past);
+    });
+    upgrade::granted(PROTOCOL)
+}

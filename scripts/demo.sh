@@ -7,6 +7,7 @@
 #  2. `mpiws run -n 4` runs the example programs as domains of 4 local ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "demo: setting up .venv and building mpiws (scripts/setup.sh; the first time, several minutes) ..."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 pids=()

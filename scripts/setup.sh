@@ -2,16 +2,29 @@
 # Set up a fresh machine for mpiws: a virtualenv in .venv with the build and
 # test tools, and mpiws itself built from source (Rust core + Python package).
 # Extra pip packages may be given as arguments (the benchmarks add mpi4py).
+# It shows its progress: pip lists what it downloads and installs, cargo each
+# crate it compiles (the first build of the optimized core takes several
+# minutes on 2 cores; later ones only what changed), and each step its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo (Rust) is required: https://rustup.rs" >&2
     exit 1
 fi
+started=$SECONDS
+# Lines that only say nothing was to be done: pip's for what is already installed, and the
+# "Ignoring numpy: markers 'extra == "bench"' don't match your environment" that pip prints for each
+# optional dependency when maturin develop installs the package's declared dependencies.
+quiet() { grep -v -e '^Requirement already satisfied' -e "^Ignoring [^:]*: markers 'extra == " || true; }
 if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
     python3 -m venv .venv
 fi
+echo "setup: installing the build and test tools into .venv (pip) ..."
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "maturin>=1.5,<2" numpy pytest pyyaml trustme mypy cwltool "$@"  # cwltool: the reference runner tests/test_cwl_workflows.py compares with
-.venv/bin/maturin develop --release -q
-echo "setup: mpiws $(.venv/bin/python -c 'import mpiws; print(mpiws.__version__)') ready in .venv"
+# cwltool: the reference runner tests/test_cwl_workflows.py compares with
+.venv/bin/python -m pip install --progress-bar off "maturin>=1.5,<2" numpy pytest trustme mypy cwltool "$@" 2>&1 | quiet
+echo "setup: tools ready ($((SECONDS - started)) s); building mpiws (maturin develop --release: the Rust core, then the package) ..."
+built=$SECONDS
+.venv/bin/maturin develop --release 2>&1 | quiet
+echo "setup: mpiws $(.venv/bin/python -c 'import mpiws; print(mpiws.__version__)') ready in .venv (build $((SECONDS - built)) s, setup $((SECONDS - started)) s)"

@@ -267,7 +267,7 @@ def main_local(a, argv):
     for k in asked:
         if k not in IMPLS:
             raise SystemExit("farm: unknown implementation %r (have %s)" % (k, ", ".join(IMPLS)))
-    if not (common.VENV / "bin" / "mpiws").exists() and not common.INSTALLED:
+    if not (common.VENV / "bin" / "mpiws").exists():
         common.log("farm: mpiws is not set up in %s; run: %s" % (common.VENV, common.SETUP_HINT))
         return 2
     keys, unavailable = available(asked)

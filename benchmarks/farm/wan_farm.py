@@ -232,7 +232,7 @@ def main(a, command, calibrate, futures_provenance):
     rate = a.rate or RATE
     cap = a.max_point_seconds if a.max_point_seconds is not None else 60
     timeout = a.timeout or 600
-    if not (common.VENV / "bin" / "mpiws").exists() and not common.INSTALLED:
+    if not (common.VENV / "bin" / "mpiws").exists():
         common.log("farm wan: mpiws is not set up in %s; run: %s" % (common.VENV, common.SETUP_HINT))
         return 2, None
     try:

@@ -485,7 +485,7 @@ def main(argv=None):
     if not (common.ROOT / "examples" / "workflows" / "steps.py").exists():
         common.log("workflows: the steps it deploys are examples/workflows/ of a source checkout; run it there")
         return 2
-    if not (common.VENV / "bin" / "mpiws").exists() and not common.INSTALLED:
+    if not (common.VENV / "bin" / "mpiws").exists():
         common.log("workflows: mpiws is not set up in %s; run: %s" % (common.VENV, common.SETUP_HINT))
         return 2
     out = Path(a.out)

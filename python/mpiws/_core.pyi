@@ -297,6 +297,9 @@ def cwl_eval(text: str, context: str, condition: bool = False) -> str:
     """A CWL parameter reference evaluated against ``context`` (JSON); the value as JSON.
     ``condition`` also allows ``!`` and one comparison with a literal (a step's ``when``)."""
 
+def endpoint_settings() -> str:
+    """Every endpoint setting (``Endpoint``'s keywords) with its default, as JSON text."""
+
 def exit_on_signals() -> None:
     """End this process on SIGTERM or SIGINT even while service code holds the
     GIL (call before any other thread starts); its endpoints are closed first."""

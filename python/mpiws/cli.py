@@ -8,31 +8,58 @@ import sys
 import threading
 
 
-#: `mpiws serve` flags that are endpoint limits, passed to it as they are (unset: its default).
+#: `mpiws serve` flags that are endpoint limits: each sets the core's endpoint setting of the same
+#: name (``--max-message`` is ``max_message``; `_core.endpoint_settings`, where its default is
+#: declared), passed on as given (unset: the default). (flag, unit, what it bounds).
 LIMITS = [
-    ("--max-message", int, "largest message body, bytes (1 GiB)"),
-    ("--max-upload", int, "largest uploaded file, bytes (1 GiB)"),
-    ("--max-connections", int, "connections served at once (1024)"),
-    ("--header-timeout", float, "seconds to send a request head, idle connections too (30)"),
-    ("--body-timeout", float, "seconds a request body may stall (60)"),
-    ("--max-binding", int, "largest run request body, bytes (1 MiB)"),
-    ("--max-ranks", int, "most ranks in a domain (16384)"),
-    ("--max-instances", int, "instances running at once on this endpoint (256)"),
-    ("--max-instances-per-key", int, "instances running at once per key (128)"),
-    ("--max-fetch", int, "largest URL input a job may pull, bytes (default: --max-upload)"),
-    ("--fetch-timeout", float, "seconds a URL input may take to pull (300)"),
-    ("--max-disk", int, "disk quota of the work directory, bytes (10 GiB)"),
-    ("--max-jobs", int, "most jobs kept at once, running or ended (1000)"),
-    ("--max-jobs-per-key", int, "most jobs one key holds at once, running or ended (500)"),
-    ("--max-uploads-per-key", int, "uploads one key keeps at once (1000)"),
-    ("--job-ttl", float, "seconds an ended job or an upload is kept (24 h)"),
-    ("--max-spawn-body", int, "largest spawn request body, bytes (64 MiB)"),
-    ("--tls-handshake-timeout", float, "seconds a connection has to complete its TLS handshake (10)"),
-    ("--max-instance-memory", int, "address space of one instance's process, bytes; 0: unbounded (4 GiB)"),
-    ("--max-instance-time", float, "seconds an instance may run before it is ended (24 h)"),
-    ("--spare-instances", int, "instance processes kept started ahead of need, so instances start at once (2)"),
-    ("--relay-max-connections", int, "with --relay: connections one name keeps open to this relay (256)"),
+    ("--max-message", "bytes", "largest message body"),
+    ("--max-upload", "bytes", "largest uploaded file"),
+    ("--max-connections", "", "connections served at once"),
+    ("--header-timeout", "seconds", "to send a request head, idle connections too"),
+    ("--body-timeout", "seconds", "a request body may stall"),
+    ("--max-binding", "bytes", "largest run request body"),
+    ("--max-ranks", "", "most ranks in a domain"),
+    ("--max-instances", "", "instances running at once on this endpoint"),
+    ("--max-instances-per-key", "", "instances running at once per key"),
+    ("--max-fetch", "bytes", "largest URL input a job may pull"),
+    ("--fetch-timeout", "seconds", "a URL input may take to pull"),
+    ("--max-disk", "bytes", "disk quota of the work directory"),
+    ("--max-jobs", "", "most jobs kept at once, running or ended"),
+    ("--max-jobs-per-key", "", "most jobs one key holds at once, running or ended"),
+    ("--max-uploads-per-key", "", "uploads one key keeps at once"),
+    ("--job-ttl", "seconds", "an ended job or an upload is kept"),
+    ("--max-spawn-body", "bytes", "largest spawn request body"),
+    ("--tls-handshake-timeout", "seconds", "a connection has to complete its TLS handshake"),
+    ("--max-instance-memory", "bytes", "address space of one instance's process; 0: unbounded"),
+    ("--max-instance-time", "seconds", "an instance may run before it is ended"),
+    ("--spare-instances", "", "instance processes kept started ahead of need, so instances start at once"),
+    ("--relay-max-connections", "", "with --relay: connections one name keeps open to this relay"),
 ]
+
+
+def human(value, unit):
+    """A setting's default as people read it: 1 GiB, 64 MiB, 30 s, 24 h, 1024."""
+    if value is None:
+        return "--max-upload"  # max_fetch: the upload limit unless set
+    if unit == "bytes":
+        for shift, name in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+            if value >= 1 << shift and value % (1 << shift) == 0:
+                return f"{value >> shift} {name}"
+        return f"{value} bytes"
+    if unit == "seconds":
+        return f"{value / 3600:g} h" if value >= 3600 and value % 3600 == 0 else f"{value:g} s"
+    return str(value)
+
+
+def _limit_options(group):
+    """The LIMITS flags, each with its help and the core's default."""
+    from . import _core
+
+    defaults = json.loads(_core.endpoint_settings())
+    for flag, unit, text in LIMITS:
+        default = human(defaults[flag[2:].replace("-", "_")], unit)
+        kind = float if unit == "seconds" else int
+        group.add_argument(flag, type=kind, metavar=unit.upper() or "N", help=f"{text} (default: {default})")
 
 
 def _relay_key(via_relay):
@@ -402,9 +429,7 @@ def main(argv=None):
         default="process",
         help="run each instance in a process of its own (default), or on a thread of this one (faster to start, no isolation)",
     )
-    lim = s.add_argument_group("limits (defaults in docs/security.md)")
-    for flag, kind, text in LIMITS:
-        lim.add_argument(flag, type=kind, help=text)
+    _limit_options(s.add_argument_group("limits (docs/security.md says what each answers)"))
     sec.add_argument(
         "--fetch-allow",
         action="append",

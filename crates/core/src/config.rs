@@ -78,3 +78,20 @@ pub fn datatype_max_blocks() -> usize {
 /// The environment variable naming extra trusted certificates (PEM), read
 /// when the process's TLS client is made (`net::tls`).
 pub const CA_FILE: &str = "MPIWS_CA_FILE";
+
+/// Durations as a number of seconds in settings (`service::Config`,
+/// `jobs::Limits`): `#[serde(with = "crate::config::seconds")]`.
+pub mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(|_| serde::de::Error::custom(format!("{secs}: not a number of seconds")))
+    }
+}

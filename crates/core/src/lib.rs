@@ -73,7 +73,6 @@ pub use engine::completion::{wait_any, wait_outcome, Completion, Events, Outcome
 pub use engine::mailbox::RecvId;
 pub use jobs::cwl::params::{eval as cwl_eval, Mode as CwlMode};
 pub use jobs::template;
-pub use keys::Keys;
 pub use mpi::collective::{Call, Op, ALGORITHMS};
 pub use mpi::datatype::Layout;
 pub use mpi::window::{RawDest, Window};
@@ -84,9 +83,6 @@ pub use rank::{Binding, ErrorReport, Instance, InstanceState, Status};
 pub use runtime::runtime;
 pub use service::client::DomainClient;
 pub use service::rendezvous::{register as rendezvous_register, Registration};
-pub use service::reverse::ViaRelay;
 pub use service::sandbox::child::{begin as sandbox_begin, report as sandbox_report};
-pub use service::sandbox::SandboxSetting;
 pub use service::shutdown::exit_on_signals;
-pub use service::tls::TlsSetting;
 pub use service::{Config, Endpoint};

@@ -2,27 +2,54 @@
 //! one domain on it).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use mpiws_core::Binding;
 use mpiws_core::Comm as CoreComm;
 use mpiws_core::ErrorReport;
 use mpiws_core::Instance as CoreInstance;
-use mpiws_core::Keys;
-use mpiws_core::SandboxSetting;
-use mpiws_core::TlsSetting;
-use mpiws_core::ViaRelay;
 use mpiws_core::{Config, Endpoint as CoreEndpoint};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict};
 
 use crate::comm::Comm;
 use crate::errors::IntoPy;
 use crate::request::wait_in_slices;
 
-/// A duration in seconds from Python: finite and not negative.
-fn seconds(secs: f64, name: &str) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(secs.max(0.0))
-        .map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("{name}={secs}: a number of seconds")))
+/// A setting's value as JSON: None, bools, numbers, strings, paths
+/// (`os.PathLike`) and lists of them.
+fn to_json(v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    use serde_json::Value;
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(i.into());
+    }
+    if let Ok(u) = v.extract::<u64>() {
+        return Ok(u.into());
+    }
+    if let Ok(f) = v.extract::<f64>() {
+        return Ok(serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number));
+    }
+    if let Ok(s) = v.extract::<String>() {
+        return Ok(Value::String(s));
+    }
+    if let Ok(p) = v.extract::<std::path::PathBuf>() {
+        return Ok(Value::String(p.to_string_lossy().into_owned()));
+    }
+    if let Ok(items) = v.try_iter() {
+        return items.map(|item| to_json(&item?)).collect::<PyResult<Vec<_>>>().map(Value::Array);
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!("an endpoint setting cannot be a {}", v.get_type().name()?)))
+}
+
+/// Every endpoint setting with its default, as JSON text (`mpiws_core::Config`).
+#[pyfunction]
+pub fn endpoint_settings() -> String {
+    Config::defaults().to_string()
 }
 
 fn json_arg(s: &str) -> PyResult<serde_json::Value> {
@@ -36,115 +63,22 @@ pub struct Endpoint {
 
 #[pymethods]
 impl Endpoint {
-    /// `keys` is the text of a keys file (one key per line, optionally with
-    /// scopes); without it the service interface refuses every request.
-    /// Every other argument is a limit of `Config`, as `mpiws serve` sets it.
+    /// `host` and `port` to bind, and the endpoint's other settings by
+    /// name (`keys`: the text of a keys file; limits; TLS; ...): those of
+    /// `mpiws_core::Config`, durations in seconds. A setting given as None
+    /// keeps its default.
     #[new]
-    #[pyo3(signature = (host="127.0.0.1", port=0, max_message=None, max_upload=None, workdir=None, keys=None,
-                        allow_hosts=Vec::new(), allow_origins=Vec::new(), max_connections=None, header_timeout=None,
-                        body_timeout=None, max_binding=None, max_ranks=None, max_instances=None, max_instances_per_key=None,
-                        fetch_allow=Vec::new(), max_fetch=None, fetch_timeout=None, max_disk=None, max_jobs=None, max_jobs_per_key=None, max_uploads_per_key=None, job_ttl=None,
-                        max_spawn_body=None, sandbox=None, max_instance_memory=None, max_instance_time=None, spare_instances=None,
-                        tls_cert=None, tls_key=None, tls_self_signed=false, tls_cert_out=None, tls_handshake_timeout=None,
-                        relay=false, relay_max_connections=None, via_relay=None, relay_key=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        host: &str,
-        port: u16,
-        max_message: Option<u64>,
-        max_upload: Option<u64>,
-        workdir: Option<std::path::PathBuf>,
-        keys: Option<&str>,
-        allow_hosts: Vec<String>,
-        allow_origins: Vec<String>,
-        max_connections: Option<usize>,
-        header_timeout: Option<f64>,
-        body_timeout: Option<f64>,
-        max_binding: Option<usize>,
-        max_ranks: Option<usize>,
-        max_instances: Option<usize>,
-        max_instances_per_key: Option<usize>,
-        fetch_allow: Vec<String>,
-        max_fetch: Option<u64>,
-        fetch_timeout: Option<f64>,
-        max_disk: Option<u64>,
-        max_jobs: Option<usize>,
-        max_jobs_per_key: Option<usize>,
-        max_uploads_per_key: Option<usize>,
-        job_ttl: Option<f64>,
-        max_spawn_body: Option<u64>,
-        sandbox: Option<Vec<String>>,
-        max_instance_memory: Option<u64>,
-        max_instance_time: Option<f64>,
-        spare_instances: Option<usize>,
-        tls_cert: Option<std::path::PathBuf>,
-        tls_key: Option<std::path::PathBuf>,
-        tls_self_signed: bool,
-        tls_cert_out: Option<std::path::PathBuf>,
-        tls_handshake_timeout: Option<f64>,
-        relay: bool,
-        relay_max_connections: Option<usize>,
-        via_relay: Option<&str>,
-        relay_key: Option<&str>,
-    ) -> PyResult<Self> {
-        let d = Config::default();
-        let secs = |s: Option<f64>, default: Duration, name: &str| s.map_or(Ok(default), |s| seconds(s, name));
-        let tls = match (tls_cert, tls_key, tls_self_signed) {
-            (Some(cert), Some(key), false) => Some(TlsSetting::Files { cert, key }),
-            (None, None, true) => Some(TlsSetting::SelfSigned { cert_out: tls_cert_out }),
-            (None, None, false) => None,
-            _ => return Err(pyo3::exceptions::PyValueError::new_err("TLS: give both tls_cert and tls_key, or tls_self_signed, not both")),
-        };
-        let config = Config {
-            host: host.to_string(),
-            port,
-            max_message: max_message.unwrap_or(d.max_message),
-            max_upload: max_upload.unwrap_or(d.max_upload),
-            workdir,
-            keys: keys.map(Keys::parse).transpose().py_err()?.unwrap_or_default(),
-            allow_hosts,
-            allow_origins,
-            max_connections: max_connections.unwrap_or(d.max_connections),
-            header_timeout: secs(header_timeout, d.header_timeout, "header_timeout")?,
-            body_timeout: secs(body_timeout, d.body_timeout, "body_timeout")?,
-            max_binding: max_binding.unwrap_or(d.max_binding),
-            max_ranks: max_ranks.unwrap_or(d.max_ranks),
-            max_instances: max_instances.unwrap_or(d.max_instances),
-            max_instances_per_key: max_instances_per_key.unwrap_or(d.max_instances_per_key),
-            fetch_allow,
-            max_fetch,
-            fetch_timeout: secs(fetch_timeout, d.fetch_timeout, "fetch_timeout")?,
-            max_disk: max_disk.unwrap_or(d.max_disk),
-            max_jobs: max_jobs.unwrap_or(d.max_jobs),
-            max_jobs_per_key: max_jobs_per_key.unwrap_or(d.max_jobs_per_key),
-            max_uploads_per_key: max_uploads_per_key.unwrap_or(d.max_uploads_per_key),
-            job_ttl: secs(job_ttl, d.job_ttl, "job_ttl")?,
-            max_spawn_body: max_spawn_body.unwrap_or(d.max_spawn_body),
-            tls,
-            tls_handshake_timeout: secs(tls_handshake_timeout, d.tls_handshake_timeout, "tls_handshake_timeout")?,
-            sandbox: match sandbox {
-                Some(command) => Some(SandboxSetting {
-                    command,
-                    // 4 GiB unless told; 0: unbounded.
-                    max_memory: Some(max_instance_memory.unwrap_or(4 << 30)).filter(|&m| m > 0),
-                    max_time: secs(max_instance_time, Duration::from_secs(24 * 3600), "max_instance_time")?,
-                    trust: None,
-                    spares: spare_instances.unwrap_or(2),
-                }),
-                None => None,
-            },
-            relay,
-            relay_max_connections: relay_max_connections.unwrap_or(d.relay_max_connections),
-            via_relay: match (via_relay, relay_key) {
-                (Some(url), Some(key)) => Some(ViaRelay::new(url, key).py_err()?),
-                (Some(_), None) => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(
-                        "via_relay needs relay_key: a key of the relay with the 'relay' scope",
-                    ))
-                }
-                (None, _) => None,
-            },
-        };
+    #[pyo3(signature = (host="127.0.0.1", port=0, **settings))]
+    fn new(host: &str, port: u16, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut all = serde_json::Map::new();
+        all.insert("host".into(), host.into());
+        all.insert("port".into(), port.into());
+        for (name, value) in settings.into_iter().flatten() {
+            if !value.is_none() {
+                all.insert(name.extract::<String>()?, to_json(&value)?);
+            }
+        }
+        let config = Config::from_json(&serde_json::Value::Object(all)).py_err()?;
         Ok(Endpoint { inner: CoreEndpoint::start(config).py_err()? })
     }
 

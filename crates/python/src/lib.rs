@@ -37,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::rendezvous_register, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::exit_on_signals, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::cwl_eval, m)?)?;
+    m.add_function(wrap_pyfunction!(endpoint::endpoint_settings, m)?)?;
     m.add("ANY_SOURCE", mpiws_core::ANY_SOURCE)?;
     m.add("ANY_TAG", mpiws_core::ANY_TAG)?;
     m.add("PROC_NULL", mpiws_core::PROC_NULL)?;

@@ -6,11 +6,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use http::StatusCode;
-
-use crate::error::ErrorClass;
-use crate::service::reply::{error, Reply};
-
 pub struct Disk {
     max: u64,
     used: AtomicU64,
@@ -60,9 +55,4 @@ impl Disk {
             self.max
         )
     }
-}
-
-/// The answer to a request refused by the quota.
-pub fn insufficient_storage(message: String) -> Reply {
-    error(StatusCode::INSUFFICIENT_STORAGE, ErrorClass::Other, message)
 }

@@ -7,20 +7,19 @@ use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
 use crate::jobs::Jobs;
-use crate::service::Endpoint;
 
 /// Look for expired things this often, at most (and at least every minute).
 fn period(ttl: Duration) -> Duration {
     (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(60))
 }
 
-/// Remove what has expired, until the endpoint is gone.
-pub async fn expire_forever(ep: Weak<Endpoint>) {
+/// Remove what has expired, until the register is gone.
+pub async fn expire_forever(jobs: Weak<Jobs>) {
     loop {
-        let Some(period) = ep.upgrade().map(|ep| period(ep.jobs.ttl)) else { return };
+        let Some(period) = jobs.upgrade().map(|jobs| period(jobs.ttl)) else { return };
         tokio::time::sleep(period).await;
-        let Some(ep) = ep.upgrade() else { return };
-        expire(&ep.jobs).await;
+        let Some(jobs) = jobs.upgrade() else { return };
+        expire(&jobs).await;
     }
 }
 

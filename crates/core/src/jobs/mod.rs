@@ -7,9 +7,9 @@
 //!
 //! [`Jobs`] is an endpoint's register of programs, jobs and uploaded files;
 //! [`job`] runs one job (stage inputs, run, record the outcome) and
-//! [`stage`] brings its input files. One HTTP operation per file:
-//! [`describe`], [`spawn`] (also *call*), [`status`], [`list`],
-//! [`results`], [`kill`], [`files`] (uploads and downloads).
+//! [`stage`] brings its input files. What the register refuses is a
+//! [`Refusal`]; the HTTP operations on jobs, one per file, are the HTTP
+//! face's (`service::jobs`): this layer knows nothing of HTTP.
 //!
 //! Jobs and uploads belong to the key that made them: another key is told
 //! there is no such job or upload (404, exactly as for one that does not
@@ -27,20 +27,13 @@
 //! jobs and uploads [`expiry`] removes after their time to live.
 
 pub mod cwl;
-pub mod describe;
 pub mod disk;
 pub mod expiry;
 pub mod fetch;
-pub mod files;
 pub mod job;
-pub mod kill;
-pub mod list;
 pub mod process_group;
-pub mod results;
 pub mod safe_file;
-pub mod spawn;
 pub mod stage;
-pub mod status;
 pub mod template;
 pub mod workdir;
 
@@ -50,13 +43,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::StatusCode;
 use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
 
+use crate::config::seconds;
 use crate::error::{err, ErrorClass, Result};
 use crate::keys::{Key, KeyId, Scope};
-use crate::service::reply::{error, retry_later, Reply};
-use crate::service::Config;
 use disk::Disk;
 use fetch::Fetcher;
 use job::Job;
@@ -105,6 +97,67 @@ impl Program {
     }
 }
 
+/// The limits an endpoint sets on its jobs and files (`mpiws serve`'s
+/// options; part of `service::Config`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// Where jobs and uploads are kept; a fresh private temporary
+    /// directory if None (see `workdir`).
+    pub workdir: Option<PathBuf>,
+    /// Largest file an upload (`POST /files`) may be.
+    pub max_upload: u64,
+    /// Hosts (`HOST[:PORT]`) and networks (CIDR) URL inputs may be pulled
+    /// from besides public addresses (`--fetch-allow`; see `fetch`).
+    pub fetch_allow: Vec<String>,
+    /// Largest URL input one job may pull; `max_upload` if None.
+    pub max_fetch: Option<u64>,
+    /// Longest a URL input may take to pull.
+    #[serde(with = "seconds")]
+    pub fetch_timeout: Duration,
+    /// Disk quota of the work directory: uploads, pulls and job files.
+    pub max_disk: u64,
+    /// Most jobs the endpoint holds (running or ended, until removed), and
+    /// most of them one key holds.
+    pub max_jobs: usize,
+    pub max_jobs_per_key: usize,
+    /// Most uploads one key keeps at once (each until deleted or expired).
+    pub max_uploads_per_key: usize,
+    /// How long an ended job, or an upload, is kept before it is removed.
+    #[serde(with = "seconds")]
+    pub job_ttl: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            workdir: None,
+            max_upload: 1 << 30,
+            fetch_allow: Vec::new(),
+            max_fetch: None,
+            fetch_timeout: Duration::from_secs(300),
+            max_disk: 10 << 30,
+            max_jobs: 1000,
+            max_jobs_per_key: 500,
+            max_uploads_per_key: 1000,
+            job_ttl: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// Why the register refused a request; the HTTP face answers each as it
+/// should (404, 503 or 429 with `Retry-After`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// No such job or program. A job of another key is refused with the
+    /// very words of one that does not exist: another key does not learn
+    /// that it exists.
+    NotFound(String),
+    /// No room: in the whole table, or (`per_key`) in one key's share;
+    /// room is expected after `retry_after`.
+    Full { per_key: bool, message: String, retry_after: Duration },
+}
+
 pub struct Jobs {
     workdir: WorkDir,
     programs: RwLock<BTreeMap<String, Arc<Program>>>,
@@ -127,15 +180,15 @@ pub struct Jobs {
 const RETRY_FULL: Duration = Duration::from_secs(60);
 
 impl Jobs {
-    /// Jobs and uploaded files live in the work directory `config` gives
+    /// Jobs and uploaded files live in the work directory `limits` gives
     /// (or a fresh private one); its limits apply to them.
-    pub fn new(config: &Config) -> Result<Jobs> {
-        let workdir = WorkDir::open(config.workdir.as_deref())?;
-        let disk = Disk::new(config.max_disk);
+    pub fn new(limits: &Limits) -> Result<Jobs> {
+        let workdir = WorkDir::open(limits.workdir.as_deref())?;
+        let disk = Disk::new(limits.max_disk);
         if let Some(given) = workdir.existing() {
             disk.force(safe_file::bytes_under(&given)); // what a given --workdir already holds
         }
-        let fetcher = Fetcher::new(&config.fetch_allow, config.max_fetch.unwrap_or(config.max_upload), config.fetch_timeout)?;
+        let fetcher = Fetcher::new(&limits.fetch_allow, limits.max_fetch.unwrap_or(limits.max_upload), limits.fetch_timeout)?;
         Ok(Jobs {
             workdir,
             programs: RwLock::new(BTreeMap::new()),
@@ -143,10 +196,10 @@ impl Jobs {
             uploads: Mutex::new(HashMap::new()),
             disk: Arc::new(disk),
             fetcher: Arc::new(fetcher),
-            max_jobs: config.max_jobs,
-            max_jobs_per_key: config.max_jobs_per_key,
-            max_uploads_per_key: config.max_uploads_per_key,
-            ttl: config.job_ttl,
+            max_jobs: limits.max_jobs,
+            max_jobs_per_key: limits.max_jobs_per_key,
+            max_uploads_per_key: limits.max_uploads_per_key,
+            ttl: limits.job_ttl,
         })
     }
 
@@ -195,16 +248,14 @@ impl Jobs {
         self.jobs.lock().get(id).cloned()
     }
 
-    /// Job `id`, or the 404 every job operation answers without it (the
-    /// job's files: their URLs are capabilities, whoever calls).
-    pub fn job_or_404(&self, id: &str) -> std::result::Result<Arc<Job>, Reply> {
+    /// Job `id`, whoever asks (the job's files: their URLs are capabilities).
+    pub fn found_job(&self, id: &str) -> std::result::Result<Arc<Job>, Refusal> {
         self.job(id).ok_or_else(|| no_job(id))
     }
 
     /// Job `id` if `caller` may act on it (it spawned it, or has `admin`);
-    /// else the very 404 of a job that does not exist: another key does not
-    /// learn that it exists.
-    pub fn own_job_or_404(&self, id: &str, caller: &Key) -> std::result::Result<Arc<Job>, Reply> {
+    /// else refused as a job that does not exist.
+    pub fn own_job(&self, id: &str, caller: &Key) -> std::result::Result<Arc<Job>, Refusal> {
         self.job(id).filter(|job| may_act(caller, job.owner)).ok_or_else(|| no_job(id))
     }
 
@@ -222,14 +273,14 @@ impl Jobs {
         self.jobs.lock().len()
     }
 
-    /// Program `name`, or the 404 every program operation answers without it.
-    pub fn program_or_404(&self, name: &str) -> std::result::Result<Arc<Program>, Reply> {
-        self.program(name).ok_or_else(|| error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no program {name:?} is deployed here")))
+    /// Program `name`, or why not.
+    pub fn found_program(&self, name: &str) -> std::result::Result<Arc<Program>, Refusal> {
+        self.program(name).ok_or_else(|| Refusal::NotFound(format!("no program {name:?} is deployed here")))
     }
 
     /// Room for another upload of `caller` (fewer than `max_uploads_per_key`
-    /// of its own), else the 429 that says so.
-    pub fn upload_room(&self, caller: &Key) -> std::result::Result<(), Reply> {
+    /// of its own), else the key's share is full.
+    pub fn upload_room(&self, caller: &Key) -> std::result::Result<(), Refusal> {
         let per_key = self.max_uploads_per_key;
         if self.uploads.lock().values().filter(|&&k| k == caller.id).count() < per_key {
             return Ok(());
@@ -238,14 +289,13 @@ impl Jobs {
             "{} keeps its maximum of {per_key} uploads here (--max-uploads-per-key): delete some, or wait for them to expire",
             caller.id
         );
-        Err(retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, RETRY_FULL))
+        Err(Refusal::Full { per_key: true, message, retry_after: RETRY_FULL })
     }
 
     /// Enter `job` in the table, if there is room (`max_jobs`) and its key
-    /// holds fewer than `max_jobs_per_key`; else the 503 (the table is
-    /// full) or 429 (the key's share is) that says when an ended job will
-    /// have made room.
-    fn admit(&self, job: Arc<Job>) -> std::result::Result<(), Reply> {
+    /// holds fewer than `max_jobs_per_key`; else the table, or the key's
+    /// share, is full until an ended job expires.
+    pub fn admit(&self, job: Arc<Job>) -> std::result::Result<(), Refusal> {
         let mut jobs = self.jobs.lock();
         if jobs.len() >= self.max_jobs {
             let message = format!(
@@ -253,7 +303,7 @@ impl Jobs {
                  or raise it (mpiws serve --max-jobs)",
                 jobs.len()
             );
-            return Err(retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Other, message, self.retry_after(jobs.values())));
+            return Err(Refusal::Full { per_key: false, message, retry_after: self.retry_after(jobs.values()) });
         }
         let owner = job.owner;
         let held = jobs.values().filter(|j| j.owner == owner).count();
@@ -262,15 +312,29 @@ impl Jobs {
                 "{owner} holds {held} jobs here, its limit: retry later, remove its ended jobs (DELETE /jobs/{{id}}?remove=true), \
                  or raise it (mpiws serve --max-jobs-per-key)"
             );
-            return Err(retry_later(
-                StatusCode::TOO_MANY_REQUESTS,
-                ErrorClass::Other,
+            return Err(Refusal::Full {
+                per_key: true,
                 message,
-                self.retry_after(jobs.values().filter(|j| j.owner == owner)),
-            ));
+                retry_after: self.retry_after(jobs.values().filter(|j| j.owner == owner)),
+            });
         }
         jobs.insert(job.id.clone(), job);
         Ok(())
+    }
+
+    /// Take a job that never started out of the table (its directory could not be made).
+    pub fn forget(&self, id: &str) {
+        self.jobs.lock().remove(id);
+    }
+
+    /// Record `owner` as the uploader of upload `id` (before it gets its name).
+    pub fn record_upload(&self, id: &str, owner: KeyId) {
+        self.uploads.lock().insert(id.to_string(), owner);
+    }
+
+    /// Forget upload `id`'s uploader (the upload could not be kept).
+    pub fn forget_upload(&self, id: &str) {
+        self.uploads.lock().remove(id);
     }
 
     /// When the first of `jobs` that has ended expires (and so makes room).
@@ -298,7 +362,7 @@ impl Jobs {
     }
 
     /// Ended jobs whose time to live has passed.
-    fn expired_jobs(&self) -> Vec<String> {
+    pub fn expired_jobs(&self) -> Vec<String> {
         let cutoff = job::now() - self.ttl.as_secs_f64();
         self.jobs.lock().values().filter(|j| j.state().ended.is_some_and(|e| e <= cutoff)).map(|j| j.id.clone()).collect()
     }
@@ -313,32 +377,32 @@ impl Jobs {
         self.workdir.remove();
     }
 
-    fn job_dir(&self, id: &str) -> Result<PathBuf> {
+    pub fn job_dir(&self, id: &str) -> Result<PathBuf> {
         Ok(self.workdir.path()?.join("jobs").join(id))
     }
 
     /// Where upload `id` is kept; None for an id that is not one of ours.
-    fn upload_path(&self, id: &str) -> Option<PathBuf> {
+    pub fn upload_path(&self, id: &str) -> Option<PathBuf> {
         is_id(id).then(|| Some(self.workdir.existing()?.join("files").join(id))).flatten()
     }
 
     /// Where upload `id` is kept, if `caller` may remove it: it uploaded
     /// it, or has `admin`. None otherwise, as for an upload that does not
     /// exist.
-    fn own_upload_path(&self, id: &str, caller: &Key) -> Option<PathBuf> {
+    pub fn own_upload_path(&self, id: &str, caller: &Key) -> Option<PathBuf> {
         let owner = self.uploads.lock().get(id).copied();
         let allowed = caller.allows(Scope::Admin) || owner == Some(caller.id);
         allowed.then(|| self.upload_path(id)).flatten()
     }
 
     /// Where uploads are kept (the work directory is made if need be).
-    fn uploads_dir(&self) -> Result<PathBuf> {
+    pub fn uploads_dir(&self) -> Result<PathBuf> {
         Ok(self.workdir.path()?.join("files"))
     }
 
     /// Remove the upload at `path` (`files/{id}`), forget its owner and
     /// give its bytes back to the quota.
-    async fn remove_upload(&self, path: &Path) -> bool {
+    pub async fn remove_upload(&self, path: &Path) -> bool {
         let size = safe_file::size_of(path);
         let removed = tokio::fs::remove_file(path).await.is_ok();
         if removed {
@@ -363,10 +427,10 @@ fn may_act(caller: &Key, owner: KeyId) -> bool {
     caller.id == owner || caller.allows(Scope::Admin)
 }
 
-/// What a job operation answers for a job that does not exist, and for one
+/// What a job operation is told of a job that does not exist, and of one
 /// of another key: the same, word for word.
-fn no_job(id: &str) -> Reply {
-    error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no job {id} here"))
+fn no_job(id: &str) -> Refusal {
+    Refusal::NotFound(format!("no job {id} here"))
 }
 
 /// A fresh unguessable id: job and file URLs are capabilities.
@@ -391,7 +455,7 @@ mod tests {
     const NO_JOB: &str = "00000000000000000000000000000000";
 
     fn table(max_jobs: usize, max_jobs_per_key: usize) -> (Jobs, Keys) {
-        let jobs = Jobs::new(&Config { max_jobs, max_jobs_per_key, ..Config::default() }).unwrap();
+        let jobs = Jobs::new(&Limits { max_jobs, max_jobs_per_key, ..Limits::default() }).unwrap();
         jobs.deploy("sleep", "sleep [in:val:seconds:float]").unwrap();
         (jobs, Keys::parse(&format!("{A} jobs\n{B} jobs files\n{ADMIN} admin\n")).unwrap())
     }
@@ -401,19 +465,11 @@ mod tests {
     }
 
     /// A job of `owner`, entered in the table (no directory: it never runs).
-    fn spawn(jobs: &Jobs, owner: &Key) -> std::result::Result<Arc<Job>, Reply> {
+    fn spawn(jobs: &Jobs, owner: &Key) -> std::result::Result<Arc<Job>, Refusal> {
         let id = new_id();
         let job =
             Job::new(id.clone(), jobs.program("sleep").unwrap(), owner.id, PathBuf::from("/nonexistent").join(&id), jobs.disk.clone());
         jobs.admit(job.clone()).map(|()| job)
-    }
-
-    async fn body(reply: Reply) -> (StatusCode, Option<String>, String) {
-        use http_body_util::BodyExt;
-        let retry = reply.headers().get(http::header::RETRY_AFTER).map(|v| v.to_str().unwrap().to_string());
-        let status = reply.status();
-        let bytes = reply.into_body().collect().await.unwrap().to_bytes();
-        (status, retry, String::from_utf8_lossy(&bytes).into_owned())
     }
 
     #[test]
@@ -421,15 +477,13 @@ mod tests {
         let (jobs, keys) = table(10, 5);
         let (a, b, admin) = (key(&keys, A), key(&keys, B), key(&keys, ADMIN));
         let job = spawn(&jobs, a).unwrap();
-        assert!(jobs.own_job_or_404(&job.id, a).is_ok());
-        assert!(jobs.own_job_or_404(&job.id, admin).is_ok());
-        let rt = crate::runtime::runtime();
-        let theirs = rt.block_on(body(jobs.own_job_or_404(&job.id, b).err().unwrap()));
-        let missing = rt.block_on(body(jobs.job_or_404(NO_JOB).err().unwrap()));
-        assert_eq!(theirs.0, StatusCode::NOT_FOUND);
-        assert_eq!(theirs, (missing.0, missing.1, missing.2.replace(NO_JOB, &job.id)), "word for word");
+        assert!(jobs.own_job(&job.id, a).is_ok());
+        assert!(jobs.own_job(&job.id, admin).is_ok());
+        let theirs = jobs.own_job(&job.id, b).err().unwrap();
+        let Refusal::NotFound(missing) = jobs.found_job(NO_JOB).err().unwrap() else { panic!("not found") };
+        assert_eq!(theirs, Refusal::NotFound(missing.replace(NO_JOB, &job.id)), "word for word");
         // the capability routes (job files) still find it, whoever asks
-        assert!(jobs.job_or_404(&job.id).is_ok());
+        assert!(jobs.found_job(&job.id).is_ok());
         let listed = |k: &Key| jobs.jobs_of(k).iter().map(|j| j.id.clone()).collect::<Vec<_>>();
         let job2 = spawn(&jobs, b).unwrap();
         assert_eq!(listed(a), vec![job.id.clone()]);
@@ -444,14 +498,13 @@ mod tests {
         let (a, b) = (key(&keys, A), key(&keys, B));
         spawn(&jobs, a).unwrap();
         spawn(&jobs, a).unwrap();
-        let rt = crate::runtime::runtime();
-        let (status, retry, message) = rt.block_on(body(spawn(&jobs, a).err().unwrap()));
-        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
-        assert_eq!(retry.as_deref(), Some("60")); // none of its jobs has ended
+        let Refusal::Full { per_key, message, retry_after } = spawn(&jobs, a).err().unwrap() else { panic!("full") };
+        assert!(per_key);
+        assert_eq!(retry_after, RETRY_FULL); // none of its jobs has ended
         assert!(message.contains("--max-jobs-per-key") && message.contains("key 1 holds 2 jobs"), "{message}");
         spawn(&jobs, b).unwrap(); // another key is not held back by it
-        let (status, retry, message) = rt.block_on(body(spawn(&jobs, b).err().unwrap()));
-        assert_eq!((status, retry.is_some()), (StatusCode::SERVICE_UNAVAILABLE, true));
+        let Refusal::Full { per_key, message, .. } = spawn(&jobs, b).err().unwrap() else { panic!("full") };
+        assert!(!per_key);
         assert!(message.contains("--max-jobs)"), "{message}");
     }
 
@@ -462,7 +515,7 @@ mod tests {
         let dir = jobs.uploads_dir().unwrap();
         let id = new_id();
         std::fs::write(dir.join(&id), b"x").unwrap();
-        jobs.uploads.lock().insert(id.clone(), a.id);
+        jobs.record_upload(&id, a.id);
         assert!(jobs.own_upload_path(&id, b).is_none());
         assert_eq!(jobs.own_upload_path(&id, a), jobs.upload_path(&id));
         assert_eq!(jobs.own_upload_path(&id, admin), jobs.upload_path(&id));

@@ -12,7 +12,7 @@ use crate::service::Endpoint;
 
 pub fn describe<B>(ep: &Endpoint, req: &Request<B>) -> Reply {
     let given = bearer(req.headers());
-    let admin = ep.config.keys.check(given, Scope::Admin).is_ok();
+    let admin = ep.keys.check(given, Scope::Admin).is_ok();
     let token = given.unwrap_or("");
     let mut described = ep.describe(|i| admin || (!token.is_empty() && constant_time_eq(token.as_bytes(), i.binding.token.as_bytes())));
     if admin {

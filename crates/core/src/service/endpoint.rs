@@ -17,117 +17,13 @@ use crate::keys::{KeyId, Keys};
 use crate::net::stores::Stores;
 use crate::rank::{Binding, Instance};
 use crate::runtime::runtime;
+use crate::service::config::Config;
 use crate::service::relay::Relay;
 use crate::service::rendezvous::Rendezvous;
 use crate::service::reverse::ViaRelay;
 use crate::service::sandbox::start::Spares;
 use crate::service::sandbox::{Sandbox, SandboxSetting};
 use crate::service::tls::{ServerTls, TlsSetting};
-
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Address to bind; loopback unless told otherwise.
-    pub host: String,
-    /// 0 picks a free port.
-    pub port: u16,
-    /// Largest message body a store accepts.
-    pub max_message: u64,
-    /// Largest file an upload (`POST /files`) may be.
-    pub max_upload: u64,
-    /// Where jobs and uploads are kept; a fresh private temporary
-    /// directory if None (see `jobs::workdir`).
-    pub workdir: Option<std::path::PathBuf>,
-    /// The keys the service interface accepts (none: it refuses everyone).
-    pub keys: Keys,
-    /// Host names (besides IP literals and `localhost`) requests may be sent to; `*`: any.
-    pub allow_hosts: Vec<String>,
-    /// Web page origins allowed to call (`*`: any); none by default.
-    pub allow_origins: Vec<String>,
-    /// Connections served at once; further ones wait in the listen queue.
-    pub max_connections: usize,
-    /// A connection that sends no complete request head for this long is closed (idle ones too).
-    pub header_timeout: Duration,
-    /// A request body that stalls for this long is refused (408).
-    pub body_timeout: Duration,
-    /// Largest *run* body (the binding).
-    pub max_binding: usize,
-    /// Most ranks (endpoint URLs) in one binding.
-    pub max_ranks: usize,
-    /// Instances starting or running at once, on the whole endpoint and per key.
-    pub max_instances: usize,
-    pub max_instances_per_key: usize,
-    /// Hosts (`HOST[:PORT]`) and networks (CIDR) URL inputs may be pulled
-    /// from besides public addresses (`--fetch-allow`; see `jobs::fetch`).
-    pub fetch_allow: Vec<String>,
-    /// Largest URL input one job may pull; `max_upload` if None.
-    pub max_fetch: Option<u64>,
-    /// Longest a URL input may take to pull.
-    pub fetch_timeout: Duration,
-    /// Disk quota of the work directory: uploads, pulls and job files.
-    pub max_disk: u64,
-    /// Most jobs the endpoint holds (running or ended, until removed), and
-    /// most of them one key holds.
-    pub max_jobs: usize,
-    pub max_jobs_per_key: usize,
-    /// Most uploads one key keeps at once (each until deleted or expired).
-    pub max_uploads_per_key: usize,
-    /// How long an ended job, or an upload, is kept before it is removed.
-    pub job_ttl: Duration,
-    /// Largest spawn (or call) request body: inputs sent by value.
-    pub max_spawn_body: u64,
-    /// Serve https with this certificate (`service::tls`); None: http.
-    pub tls: Option<TlsSetting>,
-    /// How long a connection may take to complete its TLS handshake.
-    pub tls_handshake_timeout: Duration,
-    /// Run each instance's code in a child process (`service::sandbox`);
-    /// None: the service layer runs queued instances itself (`next_run`).
-    pub sandbox: Option<SandboxSetting>,
-    /// Serve as a relay (`service::relay`): endpoints that accept no
-    /// connections are reached at `/relay/{name}` over connections they open here.
-    pub relay: bool,
-    /// Most connections one name keeps open to this relay.
-    pub relay_max_connections: usize,
-    /// Accept no connections from outside: be reached through this relay
-    /// (`service::reverse`); the endpoint's URL is then the relay's for it.
-    pub via_relay: Option<ViaRelay>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            host: "127.0.0.1".into(),
-            port: 0,
-            max_message: 1 << 30,
-            workdir: None,
-            keys: Keys::default(),
-            allow_hosts: Vec::new(),
-            allow_origins: Vec::new(),
-            max_connections: 1024,
-            header_timeout: Duration::from_secs(30),
-            body_timeout: Duration::from_secs(60),
-            max_binding: 1 << 20,
-            max_ranks: 16384,
-            max_instances: 256,
-            max_instances_per_key: 128,
-            max_upload: 1 << 30,
-            fetch_allow: Vec::new(),
-            max_fetch: None,
-            fetch_timeout: Duration::from_secs(300),
-            max_disk: 10 << 30,
-            max_jobs: 1000,
-            max_jobs_per_key: 500,
-            max_uploads_per_key: 1000,
-            job_ttl: Duration::from_secs(24 * 3600),
-            max_spawn_body: 64 << 20,
-            tls: None,
-            tls_handshake_timeout: Duration::from_secs(10),
-            sandbox: None,
-            relay: false,
-            relay_max_connections: 256,
-            via_relay: None,
-        }
-    }
-}
 
 /// A key keeps at most this many instances; above it, its ended ones are
 /// forgotten when it creates another (never another key's).
@@ -163,9 +59,13 @@ impl From<Refused> for Error {
 pub struct Endpoint {
     pub config: Config,
     pub addr: SocketAddr,
+    /// The keys the service interface accepts (`config.keys`, parsed).
+    pub keys: Keys,
+    /// Reached through a relay (`config.via_relay`), not directly.
+    pub via_relay: Option<ViaRelay>,
     /// The client its instances send stores (and ask their peers) with.
     pub stores: Arc<Stores>,
-    pub jobs: Jobs,
+    pub jobs: Arc<Jobs>,
     /// Set when serving https.
     pub tls: Option<ServerTls>,
     services: RwLock<Vec<String>>,
@@ -183,24 +83,42 @@ pub struct Endpoint {
 impl Endpoint {
     /// Bind and start serving.
     pub fn start(mut config: Config) -> Result<Arc<Endpoint>> {
+        let keys = config.keys.as_deref().map(Keys::parse).transpose()?.unwrap_or_default();
+        let tls = match (&config.tls_cert, &config.tls_key, config.tls_self_signed) {
+            (Some(cert), Some(key), false) => Some(TlsSetting::Files { cert: cert.clone(), key: key.clone() }),
+            (None, None, true) => Some(TlsSetting::SelfSigned { cert_out: config.tls_cert_out.clone() }),
+            (None, None, false) => None,
+            _ => return err(ErrorClass::Arg, "TLS: give both tls_cert and tls_key, or tls_self_signed, not both"),
+        };
+        let via_relay = match (&config.via_relay, &config.relay_key) {
+            (Some(url), Some(key)) => Some(ViaRelay::new(url, key)?),
+            (Some(_), None) => return err(ErrorClass::Arg, "via_relay needs relay_key: a key of the relay with the 'relay' scope"),
+            (None, _) => None,
+        };
         let listener = runtime()
             .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
-        let tls = config.tls.as_ref().map(|t| ServerTls::start(t, &config.host, addr)).transpose()?;
-        if let Some(via) = &config.via_relay {
+        let tls = tls.map(|t| ServerTls::start(&t, &config.host, addr)).transpose()?;
+        if let Some(via) = &via_relay {
             // Relayed requests carry the relay's name in `Host`.
             config.allow_hosts.push(via.host());
         }
-        if let Some(sandbox) = &mut config.sandbox {
-            sandbox.trust = tls.as_ref().and_then(|t| t.certificate_file.clone());
-        }
+        let sandbox = config.sandbox.clone().map(|command| SandboxSetting {
+            command,
+            max_memory: Some(config.max_instance_memory).filter(|&m| m > 0),
+            max_time: config.max_instance_time,
+            spares: config.spare_instances,
+            trust: tls.as_ref().and_then(|t| t.certificate_file.clone()),
+        });
         let (tx, rx) = mpsc::channel();
-        let jobs = Jobs::new(&config)?;
-        let spares = config.sandbox.as_ref().map(Spares::new);
+        let jobs = Arc::new(Jobs::new(&config.jobs)?);
+        let spares = sandbox.as_ref().map(Spares::new);
         let ep = Arc::new(Endpoint {
             config,
             addr,
+            keys,
+            via_relay,
             stores: Arc::new(Stores::new()),
             jobs,
             tls,
@@ -213,17 +131,17 @@ impl Endpoint {
             relay: Arc::default(),
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
-        if let Some(via) = ep.config.via_relay.clone() {
+        if let Some(via) = ep.via_relay.clone() {
             runtime().spawn(crate::service::reverse::keep(ep.clone(), via));
         }
-        runtime().spawn(crate::jobs::expiry::expire_forever(Arc::downgrade(&ep)));
+        runtime().spawn(crate::jobs::expiry::expire_forever(Arc::downgrade(&ep.jobs)));
         crate::service::shutdown::register(&ep);
         Ok(ep)
     }
 
     /// The URL peers use to reach this endpoint.
     pub fn url(&self) -> String {
-        if let Some(via) = &self.config.via_relay {
+        if let Some(via) = &self.via_relay {
             return via.url.clone();
         }
         let host = match self.addr.ip() {

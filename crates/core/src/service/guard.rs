@@ -53,14 +53,14 @@ pub fn need(method: &Method, parts: &[&str]) -> Need {
 
 /// The key a `Need::Key` route was called with, or the 401/403 answer.
 pub fn key<'a>(ep: &'a Endpoint, headers: &HeaderMap, scope: Scope) -> Result<&'a Key, Reply> {
-    ep.config.keys.check(bearer(headers), scope).map_err(denied)
+    ep.keys.check(bearer(headers), scope).map_err(denied)
 }
 
 /// The key a `Need::KeyOrAdmin` route was called with: one with `scope`,
 /// or with `admin`; else the 401/403 answer (403 names `scope`).
 pub fn key_or_admin<'a>(ep: &'a Endpoint, headers: &HeaderMap, scope: Scope) -> Result<&'a Key, Reply> {
-    match ep.config.keys.check(bearer(headers), scope) {
-        Err(Denied::Scope(s)) => ep.config.keys.check(bearer(headers), Scope::Admin).map_err(|_| denied(Denied::Scope(s))),
+    match ep.keys.check(bearer(headers), scope) {
+        Err(Denied::Scope(s)) => ep.keys.check(bearer(headers), Scope::Admin).map_err(|_| denied(Denied::Scope(s))),
         found => found.map_err(denied),
     }
 }

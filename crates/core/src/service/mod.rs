@@ -12,10 +12,12 @@
 pub mod admit;
 pub mod cancel;
 pub mod client;
+pub mod config;
 pub mod describe;
 pub mod endpoint;
 pub mod guard;
 pub mod idle;
+pub mod jobs;
 pub mod matched;
 pub mod relay;
 pub mod rendezvous;
@@ -32,4 +34,5 @@ pub mod tls;
 pub mod upgrade;
 pub mod withdraw;
 
-pub use endpoint::{Config, Endpoint};
+pub use config::Config;
+pub use endpoint::Endpoint;

@@ -102,7 +102,7 @@ pub fn authorize(headers: &HeaderMap, instance: &Instance) -> Result<(), Reply> 
 
 /// `authorize`, or a key with `admin` (which may watch and cancel any instance).
 pub fn authorize_or_admin(ep: &Endpoint, headers: &HeaderMap, instance: &Instance) -> Result<(), Reply> {
-    if ep.config.keys.check(bearer(headers), Scope::Admin).is_ok() {
+    if ep.keys.check(bearer(headers), Scope::Admin).is_ok() {
         return Ok(());
     }
     authorize(headers, instance)

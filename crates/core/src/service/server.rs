@@ -44,12 +44,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::error::ErrorClass;
-use crate::jobs;
 use crate::net::socket::keep_alive;
 use crate::service::guard::{self, Need};
 use crate::service::idle::Idle;
 use crate::service::reply::{self, Reply};
-use crate::service::{cancel, describe, matched, relay, rendezvous, run, sandbox, status, store, stream, withdraw, Endpoint};
+use crate::service::{cancel, describe, jobs, matched, relay, rendezvous, run, sandbox, status, store, stream, withdraw, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
 const MAX_HEAD: usize = 64 << 10;

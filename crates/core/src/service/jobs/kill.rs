@@ -13,6 +13,7 @@ use http::{Request, StatusCode};
 
 use crate::error::ErrorClass;
 use crate::keys::Key;
+use crate::service::jobs::refused;
 use crate::service::reply::{error, json, no_content, query, Reply};
 use crate::service::Endpoint;
 
@@ -24,7 +25,7 @@ pub async fn kill<B>(ep: &Endpoint, caller: &Key, id: &str, req: &Request<B>) ->
             return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("remove={other}: it is remove=true or remove=false"))
         }
     };
-    let job = match ep.jobs.own_job_or_404(id, caller) {
+    let job = match ep.jobs.own_job(id, caller).map_err(refused) {
         Ok(job) => job,
         Err(reply) => return reply,
     };

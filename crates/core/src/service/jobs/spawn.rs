@@ -28,17 +28,18 @@ use serde_json::{Map, Value};
 use crate::error::ErrorClass;
 use crate::jobs::cwl;
 use crate::jobs::job::{Job, Plan};
-use crate::jobs::results::{by_param, results, By};
 use crate::jobs::safe_file::{make_private_dir, open_beneath};
 use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Placement, Template};
 use crate::jobs::{new_id, Program, Runs};
 use crate::keys::Key;
+use crate::service::jobs::refused;
+use crate::service::jobs::results::{by_param, results, By};
 use crate::service::reply::{error, json, read_body, Reply};
 use crate::service::Endpoint;
 
 pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>, call: bool) -> Reply {
-    let program = match ep.jobs.program_or_404(name) {
+    let program = match ep.jobs.found_program(name).map_err(refused) {
         Ok(p) => p,
         Err(reply) => return reply,
     };
@@ -89,11 +90,11 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         Err(e) => return no_dir(e.message),
     };
     let job = Job::new(id, program, caller.id, dir.clone(), ep.jobs.disk.clone());
-    if let Err(reply) = ep.jobs.admit(job.clone()) {
+    if let Err(reply) = ep.jobs.admit(job.clone()).map_err(refused) {
         return reply;
     }
     if let Err(e) = make_private_dir(&dir) {
-        ep.jobs.jobs.lock().remove(&job.id); // it never started: nothing to end
+        ep.jobs.forget(&job.id); // it never started: nothing to end
         return no_dir(e.to_string());
     }
     tokio::spawn(job.clone().run(plan, files, ep.jobs.fetcher.clone(), job.url(&ep.url())));

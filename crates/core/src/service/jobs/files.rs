@@ -22,21 +22,21 @@ use tokio::io::AsyncWriteExt;
 
 use crate::body::Chunks;
 use crate::error::ErrorClass;
-use crate::jobs::disk::insufficient_storage;
 use crate::jobs::new_id;
 use crate::jobs::safe_file::{create_new, open_beneath, open_regular};
-use crate::jobs::spawn::decode_path;
 use crate::keys::Key;
+use crate::service::jobs::spawn::decode_path;
+use crate::service::jobs::{insufficient_storage, refused};
 use crate::service::reply::{error, json, no_content, Reply};
 use crate::service::Endpoint;
 
 pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Reply {
-    let max = ep.config.max_upload;
+    let max = ep.config.jobs.max_upload;
     let announced = req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if announced.is_some_and(|n| n > max) {
         return too_large(max);
     }
-    if let Err(reply) = ep.jobs.upload_room(caller) {
+    if let Err(reply) = ep.jobs.upload_room(caller).map_err(refused) {
         return reply;
     }
     let id = new_id();
@@ -54,11 +54,11 @@ pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
     // Its owner is known before it has its name (expiry forgets both).
     let size = match written {
         Ok(size) => {
-            ep.jobs.uploads.lock().insert(id.clone(), caller.id);
+            ep.jobs.record_upload(&id, caller.id);
             match tokio::fs::rename(&part, &path).await {
                 Ok(()) => size,
                 Err(e) => {
-                    ep.jobs.uploads.lock().remove(&id);
+                    ep.jobs.forget_upload(&id);
                     return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot keep the upload: {e}"));
                 }
             }
@@ -123,7 +123,7 @@ pub async fn remove_upload(ep: &Endpoint, caller: &Key, id: &str) -> Reply {
 
 /// `stdout` or `stderr` of a job.
 pub async fn get_job_stream(ep: &Endpoint, id: &str, name: &str) -> Reply {
-    let job = match ep.jobs.job_or_404(id) {
+    let job = match ep.jobs.found_job(id).map_err(refused) {
         Ok(job) => job,
         Err(reply) => return reply,
     };
@@ -135,7 +135,7 @@ pub async fn get_job_stream(ep: &Endpoint, id: &str, name: &str) -> Reply {
 /// name), or a CWL job's output file (its path in the output directory,
 /// percent-encoded segments).
 pub async fn get_job_file(ep: &Endpoint, id: &str, segments: &[&str]) -> Reply {
-    let job = match ep.jobs.job_or_404(id) {
+    let job = match ep.jobs.found_job(id).map_err(refused) {
         Ok(job) => job,
         Err(reply) => return reply,
     };

@@ -6,13 +6,14 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
 use crate::keys::Key;
+use crate::service::jobs::refused;
 use crate::service::reply::{json, wait_param, Reply};
 use crate::service::Endpoint;
 
 /// Only the job's own key, or one with `admin`, is answered; to any other
 /// the job does not exist (404).
 pub async fn status(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incoming>) -> Reply {
-    let job = match ep.jobs.own_job_or_404(id, caller) {
+    let job = match ep.jobs.own_job(id, caller).map_err(refused) {
         Ok(job) => job,
         Err(reply) => return reply,
     };

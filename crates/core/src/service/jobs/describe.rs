@@ -5,6 +5,7 @@
 use http::StatusCode;
 use serde_json::Value;
 
+use crate::service::jobs::refused;
 use crate::service::reply::{json, Reply};
 use crate::service::Endpoint;
 
@@ -14,7 +15,7 @@ pub fn list(ep: &Endpoint) -> Reply {
 }
 
 pub fn describe(ep: &Endpoint, name: &str) -> Reply {
-    match ep.jobs.program_or_404(name) {
+    match ep.jobs.found_program(name).map_err(refused) {
         Ok(p) => json(StatusCode::OK, &p.describe()),
         Err(reply) => reply,
     }

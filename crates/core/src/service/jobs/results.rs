@@ -20,6 +20,7 @@ use crate::jobs::job::Job;
 use crate::jobs::safe_file::{open_regular, size_of};
 use crate::jobs::template::Param;
 use crate::keys::Key;
+use crate::service::jobs::refused;
 use crate::service::reply::{error, json, query, Reply};
 use crate::service::Endpoint;
 
@@ -41,7 +42,7 @@ pub fn by_param<B>(req: &Request<B>) -> Result<By, Reply> {
 }
 
 pub async fn results_route(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incoming>) -> Reply {
-    let job = match ep.jobs.own_job_or_404(id, caller) {
+    let job = match ep.jobs.own_job(id, caller).map_err(refused) {
         Ok(job) => job,
         Err(reply) => return reply,
     };

@@ -18,7 +18,8 @@ import time
 
 from .. import _core
 from ..MPI import pickled
-from .runner import run_instance
+from .names import load, spec
+from .runner import fail_to_start, run_instance
 
 #: How long a child answers questions about its instance after its code ended.
 LINGER_SECONDS = 5.0
@@ -39,26 +40,7 @@ def command(services, pickle="restricted", pickle_allow=(), max_message=None, bo
     return cmd
 
 
-def spec(fn):
-    """``module:function`` naming ``fn`` so that another process imports the same function."""
-    import importlib
-
-    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
-    if module and module != "__main__" and "." not in name and "<" not in name:
-        try:
-            if getattr(importlib.import_module(module), name, None) is fn:
-                return f"{module}:{name}"
-        except ImportError:
-            pass
-    raise ValueError(
-        f"service {fn!r} must be a module-level function another process can import "
-        "(to run instances on threads of the endpoint process instead, use isolation='thread')"
-    )
-
-
 def main(argv=None):
-    from .serve import load
-
     p = argparse.ArgumentParser(prog="python -m mpiws.service.sandbox")
     p.add_argument("--service", action="append", default=[])
     p.add_argument("--path", default="[]")
@@ -72,7 +54,7 @@ def main(argv=None):
     # an instance does not wait for this.
     services, failed = {}, None
     try:
-        services = dict(load(spec) for spec in a.service)
+        services = dict(load(named) for named in a.service)
         loads = pickled.policy(a.pickle, a.pickle_allow)
     except Exception as e:  # noqa: BLE001 - the instance's record says why
         failed = e
@@ -82,8 +64,6 @@ def main(argv=None):
     if failed is None and instance.service not in services:
         failed = LookupError(f"no service {instance.service!r} here")
     if failed is not None:
-        from .runner import fail_to_start
-
         fail_to_start(instance, failed)
     else:
         run_instance(instance, services[instance.service], loads)

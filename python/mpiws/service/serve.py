@@ -13,30 +13,14 @@ types the deployer names (``pickle_allow``); ``pickle="full"`` trusts every
 sender with arbitrary code, as mpi4py does.
 """
 
-import importlib
 import json
-import os
-import sys
 import threading
 
 from .. import _core, keys as keyfiles
 from ..MPI import pickled
 from . import sandbox
+from .names import load  # noqa: F401  (mpiws serve --service NAME=module:function: cli.py)
 from .runner import fail_to_start, run_instance
-
-
-def load(spec):
-    """``NAME=module:function`` -> (NAME, function)."""
-    name, sep, target = spec.partition("=")
-    module, sep2, attr = target.partition(":")
-    if not (sep and sep2 and name and module and attr):
-        raise ValueError(f"service must be NAME=module:function, got {spec!r}")
-    if os.getcwd() not in sys.path:  # like `python -m`: modules beside you import
-        sys.path.insert(0, os.getcwd())
-    fn = getattr(importlib.import_module(module), attr)
-    if not callable(fn):
-        raise TypeError(f"{target} is not callable")
-    return name, fn
 
 
 class Server:

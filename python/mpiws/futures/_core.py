@@ -1,6 +1,8 @@
 # Adapted from mpi4py (https://github.com/mpi4py/mpi4py), src/mpi4py/futures/_core.py
 # at commit 7c8dac2c58203a4d538961c6524e3940b04a42dc (2026-08-22, version 4.2.0.dev0).
-# Changes for mpiws: imports are mpiws's (``from .. import MPI`` is mpiws.MPI; ``..run`` is ._run).
+# Changes for mpiws: imports are mpiws's (``from .. import MPI`` is mpiws.MPI; ``..run`` is ._run);
+# the manager's and the workers' loops are the task farm's (farm.py, given this module's helpers);
+# workers on endpoints (endpoints.py, built on this module, sets their manager here); the lines marked mpiws.
 #
 # mpi4py's licence:
 #
@@ -55,6 +57,7 @@ import weakref
 from .. import MPI
 from ..util import pkl5
 from . import _base
+from . import farm  # mpiws: the task farm
 
 # ---
 
@@ -419,10 +422,8 @@ def WorkerPool(executor):
     if SharedPool is not None:
         return SharedPool(executor)
     if "endpoints" in executor._options or os_environ_get("ENDPOINTS"):  # mpiws: endpoints.py
-        from . import endpoints  # noqa: PLC0415 (it builds on this module)
-
         executor._options.setdefault("endpoints", os_environ_get("ENDPOINTS"))
-        return Pool(executor, endpoints.manage)
+        return Pool(executor, EndpointsManager)
     if "service" in executor._options:
         return ServicePool(executor)
     return SpawnPool(executor)
@@ -431,12 +432,20 @@ def WorkerPool(executor):
 # ---
 
 SharedPool = None  # pylint: disable=invalid-name
+EndpointsManager = None  # pylint: disable=invalid-name  # mpiws
 
 
 def _set_shared_pool(obj):
     # pylint: disable=global-statement
     global SharedPool
     SharedPool = obj
+
+
+def _set_endpoints_manager(manager):
+    # mpiws: endpoints.py's manager of workers on endpoints (pool.py imports it)
+    # pylint: disable=global-statement
+    global EndpointsManager
+    EndpointsManager = manager
 
 
 class SharedPoolCtx:
@@ -747,10 +756,9 @@ def client_init(comm, options):
 
 def client_exec(comm, options, tag, worker_set, task_queue, pool=None, lost=None):
     # mpiws: batches, prefetch and lost workers (farm.py), which it adds to ``lost``.
-    from . import farm  # noqa: PLC0415 (farm uses this module's helpers)
-
     links = {pid: (comm, pid) for pid in range(comm.Get_remote_size())}
-    farm.run_manager(links, options, tag, worker_set, task_queue, pool, lost)
+    backoff = Backoff(_getopt_backoff(options))
+    farm.run_manager(links, options, tag, worker_set, task_queue, pool, lost, os_environ_get, backoff, serialized)
 
 
 def client_stop(comm, lost=()):
@@ -785,8 +793,6 @@ def server_init(comm):
 
 def server_exec(comm, options):
     # mpiws: a worker runs batches (farm.py).
-    from . import farm  # noqa: PLC0415 (farm uses this module's helpers)
-
     def wrap(exc):
         return _wrap_exc(exc, _format_exc(exc, comm))
 

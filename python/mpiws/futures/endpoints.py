@@ -179,7 +179,10 @@ def manage(pool, options):
         return
     queue = pool.setup(size)
     try:
-        farm.run_manager({}, options, 0, futures.WorkerSet(), queue, pool, lost)
+        backoff = futures.Backoff(futures._getopt_backoff(options))
+        farm.run_manager(
+            {}, options, 0, futures.WorkerSet(), queue, pool, lost, futures.os_environ_get, backoff, futures.serialized
+        )
     finally:
         workers.stop(lost)
 
@@ -195,3 +198,7 @@ def worker(comm, params):
         )
     _, inter, inter_local = sides(bound.instance, 1)
     futures.server_main_comm(_make(inter, inter_local))
+
+
+# The executor's module calls this manager for workers on endpoints (it never imports this).
+futures._set_endpoints_manager(manage)

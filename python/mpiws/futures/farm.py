@@ -22,11 +22,12 @@ a ``TimeoutError``, and the worker goes on; default none).
 import collections
 import contextlib
 import signal
+import sys
 import threading
 import time
 
 from .. import MPI
-from . import _base, _core, dispatch
+from . import _base, dispatch
 
 
 #: The tag of each worker's sentinel receive, never sent to.
@@ -37,27 +38,32 @@ class WorkerLost(_base.BrokenExecutor):
     """The workers that ran a task were lost before it finished."""
 
 
-def _setting(options, name, default):
+def _setting(options, name, default, environ_get):
     value = options.pop(name, None)
     if value is None:
-        value = _core.os_environ_get(name.upper(), default)
+        value = environ_get(name.upper(), default)
     try:
         return int(value)
     except (TypeError, ValueError):
         raise ValueError(f"futures setting {name} must be an integer, got {value!r}") from None
 
 
-def dispatcher(options):
+def dispatcher(options, environ_get):
     return dispatch.Dispatcher(
-        depth=_setting(options, "prefetch", 2),
-        max_batch=_setting(options, "max_batch", 1024),
-        retries=_setting(options, "retries", 2),
+        depth=_setting(options, "prefetch", 2, environ_get),
+        max_batch=_setting(options, "max_batch", 1024, environ_get),
+        retries=_setting(options, "retries", 2, environ_get),
     )
 
 
-def run_manager(links, options, tag, worker_set, task_queue, pool=None, lost=None):
+def run_manager(links, options, tag, worker_set, task_queue, pool, lost, environ_get, backoff, serialized):
     """Hand the tasks of ``task_queue`` to the workers of ``links`` (key:
     (intercommunicator, rank of the worker in its remote group)).
+
+    The executor's module (``_core``, mpi4py's, which calls this; this never
+    imports it) gives its helpers: ``environ_get(NAME, default)`` reads a
+    setting from the environment, ``backoff`` sleeps between polls, and
+    ``serialized(fn)`` wraps an MPI call (a lock, below ``THREAD_MULTIPLE``).
 
     ``worker_set`` holds the free workers (it is shared by the executors of
     a shared pool): a worker is taken when there is work and given back
@@ -68,13 +74,12 @@ def run_manager(links, options, tag, worker_set, task_queue, pool=None, lost=Non
     join while it runs come as (key, comm, rank) on ``pool.joining``.
     """
     # pylint: disable=too-many-statements
-    d = dispatcher(options)
+    d = dispatcher(options, environ_get)
     lost = set() if lost is None else lost
     joining = getattr(pool, "joining", None)
     if pool is not None:
         pool.dispatcher = d
-    backoff = _core.Backoff(_core._getopt_backoff(options))
-    ser = _core.serialized
+    ser = serialized
     redo = collections.deque()
     sentinels, sends = {}, collections.defaultdict(list)
     stopping = False
@@ -111,7 +116,7 @@ def run_manager(links, options, tag, worker_set, task_queue, pool=None, lost=Non
                 payload.append(MPI.pickle.dumps(item.task))
                 kept.append(item)
             except BaseException:
-                item.future.set_exception(_core.sys_exception())
+                item.future.set_exception(sys.exc_info()[1])
         if not kept:
             return
         d.sent(key, kept, time.perf_counter())
@@ -132,7 +137,7 @@ def run_manager(links, options, tag, worker_set, task_queue, pool=None, lost=Non
             try:
                 result, exception = MPI.pickle.loads(data)
             except BaseException:
-                result, exception = None, _core.sys_exception()
+                result, exception = None, sys.exc_info()[1]
             if exception is None:
                 item.future.set_result(result)
             else:

@@ -45,6 +45,7 @@ import time
 import weakref
 
 from . import _base, _core
+from . import endpoints  # mpiws: workers on endpoints (it gives _core their manager)
 from . import progress as _progress
 
 

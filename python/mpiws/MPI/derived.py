@@ -40,10 +40,6 @@ def name_of(combiner):
     return _NAMES[combiner]
 
 
-def combiner_of(name):
-    return globals()["COMBINER_" + name]
-
-
 def ints(values, n=None, what="array"):
     """A list of ints from a sequence, of length ``n`` if given (ValueError
     otherwise, as mpi4py's argument arrays)."""

@@ -151,16 +151,6 @@ class Workflow:
             visit(name, [])
         return order
 
-    def consumers(self, step):
-        """(step, input) pairs that take an output of ``step``, and workflow outputs as (None, name)."""
-        found = [
-            (s.name, i)
-            for s in self.steps.values()
-            for i, v in s.inputs.items()
-            if any(src.step == step for src in _as_sources(v))
-        ]
-        return found + [(None, o) for o, src in self.outputs.items() if src.step == step]
-
 
 def _as_sources(v):
     return v if isinstance(v, list) else [v] if isinstance(v, Source) else []

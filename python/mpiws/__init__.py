@@ -11,6 +11,7 @@ from . import _core
 __version__ = _core.VERSION
 
 from . import MPI  # noqa: E402  (needs _core loaded first)
+from .launch import spawn as _spawn  # noqa: E402, F401  (registers how MPI's Spawn starts processes)
 from ._config import get_config, profile, rc  # noqa: E402  (mpi4py's top-level functions)
 
 __all__ = ["MPI", "__version__", "get_config", "profile", "rc"]

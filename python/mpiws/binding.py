@@ -4,6 +4,9 @@ A rank process started by ``mpiws run`` has one instance for the whole
 process; ``mpiws serve`` runs each instance on its own thread, so the thread's
 binding wins. A plain ``python prog.py`` gets a singleton domain of one rank,
 as ``mpi4py`` does without ``mpiexec``.
+
+How ``MPI.Comm.Spawn`` starts processes is the launcher's too: it registers
+it here (``set_spawner``), so that the MPI package never imports it.
 """
 
 import secrets
@@ -21,9 +24,11 @@ class Bound:
 
     A spawned process's ``world`` is its children's part of the instance's
     domain, and ``parent`` the intercommunicator to its parents (the
-    ``MPI.Intercomm``, made once: ``Get_parent`` gives the same handle)."""
+    ``MPI.Intercomm``, made once: ``Get_parent`` gives the same handle).
+    ``settings``: what the program set on its COMM_WORLD and COMM_SELF, by
+    ``world``/``self_comm`` (MPI/comm.py's; each instance's are its own)."""
 
-    __slots__ = ("instance", "world", "self_comm", "loads", "serializer", "parent")
+    __slots__ = ("instance", "world", "self_comm", "loads", "serializer", "parent", "settings")
 
     def __init__(self, instance, loads=None, world=None, parent=None):
         self.instance = instance
@@ -32,12 +37,14 @@ class Bound:
         self.loads = loads
         self.serializer = None
         self.parent = parent
+        self.settings = {}
 
 
 _thread = threading.local()
 _process = None
 _singleton_lock = threading.Lock()
 _endpoint = None
+_spawner = None
 
 
 def current():
@@ -60,6 +67,23 @@ def process_endpoint():
     whose instances an ``mpiws serve`` endpoint runs on threads."""
     current()  # a plain ``python prog.py`` makes its singleton first
     return _endpoint
+
+
+def set_spawner(children, new_domain, sides):
+    """Install how ``MPI.Comm.Spawn`` starts processes (``mpiws.launch.spawn``
+    does when imported; the ``mpiws`` package imports it): ``children(argv,
+    n, flags)`` starts ``n`` of them and has their ``urls`` (``bind(instance,
+    domain, token, endpoints, first_rank, nparents)`` then tells them their
+    ranks); ``new_domain()`` gives a new domain's (id, token); ``sides(instance,
+    nparents)`` the core communicators both sides derive alike (this side's
+    intracommunicator, the intercommunicator, its local communicator)."""
+    global _spawner
+    _spawner = (children, new_domain, sides)
+
+
+def spawner():
+    """What ``set_spawner`` installed: (children, new_domain, sides), or None."""
+    return _spawner
 
 
 @contextmanager

@@ -8,8 +8,10 @@ One file per MPI concept: ``comm`` (Comm, Intracomm), ``intercomm``
 specifications), ``exception`` (Exception, error classes), ``op`` (Op),
 ``group`` (Group), ``collectives`` (the collective calls of Comm);
 ``handle`` is the object model of handles (equality, null, free, pickling,
-numbers), ``pickled`` how objects travel. mpiws's additions: ``events``
-(Schedule, Receipt, the handler thread) and ``timeout`` (time limits).
+numbers, names), ``pickled`` how objects travel, ``received`` what a received
+message becomes. mpiws's additions: ``events`` (Schedule, Receipt, the
+handler thread and the fate of each watched operation) and ``timeout`` (time
+limits). Concept files import these mechanisms, never the other way round.
 """
 
 # Functions and constants only, not modules: mpi4py's MPI namespace holds no
@@ -31,7 +33,6 @@ from .comm import (
     SIMILAR,
     UNEQUAL,
     Comm,
-    Intercomm,
     Intracomm,
 )
 from .collectives import IN_PLACE
@@ -240,8 +241,9 @@ from .events import COMPLETED, FAILED, MATCHED, SUBMITTED, TIMED_OUT, Receipt, S
 from .errhandler import ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN, Errhandler
 from .grequest import Grequest
 from .group import GROUP_EMPTY, GROUP_NULL, Group
-from .handle import addressof as _addressof, handleof as _handleof, sizeof as _sizeof  # noqa: F401  (mpi4py's private names)
+from .intercomm import Intercomm
 from .info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
+from .objmodel import addressof as _addressof, handleof as _handleof, sizeof as _sizeof  # noqa: F401  (mpi4py's private names)
 from .op import (
     Op,
     OP_NULL,
@@ -260,18 +262,8 @@ from .op import (
     REPLACE,
     NO_OP,
 )
-from .memory import (
-    BSEND_OVERHEAD,
-    BUFFER_AUTOMATIC,
-    Alloc_mem,
-    Attach_buffer,
-    Detach_buffer,
-    Flush_buffer,
-    Free_mem,
-    Iflush_buffer,
-    buffer,
-    memory,
-)
+from .buffered import BSEND_OVERHEAD, BUFFER_AUTOMATIC, Attach_buffer, Detach_buffer, Flush_buffer, Iflush_buffer
+from .memory import Alloc_mem, Free_mem, buffer, memory
 from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from .persistent import Prequest
 from .commctx import (
@@ -352,8 +344,9 @@ __all__ = [
     "SIMILAR",
     "UNEQUAL",
     "Comm",
-    "Intercomm",
     "Intracomm",
+    # .intercomm
+    "Intercomm",
     # .collectives
     "IN_PLACE",
     # .datatype
@@ -605,15 +598,16 @@ __all__ = [
     "MINLOC",
     "REPLACE",
     "NO_OP",
-    # .memory
+    # .buffered
     "BSEND_OVERHEAD",
     "BUFFER_AUTOMATIC",
-    "Alloc_mem",
     "Attach_buffer",
     "Detach_buffer",
     "Flush_buffer",
-    "Free_mem",
     "Iflush_buffer",
+    # .memory
+    "Alloc_mem",
+    "Free_mem",
     "buffer",
     "memory",
     # .message

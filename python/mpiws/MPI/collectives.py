@@ -13,7 +13,6 @@ module lists the names.
 """
 
 import functools
-import weakref
 
 from . import datatype, pickled
 from .commctx import _comm_lock
@@ -26,9 +25,6 @@ IN_PLACE = -1
 
 # numpy dtype codes the core reduces.
 _CORE_TYPES = {"i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "c8", "c16", "b1"}
-
-# Per communicator (core object): collective name -> forced algorithm.
-_forced = weakref.WeakKeyDictionary()
 
 
 def _dumps(obj):
@@ -140,17 +136,17 @@ class Collectives:
 
     def _collective(self, name, post, nonblocking, kw, timeout):
         c = self._core
-        algorithm = _forced.get(c, {}).get(name)
+        algorithm = self._state().settings.algorithms.get(name)
         r = c.collective(name, algorithm=algorithm, nonblocking=nonblocking, timeout=self._limit(timeout), **kw)
         req = Request(r, _CALL, post)
         return req if nonblocking else req.wait()
 
     def Set_algorithm(self, collective, algorithm):
         """Force the algorithm of one collective on this communicator (mpiws)."""
-        _forced.setdefault(self._core, {})[collective] = algorithm
+        self._state().settings.algorithms[collective] = algorithm
 
     def Get_algorithm(self, collective):
-        return _forced.get(self._core, {}).get(collective, "auto")
+        return self._state().settings.algorithms.get(collective, "auto")
 
     # ---- objects -----------------------------------------------------------
 

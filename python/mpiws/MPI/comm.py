@@ -12,21 +12,22 @@ from urllib.parse import urlsplit
 
 from .. import binding
 from .._core import TAG_UB as _TAG_UB
-from . import datatype, memory, pickled
+from . import buffered, datatype, pickled
 from . import events as events_
 from . import timeout as timeout_
 from .attributes import APPNUM, HOST, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL, Attributes
 from .collectives import Collectives
 from .errhandler import Handled
 from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, Exception as MPIException, last_used_code
-from .handle import Handle, _table, predefine
+from .handle import Handle, Named, _table, predefine
 from .info import Info
 from .group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group, members_of
 from .message import Message
 from .pair import Pair
 from .partitioned import _Round
 from .persistent import Prequest
-from .request import _BUFFER, _OBJECT, Request, received_buffer, received_object
+from .received import received_buffer, received_object
+from .request import _BUFFER, _OBJECT, Request
 from .status import ANY_SOURCE, ANY_TAG, UNDEFINED, fill
 
 PROC_NULL = -1
@@ -42,19 +43,46 @@ def _check_rank_arg(value, name):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
 
 
-class _Context:
-    """What a communicator handle names: a core communicator, its name and
-    its info hints."""
+#: What the methods making communicators of the kinds built on this file's
+#: classes call, by name: MPI/intercomm.py, topology.py and spawn.py, which
+#: import this file, register theirs (``constructor``) when imported, and
+#: MPI/__init__ imports them all; this file imports none of them.
+_constructors = {}
 
-    __slots__ = ("core", "name", "info")
+
+def constructor(fn):
+    """Register ``fn``: the ``Comm`` method making its kind calls it by name."""
+    _constructors[fn.__name__] = fn
+    return fn
+
+
+class _Settings:
+    """What this process set on a communicator (mpiws): its default time
+    limit (``Set_timeout``; ``timeout.UNSET``: none), the algorithms it
+    forces on collectives (``Set_algorithm``) and its message handlers
+    (``on_message``)."""
+
+    __slots__ = ("timeout", "algorithms", "handlers")
+
+    def __init__(self):
+        self.timeout, self.algorithms, self.handlers = timeout_.UNSET, {}, []
+
+
+class _Context:
+    """What a communicator handle names: a core communicator, its name, its
+    info hints and its settings (freed with the handle)."""
+
+    __slots__ = ("core", "name", "info", "settings")
 
     def __init__(self, core, name=""):
         self.core, self.name, self.info = core, name, {}
+        self.settings = _Settings()
 
 
 class _Bound:
     """What COMM_WORLD and COMM_SELF name: the calling thread's domain
-    instance's (the process's, or a service thread's), looked up per call."""
+    instance's (the process's, or a service thread's), looked up per call;
+    their settings are each instance's own (kept on its binding)."""
 
     __slots__ = ("which", "name", "info")
 
@@ -65,12 +93,21 @@ class _Bound:
     def core(self):
         return getattr(binding.current(), self.which)
 
+    @property
+    def settings(self):
+        kept = binding.current().settings
+        found = kept.get(self.which)
+        return found if found is not None else kept.setdefault(self.which, _Settings())
 
-class Comm(Handle, Attributes, Handled, Collectives):
+
+class Comm(Handle, Named, Attributes, Handled, Collectives):
     """A communication context over a group of ranks."""
 
     __slots__ = ()
     _invalid = ERR_COMM
+    _null_name = "MPI_COMM_NULL"
+    #: Whether the communicators of this class are intercommunicators (Intercomm's are).
+    _is_inter = False
 
     @classmethod
     def _wrap(cls, core):
@@ -105,35 +142,13 @@ class Comm(Handle, Attributes, Handled, Collectives):
     def size(self):
         return self._core.size
 
-    def Get_name(self):
-        """Get_name(self)
-
-        Get the print name for this communicator.
-        """
-        return self._state().name if self else "MPI_COMM_NULL"
-
-    def Set_name(self, name):
-        """Set_name(self, name)
-
-        Set the print name for this communicator.
-        """
-        self._state().name = str(name)
-
-    @property
-    def name(self):
-        return self.Get_name()
-
-    @name.setter
-    def name(self, value):
-        self.Set_name(value)
-
     def Is_inter(self):
         """Is_inter(self)
 
         Return whether the communicator is an intercommunicator.
         """
         self._state()
-        return False
+        return self._is_inter
 
     def Is_intra(self):
         """Is_intra(self)
@@ -141,15 +156,15 @@ class Comm(Handle, Attributes, Handled, Collectives):
         Return whether the communicator is an intracommunicator.
         """
         self._state()
-        return True
+        return not self._is_inter
 
     @property
     def is_inter(self):
-        return False
+        return self._is_inter
 
     @property
     def is_intra(self):
-        return True
+        return not self._is_inter
 
     def Compare(self, comm):
         """IDENT (the same handle), CONGRUENT (same group in the same order),
@@ -266,9 +281,7 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
         The intercommunicator to the ranks that spawned this process (null if none did).
         """
-        from .spawn import get_parent
-
-        return get_parent()
+        return _constructors["get_parent"]()
 
     def Disconnect(self):
         """Disconnect(self)
@@ -276,7 +289,7 @@ class Comm(Handle, Attributes, Handled, Collectives):
         Wait for this rank's sends to be delivered, then free.
         """
         self._state()
-        memory.Flush_buffer()
+        buffered.Flush_buffer()
         self._core.instance.flush(None)  # a spawned domain's instance is not the process's own
         self.Free()
 
@@ -415,17 +428,17 @@ class Comm(Handle, Attributes, Handled, Collectives):
 
         Default time limit (seconds; None: none) of this communicator's calls.
         """
-        timeout_.set_default(self._core, timeout)
+        self._state().settings.timeout = timeout_.default(timeout)
 
     def Get_timeout(self):
         """Get_timeout(self)
 
         Return the time limit of this communicator's operations (mpiws).
         """
-        return timeout_.resolve(self._core, None)
+        return self._limit(None)
 
     def _limit(self, timeout):
-        return timeout_.resolve(self._core, timeout)
+        return timeout_.resolve(timeout, self._state().settings.timeout)
 
     # ---- point-to-point: objects -----------------------------------------
 
@@ -601,35 +614,35 @@ class Comm(Handle, Attributes, Handled, Collectives):
         """
         return self._isend_buf(buf, dest, tag, True, timeout, schedule)
 
-    # ---- buffered sends' buffer, per communicator (MPI/memory.py) -----------
+    # ---- buffered sends' buffer, per communicator (MPI/buffered.py) ---------
 
     def Attach_buffer(self, buf):
         """Attach_buffer(self, buf)
 
         Attach a user-provided buffer for sending in buffered mode.
         """
-        memory.Attach_buffer(buf, ("comm", self.tohandle()))
+        buffered.Attach_buffer(buf, ("comm", self.tohandle()))
 
     def Detach_buffer(self):
         """Detach_buffer(self)
 
         Remove an existing attached buffer.
         """
-        return memory.Detach_buffer(("comm", self.tohandle()))
+        return buffered.Detach_buffer(("comm", self.tohandle()))
 
     def Flush_buffer(self):
         """Flush_buffer(self)
 
         Block until all buffered messages have been transmitted.
         """
-        memory.Flush_buffer()
+        buffered.Flush_buffer()
 
     def Iflush_buffer(self):
         """Iflush_buffer(self)
 
         Nonblocking flush for buffered messages.
         """
-        return memory.Iflush_buffer()
+        return buffered.Iflush_buffer()
 
     # ---- persistent requests (MPI/persistent.py) ----------------------------
 
@@ -814,8 +827,8 @@ class Comm(Handle, Attributes, Handled, Collectives):
         """
         if not callable(handler):
             raise TypeError("handler must be callable")
-        state = _MessageHandler(self, handler, source, tag)
-        _message_handlers.setdefault(self._core, []).append(state)
+        state = events_.MessageHandler(self, handler, source, tag)
+        self._state().settings.handlers.append(state)
         state.arm()
 
     def off_message(self, handler=None, source=ANY_SOURCE, tag=ANY_TAG):
@@ -826,13 +839,14 @@ class Comm(Handle, Attributes, Handled, Collectives):
         Remove the message handlers registered with these arguments
         (``handler=None``: every handler for that source and tag).
         """
+        settings = self._state().settings
         kept = []
-        for state in _message_handlers.get(self._core, []):
+        for state in settings.handlers:
             if (handler is None or state.handler is handler) and (state.source, state.tag) == (source, tag):
                 state.stop()
             else:
                 kept.append(state)
-        _message_handlers[self._core] = kept
+        settings.handlers = kept
 
     def __repr__(self):
         if not self:
@@ -842,38 +856,6 @@ class Comm(Handle, Attributes, Handled, Collectives):
         except MPIException:
             return f"<{type(self).__name__} freed>"
         return f"<{type(self).__name__} rank={c.rank} size={c.size}>"
-
-
-_message_handlers = {}  # core communicator -> [_MessageHandler]
-
-
-class _MessageHandler:
-    """One ``on_message`` registration: a receive kept posted, re-posted
-    after each message (what arrives in between waits in the mailbox)."""
-
-    def __init__(self, comm, handler, source, tag):
-        self.comm, self.handler, self.source, self.tag = comm, handler, source, tag
-        self.request, self.active = None, True
-
-    def arm(self):
-        if self.active:
-            self.request = self.comm.irecv(source=self.source, tag=self.tag)
-            self.request.on(events_.COMPLETED, self.arrived)
-
-    def arrived(self, receipt):
-        if not self.active:
-            return
-        try:
-            value = receipt.request.wait()
-        except MPIException:
-            return
-        self.handler(events_.Receipt(**dict(receipt._d, value=value, event="message")))
-        self.arm()
-
-    def stop(self):
-        self.active = False
-        if self.request:
-            self.request.Cancel()
 
 
 def _async_form(name):
@@ -936,10 +918,8 @@ class Intracomm(Comm):
         Start ``maxprocs`` processes running ``command args`` (a Python
         program: ``MPI/spawn.py``); the intercommunicator to them.
         """
-        from .spawn import spawn
-
         self._state()
-        inter = spawn(self, command, args, maxprocs, root)
+        inter = _constructors["spawn"](self, command, args, maxprocs, root)
         if errcodes is not None:
             errcodes[:] = [0] * inter.Get_remote_size()  # MPI_SUCCESS for each child, as mpi4py fills the list
         return inter
@@ -952,9 +932,7 @@ class Intracomm(Comm):
         An intercommunicator between this group and the remote leader's
         (MPI/intercomm.py); ``peer_comm`` joins the two leaders.
         """
-        from .intercomm import create_intercomm
-
-        return create_intercomm(self, local_leader, peer_comm, remote_leader, tag)
+        return _constructors["create_intercomm"](self, local_leader, peer_comm, remote_leader, tag)
 
     # ---- process topologies (MPI/topology.py, which builds on this class) ---
 
@@ -963,18 +941,14 @@ class Intracomm(Comm):
 
         Create cartesian communicator.
         """
-        from .topology import create_cart
-
-        return create_cart(self, dims, periods, reorder)
+        return _constructors["create_cart"](self, dims, periods, reorder)
 
     def Create_graph(self, index, edges, reorder=False):
         """Create_graph(self, index, edges, reorder=False)
 
         Create graph communicator.
         """
-        from .topology import create_graph
-
-        return create_graph(self, index, edges, reorder)
+        return _constructors["create_graph"](self, index, edges, reorder)
 
     def Create_dist_graph_adjacent(
         self, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False
@@ -983,45 +957,30 @@ class Intracomm(Comm):
 
         Create distributed graph communicator.
         """
-        from .topology import create_dist_graph_adjacent
-
-        return create_dist_graph_adjacent(self, sources, destinations, sourceweights, destweights, info, reorder)
+        return _constructors["create_dist_graph_adjacent"](
+            self, sources, destinations, sourceweights, destweights, info, reorder
+        )
 
     def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None, reorder=False):
         """Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None, reorder=False)
 
         Create distributed graph communicator.
         """
-        from .topology import create_dist_graph
-
-        return create_dist_graph(self, sources, degrees, destinations, weights, info, reorder)
+        return _constructors["create_dist_graph"](self, sources, degrees, destinations, weights, info, reorder)
 
     def Cart_map(self, dims, periods=None):
         """Cart_map(self, dims, periods=None)
 
         Determine optimal process placement on a Cartesian topology.
         """
-        from .topology import cart_map
-
-        return cart_map(self, dims, periods)
+        return _constructors["cart_map"](self, dims, periods)
 
     def Graph_map(self, index, edges):
         """Graph_map(self, index, edges)
 
         Determine optimal process placement on a graph topology.
         """
-        from .topology import graph_map
-
-        return graph_map(self, index, edges)
-
-
-def __getattr__(name):
-    """``Intercomm`` lives in MPI/intercomm.py, which builds on this file."""
-    if name == "Intercomm":
-        from .intercomm import Intercomm
-
-        return Intercomm
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return _constructors["graph_map"](self, index, edges)
 
 
 COMM_NULL = predefine(Intracomm(), "COMM_NULL")

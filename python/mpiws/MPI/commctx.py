@@ -9,7 +9,8 @@ inherit them and freeing the communicator frees them.
 
 import threading
 
-from .attributes import TAG_UB
+from .._core import TAG_UB
+from .attributes import Attributes
 
 _lock = threading.Lock()
 _keyvals = {}
@@ -18,9 +19,7 @@ _keyvals = {}
 def _keyval(name, delete_fn=None):
     keyval = _keyvals.get(name)
     if keyval is None:
-        from .comm import Comm
-
-        keyval = _keyvals[name] = Comm.Create_keyval(None, delete_fn)
+        keyval = _keyvals[name] = Attributes.Create_keyval(None, delete_fn)
     return keyval
 
 
@@ -64,9 +63,7 @@ def _lookup(comm):
     if ctx is None:
         ctx = _Ctx(comm.Dup())
         comm.Set_attr(keyval, ctx)
-    from .comm import COMM_WORLD
-
-    if ctx.tag >= (COMM_WORLD.Get_attr(TAG_UB) or 32767):
+    if ctx.tag >= (TAG_UB or 32767):  # COMM_WORLD's TAG_UB attribute
         ctx.tag = 0
     return ctx
 

@@ -18,10 +18,11 @@ import operator
 
 from .. import _core
 from . import derived
+from . import pack as packing
 from .attributes import Attributes
 from .derived import *  # noqa: F401,F403  (COMBINER_*, ORDER_*, DISTRIBUTE_*, TYPECLASS_*)
 from .exception import ERR_ARG, ERR_TYPE, Exception as MPIException
-from .handle import Handle, predefine
+from .handle import Handle, Named, predefine
 
 _TYPESTR = {
     "?": "b1",
@@ -86,13 +87,14 @@ _PREDEFINED_COMBINERS = frozenset(
 )
 
 
-class Datatype(Handle, Attributes):
+class Datatype(Handle, Named, Attributes):
     """
     Datatype object.
     """
 
     __slots__ = ()
     _invalid = ERR_TYPE
+    _null_name = "MPI_DATATYPE_NULL"
 
     @classmethod
     def _basic(cls, name, typecode, size, char, code=None, parts=None, extent=None):
@@ -106,25 +108,8 @@ class Datatype(Handle, Attributes):
 
     # ---- what it is --------------------------------------------------------
 
-    name = property(
-        lambda self: self._state().name if self else "MPI_DATATYPE_NULL", lambda self, value: self.Set_name(value)
-    )
     typecode = property(lambda self: self._state().typecode)
     _layout = property(lambda self: self._state().layout)
-
-    def Get_name(self):
-        """Get_name(self)
-
-        Get the print name for this datatype.
-        """
-        return self.name
-
-    def Set_name(self, name):
-        """Set_name(self, name)
-
-        Set the print name for this datatype.
-        """
-        self._state().name = str(name)
 
     def Get_size(self):
         """Get_size(self)
@@ -449,54 +434,42 @@ class Datatype(Handle, Attributes):
 
         Pack into contiguous memory according to datatype.
         """
-        from .pack import pack
-
-        return pack(self, inbuf, outbuf, position)
+        return packing.pack(self, _flat, inbuf, outbuf, position)
 
     def Unpack(self, inbuf, position, outbuf, comm):
         """Unpack(self, inbuf, position, outbuf, comm)
 
         Unpack from contiguous memory according to datatype.
         """
-        from .pack import unpack
-
-        return unpack(self, inbuf, position, outbuf)
+        return packing.unpack(self, _flat, inbuf, position, outbuf)
 
     def Pack_size(self, count, comm):
         """Pack_size(self, count, comm)
 
         Determine the amount of space needed to pack a message.
         """
-        from .pack import pack_size
-
-        return pack_size(self, count)
+        return packing.pack_size(self, count)
 
     def Pack_external(self, datarep, inbuf, outbuf, position):
         """Pack_external(self, datarep, inbuf, outbuf, position)
 
         Pack into contiguous memory according to datatype.
         """
-        from .pack import pack
-
-        return pack(self, inbuf, outbuf, position, datarep)
+        return packing.pack(self, _flat, inbuf, outbuf, position, datarep)
 
     def Unpack_external(self, datarep, inbuf, position, outbuf):
         """Unpack_external(self, datarep, inbuf, position, outbuf)
 
         Unpack from contiguous memory according to datatype.
         """
-        from .pack import unpack
-
-        return unpack(self, inbuf, position, outbuf, datarep)
+        return packing.unpack(self, _flat, inbuf, position, outbuf, datarep)
 
     def Pack_external_size(self, datarep, count):
         """Pack_external_size(self, datarep, count)
 
         Determine the amount of space needed to pack a message.
         """
-        from .pack import pack_size
-
-        return pack_size(self, count, datarep)
+        return packing.pack_size(self, count, datarep)
 
     # ---- life --------------------------------------------------------------
 
@@ -801,6 +774,11 @@ def _bytes_and_type(buf, dt, writable):
     return (mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv), dt
 
 
+def _flat(buf, writable=False):
+    """``buf``'s bytes, as packing reads a buffer (MPI/pack.py)."""
+    return _bytes_and_type(buf, BYTE, writable)[0]
+
+
 def _simple(spec):
     """(buf, count, displ, datatype) from a buffer specification, read as
     mpi4py's ``message_simple`` reads one (None: not given)."""
@@ -911,10 +889,10 @@ def _laid_out(raw, dt, items, writable, origin=0, base=0):
     called."""
     layout = dt._layout
     if raw is None:
-        from .memory import buffer
-
         lo, hi = layout.span(items)
-        raw, origin = memoryview(buffer.fromaddress(base + lo, hi - lo, not writable)), lo
+        memory = _core.Memory()  # the bytes at their addresses
+        memory.at(base + lo, hi - lo, not writable)
+        raw, origin = memoryview(memory), lo
     if not writable:
         return memoryview(layout.pack(items, raw, origin))
     lo, hi = layout.span(items)

@@ -15,6 +15,14 @@ events to handlers for any number of operations (``schedule=``), and
 one at a time, on the thread ``mpiws-handlers`` (never an I/O thread), with
 a read-only ``Receipt``. The thread sleeps in the core until an operation
 it watches completes: no polling.
+
+Each watched operation's fate is a ``Watch``: its handlers, the events
+fired, and its outcome once taken (by the handler thread or by its owner,
+whichever comes first). The watch turns what the core tells of the
+operation (done, stored, matched, its deadline passed) into events; it asks
+its request only for the outcome and for the withdrawal at the deadline.
+``MessageHandler`` is one ``comm.on_message`` registration: a receive kept
+posted.
 """
 
 import heapq
@@ -24,9 +32,16 @@ import time
 from collections import deque
 
 from .. import _core
+from .exception import ERR_CANCELLED, ERR_TIMEOUT, Exception as MPIException
 
 SUBMITTED, COMPLETED, MATCHED, FAILED, TIMED_OUT = "submitted", "completed", "matched", "failed", "timed_out"
 EVENTS = (SUBMITTED, COMPLETED, MATCHED, FAILED, TIMED_OUT)
+# What a send's receiver is asked to tell for a handler of each event.
+_ASKS = {COMPLETED: ("stored",), FAILED: ("stored",), MATCHED: ("stored", "matched")}
+
+# A watched request is completed by the handler thread or by its owner,
+# whichever comes first: taking its outcome is done under this lock.
+_settling = threading.RLock()
 
 
 def check_event(event):
@@ -91,6 +106,178 @@ class Receipt:
         return f"Receipt({shown})"
 
 
+class Watch:
+    """One operation's fate: its handlers, the events already fired, and its
+    outcome once taken (``settled``: (ok, value or error, status)).
+
+    ``request`` is the operation's ``Request``, which this asks for its
+    outcome (``_outcome_kept``) and, at the deadline, to withdraw it
+    (``_withdraw_overdue``); ``core`` its core request (also after the owner
+    completed it); ``send``: a send (the receiver tells of storing and
+    matching when asked), ``receive``: a receive (its receipts say what
+    arrived); ``info``: what receipts tell (tag, source, dest, size, sync, call).
+    """
+
+    __slots__ = (
+        "request",
+        "core",
+        "deadline",
+        "send",
+        "receive",
+        "info",
+        "handlers",
+        "fired",
+        "settled",
+        "waiters",
+        "asked",
+    )
+
+    def __init__(self, request, core, deadline, send, receive, info):
+        self.request, self.core, self.deadline = request, core, deadline
+        self.send, self.receive, self.info = send, receive, info
+        self.asked = set()  # what the receiver was asked to tell: "stored", "matched"
+        self.handlers = {}
+        self.fired = {}
+        self.settled = None
+        self.waiters = []
+
+    def start(self):
+        """Watch the operation: its completion and its deadline."""
+        dispatcher().watch(self)
+        if not self.send:
+            self.fire(SUBMITTED)  # a receive or collective is under way once posted
+
+    def on(self, event, handler):
+        self.handlers.setdefault(event, []).append(handler)
+        if self.send:
+            # Ask the receiver only for what a handler wants: storing costs
+            # an acknowledgement now, a standard send's match a long poll.
+            for what in _ASKS.get(event, ()):
+                if what not in self.asked:
+                    self.asked.add(what)
+                    dispatcher().watch_part(self, what)
+        fired = self.fired.get(event)
+        if fired is not None:
+            dispatcher().call_soon(lambda: run_handler(handler, fired))
+
+    def settle(self):
+        """Take the outcome now (handler thread or owner), keeping the request active."""
+        with _settling:
+            if self.settled is None:
+                self.settled = self.request._outcome_kept()
+
+    def progress(self, what):
+        """On the handler thread: the operation moved on (``what``: done, stored, matched, deadline)."""
+        if what == "deadline":
+            with _settling:
+                if self.settled is not None:
+                    return
+                error = self.request._withdraw_overdue()
+                if error is None:
+                    return
+                self.settled = (False, error, None)
+            self.fire(TIMED_OUT, error=error)
+            self.wake()
+            return
+        if what in ("stored", "matched"):
+            state = self.core.stored_state() if what == "stored" else self.core.matched_state()
+            if state is None:
+                return
+            ok, message, cls = state
+            if not ok:
+                self.fire(FAILED, error=MPIException(cls, message))
+                return
+            self.fire(SUBMITTED)
+            self.fire(COMPLETED)
+            if what == "matched":
+                self.fire(MATCHED)
+            return
+        self.settle()
+        if self.settled is None:
+            return
+        ok, value, st = self.settled
+        if not ok:
+            timed_out = value.Get_error_class() == ERR_TIMEOUT
+            self.fire(TIMED_OUT if timed_out else FAILED, error=value)
+        elif self.send:
+            self.fire(SUBMITTED)
+            if (self.info or {}).get("sync"):
+                self.fire(COMPLETED)
+                self.fire(MATCHED)
+        elif st.Is_cancelled():
+            # Withdrawn by Cancel: it will never complete (no data is here).
+            self.fire(FAILED, error=MPIException(ERR_CANCELLED, "the receive was cancelled"))
+        else:
+            self.fire(COMPLETED, status=st)
+        self.wake()
+
+    def fire(self, event, error=None, status=None):
+        if event in self.fired or (
+            event in (SUBMITTED, COMPLETED, MATCHED) and (FAILED in self.fired or TIMED_OUT in self.fired)
+        ):
+            return
+        info = dict(self.info or {})
+        if status is not None and self.receive:
+            info.update(source=status.source, tag=status.tag, size=status.Get_count())
+        info.pop("sync", None)
+        receipt = Receipt(
+            event=event,
+            tag=info.get("tag"),
+            size=info.get("size"),
+            source=info.get("source"),
+            dest=info.get("dest"),
+            call=info.get("call"),
+            time=time.time(),
+            error=error,
+            request=self.request,
+        )
+        self.fired[event] = receipt
+        for h in self.handlers.get(event, ()):
+            run_handler(h, receipt)
+
+    def on_settled(self, fn):
+        with _settling:
+            if self.settled is None:
+                self.waiters.append(fn)
+                return
+        fn()
+
+    def wake(self):
+        with _settling:
+            waiters, self.waiters = self.waiters, []
+        for fn in waiters:
+            fn()
+
+
+class MessageHandler:
+    """One ``comm.on_message`` registration: a receive kept posted, re-posted
+    after each message (what arrives in between waits in the mailbox)."""
+
+    def __init__(self, comm, handler, source, tag):
+        self.comm, self.handler, self.source, self.tag = comm, handler, source, tag
+        self.request, self.active = None, True
+
+    def arm(self):
+        if self.active:
+            self.request = self.comm.irecv(source=self.source, tag=self.tag)
+            self.request.on(COMPLETED, self.arrived)
+
+    def arrived(self, receipt):
+        if not self.active:
+            return
+        try:
+            value = receipt.request.wait()
+        except MPIException:
+            return
+        self.handler(Receipt(**dict(receipt._d, value=value, event="message")))
+        self.arm()
+
+    def stop(self):
+        self.active = False
+        if self.request:
+            self.request.Cancel()
+
+
 class _Dispatcher:
     """The handler thread: waits on the core's event queue (tokens of
     completed operations) and on the nearest deadline, never spinning."""
@@ -98,31 +285,31 @@ class _Dispatcher:
     def __init__(self):
         self.events = _core.Events()
         self.lock = threading.Lock()
-        self.watched = {}  # token -> (request, what)
-        self.timers = []  # heap of (deadline, token, request)
+        self.watched = {}  # token -> (Watch, what)
+        self.timers = []  # heap of (deadline, token, Watch)
         self.soon = deque()  # callables to run on the thread
         self.tokens = itertools.count(1)
         self.thread = threading.Thread(target=self._run, name="mpiws-handlers", daemon=True)
         self.thread.start()
 
-    def watch(self, request):
-        """Watch an operation: its completion and its deadline."""
+    def watch(self, w):
+        """Watch an operation (its ``Watch``): its completion and its deadline."""
         done = next(self.tokens)
         with self.lock:
-            self.watched[done] = (request, "done")
-            if request._deadline is not None:
-                heapq.heappush(self.timers, (request._deadline, done, request))
-        request._r.watch(self.events, done)
-        if request._deadline is not None:
+            self.watched[done] = (w, "done")
+            if w.deadline is not None:
+                heapq.heappush(self.timers, (w.deadline, done, w))
+        w.core.watch(self.events, done)
+        if w.deadline is not None:
             self.events.push(0)  # recompute the wait
 
-    def watch_part(self, request, what):
+    def watch_part(self, w, what):
         """Watch a send's storing or match ("stored", "matched"): the
-        receiver is asked to tell (`Request.on` asks only when a handler wants it)."""
+        receiver is asked to tell (`Watch.on` asks only when a handler wants it)."""
         token = next(self.tokens)
         with self.lock:
-            self.watched[token] = (request, what)
-        watch = request._watch.core.watch_stored if what == "stored" else request._watch.core.watch_matched
+            self.watched[token] = (w, what)
+        watch = w.core.watch_stored if what == "stored" else w.core.watch_matched
         if not watch(self.events, token):
             with self.lock:
                 del self.watched[token]
@@ -144,8 +331,8 @@ class _Dispatcher:
             with self.lock:
                 entry = self.watched.pop(token, None)
             if entry is not None:
-                request, what = entry
-                request._progress(what)
+                w, what = entry
+                w.progress(what)
 
     def _expire_due(self):
         now = time.monotonic()
@@ -153,8 +340,8 @@ class _Dispatcher:
         with self.lock:
             while self.timers and self.timers[0][0] <= now:
                 due.append(heapq.heappop(self.timers)[2])
-        for request in due:
-            request._progress("deadline")
+        for w in due:
+            w.progress("deadline")
 
 
 _dispatcher = None

@@ -147,6 +147,36 @@ class Handle:
         return _constants.get(id(self), (None,))[0] is self
 
 
+class Named:
+    """Mixin for handle kinds with a print name, kept in what the handle
+    names (its state's ``name``); ``_null_name`` is a null handle's."""
+
+    __slots__ = ()
+    _null_name = ""
+
+    def Get_name(self):
+        """Get_name(self)
+
+        Get the print name for this object.
+        """
+        return self._state().name if self else self._null_name
+
+    def Set_name(self, name):
+        """Set_name(self, name)
+
+        Set the print name for this object.
+        """
+        self._state().name = str(name)
+
+    @property
+    def name(self):
+        return self.Get_name()
+
+    @name.setter
+    def name(self, value):
+        self.Set_name(value)
+
+
 #: Predefined objects (null ones too) by identity, with their names: they
 #: pickle and copy as themselves.
 _constants = {}
@@ -172,52 +202,3 @@ def predefine(obj, name):
     predefined handle ``name`` of module ``mpiws.MPI``."""
     _constants[id(obj)] = (obj, name)
     return obj
-
-
-def _mpi_class(cls):
-    """Whether ``cls`` is an MPI object's class: a handle kind, or a
-    request or status (which are not on ``Handle``)."""
-    from .request import Request
-    from .status import Status
-
-    return issubclass(cls, (Handle, Request, Status))
-
-
-def sizeof(arg):
-    """sizeof(arg)
-
-    Size in bytes of the underlying MPI handle.
-
-    ``MPI._sizeof``: the size of a handle (the same for an object and its
-    type); a status's is MPICH's five ints.
-    """
-    cls = arg if isinstance(arg, type) else type(arg)
-    if not _mpi_class(cls):
-        raise TypeError(f"expected an MPI object or type, got {cls.__name__}")
-    from .status import Status
-
-    return 4 * 5 if issubclass(cls, Status) else 8
-
-
-def addressof(obj):
-    """addressof(obj)
-
-    Memory address of the underlying MPI handle.
-
-    ``MPI._addressof``: where the handle is (its object's identity here).
-    """
-    if not _mpi_class(type(obj)):
-        raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
-    return id(obj)
-
-
-def handleof(obj):
-    """handleof(obj)
-
-    Unsigned integer value with the underlying MPI handle.
-
-    ``MPI._handleof``: the handle number (a status's: its address).
-    """
-    if not _mpi_class(type(obj)):
-        raise TypeError(f"expected an MPI object, got {type(obj).__name__}")
-    return obj.tohandle() if hasattr(obj, "tohandle") else id(obj)

@@ -16,7 +16,7 @@ the same call order, as intracommunicators do (``next_context``).
 import hashlib
 import zlib
 
-from .comm import COMM_NULL, COMM_WORLD, Comm, Intracomm, _check_rank_arg, _Context
+from .comm import COMM_NULL, COMM_WORLD, Comm, Intracomm, _check_rank_arg, _Context, constructor
 from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_RANK, Exception as MPIException
 from .group import Group
 from .handle import _table
@@ -76,6 +76,7 @@ def _world_ranks(values, world_size, within=None):
     return ranks
 
 
+@constructor
 def create_intercomm(local_comm, local_leader, peer_comm, remote_leader, tag=0):
     """``Intracomm.Create_intercomm``: the local leader trades its group and
     a context proposal with the remote leader over ``peer_comm`` (``tag``
@@ -109,6 +110,7 @@ class Intercomm(InterCollectives, Comm):
     """
 
     __slots__ = ()
+    _is_inter = True
 
     def __new__(cls, comm=None):
         self = super().__new__(cls, comm)
@@ -118,30 +120,6 @@ class Intercomm(InterCollectives, Comm):
 
     def _inter(self):
         return self._state()
-
-    def Is_inter(self):
-        """Is_inter(self)
-
-        Return whether the communicator is an intercommunicator.
-        """
-        self._state()
-        return True
-
-    def Is_intra(self):
-        """Is_intra(self)
-
-        Return whether the communicator is an intracommunicator.
-        """
-        self._state()
-        return False
-
-    @property
-    def is_inter(self):
-        return True
-
-    @property
-    def is_intra(self):
-        return False
 
     # ---- the remote group ----------------------------------------------
 

@@ -10,6 +10,7 @@ matched at once. ``MESSAGE_NO_PROC`` is what probing ``PROC_NULL`` gives:
 receiving it yields nothing (source ``PROC_NULL``) and leaves it as it is.
 """
 
+from .. import binding
 from . import datatype
 from . import timeout as timeout_
 from .exception import ERR_REQUEST
@@ -89,10 +90,8 @@ class Message(Handle):
 
     def _request(self, kind, buf=None):
         req = self._taken()
-        if req is None:
-            from .comm import COMM_SELF  # a receive from no process completes at once
-
-            req = COMM_SELF._core.irecv(PROC_NULL, ANY_TAG)
+        if req is None:  # a receive from no process (on COMM_SELF) completes at once
+            req = binding.current().self_comm.irecv(PROC_NULL, ANY_TAG)
         return Request(req, kind, buf)
 
     def recv(self, status=None):

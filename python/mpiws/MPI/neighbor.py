@@ -23,7 +23,8 @@ from . import timeout as timeout_
 from .collectives import IN_PLACE
 from .exception import ERR_ARG, ERR_BUFFER, Exception as MPIException
 from .persistent import Prequest
-from .request import _CALL, Request, received_object
+from .received import received_object
+from .request import _CALL, Request
 
 PROC_NULL = -1
 

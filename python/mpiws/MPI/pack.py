@@ -2,18 +2,16 @@
 packed bytes into and out of a user buffer at a position. The packing is
 the core's (``_core.Layout``); external32 is big-endian, which only the
 byte order distinguishes from this machine's packed form for mpiws's
-datatypes of one basic type."""
+datatypes of one basic type.
+
+Buffers are read by the caller's ``flat(buf, writable=False)`` (their bytes:
+``Datatype``'s reading of a buffer), when each is needed."""
 
 import sys
 
-from .datatype import _bytes_and_type, BYTE
 from .exception import ERR_ARG, ERR_TRUNCATE, ERR_TYPE, Exception as MPIException
 
 EXTERNAL32 = "external32"
-
-
-def _flat(buf, writable=False):
-    return _bytes_and_type(buf, BYTE, writable)[0]
 
 
 def _items(dt, nbytes):
@@ -37,14 +35,14 @@ def _external(dt, data, datarep):
     return native.byteswap().tobytes()
 
 
-def pack(dt, inbuf, outbuf, position, datarep=None):
+def pack(dt, flat, inbuf, outbuf, position, datarep=None):
     """Pack all of ``inbuf``'s items of ``dt`` into ``outbuf`` at byte
     ``position``; the position after them."""
-    src = _flat(inbuf)
+    src = flat(inbuf)
     packed = dt._layout.pack(_items(dt, src.nbytes), src, 0)
     if datarep is not None:
         packed = _external(dt, packed, datarep)
-    out = _flat(outbuf, writable=True)
+    out = flat(outbuf, writable=True)
     end = position + len(packed)
     if position < 0 or end > out.nbytes:
         raise MPIException(ERR_TRUNCATE, f"{len(packed)} packed bytes at position {position} do not fit {out.nbytes}")
@@ -52,12 +50,12 @@ def pack(dt, inbuf, outbuf, position, datarep=None):
     return end
 
 
-def unpack(dt, inbuf, position, outbuf, datarep=None):
+def unpack(dt, flat, inbuf, position, outbuf, datarep=None):
     """Fill ``outbuf``'s items of ``dt`` from ``inbuf`` at byte ``position``;
     the position after what was taken."""
-    out = _flat(outbuf, writable=True)
+    out = flat(outbuf, writable=True)
     count = _items(dt, out.nbytes)
-    src = _flat(inbuf)
+    src = flat(inbuf)
     end = position + count * dt.Get_size()
     if position < 0 or end > src.nbytes:
         raise MPIException(

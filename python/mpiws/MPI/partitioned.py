@@ -9,6 +9,7 @@ import time
 
 from . import datatype
 from .exception import ERR_ARG, ERR_REQUEST, ERR_TYPE, Exception as MPIException
+from .request import _SEND, Request
 
 
 def _slices(buf, partitions, writable):
@@ -84,8 +85,6 @@ class _Round:
         self.parts = None
 
     def __call__(self):
-        from .request import _SEND, Request
-
         self.parts = Parts(_slices(self.buf, self.partitions, writable=not self.send))
         if not self.send:
             for i, view in enumerate(self.parts.slices):

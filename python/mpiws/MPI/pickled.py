@@ -13,6 +13,7 @@ import io
 import pickle as _pickle
 
 from .. import binding
+from .memory import buffer
 
 #: Buffers smaller than this stay inside the pickle (``MPI.pickle.THRESHOLD``).
 OUT_OF_BAND_FROM = 64 * 1024
@@ -179,8 +180,6 @@ class Pickle:
         contiguous buffers of ``THRESHOLD`` bytes or more (pickle protocol 5
         at least, as in mpi4py).
         """
-        from .memory import buffer
-
         s = self._now()
         protocol = max(_pickle.HIGHEST_PROTOCOL if s.protocol is None else s.protocol, 5)
         buffers = []

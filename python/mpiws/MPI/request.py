@@ -4,22 +4,15 @@ A request is truthy while active; completing it (wait/test) makes it inactive,
 like mpi4py setting the handle to ``MPI.REQUEST_NULL``.
 """
 
-import threading
 import time
 import weakref
 
 from .. import _core
-from . import datatype, pickled
 from . import events as events_
 from . import timeout as timeout_
-from .exception import ERR_CANCELLED, ERR_REQUEST, ERR_TIMEOUT, ERR_TRUNCATE, Exception as MPIException
+from .exception import ERR_REQUEST, Exception as MPIException
+from .received import received_buffer, received_object
 from .status import UNDEFINED, Status, fill
-
-# A watched request is completed by the handler thread or by its owner,
-# whichever comes first: taking its outcome is done under this lock.
-_settling = threading.RLock()
-
-PROC_NULL = -1
 
 # How often a wait for many looks at generalized requests (seconds).
 _LOOK = 0.005
@@ -29,25 +22,6 @@ _by_handle = weakref.WeakValueDictionary()
 
 # What a completed request yields.
 _SEND, _OBJECT, _BUFFER, _CALL = 0, 1, 2, 3
-# What a send's receiver is asked to tell for a handler of each event.
-_ASKS = {events_.COMPLETED: ("stored",), events_.FAILED: ("stored",), events_.MATCHED: ("stored", "matched")}
-
-
-def received_object(msg, status, limit=None):
-    """The object a core Message carries; fills ``status``."""
-    fill(status, msg.source, msg.tag, msg.nbytes)
-    if msg.source == PROC_NULL:
-        return None
-    if limit is not None and msg.nbytes > limit:
-        raise MPIException(ERR_TRUNCATE, f"message of {msg.nbytes} bytes truncated: receive buffer holds {limit}")
-    return pickled.loads(msg)
-
-
-def received_buffer(msg, status, buf):
-    """Copy a core Message into ``buf`` (if not read there already); fills ``status``."""
-    fill(status, msg.source, msg.tag, msg.nbytes)
-    msg.copy_into(buf)
-    datatype.settle(buf, msg.nbytes)
 
 
 class Request:
@@ -89,7 +63,7 @@ class Request:
         self._limit = limit
         self._deadline = deadline
         self._info = None  # what a receipt tells: tag, source, dest, size, sync, call
-        self._watch = None  # once events are asked for: _Watch
+        self._watch = None  # once events are asked for: events.Watch
 
     def __bool__(self):
         return self._r is not None or self._start is not None
@@ -152,7 +126,7 @@ class Request:
         w = self._watch
         if w is None:
             return self._take(status)
-        self._settle()
+        w.settle()
         ok, value, st = w.settled
         self._r = None
         if status is not None and st is not None:
@@ -199,10 +173,12 @@ class Request:
             return False, None
         return True, self._finish(status)
 
-    # ---- events (mpiws) --------------------------------------------------
+    # ---- events (mpiws): the fate machine is events.Watch ----------------
 
     def _describe(self, **info):
         self._info = info
+        if self._watch is not None:
+            self._watch.info = info
         return self
 
     def on(self, event, handler):
@@ -216,18 +192,7 @@ class Request:
         events_.check_event(event)
         if not callable(handler):
             raise TypeError("handler must be callable")
-        w = self._watched()
-        w.handlers.setdefault(event, []).append(handler)
-        if self._kind == _SEND:
-            # Ask the receiver only for what a handler wants: storing costs
-            # an acknowledgement now, a standard send's match a long poll.
-            for what in _ASKS.get(event, ()):
-                if what not in w.asked:
-                    w.asked.add(what)
-                    events_.dispatcher().watch_part(self, what)
-        fired = w.fired.get(event)
-        if fired is not None:
-            events_.dispatcher().call_soon(lambda: events_.run_handler(handler, fired))
+        self._watched().on(event, handler)
         return self
 
     def _schedule(self, schedule):
@@ -243,100 +208,40 @@ class Request:
         if w is None:
             if self._r is None:
                 raise ValueError("the request is not active")
-            w = self._watch = _Watch(self._r)
-            events_.dispatcher().watch(self)
-            if self._kind != _SEND:
-                self._fire(events_.SUBMITTED)  # a receive or collective is under way once posted
+            receive = self._kind in (_OBJECT, _BUFFER)
+            w = self._watch = events_.Watch(self, self._r, self._deadline, self._kind == _SEND, receive, self._info)
+            w.start()
         return w
 
-    def _settle(self):
-        """Take the outcome now (handler thread or owner), keeping the request active."""
-        with _settling:
-            w = self._watch
-            if w.settled is not None or self._r is None:
-                return
-            # self._r stays set meanwhile: an owner's test() on another thread must
-            # not take it for an inactive request (and answer None) while a large
-            # message is being converted here.
-            st = Status()
-            try:
-                w.settled = (True, self._outcome(self._r, st), st)
-            except MPIException as e:
-                w.settled = (False, e, st)
+    # What the fate machine (events.Watch, on the handler thread or for the
+    # owner) asks of the operation: its outcome, and its withdrawal at the deadline.
 
-    def _progress(self, what):
-        """On the handler thread: the operation moved on (``what``: done, stored, deadline)."""
-        w = self._watch
-        if what == "deadline":
-            with _settling:
-                if w.settled is not None or self._r is None or self._r.done():
-                    return
-                try:
-                    self._expire()
-                except MPIException as e:
-                    w.settled = (False, e, None)
-                    self._r = _EXPIRED
-            if w.settled is not None:
-                self._fire(events_.TIMED_OUT, error=w.settled[1])
-                w.wake()
-            return
-        if what in ("stored", "matched"):
-            state = w.core.stored_state() if what == "stored" else w.core.matched_state()
-            if state is None:
-                return
-            ok, message, cls = state
-            if not ok:
-                self._fire(events_.FAILED, error=MPIException(cls, message))
-                return
-            self._fire(events_.SUBMITTED)
-            self._fire(events_.COMPLETED)
-            if what == "matched":
-                self._fire(events_.MATCHED)
-            return
-        self._settle()
-        if w.settled is None:
-            return
-        ok, value, st = w.settled
-        if not ok:
-            timed_out = value.Get_error_class() == ERR_TIMEOUT
-            self._fire(events_.TIMED_OUT if timed_out else events_.FAILED, error=value)
-        elif self._kind == _SEND:
-            self._fire(events_.SUBMITTED)
-            if (self._info or {}).get("sync"):
-                self._fire(events_.COMPLETED)
-                self._fire(events_.MATCHED)
-        elif st.Is_cancelled():
-            # Withdrawn by Cancel: it will never complete (no data is here).
-            self._fire(events_.FAILED, error=MPIException(ERR_CANCELLED, "the receive was cancelled"))
-        else:
-            self._fire(events_.COMPLETED, status=st)
-        w.wake()
+    def _outcome_kept(self):
+        """(ok, value or error, status) of the done operation, taken now but
+        the request kept active; None if it is not active."""
+        if self._r is None:
+            return None
+        # self._r stays set meanwhile: an owner's test() on another thread must
+        # not take it for an inactive request (and answer None) while a large
+        # message is being converted here.
+        st = Status()
+        try:
+            return (True, self._outcome(self._r, st), st)
+        except MPIException as e:
+            return (False, e, st)
 
-    def _fire(self, event, error=None, status=None):
-        w = self._watch
-        if event in w.fired or (
-            event in (events_.SUBMITTED, events_.COMPLETED, events_.MATCHED)
-            and (events_.FAILED in w.fired or events_.TIMED_OUT in w.fired)
-        ):
-            return
-        info = dict(self._info or {})
-        if status is not None and self._kind in (_OBJECT, _BUFFER):
-            info.update(source=status.source, tag=status.tag, size=status._nbytes)
-        info.pop("sync", None)
-        receipt = events_.Receipt(
-            event=event,
-            tag=info.get("tag"),
-            size=info.get("size"),
-            source=info.get("source"),
-            dest=info.get("dest"),
-            call=info.get("call"),
-            time=time.time(),
-            error=error,
-            request=self,
-        )
-        w.fired[event] = receipt
-        for h in w.handlers.get(event, ()):
-            events_.run_handler(h, receipt)
+    def _withdraw_overdue(self):
+        """Its deadline passed: withdraw the operation (``_expire``) unless it
+        is done or completes instead. The ERR_TIMEOUT if it was withdrawn (the
+        request then stands for the expired operation), else None."""
+        if self._r is None or self._r.done():
+            return None
+        try:
+            self._expire()
+        except MPIException as e:
+            self._r = _EXPIRED
+            return e
+        return None
 
     def __await__(self):
         """__await__(self)
@@ -724,34 +629,6 @@ class _Expired:
 _EXPIRED = _Expired()
 
 
-class _Watch:
-    """A request's handlers, the events already fired, and its outcome once
-    taken by the handler thread."""
-
-    __slots__ = ("core", "handlers", "fired", "settled", "waiters", "asked")
-
-    def __init__(self, core):
-        self.core = core  # the core request, also after the owner completed it
-        self.asked = set()  # what the receiver was asked to tell: "stored", "matched"
-        self.handlers = {}
-        self.fired = {}
-        self.settled = None
-        self.waiters = []
-
-    def on_settled(self, fn):
-        with _settling:
-            if self.settled is None:
-                self.waiters.append(fn)
-                return
-        fn()
-
-    def wake(self):
-        with _settling:
-            waiters, self.waiters = self.waiters, []
-        for fn in waiters:
-            fn()
-
-
 def _waitable(core):
     """The core request ``_core.wait_any`` can wait for in ``core``; None
     for a generalized request (the program completes it: looked at often)."""
@@ -766,8 +643,6 @@ def _status_at(statuses, i):
     if statuses is None:
         return None
     if isinstance(statuses, list):
-        from .status import Status
-
         while len(statuses) <= i:
             statuses.append(Status())
     return statuses[i] if i < len(statuses) else None

@@ -6,6 +6,10 @@ one, or any named ``python...``) and the arguments what it is given
 the program's arguments). The children start on this machine
 (``launch/spawn.py``) and join the spawning ranks in a new domain; the
 intercommunicator between them is what MPI_Comm_spawn gives.
+
+How children start is the launcher's: ``mpiws.launch.spawn`` registers it
+with the binding when it is imported (the ``mpiws`` package imports it), so
+this file never imports the launcher.
 """
 
 import os
@@ -13,6 +17,7 @@ import re
 import sys
 
 from .. import binding
+from .comm import constructor
 from .exception import ERR_ARG, ERR_SPAWN, Exception as MPIException
 from .intercomm import Intercomm, _make
 
@@ -35,13 +40,10 @@ def _python_argv(command, args):
     return flags, args
 
 
+@constructor
 def spawn(comm, command, args, maxprocs, root):
     """MPI_Comm_spawn over intracommunicator ``comm`` (collective; the
     root's ``command``, ``args`` and ``maxprocs`` count)."""
-    # The launcher's modules load when used: ``python -m mpiws.launch.worker``
-    # imports mpiws.MPI before it runs, and must not import itself first.
-    from ..launch.spawn import Children, new_domain, sides  # noqa: PLC0415
-
     endpoint = binding.process_endpoint()
     urls = comm.allgather(endpoint.url if endpoint is not None else None)
     if None in urls:
@@ -50,13 +52,17 @@ def spawn(comm, command, args, maxprocs, root):
             "Spawn needs every spawning rank to serve its own endpoint "
             "(a program run by mpiws run, a spawned one, or python prog.py), not a served instance",
         )
+    launcher = binding.spawner()
+    if launcher is None:
+        raise MPIException(ERR_SPAWN, "no launcher to start processes with (mpiws.launch.spawn registers it)")
+    start, new_domain, sides = launcher
     started, failure = None, None
     if comm.Get_rank() == root:
         try:
             if int(maxprocs) < 1:
                 raise MPIException(ERR_ARG, f"Spawn: maxprocs must be positive, got {maxprocs}")
             flags, argv = _python_argv(command, args)
-            children = Children(argv, int(maxprocs), flags)
+            children = start(argv, int(maxprocs), flags)
             started = (*new_domain(), children.urls)
         except (MPIException, OSError, RuntimeError) as e:
             failure = e
@@ -72,6 +78,7 @@ def spawn(comm, command, args, maxprocs, root):
     return _make(inter, inter_local)
 
 
+@constructor
 def get_parent():
     """The intercommunicator to the ranks that spawned this process (null
     if none did)."""

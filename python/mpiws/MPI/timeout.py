@@ -18,7 +18,8 @@ def _from_env():
 
 
 _ENV = _from_env()
-_defaults = {}  # core communicator -> its default (Set_timeout)
+#: A communicator's default when ``Set_timeout`` set none (the environment's applies).
+UNSET = object()
 
 
 def check(timeout):
@@ -31,19 +32,18 @@ def check(timeout):
     return None if t == float("inf") else t
 
 
-def resolve(core, timeout):
-    """The limit a call on ``core`` runs under: its own (``float("inf")``:
-    none, whatever the defaults), the communicator's, the environment's."""
+def resolve(timeout, default=UNSET):
+    """The limit a call runs under: its own (``float("inf")``: none,
+    whatever the defaults), its communicator's ``default``, the environment's."""
     if timeout is not None:
         return check(timeout)
-    return _defaults.get(core, _ENV)
+    return _ENV if default is UNSET else default
 
 
-def set_default(core, timeout):
-    if timeout is None:
-        _defaults.pop(core, None)
-    else:
-        _defaults[core] = check(timeout)
+def default(timeout):
+    """What a communicator keeps for ``Set_timeout(timeout)``: None gives
+    the environment's back (UNSET)."""
+    return UNSET if timeout is None else check(timeout)
 
 
 def deadline(timeout):

@@ -16,7 +16,7 @@ import math
 import operator
 from functools import cache, lru_cache
 
-from .comm import Comm, Intracomm, _Context
+from .comm import Comm, Intracomm, _Context, constructor
 from .exception import ERR_ARG, ERR_DIMS, ERR_RANK, ERR_TOPOLOGY, Exception as MPIException
 from .handle import _table
 from .neighbor import Neighborhood
@@ -204,7 +204,7 @@ def _adopt(comm, topo):
     """Make the communicator just made for ``comm`` (by Dup, Split) a topology communicator."""
     old = comm._state()
     st = _TopoContext(old.core, topo)
-    st.name, st.info = old.name, old.info
+    st.name, st.info, st.settings = old.name, old.info, old.settings
     _table[comm.tohandle()] = st
     return comm
 
@@ -222,6 +222,7 @@ def _first(comm, n):
 # ---- constructors (Intracomm's methods, in MPI/comm.py, call these) ----------
 
 
+@constructor
 def create_cart(comm, dims, periods=None, reorder=False):
     dims = _ints(dims)
     periods = _periods(periods, len(dims))
@@ -231,6 +232,7 @@ def create_cart(comm, dims, periods=None, reorder=False):
     return _make(Cartcomm, core, None if core is None else _Cart(dims, periods, core.rank))
 
 
+@constructor
 def create_graph(comm, index, edges, reorder=False):
     index, edges = _graph_index(index, edges)
     if any(b < a for a, b in zip([0] + index, index)) or (index and index[-1] > len(edges)):
@@ -240,6 +242,7 @@ def create_graph(comm, index, edges, reorder=False):
     return _make(Graphcomm, core, None if core is None else _Graph(index, edges, core.rank))
 
 
+@constructor
 def create_dist_graph_adjacent(
     comm, sources, destinations, sourceweights=None, destweights=None, info=None, reorder=False
 ):
@@ -255,6 +258,7 @@ def create_dist_graph_adjacent(
     return _make(Distgraphcomm, core, _DistGraph(sources, destinations, sw, dw))
 
 
+@constructor
 def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=None, reorder=False):
     sources = _ints(sources)
     degrees = _exactly(degrees, len(sources))
@@ -279,6 +283,7 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
     return _make(Distgraphcomm, _first(comm, c.size), topo)
 
 
+@constructor
 def cart_map(comm, dims, periods=None):
     dims = _ints(dims)
     _periods(periods, len(dims))
@@ -288,6 +293,7 @@ def cart_map(comm, dims, periods=None):
     return comm.Get_rank() if comm.Get_rank() < n else UNDEFINED
 
 
+@constructor
 def graph_map(comm, index, edges):
     index, _ = _graph_index(index, edges)
     return comm.Get_rank() if comm.Get_rank() < len(index) else UNDEFINED

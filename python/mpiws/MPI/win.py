@@ -19,6 +19,7 @@ import tempfile
 from .. import _core
 from . import datatype
 from .attributes import Attributes
+from .comm import COMM_SELF, Comm
 from .errhandler import Handled
 from .exception import (
     ERR_ARG,
@@ -32,7 +33,7 @@ from .exception import (
     Exception as MPIException,
 )
 from .group import Group, members_of
-from .handle import Handle, _predefined, _table, predefine
+from .handle import Handle, Named, _predefined, _table, predefine
 from .info import Info
 from .memory import buffer
 from .op import SUM, as_op
@@ -93,8 +94,6 @@ class _WinState:
 
 
 def _intracomm(comm):
-    from .comm import Comm
-
     if not isinstance(comm, Comm) or not comm:
         raise MPIException(ERR_ARG, "a window needs a valid intracommunicator")
     if comm.Is_inter():
@@ -135,13 +134,14 @@ def _element_code(dt):
     return datatype.reduce_code(dt)
 
 
-class Win(Handle, Attributes, Handled):
+class Win(Handle, Named, Attributes, Handled):
     """
     Remote memory access context.
     """
 
     __slots__ = ()
     _invalid = ERR_WIN
+    _null_name = "MPI_WIN_NULL"
 
     # ---- creation ----------------------------------------------------------
 
@@ -166,8 +166,6 @@ class Win(Handle, Attributes, Handled):
 
         Create an window object for one-sided communication.
         """
-        from .comm import COMM_SELF
-
         return cls._make(
             comm if comm is not None else COMM_SELF, _held(memory), _disp_unit(disp_unit), WIN_FLAVOR_CREATE, info
         )
@@ -178,8 +176,6 @@ class Win(Handle, Attributes, Handled):
 
         Create an window object for one-sided communication.
         """
-        from .comm import COMM_SELF
-
         size = _positive_size(size)
         memory = buffer.allocate(size) if size else None
         return cls._make(
@@ -195,8 +191,6 @@ class Win(Handle, Attributes, Handled):
         Each member's memory is its part of one mapping the members on
         this host share (a file in /dev/shm, removed once mapped).
         """
-        from .comm import COMM_SELF
-
         comm = _intracomm(comm if comm is not None else COMM_SELF)
         size, unit = _positive_size(size), _disp_unit(disp_unit)
         c = comm._core
@@ -239,8 +233,6 @@ class Win(Handle, Attributes, Handled):
 
         Create an window object for one-sided communication.
         """
-        from .comm import COMM_SELF
-
         return cls._make(comm if comm is not None else COMM_SELF, None, 1, WIN_FLAVOR_DYNAMIC, info)
 
     def Attach(self, memory):
@@ -334,28 +326,6 @@ class Win(Handle, Attributes, Handled):
     @info.setter
     def info(self, info):
         self.Set_info(info)
-
-    def Get_name(self):
-        """Get_name(self)
-
-        Get the print name for this window.
-        """
-        return self._state().name if self else "MPI_WIN_NULL"
-
-    def Set_name(self, name):
-        """Set_name(self, name)
-
-        Set the print name for this window.
-        """
-        self._state().name = str(name)
-
-    @property
-    def name(self):
-        return self.Get_name()
-
-    @name.setter
-    def name(self, value):
-        self.Set_name(value)
 
     def Get_attr(self, keyval):
         """Get_attr(self, keyval)

@@ -6,72 +6,14 @@ others read none, as under MPICH's mpiexec."""
 import os
 import queue
 import secrets
-import select
 import subprocess
 import sys
 import threading
 import time
 
 from .domain import Domain, exit_status
+from .pipes import STARTUP_SECONDS, forward, read_url
 from .worker import SERVICE, python_argv
-
-#: How long a rank process may take to report its endpoint URL.
-STARTUP_SECONDS = 60.0
-#: How long an unfinished output line waits for its end before it is shown
-#: as it is: a prompt (``input("n? ")``) must appear before the answer is typed.
-PROMPT_SECONDS = 0.2
-
-
-def _write(out, data):
-    try:
-        out.write(data)
-        out.flush()
-    except BrokenPipeError:
-        pass  # nobody reads our output (``| head``): keep draining the rank's
-
-
-def _forward(stream, out, prefix):
-    """Copy a rank's output to ``out`` in whole lines (ranks' lines do not
-    mix), each after ``prefix``; an unfinished line once the rank pauses."""
-    fd = stream.fileno()
-    poll = select.poll()  # not select(): ranks' pipes may be past fd 1023
-    poll.register(fd, select.POLLIN)
-    parts, mid_line = [], False  # the unfinished line's pieces; whether its start is out, prefixed
-    while True:
-        if parts and not poll.poll(PROMPT_SECONDS * 1000):
-            _write(out, (b"" if mid_line else prefix) + b"".join(parts))
-            parts, mid_line = [], True
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        *lines, rest = chunk.split(b"\n")
-        if lines:
-            lines[0] = b"".join(parts) + lines[0]
-            text = b"".join(prefix + line + b"\n" for line in lines)
-            _write(out, text[len(prefix) :] if mid_line else text)
-            parts, mid_line = [], False
-        if rest:
-            parts.append(rest)
-    if parts:
-        _write(out, (b"" if mid_line else prefix) + b"".join(parts))
-    stream.close()
-
-
-def _read_url(fd, proc, deadline):
-    data = b""
-    while not data.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or proc.poll() is not None:
-            raise RuntimeError(f"rank process {proc.pid} did not start (exit status {proc.poll()})")
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-        if ready:
-            chunk = os.read(fd, 1024)
-            if not chunk:
-                raise RuntimeError(f"rank process {proc.pid} exited during start-up")
-            data += chunk
-    os.close(fd)
-    return data.decode().strip()
 
 
 def has_stdin():
@@ -135,11 +77,11 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
             holds.append(hold_w)
             tag = f"[{rank}] ".encode() if prefix else b""
             for stream, out in ((p.stdout, sys.stdout.buffer), (p.stderr, sys.stderr.buffer)):
-                t = threading.Thread(target=_forward, args=(stream, out, tag), daemon=True)
+                t = threading.Thread(target=forward, args=(stream, out, tag), daemon=True)
                 t.start()
                 forwarders.append(t)
         deadline = time.monotonic() + STARTUP_SECONDS
-        urls = [_read_url(fd, p, deadline) for fd, p in zip(url_fds, procs)]
+        urls = [read_url(fd, p, deadline) for fd, p in zip(url_fds, procs)]
 
         domain = Domain(urls, key=key)
         try:

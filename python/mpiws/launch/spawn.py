@@ -30,7 +30,8 @@ import sys
 import threading
 import time
 
-from .local import STARTUP_SECONDS, _forward, _read_url
+from .. import binding
+from .pipes import STARTUP_SECONDS, forward, read_url
 
 #: Salts of the communicators ``sides`` derives, in the order it derives them.
 _SIDE, _INTER, _INTER_LOCAL = 0x5350, 0x5351, 0x5352
@@ -105,9 +106,9 @@ class Children:
                 holds.append(hold_w)
                 self._binding_fds.append(bind_w)
                 for stream, out in ((p.stdout, sys.stdout.buffer), (p.stderr, sys.stderr.buffer)):
-                    threading.Thread(target=_forward, args=(stream, out, b""), daemon=True).start()
+                    threading.Thread(target=forward, args=(stream, out, b""), daemon=True).start()
             deadline = time.monotonic() + STARTUP_SECONDS
-            self.urls = [_read_url(os.dup(fd), p, deadline) for fd, p in zip(url_fds, self.procs)]
+            self.urls = [read_url(os.dup(fd), p, deadline) for fd, p in zip(url_fds, self.procs)]
         except BaseException:
             for fd in holds + self._binding_fds + url_fds:
                 os.close(fd)
@@ -155,7 +156,7 @@ class Children:
         ``instance`` is this rank's in it."""
         self.instance = instance
         for i, fd in enumerate(self._binding_fds):
-            binding = {
+            told = {
                 "domain": domain,
                 "token": token,
                 "endpoints": endpoints,
@@ -163,7 +164,7 @@ class Children:
                 "parents": nparents,
             }
             try:
-                os.write(fd, json.dumps(binding).encode())
+                os.write(fd, json.dumps(told).encode())
             finally:
                 os.close(fd)
 
@@ -171,3 +172,7 @@ class Children:
 def new_domain():
     """A new spawn domain's id and token."""
     return "spawn-" + secrets.token_hex(8), secrets.token_urlsafe(24)
+
+
+# MPI's Spawn starts its children here (MPI/spawn.py asks the binding; it never imports this).
+binding.set_spawner(Children, new_domain, sides)

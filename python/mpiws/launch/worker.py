@@ -18,6 +18,7 @@ import types
 
 from .. import _core, binding
 from ..service.runner import run_instance
+from .spawn import end_children
 
 SERVICE = "script"
 
@@ -91,8 +92,6 @@ def run_program(endpoint, program, args, wait=120.0, form="path"):
 
 def _run_and_end_children(program, args, form):
     # A rank that spawned processes ends after them, as mpiexec waits for them.
-    from .spawn import end_children
-
     try:
         run_main(program, args, form)
     finally:

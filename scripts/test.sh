@@ -65,6 +65,7 @@ beside "cargo build (Rust tests)" cargo test --profile ci --workspace --exclude 
 stage setup scripts/setup.sh mpich mpi4py matplotlib
 joined
 stage "cargo test" cargo test --profile ci --workspace --exclude mpiws-python
+# (the lint stage goes here, as `stage lint scripts/lint.sh`: its time is printed like the others')
 if [ $# -gt 0 ]; then # a selection of pytest's
     stage pytest .venv/bin/python -m pytest -q "$@"
     exit

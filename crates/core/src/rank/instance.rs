@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::engine::completion::{fit_spin, Completion};
-use crate::engine::inbox::{take_cut, Inbox, Waiting};
+use crate::engine::inbox::Inbox;
 use crate::error::{Error, ErrorClass};
 use crate::net::link::{InFlight, Link, Undelivered};
 use crate::net::reader::Progress;
@@ -120,8 +120,8 @@ impl Instance {
         let instance = Arc::new(Instance {
             crowded: local == size as usize && oversubscribed,
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            inbox: Mutex::new(Inbox::new(binding.rank, size)),
             binding,
-            inbox: Mutex::new(Inbox::default()),
             arrived: Condvar::new(),
             next_recv_id: AtomicU64::new(1),
             status: watch::channel(status).0,
@@ -234,18 +234,9 @@ impl Instance {
     }
 
     fn close(&self, why: Error) {
-        let waiting = {
-            let mut inbox = self.inbox.lock();
-            inbox.closed = Some(why.clone());
-            inbox.mailbox.close();
-            let mut waiting: Vec<Waiting> = std::mem::take(&mut inbox.waiting).into_values().collect();
-            waiting.extend(take_cut(&mut inbox.claims, |_| true));
-            waiting
-        };
+        let fires = self.inbox.lock().close(why);
         self.arrived.notify_all();
-        for w in waiting {
-            w.completion.complete(Err(why.clone()));
-        }
+        fires.fire();
         for ch in &self.channels {
             if let Some(Channel::Stream(link)) = ch.lock().take() {
                 link.close();

@@ -1,80 +1,46 @@
 //! The receive side of a rank: messages filed as they arrive (from a
 //! stream's reader or a store), receives posted, probed, cancelled, and
-//! peers found gone. The state is `engine::inbox`, under the instance's
-//! lock; what a step completes is completed after the lock is let go.
+//! peers found gone. Each is a step of `engine::inbox` under the
+//! instance's lock; what it completes is completed after the lock is let
+//! go. What a step means for the rest of the rank happens here: window
+//! traffic goes to the windows, a broadcast is forwarded down its tree,
+//! waiters on `arrived` (probes) wake, parked streams are read again.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::max_unexpected;
-use crate::engine::completion::{Completion, Outcome, RecvBuffer};
-use crate::engine::inbox::{take_cut, unsatisfiable, Claim, Inbox, Waiting};
-use crate::engine::mailbox::{Arrival, Message, Pattern, RecvId};
-use crate::error::{Error, ErrorClass, Result};
+use crate::engine::completion::{Completion, RecvBuffer};
+use crate::engine::inbox::Waiting;
+use crate::engine::mailbox::{Message, Pattern, RecvId};
+use crate::error::{Error, Result};
 use crate::net::reader::{Delivered, Receiver};
 use crate::rank::Instance;
 use crate::wire::frame::{Envelope, Payload};
-use crate::wire::reserved::{fault_of, is_revoke, is_rma, REVOKE_TAG};
 
 impl Instance {
     /// File a message that arrived for this instance.
     pub fn deliver(self: &Arc<Self>, msg: Message) -> Result<Delivered> {
-        let tree = if msg.env.forward.is_empty() {
-            None
-        } else {
-            let list = &msg.env.forward;
-            if list[0] != self.rank() || list.len() > self.size() as usize || list.iter().any(|&w| w >= self.size()) {
-                let e = format!("invalid broadcast forward list {list:?} at rank {}", self.rank());
-                return Err(Error::new(ErrorClass::Arg, e));
-            }
-            Some((msg.env.clone(), msg.payload.clone()))
-        };
-        let revoke = is_revoke(&msg.env).then(|| Pattern { context: msg.env.context, source: Some(msg.env.source), tag: Some(REVOKE_TAG) });
-        let (matched, revoked, rma) = {
+        let tree = (!msg.env.forward.is_empty()).then(|| (msg.env.clone(), msg.payload.clone()));
+        let arrived = {
             let mut inbox = self.inbox.lock();
-            if let Some(e) = &inbox.closed {
-                return Err(e.clone());
-            }
-            // Window traffic holds its place in its sender's order, then is
-            // taken out for the windows (this one, or one it released).
-            let rma = is_rma(&msg.env) || inbox.mailbox.holds_early(msg.env.source);
-            let matched = match inbox.mailbox.arrive(msg) {
-                Arrival::Duplicate(dup) => {
-                    let cut = Self::retried(&mut inbox, dup);
-                    drop(inbox);
-                    if let Some((w, m)) = cut {
-                        Self::hand_over(&w.completion, m);
-                    }
-                    return Ok(Delivered::Duplicate);
-                }
-                Arrival::Filed(matched) => Self::take_waiting(&mut inbox, matched),
-            };
-            if tree.is_some() {
+            let arrived = inbox.arrive(msg)?;
+            if tree.is_some() && !arrived.duplicate {
                 // Counted before the message can be taken: the application
                 // may take it, run ahead and flush before `forward` is done,
                 // and its flush must wait for the forwards.
                 self.forwarding.fetch_add(1, Ordering::AcqRel);
             }
-            // Filed first (it holds a place in its sender's order), then taken back.
-            let revoked = match revoke.and_then(|p| inbox.mailbox.take(&p)) {
-                Some(m) => {
-                    let mut body = vec![0; m.payload.len()];
-                    m.payload.copy_to(&mut body);
-                    let why = fault_of(&body).unwrap_or_else(|| Error::new(ErrorClass::ProcFailed, "a rank failed"));
-                    inbox.revoke(m.env.context, why)
-                }
-                None => Vec::new(),
-            };
-            let rma = if rma { inbox.mailbox.take_where(is_rma) } else { Vec::new() };
-            (matched, revoked, rma)
+            arrived
         };
-        for (w, why) in revoked {
-            w.completion.complete(Err(why));
+        if arrived.duplicate {
+            arrived.fires.fire();
+            return Ok(Delivered::Duplicate);
         }
         // No window was ever made here: nobody can be waiting for an answer.
-        if let Some(windows) = self.window_frames().filter(|_| !rma.is_empty()) {
-            for m in rma {
+        if let Some(windows) = self.window_frames().filter(|_| !arrived.rma.is_empty()) {
+            for m in arrived.rma {
                 windows.handle(self, m.env.source, m.env.context, m.payload);
             }
         }
@@ -85,49 +51,17 @@ impl Instance {
             self.forwarding.fetch_sub(1, Ordering::AcqRel);
         }
         self.arrived.notify_all();
-        for (w, m) in matched {
-            Self::hand_over(&w.completion, m);
-        }
+        arrived.fires.fire();
         Ok(Delivered::Filed)
-    }
-
-    /// A retry of a message that arrived before: kept for a receive reading
-    /// the first copy in case that read is cut off; handed to the receive
-    /// whose read was cut off (returned); else a synchronous sender is told
-    /// when the first copy is matched.
-    fn retried(inbox: &mut Inbox, mut dup: Message) -> Option<(Waiting, Message)> {
-        let key = (dup.env.source, dup.env.seq.unwrap_or(0));
-        match inbox.claims.remove(&key) {
-            None => {
-                inbox.mailbox.rejoin(dup);
-                None
-            }
-            Some(Claim::Cut(w)) => Some((w, dup)),
-            Some(Claim::Reading) => {
-                inbox.claims.insert(key, Claim::Retry(dup));
-                None
-            }
-            Some(Claim::Retry(mut older)) => {
-                dup.on_match.append(&mut older.on_match);
-                inbox.claims.insert(key, Claim::Retry(dup));
-                None
-            }
-        }
     }
 
     /// A message from `source` with sequence number `seq` was refused by
     /// this endpoint (and reported to its sender): later ones go on.
     pub fn skip(&self, source: u32, seq: Option<u64>) {
         let Some(seq) = seq else { return };
-        let matched = {
-            let mut inbox = self.inbox.lock();
-            let matched = inbox.mailbox.skip(source, seq);
-            Self::take_waiting(&mut inbox, matched)
-        };
+        let fires = self.inbox.lock().skip(source, seq);
         self.arrived.notify_all();
-        for (w, m) in matched {
-            Self::hand_over(&w.completion, m);
-        }
+        fires.fire();
     }
 
     /// Wait up to `timeout` for a receive's completion; with the world rank
@@ -159,42 +93,12 @@ impl Instance {
         done
     }
 
-    fn take_waiting(inbox: &mut Inbox, matched: Vec<(RecvId, Message)>) -> Vec<(Waiting, Message)> {
-        matched.into_iter().filter_map(|(id, m)| inbox.waiting.remove(&id).map(|w| (w, m))).collect()
-    }
-
-    fn hand_over(c: &Completion, mut m: Message) {
-        m.matched();
-        c.complete(Ok(Outcome::Received { env: m.env, payload: m.payload }));
-    }
-
     /// Post a receive. The completion carries the message once one matches.
     /// With a `buffer`, a large message may be read straight into it.
     pub fn post_recv(&self, pattern: Pattern, buffer: Option<Box<dyn RecvBuffer>>) -> (RecvId, Arc<Completion>) {
         let id = self.next_recv_id.fetch_add(1, Ordering::Relaxed);
         let c = Completion::new();
-        let found = {
-            let mut inbox = self.inbox.lock();
-            if let Some(e) = &inbox.closed {
-                c.complete(Err(e.clone()));
-                return (id, c);
-            }
-            let found = inbox.mailbox.post(id, pattern);
-            if found.is_none() {
-                if let Some(e) = inbox.hopeless(&pattern, self.size()) {
-                    inbox.mailbox.cancel(id);
-                    drop(inbox);
-                    c.complete(Err(e));
-                    return (id, c);
-                }
-                inbox.waiting.insert(id, Waiting { completion: c.clone(), buffer });
-                return (id, c);
-            }
-            found
-        };
-        if let Some(m) = found {
-            Self::hand_over(&c, m);
-        }
+        self.inbox.lock().post(id, pattern, Waiting { completion: c.clone(), buffer }).fire();
         self.consumed(); // the message taken, or the one awaited, may free a parked stream
         (id, c)
     }
@@ -203,63 +107,26 @@ impl Instance {
     /// it goes to, if that receive has a buffer big enough to read it into.
     /// The caller reads the payload and completes the receive (`Placed`).
     pub fn claim(&self, env: &Envelope, len: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
-        let (w, matched) = {
-            let mut inbox = self.inbox.lock();
-            if inbox.closed.is_some() {
-                return None;
-            }
-            let Inbox { mailbox, waiting, .. } = &mut *inbox;
-            let fits = |id: RecvId| waiting.get(&id).and_then(|w| w.buffer.as_ref()).is_some_and(|b| b.len() >= len);
-            let (id, matched) = mailbox.claim(env, fits)?;
-            let w = waiting.remove(&id)?;
-            inbox.claims.insert((env.source, env.seq?), Claim::Reading);
-            (w, Self::take_waiting(&mut inbox, matched))
-        };
-        for (w, m) in matched {
-            Self::hand_over(&w.completion, m);
-        }
+        let (w, fires) = self.inbox.lock().claim(env, len)?;
+        fires.fire();
         Some((w.completion, w.buffer?))
     }
 
-    /// A claimed message was read in full: a retry that came meanwhile was
-    /// matched with it.
+    /// A claimed message was read in full.
     pub fn placed(&self, source: u32, seq: u64) {
-        let claim = self.inbox.lock().claims.remove(&(source, seq));
-        if let Some(Claim::Retry(mut m)) = claim {
-            m.matched();
-        }
+        self.inbox.lock().placed(source, seq).fire();
     }
 
     /// A claimed message was cut off mid-read: its receive takes the retry
     /// (which may have come already), or fails if none can come.
     pub fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>) {
-        let w = Waiting { completion, buffer: Some(buffer) };
-        let mut inbox = self.inbox.lock();
-        let doomed = inbox.closed.clone().or_else(|| inbox.gone.get(&source).cloned());
-        if let Some(Claim::Retry(m)) = inbox.claims.remove(&(source, seq)) {
-            drop(inbox);
-            Self::hand_over(&w.completion, m);
-        } else if let Some(e) = doomed {
-            drop(inbox);
-            w.completion.complete(Err(e));
-        } else {
-            inbox.claims.insert((source, seq), Claim::Cut(w));
-        }
+        self.inbox.lock().cut(source, seq, Waiting { completion, buffer: Some(buffer) }).fire();
     }
 
     /// Withdraw a posted receive; true if it had not matched yet.
     pub fn cancel_recv(&self, id: RecvId) -> bool {
-        let w = {
-            let mut inbox = self.inbox.lock();
-            if !inbox.mailbox.cancel(id) {
-                return false;
-            }
-            inbox.waiting.remove(&id)
-        };
-        if let Some(w) = w {
-            w.completion.complete(Ok(Outcome::Cancelled));
-        }
-        true
+        let cancelled = self.inbox.lock().cancel(id);
+        cancelled.map(|fires| fires.fire()).is_some()
     }
 
     /// Envelope and size of the message a receive with `pattern` would take,
@@ -268,11 +135,8 @@ impl Instance {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut inbox = self.inbox.lock();
         loop {
-            if let Some(m) = inbox.mailbox.probe(&pattern) {
-                return Ok(Some((m.env.clone(), m.payload.len())));
-            }
-            if let Some(e) = &inbox.closed {
-                return Err(e.clone());
+            if let Some(found) = inbox.probe(&pattern)? {
+                return Ok(Some(found));
             }
             match deadline {
                 None => self.arrived.wait(&mut inbox),
@@ -290,56 +154,34 @@ impl Instance {
     /// the receiver errs if the message is refused or this instance ends
     /// first (also asked after it ended: the mailbox still knows).
     pub fn watch_match(&self, source: u32, seq: u64) -> Option<tokio::sync::oneshot::Receiver<()>> {
-        self.inbox.lock().mailbox.watch_match(source, seq)
+        self.inbox.lock().watch_match(source, seq)
     }
 
     /// Take back message `seq` from `source` unless a receive took it (its
     /// send timed out; `service::withdraw`): true if withdrawn.
     pub fn take_back(&self, source: u32, seq: u64) -> bool {
-        let (withdrawn, matched) = {
-            let mut inbox = self.inbox.lock();
-            let (withdrawn, matched) = inbox.mailbox.take_back(source, seq);
-            (withdrawn, Self::take_waiting(&mut inbox, matched))
-        };
-        for (w, m) in matched {
-            Self::hand_over(&w.completion, m);
-        }
+        let (withdrawn, fires) = self.inbox.lock().take_back(source, seq);
+        fires.fire();
         self.consumed();
         withdrawn
     }
 
     /// Take a matching message now if there is one (matched probe + receive).
     pub fn take(&self, pattern: Pattern) -> Option<(Envelope, Payload)> {
-        let mut m = self.inbox.lock().mailbox.take(&pattern)?;
+        let mut m = self.inbox.lock().take(&pattern)?;
         self.consumed();
         m.matched();
         Some((m.env, m.payload))
     }
 
-    // ---- peers that are gone -------------------------------------------
-
     /// Peer `rank` is gone (`rank::liveness` found its instance ended or
     /// unreachable): receives that only it could satisfy fail now and from
     /// now on (what it sent before is still received), and sends to it fail.
     pub fn peer_gone(&self, rank: u32, why: Error) {
-        let failed: Vec<Waiting> = {
-            let mut inbox = self.inbox.lock();
-            if inbox.closed.is_some() || inbox.gone.contains_key(&rank) {
-                return;
-            }
-            inbox.gone.insert(rank, why.clone());
-            let size = self.size();
-            let Inbox { mailbox, waiting, gone, claims, .. } = &mut *inbox;
-            let ids = mailbox.withdraw(|p| unsatisfiable(gone, size, p).is_some());
-            let mut failed: Vec<Waiting> = ids.into_iter().filter_map(|id| waiting.remove(&id)).collect();
-            failed.extend(take_cut(claims, |source| source == rank));
-            failed
-        };
+        let Some(fires) = self.inbox.lock().peer_gone(rank, why) else { return };
         self.any_gone.store(true, Ordering::Release);
         self.arrived.notify_all();
-        for w in failed {
-            w.completion.complete(Err(why.clone()));
-        }
+        fires.fire();
     }
 
     /// Why peer `rank` is gone, if it is.
@@ -347,55 +189,39 @@ impl Instance {
         if !self.any_gone.load(Ordering::Acquire) {
             return None;
         }
-        self.inbox.lock().gone.get(&rank).cloned()
+        self.inbox.lock().gone(rank)
     }
 
     /// Why this instance ended, once it has: everything sent to it now fails so.
     pub fn ended(&self) -> Option<Error> {
-        self.inbox.lock().closed.clone()
+        self.inbox.lock().ended()
     }
 
     /// The posted receives (with the source each waits for; None: any).
     pub fn posted_receives(&self) -> Vec<(RecvId, Option<u32>)> {
-        self.inbox.lock().mailbox.awaited()
+        self.inbox.lock().posted_receives()
     }
 
     /// The peers that `receives` wait for (every other rank for an
     /// any-source receive), leaving out those already gone.
     pub fn peers_awaited_by(&self, receives: impl IntoIterator<Item = Option<u32>>) -> Vec<u32> {
-        let mut peers = Vec::new();
-        for source in receives {
-            match source {
-                Some(s) => peers.push(s),
-                None => {
-                    peers = (0..self.size()).collect();
-                    break;
-                }
-            }
-        }
-        peers.sort_unstable();
-        peers.dedup();
-        let inbox = self.inbox.lock();
-        peers.retain(|p| *p != self.rank() && !inbox.gone.contains_key(p));
-        peers
+        self.inbox.lock().peers_awaited_by(receives)
     }
 
     pub fn unexpected_bytes(&self) -> usize {
-        self.inbox.lock().mailbox.unexpected_bytes()
+        self.inbox.lock().unexpected_bytes()
     }
 
     pub fn peak_unexpected_bytes(&self) -> usize {
-        self.inbox.lock().mailbox.peak_unexpected_bytes()
+        self.inbox.lock().peak_unexpected_bytes()
     }
 
-    /// Whether to stop taking messages from `source` for now: messages
-    /// nobody asked for yet hold more than the bound (`MPIWS_MAX_UNEXPECTED`)
-    /// and no posted receive waits for `source` (one that does must get its
-    /// message). Its stream is then no longer read, so TCP pushes back on
-    /// the sender; its stores are answered 429, and the sender tries again.
+    /// Whether to stop taking messages from `source` for now (the bound is
+    /// `MPIWS_MAX_UNEXPECTED`; see `Inbox::holds_back`). Its stream is then
+    /// no longer read, so TCP pushes back on the sender; its stores are
+    /// answered 429, and the sender tries again.
     pub fn holds_back(&self, source: u32) -> bool {
-        let inbox = self.inbox.lock();
-        inbox.mailbox.unexpected_bytes() > max_unexpected() && !inbox.mailbox.awaits(source)
+        self.inbox.lock().holds_back(source, max_unexpected())
     }
 
     /// A receive took a message or waits for one: streams parked by the

@@ -337,7 +337,7 @@ fn state_of(c: &Completion) -> Option<(bool, Option<String>, i32)> {
         return None;
     }
     Some(match c.peek_error() {
-        Some(e) => (false, Some(e.message), e.class.code() as i32),
+        Some(e) => (false, Some(e.message), e.class.code()),
         None => (true, None, 0),
     })
 }

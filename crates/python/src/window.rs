@@ -131,7 +131,7 @@ impl Window {
         let held = fetch.map(|f| Held::get(f, "result buffer")).transpose()?;
         let dest = held.as_ref().map(|h| h.dest());
         // SAFETY: as in `get`.
-        let c = unsafe { self.inner.accumulate(target, disp, data.clone(), len, op, dtype, dest) }.py_err()?;
+        let c = unsafe { self.inner.accumulate(target, disp, data.clone(), len, (op, dtype), dest) }.py_err()?;
         let mut k = vec![data];
         k.extend(held.map(keep));
         Ok(self.request(c, k, target))

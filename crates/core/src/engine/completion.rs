@@ -15,6 +15,10 @@ use crate::wire::frame::{Envelope, Payload};
 pub trait RecvBuffer: Send {
     fn len(&self) -> usize;
     fn as_mut_slice(&mut self) -> &mut [u8];
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// What a finished operation produced.

@@ -41,8 +41,11 @@ pub struct Comm {
     /// Whether the ranks are far apart, once measured (`collective::network`).
     far: Arc<std::sync::OnceLock<bool>>,
     /// Communicators made so far by `Create_group` per (group, tag).
-    group_calls: Arc<parking_lot::Mutex<std::collections::HashMap<(Vec<u32>, u64), u64>>>,
+    group_calls: Arc<parking_lot::Mutex<GroupCalls>>,
 }
+
+/// How many communicators `Create_group` made per (group of world ranks, tag).
+type GroupCalls = std::collections::HashMap<(Vec<u32>, u64), u64>;
 
 fn mix(mut x: u64) -> u64 {
     // splitmix64 finaliser: a well-spread, deterministic hash.

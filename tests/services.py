@@ -81,7 +81,7 @@ def whereami(comm):
     c = comm._core
     return {
         "rank": comm.Get_rank(),
-        "url": c.instance.endpoints[c.group[c.rank]],
+        "url": c.endpoints[c.group[c.rank]],
         "netns": os.readlink("/proc/self/ns/net"),
         "host": MPI.Get_processor_name(),
     }

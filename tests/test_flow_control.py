@@ -8,7 +8,7 @@ from conftest import assert_ok
 PROGRAM = """
 import os, resource, sys, time
 import numpy as np
-from mpiws import MPI
+from mpiws import MPI, binding
 comm = MPI.COMM_WORLD
 MB = 1 << 20
 total, chunk = int(sys.argv[1]) * MB, 4 * MB
@@ -30,7 +30,7 @@ else:
         if i % 64 == 0:
             time.sleep(0.01)             # a slow receiver
     sent = comm.recv(source=0, tag=2)
-    peak = comm._core.instance.peak_unexpected_bytes()
+    peak = binding.current().instance.peak_unexpected_bytes()
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
     print(f"moved {total // MB} MiB; peak unexpected {peak / MB:.1f} MiB; receiver memory grew {grew / MB:.1f} MiB; sender took {sent:.1f} s", flush=True)
     bound = int(os.environ["MPIWS_MAX_UNEXPECTED"])

@@ -217,8 +217,8 @@ class Request:
     # owner) asks of the operation: its outcome, and its withdrawal at the deadline.
 
     def _outcome_kept(self):
-        """(ok, value or error, status) of the done operation, taken now but
-        the request kept active; None if it is not active."""
+        # (ok, value or error, status) of the done operation, taken now but
+        # the request kept active; None if it is not active.
         if self._r is None:
             return None
         # self._r stays set meanwhile: an owner's test() on another thread must
@@ -231,9 +231,9 @@ class Request:
             return (False, e, st)
 
     def _withdraw_overdue(self):
-        """Its deadline passed: withdraw the operation (``_expire``) unless it
-        is done or completes instead. The ERR_TIMEOUT if it was withdrawn (the
-        request then stands for the expired operation), else None."""
+        # Its deadline passed: withdraw the operation (_expire) unless it is
+        # done or completes instead. The ERR_TIMEOUT if it was withdrawn (the
+        # request then stands for the expired operation), else None.
         if self._r is None or self._r.done():
             return None
         try:

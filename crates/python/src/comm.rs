@@ -247,13 +247,6 @@ impl Comm {
         self.inner.remote_group().map(|g| g.to_vec())
     }
 
-    /// The same communicator on its collective context: traffic there never
-    /// matches the application's receives (an intercommunicator's composed
-    /// collectives travel there).
-    fn internal(&self) -> Comm {
-        self.inner.internal().into()
-    }
-
     fn world_rank(&self, local: i64) -> PyResult<u32> {
         self.inner.world_rank(local).py_err()
     }

@@ -60,12 +60,14 @@ trap '[ -z "${bg_pid:-}" ] || { pkill -P "$bg_pid"; kill "$bg_pid"; } 2>/dev/nul
 
 # The Rust tests build with the `ci` profile (Cargo.toml: unoptimized, no debug info; about 1 minute instead of
 # the release profile's 18), in target/ci, beside the setup's release build of the extension in target/release.
-beside "cargo build (Rust tests)" cargo test --profile ci --workspace --exclude mpiws-python --no-run
+# Clippy (the lint stage's) is checked there too, so that the lint stage finds its work done.
+beside "cargo build (Rust tests), clippy" bash -c \
+    "cargo test --profile ci --workspace --exclude mpiws-python --no-run && cargo clippy --workspace --all-targets -- -D warnings"
 # MPICH and mpi4py: the application tests also run each example under MPI.
 stage setup scripts/setup.sh mpich mpi4py matplotlib
 joined
 stage "cargo test" cargo test --profile ci --workspace --exclude mpiws-python
-# (the lint stage goes here, as `stage lint scripts/lint.sh`: its time is printed like the others')
+stage lint scripts/lint.sh
 if [ $# -gt 0 ]; then # a selection of pytest's
     stage pytest .venv/bin/python -m pytest -q "$@"
     exit

@@ -145,7 +145,9 @@ class Comm:
     size: int
     context: int
     group: list[int]
-    instance: Instance
+    endpoints: list[str]
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every send of this rank is acknowledged or failed; False if ``timeout`` passed first."""
     def isend(
         self,
         dest: int,
@@ -230,6 +232,9 @@ class Request:
     def withdraw(self) -> bool:
         """A send that timed out: take it back unless a receive took it (a round trip to the
         receiver); True if withdrawn, never to be received. A receive: ``cancel``."""
+    def expire(self, what: str) -> None:
+        """The timeout rule, the core's: the wait for ``what`` ran out; raise ERR_TIMEOUT if the
+        operation was withdrawn (or cannot be: a collective), else return once it completed after all."""
     def watch(self, events: Events, token: int) -> None:
         """Push ``token`` to ``events`` when the operation completes (at once if it has)."""
     def watch_stored(self, events: Events, token: int) -> bool:

@@ -75,6 +75,7 @@ pub use jobs::cwl::params::{eval as cwl_eval, Mode as CwlMode};
 pub use jobs::template;
 pub use mpi::collective::{Call, Edge, Op, ALGORITHMS};
 pub use mpi::datatype::Layout;
+pub use mpi::request::Request;
 pub use mpi::window::{RawDest, Window};
 pub use mpi::{Comm, ANY_SOURCE, ANY_TAG, PROC_NULL, ROOT};
 pub use net::http::Http;

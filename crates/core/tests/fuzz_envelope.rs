@@ -48,7 +48,7 @@ fn value() -> impl Strategy<Value = HeaderValue> {
 
 fn headers() -> impl Strategy<Value = HeaderMap> {
     let name = prop_oneof![
-        4 => proptest::sample::select(&NAMES[..]).prop_map(|n| HeaderName::from_static(n)),
+        4 => proptest::sample::select(&NAMES[..]).prop_map(HeaderName::from_static),
         1 => "[a-z-]{1,12}".prop_map(|n| HeaderName::from_bytes(n.as_bytes()).unwrap()),
     ];
     // Appended, not inserted: a name may come twice.

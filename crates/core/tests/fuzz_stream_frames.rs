@@ -181,7 +181,7 @@ proptest! {
         let env = Envelope { source: 0, context: 1, tag: 0, seq: Some(0), sync: false, parts: parts.clone(), forward: vec![] };
         let mut bytes = encode_message(&env, length_, true);
         let payload = if length_ <= MAX { length_ as usize } else { 0 };
-        bytes.extend(std::iter::repeat(7u8).take(payload));
+        bytes.extend(std::iter::repeat_n(7u8, payload));
         let (got, refused) = drive(&bytes, 0);
         let fits = parts_total(&parts) == Some(length_) && length_ <= MAX;
         prop_assert_eq!(got.len() == 1, fits);

@@ -3,21 +3,14 @@
 
 use std::time::Duration;
 
-use mpiws_core::Comm as CoreComm;
+use mpiws_core::{Comm as CoreComm, Completion, RecvBuffer, Request as CoreRequest};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use mpiws_core::{Completion, RecvBuffer};
-
 use crate::buffers::{to_bytes, Dest};
-use crate::endpoint::Instance;
 use crate::errors::IntoPy;
-use crate::request::{wait_in_slices, Message, Request};
-
-/// Seconds as a limit; None (no limit) also for infinite or unrepresentable ones.
-pub fn secs(t: Option<f64>) -> Option<Duration> {
-    t.and_then(|s| Duration::try_from_secs_f64(s.max(0.0)).ok())
-}
+use crate::request::{Message, Request};
+use crate::wait::{secs, wait_in_slices};
 
 #[pyclass(module = "mpiws._core", frozen, weakref)]
 pub struct Comm {
@@ -49,9 +42,23 @@ impl Comm {
     fn group(&self) -> Vec<u32> {
         self.inner.group.to_vec()
     }
+    /// The endpoint URL of every world rank of the domain, in rank order.
     #[getter]
-    fn instance(&self) -> Instance {
-        Instance { inner: self.inner.instance.clone() }
+    fn endpoints(&self) -> Vec<String> {
+        self.inner.instance.binding.endpoints.clone()
+    }
+
+    /// Wait until every send of this rank is acknowledged or failed; false
+    /// if `timeout` passed first. Raises if a completed send was not delivered.
+    #[pyo3(signature = (timeout=None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let instance = self.inner.instance.clone();
+        let mut outcome = Ok(true);
+        wait_in_slices(py, timeout, |slice| {
+            outcome = instance.flush(Some(slice));
+            !matches!(outcome, Ok(false))
+        })?;
+        outcome.py_err()
     }
 
     /// Start a send of `buffers` (any contiguous buffers, sent back to back).
@@ -91,13 +98,7 @@ impl Comm {
         timeout: Option<f64>,
     ) -> PyResult<()> {
         let r = self.start_send(py, dest, tag, buffers, split, sync, true, false)?;
-        if !r.wait(py, timeout)? {
-            if r.withdraw(py)? {
-                return Err(timed_out("send", timeout));
-            }
-            r.wait(py, None)?;
-        }
-        r.take().map(|_| ())
+        r.finish(py, "send", timeout).map(|_| ())
     }
 
     /// `Sendrecv` in one call: the receive is posted, then the send is
@@ -125,13 +126,11 @@ impl Comm {
         let mut sent = None;
         let got = r.wait_after(py, timeout, || sent = Some(comm.isend(dest, sendtag, chunks, parts, false)));
         let sent = sent.expect("the first wait starts the send").py_err()?;
-        let s = Request::send(self.inner.clone(), sent, keep, None, dest);
-        if !got? && r.cancel() {
-            return Err(timed_out("receive", timeout));
+        let s = Request::new(CoreRequest::send(self.inner.clone(), sent, dest, None), keep);
+        if !got? {
+            r.expired(py, "receive", timeout)?;
         }
-        r.wait(py, None)?; // matched just as it timed out: the message is here
-        s.wait(py, None)?;
-        s.take()?;
+        s.finish(py, "send", None)?;
         Ok(r.take()?.expect("a receive yields a message"))
     }
 
@@ -141,11 +140,7 @@ impl Comm {
     #[pyo3(signature = (source, tag, buffer=None, timeout=None))]
     fn recv(&self, py: Python<'_>, source: i64, tag: i64, buffer: Option<&Bound<'_, PyAny>>, timeout: Option<f64>) -> PyResult<Message> {
         let r = self.irecv(source, tag, buffer)?;
-        if !r.wait(py, timeout)? && r.cancel() {
-            return Err(timed_out("receive", timeout));
-        }
-        r.wait(py, None)?; // matched just as it timed out: the message is here
-        Ok(r.take()?.expect("a receive yields a message"))
+        Ok(r.finish(py, "receive", timeout)?.expect("a receive yields a message"))
     }
 
     /// Post a receive; a large message may be read straight into `buffer`.
@@ -156,7 +151,7 @@ impl Comm {
             None => None,
         };
         let (id, c) = self.inner.irecv_into(source, tag, buffer).py_err()?;
-        Ok(Request::recv(self.inner.clone(), c, id, source))
+        Ok(Request::new(CoreRequest::recv(self.inner.clone(), c, id, source), Vec::new()))
     }
 
     /// (source, tag, nbytes) of the next matching message, or None if none
@@ -209,7 +204,7 @@ impl Comm {
             c.complete(Ok(out));
             c
         };
-        Ok(Request::recv(self.inner.clone(), c, None, mpiws_core::ANY_SOURCE))
+        Ok(Request::new(CoreRequest::call(self.inner.clone(), c), Vec::new()))
     }
 
     /// Context for the next communicator derived from this one.
@@ -290,10 +285,6 @@ impl Comm {
             }
         };
         let (c, track) = py.detach(|| start(&self.inner)).py_err()?;
-        Ok(Request::send(self.inner.clone(), c, chunks, track, dest))
+        Ok(Request::new(CoreRequest::send(self.inner.clone(), c, dest, track), chunks))
     }
-}
-
-fn timed_out(what: &str, timeout: Option<f64>) -> PyErr {
-    crate::errors::mpi_err(mpiws_core::ErrorClass::Timeout, format!("{what} timed out after {} s", timeout.unwrap_or_default()))
 }

@@ -1,19 +1,16 @@
-//! `Endpoint` (an HTTP server hosting services) and `Instance` (one rank of
-//! one domain on it).
+//! `Endpoint`: an HTTP server hosting services and the instances of any
+//! number of domains; and the functions of an endpoint's process (an
+//! instance's child, CWL evaluation, signals, the settings' defaults).
 
 use std::sync::Arc;
 
-use mpiws_core::Binding;
-use mpiws_core::Comm as CoreComm;
-use mpiws_core::ErrorReport;
-use mpiws_core::Instance as CoreInstance;
-use mpiws_core::{Config, Endpoint as CoreEndpoint};
+use mpiws_core::{Binding, Config, Endpoint as CoreEndpoint};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
 
-use crate::comm::Comm;
 use crate::errors::IntoPy;
-use crate::request::wait_in_slices;
+use crate::instance::{json_arg, Instance};
+use crate::wait::wait_in_slices;
 
 /// A setting's value as JSON: None, bools, numbers, strings, paths
 /// (`os.PathLike`) and lists of them.
@@ -50,10 +47,6 @@ fn to_json(v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
 #[pyfunction]
 pub fn endpoint_settings() -> String {
     Config::defaults().to_string()
-}
-
-fn json_arg(s: &str) -> PyResult<serde_json::Value> {
-    serde_json::from_str(s).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid JSON: {e}")))
 }
 
 #[pyclass(module = "mpiws._core", frozen)]
@@ -223,93 +216,4 @@ pub fn cwl_eval(text: &str, context: &str, condition: bool) -> PyResult<String> 
 #[pyfunction]
 pub fn exit_on_signals() -> PyResult<()> {
     mpiws_core::exit_on_signals().py_err()
-}
-
-#[pyclass(module = "mpiws._core", frozen)]
-pub struct Instance {
-    pub inner: Arc<CoreInstance>,
-}
-
-#[pymethods]
-impl Instance {
-    #[getter]
-    fn domain(&self) -> String {
-        self.inner.binding.domain.clone()
-    }
-
-    #[getter]
-    fn rank(&self) -> u32 {
-        self.inner.rank()
-    }
-    #[getter]
-    fn size(&self) -> u32 {
-        self.inner.size()
-    }
-    #[getter]
-    fn service(&self) -> String {
-        self.inner.binding.service.clone()
-    }
-    #[getter]
-    fn endpoints(&self) -> Vec<String> {
-        self.inner.binding.endpoints.clone()
-    }
-    /// Application parameters as a JSON string.
-    #[getter]
-    fn params(&self) -> String {
-        self.inner.binding.params.to_string()
-    }
-    #[getter]
-    fn state(&self) -> String {
-        serde_json::to_value(self.inner.status().state).unwrap().as_str().unwrap_or("").to_string()
-    }
-
-    fn world(&self) -> Comm {
-        Comm::from(CoreComm::world(self.inner.clone()))
-    }
-
-    fn self_comm(&self) -> Comm {
-        Comm::from(CoreComm::self_comm(self.inner.clone()))
-    }
-
-    fn set_running(&self) {
-        self.inner.set_running()
-    }
-
-    /// The service returned: `result` is its JSON encoding.
-    fn finish(&self, result: &str) -> PyResult<()> {
-        self.inner.finish(json_arg(result)?);
-        Ok(())
-    }
-
-    /// The service raised.
-    fn fail(&self, error_class: i32, name: String, message: String, traceback: String) {
-        self.inner.fail(ErrorReport { class: error_class, name, message, traceback })
-    }
-
-    fn cancel(&self) {
-        self.inner.cancel()
-    }
-
-    /// Wait until every send is acknowledged or failed; false if `timeout`
-    /// passed first. Raises if a completed send was not delivered.
-    #[pyo3(signature = (timeout=None))]
-    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let inner = self.inner.clone();
-        let mut outcome = Ok(true);
-        wait_in_slices(py, timeout, |slice| {
-            outcome = inner.flush(Some(slice));
-            !matches!(outcome, Ok(false))
-        })?;
-        outcome.py_err()
-    }
-
-    /// Bytes held in the mailbox for which no receive was posted yet.
-    fn unexpected_bytes(&self) -> usize {
-        self.inner.unexpected_bytes()
-    }
-
-    /// The most bytes such messages ever held at once (bounded by MPIWS_MAX_UNEXPECTED).
-    fn peak_unexpected_bytes(&self) -> usize {
-        self.inner.peak_unexpected_bytes()
-    }
 }

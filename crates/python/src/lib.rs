@@ -11,15 +11,17 @@ mod comm;
 mod datatype;
 mod endpoint;
 mod errors;
+mod instance;
 mod jobs;
 mod memory;
 mod request;
+mod wait;
 mod window;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<endpoint::Endpoint>()?;
-    m.add_class::<endpoint::Instance>()?;
+    m.add_class::<instance::Instance>()?;
     m.add_class::<comm::Comm>()?;
     m.add_class::<request::Request>()?;
     m.add_class::<request::Message>()?;

@@ -1,69 +1,60 @@
-//! `Request`: a started operation; `Message`: what a receive produced.
+//! `Request`: a started operation (`mpiws_core::Request`: waits, the
+//! timeout rule, events); `Message`: what a receive produced; `Events`: the
+//! handler thread's queue.
 
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use mpiws_core::wire::frame::Payload;
-use mpiws_core::Comm as CoreComm;
 use mpiws_core::ErrorClass;
-use mpiws_core::RecvId;
-use mpiws_core::ANY_SOURCE;
-use mpiws_core::{Completion, Outcome, RecvBuffer, Tracking};
+use mpiws_core::{Completion, Outcome, RecvBuffer, Request as CoreRequest};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use crate::buffers::Dest;
 use crate::errors::{mpi_err, IntoPy};
-
-/// Wake at least this often while blocked, to let Ctrl-C through.
-const SIGNAL_SLICE: Duration = Duration::from_millis(100);
-
-/// Run `step(slice)` with the GIL released until it returns true or
-/// `timeout` (seconds) passes, checking for signals between slices.
-pub fn wait_in_slices(py: Python<'_>, timeout: Option<f64>, mut step: impl FnMut(Duration) -> bool + Send) -> PyResult<bool> {
-    let deadline = crate::comm::secs(timeout).and_then(|d| Instant::now().checked_add(d));
-    loop {
-        let slice = match deadline {
-            None => SIGNAL_SLICE,
-            Some(d) => d.saturating_duration_since(Instant::now()).min(SIGNAL_SLICE),
-        };
-        if py.detach(|| step(slice)) {
-            return Ok(true);
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(false);
-        }
-        py.check_signals()?;
-    }
-}
+use crate::wait::{secs, wait_in_slices};
 
 #[pyclass(module = "mpiws._core", frozen)]
 pub struct Request {
-    comm: CoreComm,
-    completion: Arc<Completion>,
-    recv_id: Option<RecvId>,
-    /// For a receive, the local rank it expects a message from (ANY_SOURCE: -2).
-    source: i64,
+    inner: CoreRequest,
     /// Send buffers borrowed from Python: released when the request is.
     _keep: Vec<Bytes>,
-    #[pyo3(get)]
-    is_recv: bool,
-    /// A tracked send: told when the receiver stored (and matched) the message.
-    track: Option<Tracking>,
-    /// A send's destination (local rank).
-    dest: i64,
-    /// A tracked send's "matched", once asked for (`watch_matched`).
-    matched: OnceLock<Option<Arc<Completion>>>,
 }
 
 impl Request {
-    pub fn send(comm: CoreComm, completion: Arc<Completion>, keep: Vec<Bytes>, track: Option<Tracking>, dest: i64) -> Self {
-        Request { comm, completion, recv_id: None, source: ANY_SOURCE, _keep: keep, is_recv: false, track, dest, matched: OnceLock::new() }
+    pub fn new(inner: CoreRequest, keep: Vec<Bytes>) -> Self {
+        Request { inner, _keep: keep }
     }
 
-    pub fn recv(comm: CoreComm, completion: Arc<Completion>, recv_id: Option<RecvId>, source: i64) -> Self {
-        Request { comm, completion, recv_id, source, _keep: Vec::new(), is_recv: true, track: None, dest: -1, matched: OnceLock::new() }
+    /// `wait`, running `first` once, from the first slice, as soon as this
+    /// thread reads the peer's stream (`mpiws_core::Request::wait_after`).
+    pub fn wait_after(&self, py: Python<'_>, timeout: Option<f64>, first: impl FnOnce() + Send) -> PyResult<bool> {
+        let mut first = Some(first);
+        wait_in_slices(py, timeout, |slice| {
+            let mut go = || {
+                if let Some(f) = first.take() {
+                    f();
+                }
+            };
+            self.inner.wait_after(Some(slice), &mut go)
+        })
+    }
+
+    /// Wait for `what` up to `timeout` under the timeout rule
+    /// (`mpiws_core::Request::expire`), then take its outcome.
+    pub fn finish(&self, py: Python<'_>, what: &str, timeout: Option<f64>) -> PyResult<Option<Message>> {
+        if !self.wait(py, timeout)? {
+            self.expired(py, what, timeout)?;
+        }
+        self.take()
+    }
+
+    /// The wait for `what` ran out of `timeout`: ERR_TIMEOUT if the
+    /// operation was withdrawn, else wait on (it completes after all).
+    pub fn expired(&self, py: Python<'_>, what: &str, timeout: Option<f64>) -> PyResult<()> {
+        py.detach(|| self.inner.expire(what, secs(timeout))).py_err()?;
+        self.wait(py, None).map(drop)
     }
 }
 
@@ -97,57 +88,41 @@ impl Events {
     }
 }
 
-impl Request {
-    /// `wait` for a receive, running `first` once, from the first slice,
-    /// as soon as this thread reads the peer's stream (`Comm::wait_recv_after`).
-    pub fn wait_after(&self, py: Python<'_>, timeout: Option<f64>, first: impl FnOnce() + Send) -> PyResult<bool> {
-        let (c, comm, source) = (self.completion.clone(), self.comm.clone(), self.source);
-        let mut first = Some(first);
-        wait_in_slices(py, timeout, |slice| {
-            let mut go = || {
-                if let Some(f) = first.take() {
-                    f();
-                }
-            };
-            comm.wait_recv_after(&c, source, Some(slice), &mut go)
-        })
-    }
-
-    fn matched_completion(&self) -> Option<Arc<Completion>> {
-        self.matched.get_or_init(|| self.comm.ask_match(self.track.as_ref()?)).clone()
-    }
-}
-
 #[pymethods]
 impl Request {
+    #[getter]
+    fn is_recv(&self) -> bool {
+        self.inner.is_recv()
+    }
+
     /// Wait up to `timeout` seconds (None: for ever); true once complete.
     #[pyo3(signature = (timeout=None))]
     pub fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        if self.completion.is_done() {
+        if self.inner.completion().is_done() {
             return Ok(true);
         }
-        let (c, comm, source) = (self.completion.clone(), self.comm.clone(), self.source);
-        wait_in_slices(py, timeout, |slice| comm.wait_recv(&c, source, Some(slice)))
+        wait_in_slices(py, timeout, |slice| self.inner.wait(Some(slice)))
     }
 
     fn done(&self) -> bool {
-        self.completion.is_done()
+        self.inner.completion().is_done()
     }
 
     /// The outcome, once: None for a send, a Message for a receive. Raises
     /// the operation's error as MPI.Exception.
     pub fn take(&self) -> PyResult<Option<Message>> {
-        match self.completion.take() {
+        let comm = self.inner.comm();
+        match self.inner.take() {
             None => Err(mpi_err(ErrorClass::Request, "request not complete, or its outcome was already taken")),
             Some(r) => match r.py_err()? {
                 Outcome::Sent => Ok(None),
                 Outcome::Cancelled => Ok(Some(Message::new(-1, -1, vec![], Payload::default(), true, None))),
                 Outcome::Received { env, payload } => {
-                    let r = self.comm.received(env, payload);
+                    let r = comm.received(env, payload);
                     Ok(Some(Message::new(r.source, r.tag, r.parts, r.payload, false, None)))
                 }
                 Outcome::Placed { env, len, buffer } => {
-                    let r = self.comm.received(env, Payload::default());
+                    let r = comm.received(env, Payload::default());
                     Ok(Some(Message::new(r.source, r.tag, r.parts, r.payload, false, Some((len, buffer)))))
                 }
             },
@@ -157,24 +132,21 @@ impl Request {
     /// (source, tag, nbytes) of a completed receive, its outcome left to
     /// `take`; None if not complete, taken, or failed.
     fn peek(&self) -> Option<(i64, i64, usize)> {
-        let (env, len) = self.completion.peek_received()?;
-        let r = self.comm.received(env, Payload::default());
+        let (env, len) = self.inner.completion().peek_received()?;
+        let r = self.inner.comm().received(env, Payload::default());
         Some((r.source, r.tag, len))
     }
 
     /// Push `token` to `events` when the operation completes.
     fn watch(&self, events: &Events, token: u64) {
-        events.inner.watch(&self.completion, token);
+        events.inner.watch(self.inner.completion(), token);
     }
 
     /// Push `token` to `events` when the receiver has stored the message (a
     /// tracked send; the receiver is asked to say so now). False if untracked.
     fn watch_stored(&self, events: &Events, token: u64) -> bool {
-        let Some(t) = &self.track else { return false };
-        events.inner.watch(&t.stored, token);
-        if let Ok(world) = self.comm.world_rank(self.dest) {
-            self.comm.instance.ask_ack(world);
-        }
+        let Some(stored) = self.inner.ask_stored() else { return false };
+        events.inner.watch(stored, token);
         true
     }
 
@@ -182,35 +154,37 @@ impl Request {
     /// standard send; asked of the receiver now unless asked at the start).
     /// False if not a tracked standard send.
     fn watch_matched(&self, events: &Events, token: u64) -> bool {
-        let Some(m) = self.matched_completion() else { return false };
+        let Some(m) = self.inner.matched() else { return false };
         events.inner.watch(&m, token);
         true
     }
 
     /// Whether a tracked send was stored: None (not yet), or the error it met.
     fn stored_state(&self) -> Option<(bool, Option<String>, i32)> {
-        state_of(&self.track.as_ref()?.stored)
+        state_of(self.inner.stored()?)
     }
 
     /// Whether a watched standard send was matched: as `stored_state`.
     fn matched_state(&self) -> Option<(bool, Option<String>, i32)> {
-        state_of(self.matched.get()?.as_ref()?)
+        state_of(self.inner.matched_asked()?)
     }
 
     /// Withdraw a send that timed out, unless a receive took it already:
     /// true if withdrawn (it will never be received). For a receive: `cancel`.
-    pub fn withdraw(&self, py: Python<'_>) -> PyResult<bool> {
-        if self.is_recv {
-            return Ok(self.cancel());
-        }
-        let Some(track) = &self.track else { return Ok(true) }; // untracked: cannot be asked
-                                                                // Unreachable to ask: the message is not sent again from here either.
-        Ok(py.detach(|| self.comm.withdraw(track)).unwrap_or(true))
+    pub fn withdraw(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.inner.withdraw())
     }
 
     /// Withdraw a receive that nothing matched yet; true if withdrawn.
     pub fn cancel(&self) -> bool {
-        self.recv_id.is_some_and(|id| self.comm.cancel_recv(id))
+        self.inner.is_recv() && self.inner.withdraw()
+    }
+
+    /// The timeout rule (`mpiws_core::Request::expire`): the wait for
+    /// `what` ran out; raises ERR_TIMEOUT if the operation was withdrawn
+    /// (or cannot be), returns once it completed after all.
+    fn expire(&self, py: Python<'_>, what: &str) -> PyResult<()> {
+        self.expired(py, what, None)
     }
 }
 
@@ -218,7 +192,7 @@ impl Request {
 #[pyfunction]
 #[pyo3(signature = (requests, timeout=None))]
 pub fn wait_any(py: Python<'_>, requests: Vec<PyRef<'_, Request>>, timeout: Option<f64>) -> PyResult<bool> {
-    let cs: Vec<Arc<Completion>> = requests.iter().map(|r| r.completion.clone()).collect();
+    let cs: Vec<Arc<Completion>> = requests.iter().map(|r| r.inner.completion().clone()).collect();
     if cs.iter().any(|c| c.is_done()) {
         return Ok(true);
     }
@@ -337,7 +311,7 @@ fn state_of(c: &Completion) -> Option<(bool, Option<String>, i32)> {
         return None;
     }
     Some(match c.peek_error() {
-        Some(e) => (false, Some(e.message), e.class.code() as i32),
+        Some(e) => (false, Some(e.message), e.class.code()),
         None => (true, None, 0),
     })
 }

@@ -13,9 +13,10 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 
 use crate::buffers::to_bytes;
-use crate::comm::{secs, Comm};
+use crate::comm::Comm;
 use crate::errors::{mpi_err, IntoPy};
-use crate::request::{wait_in_slices, Request};
+use crate::request::Request;
+use crate::wait::{secs, wait_in_slices};
 
 /// A writable contiguous Python buffer, held.
 struct Held(PyUntypedBuffer);
@@ -131,7 +132,7 @@ impl Window {
         let held = fetch.map(|f| Held::get(f, "result buffer")).transpose()?;
         let dest = held.as_ref().map(|h| h.dest());
         // SAFETY: as in `get`.
-        let c = unsafe { self.inner.accumulate(target, disp, data.clone(), len, op, dtype, dest) }.py_err()?;
+        let c = unsafe { self.inner.accumulate(target, disp, data.clone(), len, (op, dtype), dest) }.py_err()?;
         let mut k = vec![data];
         k.extend(held.map(keep));
         Ok(self.request(c, k, target))
@@ -271,6 +272,6 @@ impl Window {
     }
 
     fn request(&self, c: Arc<Completion>, keep: Vec<Bytes>, target: i64) -> Request {
-        Request::send(self.inner.comm.clone(), c, keep, None, target)
+        Request::new(mpiws_core::Request::send(self.inner.comm.clone(), c, target, None), keep)
     }
 }

@@ -290,7 +290,7 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
         """
         self._state()
         buffered.Flush_buffer()
-        self._core.instance.flush(None)  # a spawned domain's instance is not the process's own
+        self._core.flush(None)  # a spawned domain's instance is not the process's own
         self.Free()
 
     def Free(self):
@@ -345,7 +345,7 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
         communicator.
         """
         c = self._core
-        hosts = [urlsplit(u).hostname for u in c.instance.endpoints]
+        hosts = [urlsplit(u).hostname for u in c.endpoints]
         mine = hosts[c.group[c.rank]]
         same_host = min(r for r, w in enumerate(c.group) if hosts[w] == mine)
         if split_type == COMM_TYPE_SHARED:

@@ -85,7 +85,7 @@ def create_intercomm(local_comm, local_leader, peer_comm, remote_leader, tag=0):
     if c.rank == local_leader:
         theirs = peer_comm.sendrecv((list(c.group), proposal), remote_leader, tag, None, remote_leader, tag)
     remote, their_proposal = local_comm.bcast(theirs, root=local_leader)
-    remote = _world_ranks(remote, len(c.instance.endpoints))
+    remote = _world_ranks(remote, len(c.endpoints))
     if not remote or set(remote) & set(c.group):
         raise MPIException(
             ERR_COMM, "the remote group of an intercommunicator must be non-empty and disjoint from the local one"
@@ -246,7 +246,7 @@ class Intercomm(InterCollectives, Comm):
         members = list(group._ranks)
         if any(w not in self._core.group for w in members):
             raise MPIException(ERR_GROUP, "Create takes a group of the local group's processes")
-        theirs = _world_ranks(self._trade(members), len(self._core.instance.endpoints), st.remote)
+        theirs = _world_ranks(self._trade(members), len(self._core.endpoints), st.remote)
         return self._derived(1, members, theirs)
 
     def Create_group(self, group, tag=0):

@@ -282,12 +282,16 @@ class Request:
         that matched just now, or a send a receive just took, is not
         withdrawn: it completes instead.
         """
-        r = self._r
-        if self._kind in (_OBJECT, _BUFFER, _SEND) and not r.withdraw():
-            r.wait(None)
-            return
-        self._r = None
-        raise timeout_.expired("receive" if self._kind in (_OBJECT, _BUFFER) else "operation")
+        what = "receive" if self._kind in (_OBJECT, _BUFFER) else "operation"
+        if self._kind in (_OBJECT, _BUFFER, _SEND):
+            try:
+                self._r.expire(what)  # the core's rule: withdrawn (raises), or completed after all
+                return
+            except MPIException:
+                self._r = None
+                raise
+        self._r = None  # not the core's to withdraw (a composed or generalized request)
+        raise timeout_.expired(what)
 
     def Wait(self, status=None, timeout=None):
         """Wait(self, status=None, timeout=None)

@@ -15,6 +15,10 @@ use crate::wire::frame::{Envelope, Payload};
 pub trait RecvBuffer: Send {
     fn len(&self) -> usize;
     fn as_mut_slice(&mut self) -> &mut [u8];
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// What a finished operation produced.
@@ -297,7 +301,12 @@ pub fn wait_any(completions: &[Arc<Completion>], timeout: Option<Duration>) -> b
 
 /// Wait for a completion and take its outcome (a timeout is an error).
 pub fn wait_outcome(c: &Completion, timeout: Option<Duration>) -> Result<Outcome> {
-    if !c.wait(timeout) {
+    waited_outcome(c, c.wait(timeout), timeout)
+}
+
+/// The outcome of `c` after a wait of up to `timeout` that ended `done` (or not: a timeout error).
+pub fn waited_outcome(c: &Completion, done: bool, timeout: Option<Duration>) -> Result<Outcome> {
+    if !done {
         return Err(Error::new(ErrorClass::Timeout, format!("operation did not complete within {timeout:?}")));
     }
     c.take().unwrap_or_else(|| err(ErrorClass::Request, "request already completed"))

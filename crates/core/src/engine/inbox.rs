@@ -141,7 +141,8 @@ impl Inbox {
         // Window traffic holds its place in its sender's order, then is
         // taken out for the windows (this one, or one it released).
         let rma = is_rma(&msg.env) || self.mailbox.holds_early(msg.env.source);
-        let revoke = is_revoke(&msg.env).then(|| Pattern { context: msg.env.context, source: Some(msg.env.source), tag: Some(REVOKE_TAG) });
+        let revoke =
+            is_revoke(&msg.env).then_some(Pattern { context: msg.env.context, source: Some(msg.env.source), tag: Some(REVOKE_TAG) });
         let mut fires = match self.mailbox.arrive(msg) {
             Arrival::Duplicate(dup) => return Ok(Arrived { duplicate: true, rma: Vec::new(), fires: self.retried(dup) }),
             Arrival::Filed(matched) => self.take_waiting(matched),

@@ -59,7 +59,7 @@ pub struct Pattern {
 
 impl Pattern {
     pub fn matches(&self, e: &Envelope) -> bool {
-        self.context == e.context && self.source.map_or(true, |s| s == e.source) && self.tag.map_or(true, |t| t == e.tag)
+        self.context == e.context && self.source.is_none_or(|s| s == e.source) && self.tag.is_none_or(|t| t == e.tag)
     }
 }
 
@@ -345,7 +345,7 @@ impl Mailbox {
 
     /// Whether a posted receive would take a message from `source`.
     pub fn awaits(&self, source: u32) -> bool {
-        self.posted.iter().any(|(_, p)| p.source.map_or(true, |s| s == source))
+        self.posted.iter().any(|(_, p)| p.source.is_none_or(|s| s == source))
     }
 
     /// The first unexpected message a receive with `pattern` would take.

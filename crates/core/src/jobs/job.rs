@@ -277,8 +277,9 @@ impl Job {
     /// `inputs` the input files to bring; `url` is the job's own URL (a CWL
     /// job's output files are located under it).
     pub async fn run(self: Arc<Self>, plan: Plan, inputs: Vec<Input>, fetcher: Arc<Fetcher>, url: String) {
+        let claim = |n| self.claim(n);
         let staged = tokio::select! {
-            r = stage(&self, inputs, &fetcher) => r,
+            r = stage(&self.dir, inputs, &fetcher, &claim) => r,
             _ = self.kill.notified() => return self.set(Phase::Killed, None, None),
         };
         if let Err(e) = staged {

@@ -13,7 +13,6 @@ use tokio::io::AsyncWriteExt;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::jobs::fetch::Fetcher;
-use crate::jobs::job::Job;
 use crate::jobs::safe_file::{create_new, make_private_dir, open_beneath};
 
 pub enum Source {
@@ -43,11 +42,18 @@ fn under(dir: &Path, rel: &str) -> Option<PathBuf> {
     plain.then(|| dir.join(rel))
 }
 
-pub async fn stage(job: &Job, inputs: Vec<Input>, fetcher: &Fetcher) -> Result<()> {
+/// Bring `inputs` into the job directory `dir`, counting their bytes with
+/// `claim` (the job's share of the disk quota) before they are written.
+pub async fn stage(
+    dir: &Path,
+    inputs: Vec<Input>,
+    fetcher: &Fetcher,
+    claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
+) -> Result<()> {
     for input in inputs {
         let fail = |why: String| Error::new(ErrorClass::Other, format!("input '{}': {why}", input.name));
-        let to = under(&job.dir, &input.rel).ok_or_else(|| fail("not a plain file name".into()))?;
-        if let Some(parent) = to.parent().filter(|p| *p != job.dir) {
+        let to = under(dir, &input.rel).ok_or_else(|| fail("not a plain file name".into()))?;
+        if let Some(parent) = to.parent().filter(|p| *p != dir) {
             tokio::fs::create_dir_all(parent).await.map_err(|e| fail(e.to_string()))?;
         }
         if let Source::Dir = input.source {
@@ -58,17 +64,17 @@ pub async fn stage(job: &Job, inputs: Vec<Input>, fetcher: &Fetcher) -> Result<(
         match input.source {
             Source::Dir => unreachable!("made above"),
             Source::Bytes(b) => {
-                job.claim(b.len() as u64).map_err(fail)?;
+                claim(b.len() as u64).map_err(fail)?;
                 file.write_all(&b).await.map_err(|e| fail(e.to_string()))?;
                 file.flush().await.map_err(|e| fail(e.to_string()))?;
             }
             Source::Url(url) => {
-                fetcher.fetch(&url, &mut file, &|n| job.claim(n)).await.map_err(fail)?;
+                fetcher.fetch(&url, &mut file, claim).await.map_err(fail)?;
             }
             Source::Local { root, rel } => {
                 let src = open_beneath(&root, &rel).map_err(|e| fail(e.to_string()))?;
                 let meta = src.metadata().map_err(|e| fail(e.to_string()))?;
-                job.claim(meta.len()).map_err(fail)?;
+                claim(meta.len()).map_err(fail)?;
                 let dst = file.into_std().await;
                 let copied = tokio::task::spawn_blocking(move || {
                     let (mut src, mut dst) = (std::io::Read::take(src, meta.len()), dst);

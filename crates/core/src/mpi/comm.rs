@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::engine::completion::{Completion, Outcome, RecvBuffer, Tracking};
+use crate::engine::completion::{waited_outcome, Completion, Outcome, RecvBuffer, Tracking};
 use crate::engine::mailbox::{Pattern, RecvId};
-use crate::error::{err, Error, ErrorClass, Result};
+use crate::error::{err, ErrorClass, Result};
 use crate::mpi::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 use crate::rank::Instance;
 pub use crate::wire::frame::WORLD_CONTEXT;
@@ -41,8 +41,11 @@ pub struct Comm {
     /// Whether the ranks are far apart, once measured (`collective::network`).
     far: Arc<std::sync::OnceLock<bool>>,
     /// Communicators made so far by `Create_group` per (group, tag).
-    group_calls: Arc<parking_lot::Mutex<std::collections::HashMap<(Vec<u32>, u64), u64>>>,
+    group_calls: Arc<parking_lot::Mutex<GroupCalls>>,
 }
+
+/// How many communicators `Create_group` made per (group of world ranks, tag).
+type GroupCalls = std::collections::HashMap<(Vec<u32>, u64), u64>;
 
 fn mix(mut x: u64) -> u64 {
     // splitmix64 finaliser: a well-spread, deterministic hash.
@@ -356,10 +359,7 @@ impl Comm {
 
     /// `wait_recv`, then the outcome (a timeout is an error).
     pub fn recv_outcome(&self, c: &Completion, source: i64, timeout: Option<Duration>) -> Result<Outcome> {
-        if !self.wait_recv(c, source, timeout) {
-            return Err(Error::new(ErrorClass::Timeout, format!("receive did not complete within {timeout:?}")));
-        }
-        c.take().unwrap_or_else(|| err(ErrorClass::Request, "request already completed"))
+        waited_outcome(c, self.wait_recv(c, source, timeout), timeout)
     }
 
     pub fn cancel_recv(&self, id: RecvId) -> bool {

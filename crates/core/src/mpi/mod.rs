@@ -4,6 +4,7 @@
 pub mod collective;
 pub mod comm;
 pub mod datatype;
+pub mod request;
 pub mod window;
 
 pub use comm::Comm;

@@ -11,16 +11,16 @@ use http::{HeaderMap, StatusCode};
 use crate::error::ErrorClass;
 use crate::rank::binding::valid_domain_id;
 use crate::rank::Instance;
-use crate::service::reply::{self, authorize, error, from_error, parse_rank, retry_later, Reply};
+use crate::service::reply::{self, authorize, parse_rank, HttpError};
 use crate::service::Endpoint;
 
 /// The checks a store and a stream upgrade share, in order: the rank in the
 /// path, a token, the instance, the token's value, the instance still
 /// running, the source rank.
-pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
+pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, HttpError> {
     let instance = admit_ended(ep, domain, rank, headers, source).await?;
     match instance.ended() {
-        Some(e) => Err(from_error(&e)),
+        Some(e) => Err(HttpError::from(&e)),
         None => Ok(instance),
     }
 }
@@ -31,14 +31,14 @@ pub async fn admit(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap,
 /// is answered 503 with `Retry-After`, and the sender tries again: nothing
 /// is held for a caller whose token cannot be checked yet. Where another
 /// rank of the domain lives here, the token is checked against it first.
-pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, Reply> {
+pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap, source: u32) -> Result<Arc<Instance>, HttpError> {
     let rank = parse_rank(rank)?;
     if !valid_domain_id(domain) {
         // No instance can ever have it: not "try again".
-        return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid domain id {domain:?}")));
+        return Err(HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid domain id {domain:?}")));
     }
     if reply::bearer(headers).is_none() {
-        return Err(error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'"));
+        return Err(HttpError::new(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'"));
     }
     let instance = match ep.instance(domain, rank) {
         Some(i) => i,
@@ -46,7 +46,7 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
             if let Some(sibling) = ep.any_instance_of(domain) {
                 authorize(headers, &sibling)?;
                 if rank >= sibling.size() {
-                    return Err(error(
+                    return Err(HttpError::new(
                         StatusCode::BAD_REQUEST,
                         ErrorClass::Rank,
                         format!("rank {rank} out of range: domain {domain} has {} ranks", sibling.size()),
@@ -54,12 +54,12 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
                 }
             }
             let message = format!("no instance of domain {domain} rank {rank} here yet; try again");
-            return Err(retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1)));
+            return Err(HttpError::retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1)));
         }
     };
     authorize(headers, &instance)?;
     if source >= instance.size() {
-        return Err(error(
+        return Err(HttpError::new(
             StatusCode::BAD_REQUEST,
             ErrorClass::Rank,
             format!("source rank {source} out of range: domain {domain} has {} ranks", instance.size()),
@@ -77,9 +77,13 @@ pub async fn admit_message(
     source: &str,
     seq: &str,
     headers: &HeaderMap,
-) -> Result<(Arc<Instance>, u32, u64), Reply> {
+) -> Result<(Arc<Instance>, u32, u64), HttpError> {
     let (Ok(source), Ok(seq)) = (source.parse::<u32>(), seq.parse::<u64>()) else {
-        return Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("invalid source {source:?} or sequence number {seq:?}")));
+        return Err(HttpError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorClass::Arg,
+            format!("invalid source {source:?} or sequence number {seq:?}"),
+        ));
     };
     Ok((admit_ended(ep, domain, rank, headers, source).await?, source, seq))
 }

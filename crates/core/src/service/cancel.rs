@@ -11,13 +11,13 @@ use crate::service::Endpoint;
 pub fn cancel(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
     let rank = match parse_rank(rank) {
         Ok(r) => r,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let Some(instance) = ep.instance(domain, rank) else {
         return error(StatusCode::NOT_FOUND, ErrorClass::Comm, format!("no instance of domain {domain} rank {rank} here"));
     };
-    if let Err(reply) = authorize_or_admin(ep, req.headers(), &instance) {
-        return reply;
+    if let Err(e) = authorize_or_admin(ep, req.headers(), &instance) {
+        return e.into();
     }
     instance.cancel();
     json(StatusCode::OK, &instance.status())

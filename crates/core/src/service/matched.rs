@@ -22,11 +22,11 @@ use crate::service::Endpoint;
 pub async fn matched(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq: &str, req: Request<Incoming>) -> Reply {
     let (instance, source, seq) = match admit_message(ep, domain, rank, source, seq, req.headers()).await {
         Ok(m) => m,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let wait = match reply::wait_param(&req) {
         Ok(w) => w.unwrap_or(reply::MAX_WAIT),
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     if let Some(rx) = instance.watch_match(source, seq) {
         match tokio::time::timeout(wait, rx).await {

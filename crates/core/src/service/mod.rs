@@ -23,6 +23,7 @@ pub mod relay;
 pub mod rendezvous;
 pub mod reply;
 pub mod reverse;
+pub mod routes;
 pub mod run;
 pub mod sandbox;
 pub mod server;

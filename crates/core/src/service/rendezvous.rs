@@ -135,12 +135,12 @@ pub fn get(ep: &Endpoint) -> Reply {
 }
 
 pub async fn post(ep: &Endpoint, req: Request<Incoming>) -> Reply {
-    if let Err(reply) = crate::service::guard::json_body(req.headers()) {
-        return reply;
+    if let Err(e) = crate::service::guard::json_body(req.headers()) {
+        return e.into();
     }
     let body = match read_body(req.into_body(), MAX_BODY, ep.config.body_timeout, "a registration").await {
         Ok(b) => b,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let registration: Registration = match serde_json::from_slice(&body) {
         Ok(r) => r,

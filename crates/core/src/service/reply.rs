@@ -18,6 +18,50 @@ use crate::service::Endpoint;
 
 pub type Reply = Response<Chunks>;
 
+/// A refusal an operation answers with: small, so that it travels as an
+/// error (`?`) until the operation's edge makes it its reply (`Reply::from`).
+#[derive(Debug)]
+pub struct HttpError {
+    status: StatusCode,
+    class: ErrorClass,
+    message: String,
+    /// When the caller may try again (`Retry-After`, whole seconds, at least one).
+    retry_after: Option<Duration>,
+}
+
+impl HttpError {
+    pub fn new(status: StatusCode, class: ErrorClass, message: impl Into<String>) -> Self {
+        HttpError { status, class, message: message.into(), retry_after: None }
+    }
+
+    /// An error the caller may retry, after `after`.
+    pub fn retry_later(status: StatusCode, class: ErrorClass, message: impl Into<String>, after: Duration) -> Self {
+        HttpError { retry_after: Some(after), ..HttpError::new(status, class, message) }
+    }
+}
+
+impl From<HttpError> for Reply {
+    fn from(e: HttpError) -> Reply {
+        let mut r = error(e.status, e.class, e.message);
+        if let Some(after) = e.retry_after {
+            r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(after.as_secs().max(1)));
+        }
+        r
+    }
+}
+
+/// The HTTP status that fits an error of the core's raised while serving.
+impl From<&Error> for HttpError {
+    fn from(e: &Error) -> HttpError {
+        let status = match e.class {
+            ErrorClass::ProcFailed | ErrorClass::Cancelled => StatusCode::GONE,
+            ErrorClass::Intern => StatusCode::INTERNAL_SERVER_ERROR,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        HttpError::new(status, e.class, e.message.clone())
+    }
+}
+
 pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Reply {
     Response::builder()
         .status(status)
@@ -31,36 +75,29 @@ pub fn error(status: StatusCode, class: ErrorClass, message: impl Into<String>) 
     json(status, &json!({"error": {"class": class.code(), "name": class.name(), "message": message}}))
 }
 
-/// The HTTP status that fits an error of `class` raised while serving.
+/// The reply to an error of the core's raised while serving.
 pub fn from_error(e: &Error) -> Reply {
-    let status = match e.class {
-        ErrorClass::ProcFailed | ErrorClass::Cancelled => StatusCode::GONE,
-        ErrorClass::Intern => StatusCode::INTERNAL_SERVER_ERROR,
-        _ => StatusCode::BAD_REQUEST,
-    };
-    error(status, e.class, e.message.clone())
+    HttpError::from(e).into()
 }
 
 /// A JSON request's whole body, at most `limit` bytes within `timeout`;
 /// else 413 or 408, saying what could not be read.
-pub async fn read_body(body: Incoming, limit: usize, timeout: Duration, what: &str) -> Result<Bytes, Reply> {
+pub async fn read_body(body: Incoming, limit: usize, timeout: Duration, what: &str) -> Result<Bytes, HttpError> {
     match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
         Ok(Ok(b)) => Ok(b.to_bytes()),
-        Ok(Err(e)) => Err(error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}"))),
+        Ok(Err(e)) => Err(HttpError::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}"))),
         Err(_) => Err(stalled(timeout)),
     }
 }
 
-/// The answer to a request whose body stopped coming.
-pub fn stalled(timeout: Duration) -> Reply {
-    error(StatusCode::REQUEST_TIMEOUT, ErrorClass::Arg, format!("the request body stalled for {timeout:?} (--body-timeout)"))
+/// The refusal of a request whose body stopped coming.
+pub fn stalled(timeout: Duration) -> HttpError {
+    HttpError::new(StatusCode::REQUEST_TIMEOUT, ErrorClass::Arg, format!("the request body stalled for {timeout:?} (--body-timeout)"))
 }
 
 /// An error the caller may retry: with `Retry-After` (whole seconds, at least one).
 pub fn retry_later(status: StatusCode, class: ErrorClass, message: impl Into<String>, after: Duration) -> Reply {
-    let mut r = error(status, class, message);
-    r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(after.as_secs().max(1)));
-    r
+    HttpError::retry_later(status, class, message, after).into()
 }
 
 /// Longest long-poll a client may ask for.
@@ -72,11 +109,11 @@ pub fn query<'a, B>(req: &'a Request<B>, key: &str) -> Option<&'a str> {
 }
 
 /// A long poll's `?wait=SECONDS` (at most five minutes); None without one.
-pub fn wait_param<B>(req: &Request<B>) -> Result<Option<Duration>, Reply> {
+pub fn wait_param<B>(req: &Request<B>) -> Result<Option<Duration>, HttpError> {
     match query(req, "wait").map(str::parse::<f64>) {
         None => Ok(None),
         Some(Ok(secs)) if secs >= 0.0 => Ok(Some(Duration::from_secs_f64(secs.min(MAX_WAIT.as_secs_f64())))),
-        Some(_) => Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "wait= takes a number of seconds")),
+        Some(_) => Err(HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Arg, "wait= takes a number of seconds")),
     }
 }
 
@@ -90,24 +127,24 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// Check the request's token against the instance's domain token.
-pub fn authorize(headers: &HeaderMap, instance: &Instance) -> Result<(), Reply> {
+pub fn authorize(headers: &HeaderMap, instance: &Instance) -> Result<(), HttpError> {
     match bearer(headers) {
-        None => Err(error(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'")),
+        None => Err(HttpError::new(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'")),
         Some(t) if !constant_time_eq(t.as_bytes(), instance.binding.token.as_bytes()) => {
-            Err(error(StatusCode::FORBIDDEN, ErrorClass::Arg, "wrong domain token"))
+            Err(HttpError::new(StatusCode::FORBIDDEN, ErrorClass::Arg, "wrong domain token"))
         }
         Some(_) => Ok(()),
     }
 }
 
 /// `authorize`, or a key with `admin` (which may watch and cancel any instance).
-pub fn authorize_or_admin(ep: &Endpoint, headers: &HeaderMap, instance: &Instance) -> Result<(), Reply> {
+pub fn authorize_or_admin(ep: &Endpoint, headers: &HeaderMap, instance: &Instance) -> Result<(), HttpError> {
     if ep.keys.check(bearer(headers), Scope::Admin).is_ok() {
         return Ok(());
     }
     authorize(headers, instance)
 }
 
-pub fn parse_rank(s: &str) -> Result<u32, Reply> {
-    s.parse::<u32>().map_err(|_| error(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("invalid rank {s:?}")))
+pub fn parse_rank(s: &str) -> Result<u32, HttpError> {
+    s.parse::<u32>().map_err(|_| HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Rank, format!("invalid rank {s:?}")))
 }

@@ -16,12 +16,12 @@ use crate::service::reply::{error, from_error, json, read_body, retry_later, Rep
 use crate::service::Endpoint;
 
 pub async fn run(ep: &Endpoint, req: Request<Incoming>, owner: KeyId) -> Reply {
-    if let Err(reply) = guard::json_body(req.headers()) {
-        return reply;
+    if let Err(e) = guard::json_body(req.headers()) {
+        return e.into();
     }
     let body = match read_body(req.into_body(), ep.config.max_binding, ep.config.body_timeout, "the binding (--max-binding)").await {
         Ok(b) => b,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let binding: Binding = match serde_json::from_slice(&body) {
         Ok(b) => b,

@@ -1,36 +1,8 @@
 //! Accepts connections (HTTP/1.1 with keep-alive, or h2c; inside TLS when
 //! the endpoint serves https), within the connection cap and time limits
-//! (idle ones end: `idle`),
-//! checks each request (`guard`: host, origin, credential) and routes it to
-//! its operation.
-//!
-//! | method | path                                   | operation  |
-//! |--------|----------------------------------------|------------|
-//! | GET    | `/`                                    | describe   |
-//! | POST   | `/run`                                 | run        |
-//! | POST, GET | `/rendezvous`                       | rendezvous (a rank says where it is; its state) |
-//! | POST   | `/relay/{name}` (upgrade)              | relay: a hidden endpoint's connection turned around |
-//! | any    | `/relay/{name}/{path}`                 | relay: passed on to that endpoint as `/{path}` |
-//! | GET    | `/domains/{domain}/ranks/{rank}`       | status     |
-//! | DELETE | `/domains/{domain}/ranks/{rank}`       | cancel     |
-//! | POST   | `/domains/{domain}/ranks/{rank}/messages` | store   |
-//! | POST   | `/domains/{domain}/ranks/{rank}/stream` | stream upgrade |
-//! | GET    | `/domains/{domain}/ranks/{rank}/messages/{source}/{seq}/matched` | matched |
-//! | DELETE | `/domains/{domain}/ranks/{rank}/messages/{source}/{seq}` | withdraw |
-//!
-//! (for an instance running in a child process, the last four are relayed
-//! to it: `sandbox::relay`), and the jobs layer's (`crate::jobs`):
-//!
-//! | method | path                                   | operation  |
-//! |--------|----------------------------------------|------------|
-//! | GET    | `/programs`, `/programs/{name}`        | describe   |
-//! | POST   | `/programs/{name}/jobs`, `/programs/{name}/call` | spawn |
-//! | GET    | `/jobs`                                | list (the caller's own; all to `admin`) |
-//! | GET    | `/jobs/{id}`                           | status     |
-//! | DELETE | `/jobs/{id}[?remove=true]`             | kill (and remove) |
-//! | GET    | `/jobs/{id}/results`                   | results    |
-//! | GET    | `/jobs/{id}/files/{name}`, `/jobs/{id}/stdout`, `/jobs/{id}/stderr` | files |
-//! | POST   | `/files`; GET, DELETE `/files/{id}`    | files      |
+//! (idle ones end: `idle`), checks each request (`guard`: host and origin,
+//! then the credential its route needs) and runs the operation its route
+//! names (`routes`, the one table of every method, path and operation).
 
 use std::sync::Arc;
 
@@ -45,9 +17,10 @@ use tokio::sync::{oneshot, Semaphore};
 
 use crate::error::ErrorClass;
 use crate::net::socket::keep_alive;
-use crate::service::guard::{self, Need};
+use crate::service::guard;
 use crate::service::idle::Idle;
 use crate::service::reply::{self, Reply};
+use crate::service::routes::{self, Lookup, Need, Op};
 use crate::service::{cancel, describe, jobs, matched, relay, rendezvous, run, sandbox, status, store, stream, withdraw, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
@@ -161,112 +134,67 @@ async fn refuse_cleartext(ep: &Endpoint, stream: tokio::net::TcpStream) {
 }
 
 async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
-    if let Err(reply) = guard::origin(&ep, &req) {
-        return reply;
+    if let Err(e) = guard::origin(&ep, &req) {
+        return e.into();
     }
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    // An empty segment (`/messages//0`) names nothing: no operation takes it
-    // for one of its parameters.
-    if parts.len() > 1 && parts.iter().any(|p| p.is_empty()) {
-        return reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}"));
-    }
+    let no_operation = || reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}"));
+    let (found, need) = match routes::find(req.method(), &parts) {
+        Lookup::Found(found) => {
+            let need = found.route.need;
+            (Some(found), need)
+        }
+        Lookup::WrongMethod { need, .. } => (None, need),
+        Lookup::NotFound => return no_operation(),
+    };
     // The credential first: a caller without it learns nothing more. The
     // key owns what the request creates (an instance, a job, an upload).
-    let owner = match guard::need(req.method(), &parts) {
-        Need::Key(scope) => match guard::key(&ep, req.headers(), scope) {
-            Ok(key) => Some(key),
-            Err(reply) => return reply,
-        },
-        Need::KeyOrAdmin(scope) => match guard::key_or_admin(&ep, req.headers(), scope) {
-            Ok(key) => Some(key),
-            Err(reply) => return reply,
-        },
-        _ => None,
+    let key = match need {
+        Need::Key(scope) => guard::key(&ep, req.headers(), scope).map(Some),
+        Need::KeyOrAdmin(scope) => guard::key_or_admin(&ep, req.headers(), scope).map(Some),
+        _ => Ok(None),
     };
-    let method = req.method().clone();
-    if ep.config.relay {
-        match (&method, parts.as_slice(), owner) {
-            (&Method::POST, ["relay", name], Some(key)) => return relay::register(&ep, key.id, name, req).await,
-            (_, ["relay", name, ..], _) if parts.len() > 2 || method != Method::POST => return relay::forward(&ep, name, req).await,
-            _ => {}
-        }
+    let key = match key {
+        Ok(key) => key,
+        Err(e) => return e.into(),
+    };
+    let Some(found) = found else {
+        let Lookup::WrongMethod { allow, .. } = routes::find(req.method(), &parts) else { unreachable!("found before") };
+        let mut r = reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{} is not allowed on {path}", req.method()));
+        let allow: Vec<&str> = allow.iter().map(Method::as_str).collect();
+        r.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_str(&allow.join(", ")).expect("method names"));
+        return r;
+    };
+    if found.route.to_instance && ep.config.sandbox.is_some() {
+        return sandbox::relay::relay(&ep, found.params[0], found.params[1], req).await;
     }
-    if ep.config.sandbox.is_some() {
-        if let (&Method::POST, ["domains", d, "ranks", r, "messages" | "stream"])
-        | (&Method::GET, ["domains", d, "ranks", r, "messages", _, _, "matched"])
-        | (&Method::DELETE, ["domains", d, "ranks", r, "messages", _, _]) = (&method, parts.as_slice())
-        {
-            return sandbox::relay::relay(&ep, d, r, req).await;
-        }
-    }
-    match (&method, parts.as_slice()) {
-        (&Method::GET, [""]) => describe::describe(&ep, &req),
-        (&Method::POST, ["run"]) => match owner {
-            Some(key) => run::run(&ep, req, key.id).await,
-            None => guard::no_key(),
-        },
-        (&Method::POST, ["rendezvous"]) => rendezvous::post(&ep, req).await,
-        (&Method::GET, ["rendezvous"]) => rendezvous::get(&ep),
-        (&Method::GET, ["domains", d, "ranks", r]) => status::status(&ep, d, r, req).await,
-        (&Method::DELETE, ["domains", d, "ranks", r]) => cancel::cancel(&ep, d, r, req),
-        (&Method::POST, ["domains", d, "ranks", r, "messages"]) => store::store(&ep, d, r, req).await,
-        (&Method::POST, ["domains", d, "ranks", r, "stream"]) => stream::accept(&ep, d, r, req).await,
-        (&Method::GET, ["domains", d, "ranks", r, "messages", s, q, "matched"]) => matched::matched(&ep, d, r, s, q, req).await,
-        (&Method::DELETE, ["domains", d, "ranks", r, "messages", s, q]) => withdraw::withdraw(&ep, d, r, s, q, req).await,
-        (&Method::GET, ["programs"]) => jobs::describe::list(&ep),
-        (&Method::GET, ["programs", name]) => jobs::describe::describe(&ep, name),
-        (&Method::POST, ["programs", name, verb @ ("jobs" | "call")]) => match (owner, guard::json_body(req.headers())) {
-            (Some(key), Ok(())) => jobs::spawn::spawn(&ep, key, name, req, *verb == "call").await,
-            (Some(_), Err(reply)) => reply,
-            (None, _) => guard::no_key(),
-        },
-        (&Method::GET, ["jobs"]) => match owner {
-            Some(key) => jobs::list::list(&ep, key),
-            None => guard::no_key(),
-        },
-        (&Method::GET, ["jobs", id]) => match owner {
-            Some(key) => jobs::status::status(&ep, key, id, req).await,
-            None => guard::no_key(),
-        },
-        (&Method::DELETE, ["jobs", id]) => match owner {
-            Some(key) => jobs::kill::kill(&ep, key, id, &req).await,
-            None => guard::no_key(),
-        },
-        (&Method::GET, ["jobs", id, "results"]) => match owner {
-            Some(key) => jobs::results::results_route(&ep, key, id, req).await,
-            None => guard::no_key(),
-        },
-        (&Method::GET, ["jobs", id, "files", rest @ ..]) if !rest.is_empty() => jobs::files::get_job_file(&ep, id, rest).await,
-        (&Method::GET, ["jobs", id, out @ ("stdout" | "stderr")]) => jobs::files::get_job_stream(&ep, id, out).await,
-        (&Method::POST, ["files"]) => match owner {
-            Some(key) => jobs::files::upload(&ep, key, req).await,
-            None => guard::no_key(),
-        },
-        (&Method::GET, ["files", id]) => jobs::files::get_upload(&ep, id).await,
-        (&Method::DELETE, ["files", id]) => match owner {
-            Some(key) => jobs::files::remove_upload(&ep, key, id).await,
-            None => guard::no_key(),
-        },
-        (
-            _,
-            [""]
-            | ["run"]
-            | ["rendezvous"]
-            | ["domains", _, "ranks", _]
-            | ["domains", _, "ranks", _, "messages" | "stream"]
-            | ["domains", _, "ranks", _, "messages", _, _]
-            | ["domains", _, "ranks", _, "messages", _, _, "matched"]
-            | ["programs"]
-            | ["programs", _]
-            | ["programs", _, "jobs" | "call"]
-            | ["jobs"]
-            | ["jobs", _]
-            | ["jobs", _, "results" | "stdout" | "stderr"]
-            | ["jobs", _, "files", _, ..]
-            | ["files"]
-            | ["files", _],
-        ) => reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{method} is not allowed on {path}")),
-        _ => reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")),
+    let p = &found.params;
+    match found.route.op {
+        Op::Describe => describe::describe(&ep, &req),
+        Op::Run => run::run(&ep, req, key.expect("a key route").id).await,
+        Op::RendezvousPost => rendezvous::post(&ep, req).await,
+        Op::RendezvousGet => rendezvous::get(&ep),
+        Op::Status => status::status(&ep, p[0], p[1], req).await,
+        Op::Cancel => cancel::cancel(&ep, p[0], p[1], req),
+        Op::Store => store::store(&ep, p[0], p[1], req).await,
+        Op::Stream => stream::accept(&ep, p[0], p[1], req).await,
+        Op::Matched => matched::matched(&ep, p[0], p[1], p[2], p[3], req).await,
+        Op::Withdraw => withdraw::withdraw(&ep, p[0], p[1], p[2], p[3], req).await,
+        Op::RelayRegister | Op::RelayForward if !ep.config.relay => no_operation(),
+        Op::RelayRegister => relay::register(&ep, key.expect("a key route").id, p[0], req).await,
+        Op::RelayForward => relay::forward(&ep, p[0], req).await,
+        Op::Programs => jobs::describe::list(&ep),
+        Op::Program => jobs::describe::describe(&ep, p[0]),
+        Op::Spawn | Op::Call => jobs::spawn::spawn(&ep, key.expect("a key route"), p[0], req, found.route.op == Op::Call).await,
+        Op::Jobs => jobs::list::list(&ep, key.expect("a key route")),
+        Op::Job => jobs::status::status(&ep, key.expect("a key route"), p[0], req).await,
+        Op::Kill => jobs::kill::kill(&ep, key.expect("a key route"), p[0], &req).await,
+        Op::Results => jobs::results::results_route(&ep, key.expect("a key route"), p[0], req).await,
+        Op::JobFile => jobs::files::get_job_file(&ep, p[0], &found.rest).await,
+        Op::JobStream => jobs::files::get_job_stream(&ep, p[0], parts[2]).await,
+        Op::Upload => jobs::files::upload(&ep, key.expect("a key route"), req).await,
+        Op::GetUpload => jobs::files::get_upload(&ep, p[0]).await,
+        Op::RemoveUpload => jobs::files::remove_upload(&ep, key.expect("a key route"), p[0]).await,
     }
 }

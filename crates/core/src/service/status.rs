@@ -11,16 +11,16 @@ use crate::service::Endpoint;
 pub async fn status(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
     let rank = match parse_rank(rank) {
         Ok(r) => r,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let Some(instance) = ep.instance(domain, rank) else {
         return error(StatusCode::NOT_FOUND, ErrorClass::Comm, format!("no instance of domain {domain} rank {rank} here"));
     };
-    if let Err(reply) = authorize_or_admin(ep, req.headers(), &instance) {
-        return reply;
+    if let Err(e) = authorize_or_admin(ep, req.headers(), &instance) {
+        return e.into();
     }
     match wait_param(&req) {
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
         Ok(Some(wait)) if !wait.is_zero() => {
             let mut rx = instance.watch_status();
             let _ = tokio::time::timeout(wait, rx.wait_for(|s| s.state.is_final())).await;

@@ -30,7 +30,7 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     };
     let instance = match admit(ep, domain, rank, req.headers(), env.source).await {
         Ok(i) => i,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     // From here on a refusal is final: the sender is told, and the
     // mailbox moves past the message's sequence number.
@@ -70,7 +70,7 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         let frame = match frame {
             Ok(Ok(f)) => f,
             Ok(Err(e)) => return error(StatusCode::BAD_REQUEST, ErrorClass::Other, format!("body cut off: {e}")),
-            Err(()) => return reply::stalled(timeout),
+            Err(()) => return reply::stalled(timeout).into(),
         };
         if let Ok(data) = frame.into_data() {
             total += data.len() as u64;

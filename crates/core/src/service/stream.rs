@@ -50,7 +50,7 @@ pub async fn accept_into(
     };
     let instance = match admit(ep, domain, rank, req.headers(), source).await {
         Ok(i) => i,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {

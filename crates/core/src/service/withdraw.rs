@@ -16,7 +16,7 @@ use crate::service::Endpoint;
 pub async fn withdraw(ep: &Endpoint, domain: &str, rank: &str, source: &str, seq: &str, req: Request<Incoming>) -> Reply {
     let (instance, source, seq) = match admit_message(ep, domain, rank, source, seq, req.headers()).await {
         Ok(m) => m,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     reply::json(StatusCode::OK, &json!({"withdrawn": instance.take_back(source, seq)}))
 }

@@ -14,7 +14,7 @@ pub fn serial(s: &mut Schedule, root: u32, data: Option<Bytes>) -> Result<Bytes>
     }
     let d = data.unwrap_or_default();
     for r in (0..s.size).filter(|&r| r != root) {
-        s.send(r, &[d.clone()])?;
+        s.send(r, std::slice::from_ref(&d))?;
     }
     Ok(d)
 }
@@ -28,7 +28,7 @@ pub fn binomial(s: &mut Schedule, root: u32, data: Option<Bytes>) -> Result<Byte
     if s.rank == root {
         let d = data.unwrap_or_default();
         let order: Vec<u32> = (0..n).map(|i| (root + i) % n).collect();
-        s.send_tree(&order, &[d.clone()])?;
+        s.send_tree(&order, std::slice::from_ref(&d))?;
         return Ok(d);
     }
     let vr = (s.rank + n - root) % n;
@@ -86,7 +86,7 @@ pub fn pipeline(s: &mut Schedule, root: u32, data: Option<Bytes>, len: usize) ->
     for _ in 0..count {
         let piece = s.recv_one(prev)?;
         if let Some(next) = next {
-            s.send(next, &[piece.clone()])?;
+            s.send(next, std::slice::from_ref(&piece))?;
         }
         out.push(piece);
     }

@@ -219,7 +219,7 @@ impl Op {
     /// `right = left op right`, element by element: with `left` from lower
     /// ranks, a reduction in rank order.
     pub fn apply(&self, left: &[u8], right: &mut [u8]) -> Result<()> {
-        if left.len() != right.len() || left.len() % self.dtype.size() != 0 {
+        if left.len() != right.len() || !left.len().is_multiple_of(self.dtype.size()) {
             return err(
                 ErrorClass::Count,
                 format!("reduction operands differ in size ({} and {} bytes of {:?})", left.len(), right.len(), self.dtype),

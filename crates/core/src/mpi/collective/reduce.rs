@@ -97,11 +97,11 @@ impl Fold {
         }
     }
     /// Fold: even ranks below 2*rem hand their data to the odd rank above.
-    fn enter(&self, s: &mut Schedule, op: &Op, acc: &mut Vec<u8>) -> Result<()> {
+    fn enter(&self, s: &mut Schedule, op: &Op, acc: &mut [u8]) -> Result<()> {
         let r = s.rank;
         if r < 2 * self.rem {
-            if r % 2 == 0 {
-                s.send(r + 1, &[Bytes::from(acc.clone())])?;
+            if r.is_multiple_of(2) {
+                s.send(r + 1, &[Bytes::copy_from_slice(acc)])?;
             } else {
                 let b = s.recv_one(r - 1)?;
                 combine_left(s, op, &b, acc);
@@ -113,7 +113,7 @@ impl Fold {
     fn leave(&self, s: &mut Schedule, acc: &mut Vec<u8>) -> Result<()> {
         let r = s.rank;
         if r < 2 * self.rem {
-            if r % 2 == 0 {
+            if r.is_multiple_of(2) {
                 *acc = s.recv_one(r + 1)?.to_vec();
             } else {
                 s.send(r - 1, &[Bytes::from(acc.clone())])?;

@@ -22,7 +22,7 @@ pub fn check(kind: OpKind) -> Result<()> {
 /// `right = left op right`, element by element.
 pub fn apply(kind: OpKind, left: &[u8], right: &mut [u8]) -> Result<()> {
     check(kind)?;
-    if left.len() != right.len() || left.len() % SLOT != 0 {
+    if left.len() != right.len() || !left.len().is_multiple_of(SLOT) {
         return err(ErrorClass::Count, format!("long double operands differ in size ({} and {} bytes)", left.len(), right.len()));
     }
     match kind {

@@ -333,7 +333,7 @@ impl Window {
     }
 
     /// Accumulate `data` (elements of `dtype`, `collective::op::Dtype`'s
-    /// name) with `op` into the target; with `fetch`, get the target's
+    /// name) with `op` (both by name) into the target; with `fetch`, get the target's
     /// bytes from before too (`len` of them: NO_OP sends no data).
     ///
     /// # Safety
@@ -344,8 +344,7 @@ impl Window {
         disp: u64,
         data: Bytes,
         len: usize,
-        op: &str,
-        dtype: &str,
+        (op, dtype): (&str, &str),
         fetch: Option<RawDest>,
     ) -> Result<Arc<Completion>> {
         let kind = if fetch.is_some() { Kind::GetAccumulate } else { Kind::Accumulate };
@@ -392,7 +391,7 @@ impl Window {
         loop {
             let next = {
                 let p = self.shared.pending.lock();
-                p.values().filter(|p| world.map_or(true, |w| w == p.target)).map(|p| (p.target, p.completion.clone())).next()
+                p.values().filter(|p| world.is_none_or(|w| w == p.target)).map(|p| (p.target, p.completion.clone())).next()
             };
             let Some((t, c)) = next else { break };
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));

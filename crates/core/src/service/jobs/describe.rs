@@ -17,6 +17,6 @@ pub fn list(ep: &Endpoint) -> Reply {
 pub fn describe(ep: &Endpoint, name: &str) -> Reply {
     match ep.jobs.found_program(name).map_err(refused) {
         Ok(p) => json(StatusCode::OK, &p.describe()),
-        Err(reply) => reply,
+        Err(e) => e.into(),
     }
 }

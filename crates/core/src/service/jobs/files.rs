@@ -27,17 +27,17 @@ use crate::jobs::safe_file::{create_new, open_beneath, open_regular};
 use crate::keys::Key;
 use crate::service::jobs::spawn::decode_path;
 use crate::service::jobs::{insufficient_storage, refused};
-use crate::service::reply::{error, json, no_content, Reply};
+use crate::service::reply::{error, json, no_content, HttpError, Reply};
 use crate::service::Endpoint;
 
 pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Reply {
     let max = ep.config.jobs.max_upload;
     let announced = req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if announced.is_some_and(|n| n > max) {
-        return too_large(max);
+        return too_large(max).into();
     }
-    if let Err(reply) = ep.jobs.upload_room(caller).map_err(refused) {
-        return reply;
+    if let Err(e) = ep.jobs.upload_room(caller).map_err(refused) {
+        return e.into();
     }
     let id = new_id();
     let dir = match ep.jobs.uploads_dir() {
@@ -47,7 +47,7 @@ pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
     let (part, path) = (dir.join(format!("{id}.part")), dir.join(&id));
     // Refused on its announced length too, before any of it is read.
     if let Err(full) = announced.map_or(Ok(()), |n| ep.jobs.disk.fits(n)) {
-        return insufficient_storage(full);
+        return insufficient_storage(full).into();
     }
     let written = receive(ep, req.into_body(), &part, max).await;
     // Only a whole upload gets its name: a URL never points at half a file.
@@ -63,21 +63,25 @@ pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
                 }
             }
         }
-        Err(reply) => {
+        Err(e) => {
             let _ = tokio::fs::remove_file(&part).await;
-            return reply;
+            return e.into();
         }
     };
     json(StatusCode::CREATED, &json!({"url": format!("{}/files/{id}", ep.url()), "size": size}))
 }
 
-fn too_large(max: u64) -> Reply {
-    error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("an upload is at most {max} bytes (mpiws serve --max-upload raises it)"))
+fn too_large(max: u64) -> HttpError {
+    HttpError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorClass::Arg,
+        format!("an upload is at most {max} bytes (mpiws serve --max-upload raises it)"),
+    )
 }
 
 /// Write the body to `part`, counting it against the quota; what was
 /// counted is given back if the upload fails.
-async fn receive(ep: &Endpoint, body: Incoming, part: &Path, max: u64) -> Result<u64, Reply> {
+async fn receive(ep: &Endpoint, body: Incoming, part: &Path, max: u64) -> Result<u64, HttpError> {
     let mut claimed = 0u64;
     let written = write_part(ep, body, part, max, &mut claimed).await;
     if written.is_err() {
@@ -86,11 +90,12 @@ async fn receive(ep: &Endpoint, body: Incoming, part: &Path, max: u64) -> Result
     written
 }
 
-async fn write_part(ep: &Endpoint, mut body: Incoming, part: &Path, max: u64, claimed: &mut u64) -> Result<u64, Reply> {
-    let disk = |e: std::io::Error| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {e}"));
+async fn write_part(ep: &Endpoint, mut body: Incoming, part: &Path, max: u64, claimed: &mut u64) -> Result<u64, HttpError> {
+    let disk =
+        |e: std::io::Error| HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {e}"));
     let mut file = create_new(part).await.map_err(disk)?;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("upload cut off: {e}")))?;
+        let frame = frame.map_err(|e| HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("upload cut off: {e}")))?;
         if let Ok(data) = frame.into_data() {
             let n = data.len() as u64;
             if claimed.checked_add(n).is_none_or(|size| size > max) {
@@ -125,7 +130,7 @@ pub async fn remove_upload(ep: &Endpoint, caller: &Key, id: &str) -> Reply {
 pub async fn get_job_stream(ep: &Endpoint, id: &str, name: &str) -> Reply {
     let job = match ep.jobs.found_job(id).map_err(refused) {
         Ok(job) => job,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let path = if name == "stdout" { job.stdout_path() } else { job.stderr_path() };
     send_file(&path, &format!("job {id} has no {name} (yet)")).await
@@ -137,7 +142,7 @@ pub async fn get_job_stream(ep: &Endpoint, id: &str, name: &str) -> Reply {
 pub async fn get_job_file(ep: &Endpoint, id: &str, segments: &[&str]) -> Reply {
     let job = match ep.jobs.found_job(id).map_err(refused) {
         Ok(job) => job,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let shown = segments.join("/");
     let Some((root, rel)) = decode_path(segments).and_then(|rel| job.file_location(&rel)) else {

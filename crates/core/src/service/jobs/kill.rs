@@ -27,7 +27,7 @@ pub async fn kill<B>(ep: &Endpoint, caller: &Key, id: &str, req: &Request<B>) ->
     };
     let job = match ep.jobs.own_job(id, caller).map_err(refused) {
         Ok(job) => job,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     if remove {
         return match ep.jobs.remove_job(id).await {

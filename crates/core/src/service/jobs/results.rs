@@ -21,7 +21,7 @@ use crate::jobs::safe_file::{open_regular, size_of};
 use crate::jobs::template::Param;
 use crate::keys::Key;
 use crate::service::jobs::refused;
-use crate::service::reply::{error, json, query, Reply};
+use crate::service::reply::{error, json, query, HttpError, Reply};
 use crate::service::Endpoint;
 
 /// Larger files are given by reference even when asked by value.
@@ -33,22 +33,22 @@ pub enum By {
     Reference,
 }
 
-pub fn by_param<B>(req: &Request<B>) -> Result<By, Reply> {
+pub fn by_param<B>(req: &Request<B>) -> Result<By, HttpError> {
     match query(req, "by") {
         None | Some("value") => Ok(By::Value),
         Some("reference") => Ok(By::Reference),
-        Some(other) => Err(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("by={other}: it is by=value or by=reference"))),
+        Some(other) => Err(HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("by={other}: it is by=value or by=reference"))),
     }
 }
 
 pub async fn results_route(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incoming>) -> Reply {
     let job = match ep.jobs.own_job(id, caller).map_err(refused) {
         Ok(job) => job,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let by = match by_param(&req) {
         Ok(by) => by,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     if !job.state().state.ended() {
         return error(StatusCode::CONFLICT, ErrorClass::Arg, format!("job {id} has not ended: wait with GET /jobs/{id}?wait=SECONDS"));

@@ -33,19 +33,23 @@ use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Placement, Template};
 use crate::jobs::{new_id, Program, Runs};
 use crate::keys::Key;
+use crate::service::guard;
 use crate::service::jobs::refused;
 use crate::service::jobs::results::{by_param, results, By};
 use crate::service::reply::{error, json, read_body, Reply};
 use crate::service::Endpoint;
 
 pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>, call: bool) -> Reply {
+    if let Err(e) = guard::json_body(req.headers()) {
+        return e.into();
+    }
     let program = match ep.jobs.found_program(name).map_err(refused) {
         Ok(p) => p,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let by = match by_param(&req) {
         Ok(by) => by,
-        Err(reply) if call => return reply,
+        Err(e) if call => return e.into(),
         Err(_) => By::Value, // a spawn answers no results
     };
     let limit = format!(
@@ -57,7 +61,7 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
             .await
         {
             Ok(b) => b,
-            Err(reply) => return reply,
+            Err(e) => return e.into(),
         };
     let inputs = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(mut o)) => match o.remove("inputs").unwrap_or(Value::Object(Map::new())) {
@@ -90,8 +94,8 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         Err(e) => return no_dir(e.message),
     };
     let job = Job::new(id, program, caller.id, dir.clone(), ep.jobs.disk.clone());
-    if let Err(reply) = ep.jobs.admit(job.clone()).map_err(refused) {
-        return reply;
+    if let Err(e) = ep.jobs.admit(job.clone()).map_err(refused) {
+        return e.into();
     }
     if let Err(e) = make_private_dir(&dir) {
         ep.jobs.forget(&job.id); // it never started: nothing to end

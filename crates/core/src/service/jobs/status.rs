@@ -15,10 +15,10 @@ use crate::service::Endpoint;
 pub async fn status(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incoming>) -> Reply {
     let job = match ep.jobs.own_job(id, caller).map_err(refused) {
         Ok(job) => job,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     match wait_param(&req) {
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
         Ok(Some(wait)) => {
             job.wait(wait).await;
         }

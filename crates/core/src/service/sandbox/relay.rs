@@ -25,7 +25,7 @@ use hyper_util::rt::TokioExecutor;
 use crate::body::Chunks;
 use crate::error::ErrorClass;
 use crate::service::admit::admit_ended;
-use crate::service::reply::{error, from_error, retry_later, stalled, Reply};
+use crate::service::reply::{error, from_error, retry_later, stalled, HttpError, Reply};
 use crate::service::sandbox::{handover, Sandbox};
 use crate::service::upgrade::HOP_BY_HOP;
 use crate::service::Endpoint;
@@ -37,7 +37,7 @@ const READY_WAIT: Duration = Duration::from_secs(10);
 pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
     let instance = match admit_ended(ep, domain, rank, req.headers(), 0).await {
         Ok(i) => i,
-        Err(reply) => return reply,
+        Err(e) => return e.into(),
     };
     let question = req.method() != Method::POST; // `matched`, `withdraw`: about messages sent before
     if let Some(e) = instance.ended() {
@@ -100,9 +100,9 @@ async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Reques
                 req.headers_mut().insert(http::header::AUTHORIZATION, auth.clone());
             }
             let _ = client.request(req).await;
-            return reply;
+            return reply.into();
         }
-        Err(Refusal::Final(reply, None) | Refusal::Retry(reply)) => return reply,
+        Err(Refusal::Final(reply, None) | Refusal::Retry(reply)) => return reply.into(),
     };
     let target = format!("{url}{}", parts.uri.path_and_query().map_or("", |p| p.as_str()));
     let Ok(uri) = target.parse() else {
@@ -138,8 +138,8 @@ async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Reques
 /// Why a body was not read: a final refusal (with the message's source and
 /// sequence number, to be skipped), or one its sender may try again.
 enum Refusal {
-    Final(Reply, Option<(u32, u64)>),
-    Retry(Reply),
+    Final(HttpError, Option<(u32, u64)>),
+    Retry(HttpError),
 }
 
 /// The request's body, within `--max-message` and `--body-timeout`, refused
@@ -148,8 +148,13 @@ async fn read_store_body(ep: &Endpoint, parts: &http::request::Parts, body: Inco
     let max = ep.config.max_message;
     let length = parts.headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     let message = || Envelope::from_headers(&parts.headers, length).ok().and_then(|e| Some((e.source, e.seq?)));
-    let too_large =
-        || error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Count, format!("message larger than this endpoint's limit of {max} bytes"));
+    let too_large = || {
+        HttpError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorClass::Count,
+            format!("message larger than this endpoint's limit of {max} bytes"),
+        )
+    };
     if length.is_some_and(|l| l > max) {
         return Err(Refusal::Final(too_large(), message()));
     }
@@ -157,7 +162,7 @@ async fn read_store_body(ep: &Endpoint, parts: &http::request::Parts, body: Inco
     match tokio::time::timeout(ep.config.body_timeout, Limited::new(body, limit).collect()).await {
         Ok(Ok(b)) => Ok(b.to_bytes()),
         Ok(Err(e)) if e.is::<LengthLimitError>() => Err(Refusal::Final(too_large(), message())),
-        Ok(Err(e)) => Err(Refusal::Retry(error(StatusCode::BAD_REQUEST, ErrorClass::Other, format!("body cut off: {e}")))),
+        Ok(Err(e)) => Err(Refusal::Retry(HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Other, format!("body cut off: {e}")))),
         Err(_) => Err(Refusal::Retry(stalled(ep.config.body_timeout))),
     }
 }

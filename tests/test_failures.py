@@ -1,6 +1,7 @@
 """A rank whose process dies: every survivor gets MPI.ERR_PROC_FAILED within
 the failure timeout instead of hanging — in receives from it (named or any
-source), sends to it, and collectives that include it — and afterwards the
+source), sends to it, and collectives that include it (an intercommunicator's
+and a topology's neighbourhood too) — and afterwards the
 survivors still talk among themselves. The launcher (with --keep-going, so
 the survivors run to their own end) reports which rank failed first and
 exits non-zero."""
@@ -23,6 +24,10 @@ comm = MPI.COMM_WORLD
 rank, n = comm.rank, comm.size
 dead = n - 1
 what = sys.argv[1]
+if what == "inter":          # evens and odds: the dead rank is in one group
+    inter = comm.Split(rank % 2, rank).Create_intercomm(0, comm, 1 - rank % 2)
+elif what == "neighbor":
+    ring = comm.Create_cart([n], periods=[True])
 comm.Barrier()
 if rank == dead:
     time.sleep(0.3)          # the survivors are in the middle of it by now
@@ -51,6 +56,13 @@ try:
     elif what == "barrier":
         while True:
             comm.Barrier()
+    elif what == "inter":    # both groups fail, the dead rank's and the other
+        while True:
+            inter.allreduce(rank)
+            inter.Barrier()
+    elif what == "neighbor":  # the dead rank's neighbours, and theirs in turn
+        while True:
+            ring.neighbor_allgather(rank)
     print("NOERROR", flush=True)
 except MPI.Exception as e:
     took = time.monotonic() - t0
@@ -78,6 +90,8 @@ CASES = [
     ("allreduce", 8),
     ("bcast", 4),
     ("barrier", 7),
+    ("inter", 4),
+    ("neighbor", 4),
 ]
 
 

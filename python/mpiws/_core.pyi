@@ -195,12 +195,16 @@ class Comm:
         op: tuple[str, str] | None = None,
         counts: list[int] | None = None,
         length: int | None = None,
+        sources: list[tuple[int, int]] | None = None,
+        destinations: list[tuple[int, int]] | None = None,
         algorithm: str | None = None,
         hint: int | None = None,
         nonblocking: bool = False,
         timeout: float | None = None,
     ) -> Request:
-        """Run (or start) a collective; the Request's Message holds the result blocks as parts."""
+        """Run (or start) a collective; the Request's Message holds the result blocks as parts.
+        On an intercommunicator ``root`` may be ``ROOT`` (-3) or ``PROC_NULL``; ``sources`` and
+        ``destinations``: a neighbourhood exchange's (rank, key) edges (``name="neighbor"``)."""
     def probe(self, source: int, tag: int, timeout: float | None = None) -> tuple[int, int, int] | None:
         """(source, tag, nbytes) of the next matching message; ``timeout=0`` only looks."""
     def next_context(self, salt: int = 0) -> int: ...
@@ -212,8 +216,6 @@ class Comm:
     remote_group: list[int] | None
     def partitioned(self, tag: int) -> Comm:
         """Where partitioned point-to-point with ``tag`` travels."""
-    def internal(self) -> Comm:
-        """The same communicator on its collective context (traffic the application never matches)."""
     def world_rank(self, local: int) -> int: ...
     def local_rank(self, world: int) -> int | None: ...
     def allgather_bytes(self, data: bytes, timeout: float | None = None) -> list[bytes]: ...

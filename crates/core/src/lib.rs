@@ -73,11 +73,11 @@ pub use engine::completion::{wait_any, wait_outcome, Completion, Events, Outcome
 pub use engine::mailbox::RecvId;
 pub use jobs::cwl::params::{eval as cwl_eval, Mode as CwlMode};
 pub use jobs::template;
-pub use mpi::collective::{Call, Op, ALGORITHMS};
+pub use mpi::collective::{Call, Edge, Op, ALGORITHMS};
 pub use mpi::datatype::Layout;
 pub use mpi::request::Request;
 pub use mpi::window::{RawDest, Window};
-pub use mpi::{Comm, ANY_SOURCE, ANY_TAG, PROC_NULL};
+pub use mpi::{Comm, ANY_SOURCE, ANY_TAG, PROC_NULL, ROOT};
 pub use net::http::Http;
 pub use net::link::EAGER_BELOW;
 pub use rank::{Binding, ErrorReport, Instance, InstanceState, Status};

@@ -2,15 +2,19 @@
 
 use bytes::Bytes;
 use mpiws_core::ErrorClass;
-use mpiws_core::{Call, Op};
+use mpiws_core::{Call, Edge, Op};
 use pyo3::prelude::*;
 
 use crate::buffers::to_bytes;
 use crate::errors::{mpi_err, IntoPy};
 
+/// A topology's edges: (neighbour rank, key) pairs.
+pub type Edges = Option<Vec<(i64, u32)>>;
+
+/// The core checks what it takes (roots, block counts, neighbours):
+/// nothing here but conversions.
 #[allow(clippy::too_many_arguments)]
 pub fn call(
-    size: u32,
     name: &str,
     root: i64,
     data: Option<Bound<'_, PyAny>>,
@@ -18,11 +22,9 @@ pub fn call(
     op: Option<(String, String)>,
     counts: Option<Vec<usize>>,
     length: Option<usize>,
+    sources: Edges,
+    destinations: Edges,
 ) -> PyResult<Call> {
-    if root < 0 || root >= size as i64 {
-        return Err(mpi_err(ErrorClass::Root, format!("invalid root {root} (communicator size {size})")));
-    }
-    let root = root as u32;
     let data = data.as_ref().map(to_bytes).transpose()?;
     let blocks = blocks.map(|bs| bs.iter().map(to_bytes).collect::<PyResult<Vec<Bytes>>>()).transpose()?;
     let op = op.map(|(kind, dtype)| Op::new(&kind, &dtype)).transpose().py_err()?;
@@ -44,8 +46,17 @@ pub fn call(
         },
         "scan" => Call::Scan { data: data_or_empty(), op: op.ok_or_else(|| need("an op"))? },
         "exscan" => Call::Exscan { data: data_or_empty(), op: op.ok_or_else(|| need("an op"))? },
+        "neighbor" => Call::Neighbor {
+            sources: edges(sources.ok_or_else(|| need("sources"))?),
+            destinations: edges(destinations.ok_or_else(|| need("destinations"))?),
+            blocks: blocks.ok_or_else(|| need("blocks"))?,
+        },
         _ => return Err(mpi_err(ErrorClass::Arg, format!("unknown collective '{name}'"))),
     })
+}
+
+fn edges(pairs: Vec<(i64, u32)>) -> Vec<Edge> {
+    pairs.into_iter().map(|(rank, key)| Edge { rank, key }).collect()
 }
 
 /// `inoutbuf = inbuf op inoutbuf` with a builtin op on typed buffers

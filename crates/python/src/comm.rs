@@ -171,8 +171,10 @@ impl Comm {
     }
 
     /// Run a collective (or, `nonblocking`, start it); the Request's message
-    /// holds the result blocks as parts. See `mpiws_core::Call`.
-    #[pyo3(signature = (name, root=0, data=None, blocks=None, op=None, counts=None, length=None, algorithm=None, hint=None, nonblocking=false, timeout=None))]
+    /// holds the result blocks as parts. See `mpiws_core::Call`: on an
+    /// intercommunicator `root` may be ROOT or PROC_NULL; `sources` and
+    /// `destinations` are a neighbourhood exchange's (rank, key) edges.
+    #[pyo3(signature = (name, root=0, data=None, blocks=None, op=None, counts=None, length=None, sources=None, destinations=None, algorithm=None, hint=None, nonblocking=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn collective(
         &self,
@@ -184,12 +186,14 @@ impl Comm {
         op: Option<(String, String)>,
         counts: Option<Vec<usize>>,
         length: Option<usize>,
+        sources: crate::collective::Edges,
+        destinations: crate::collective::Edges,
         algorithm: Option<String>,
         hint: Option<usize>,
         nonblocking: bool,
         timeout: Option<f64>,
     ) -> PyResult<Request> {
-        let call = crate::collective::call(self.inner.size(), name, root, data, blocks, op, counts, length)?;
+        let call = crate::collective::call(name, root, data, blocks, op, counts, length, sources, destinations)?;
         let timeout = secs(timeout);
         let c = if nonblocking {
             self.inner.icollective(call, algorithm.as_deref(), hint, timeout).py_err()?
@@ -236,13 +240,6 @@ impl Comm {
     #[getter]
     fn remote_group(&self) -> Option<Vec<u32>> {
         self.inner.remote_group().map(|g| g.to_vec())
-    }
-
-    /// The same communicator on its collective context: traffic there never
-    /// matches the application's receives (an intercommunicator's composed
-    /// collectives travel there).
-    fn internal(&self) -> Comm {
-        self.inner.internal().into()
     }
 
     fn world_rank(&self, local: i64) -> PyResult<u32> {

@@ -73,6 +73,19 @@ def _placed(view, offsets, sizes):
     return post
 
 
+def _into_each(views):
+    """Copy result block i into ``views[i]``, which it must fill exactly."""
+
+    def post(msg):
+        for i, (got, view) in enumerate(zip(msg.split(), views)):
+            if len(got) != view.nbytes:
+                raise MPIException(ERR_TRUNCATE, f"block from rank {i} has {len(got)} bytes, expected {view.nbytes}")
+            view[:] = got
+            datatype.settle(view)
+
+    return post
+
+
 def _numeric_array(obj):
     """A numpy array a builtin op can reduce in the core, else None."""
     if type(obj).__module__ != "numpy" or not hasattr(obj, "dtype") or obj.dtype.kind not in "iufcb":
@@ -329,17 +342,7 @@ class Collectives:
         sblocks = (
             [bytes(v) for v in datatype.parse_w(recvbuf, n)] if _in_place(sendbuf) else datatype.parse_w(sendbuf, n)
         )
-
-        def post(msg):
-            for i, (got, view) in enumerate(zip(msg.split(), rviews)):
-                if len(got) != view.nbytes:
-                    raise MPIException(
-                        ERR_TRUNCATE, f"block from rank {i} has {len(got)} bytes, expected {view.nbytes}"
-                    )
-                view[:] = got
-                datatype.settle(view)
-
-        return "alltoall", post, dict(blocks=sblocks)
+        return "alltoall", _into_each(rviews), dict(blocks=sblocks)
 
     def _reduce_buffers(self, name, sendbuf, recvbuf, op, root=0):
         """(send view, datatype, receive view or None, op) for a buffer reduction."""

@@ -1,12 +1,11 @@
 """``Intercomm``: a communicator between two disjoint groups.
 
 Point-to-point ranks name the REMOTE group's processes: the core's
-communicator translates them (``derive_inter``). Beside it an
-intercommunicator keeps a hidden intracommunicator over its local group
-and its own communicator on the collective context (the "wire", whose
-traffic no application receive matches): its collectives
-(MPI/intercomm_collectives.py) are the local group's collectives plus
-messages between the groups' leaders (local rank 0) or roots.
+communicator translates them (``derive_inter``), and runs its collectives
+(MPI/intercomm_collectives.py) over both groups. Beside it an
+intercommunicator keeps a hidden intracommunicator over its local group,
+for what MPI's calls need of the local group alone (``Split``'s colours,
+``Reduce_scatter``'s counts).
 
 Contexts need no messages beyond the ones MPI's calls make anyway: every
 member of both groups derives the next one from the intercommunicator's in
@@ -20,7 +19,7 @@ from .comm import COMM_NULL, COMM_WORLD, Comm, Intracomm, _check_rank_arg, _Cont
 from .exception import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_RANK, Exception as MPIException
 from .group import Group
 from .handle import _table
-from .intercomm_collectives import InterCollectives, Runner
+from .intercomm_collectives import InterCollectives
 from .status import UNDEFINED
 
 _CONTEXT_MASK = (1 << 63) - 1  # the core's collective bit is the top one
@@ -32,19 +31,15 @@ _LOCAL_TAG, _JOINT_TAG = 1 << 32, 2 << 32
 
 class _Inter(_Context):
     """What an intercommunicator handle names: its core communicator (local
-    group, remote group, context), the hidden local intracommunicator, the
-    wire, and the runner of its collectives."""
+    group, remote group, context) and the hidden local intracommunicator."""
 
-    __slots__ = ("local", "wire", "remote", "runner", "calls")
+    __slots__ = ("local", "remote")
     cls = None  # Intercomm, once defined (Comm.fromhandle reads it)
 
     def __init__(self, core, local_core):
         super().__init__(core)
         self.local = Intracomm._wrap(local_core)
-        self.wire = Comm._wrap(core.internal())
         self.remote = tuple(core.remote_group)
-        self.runner = Runner()
-        self.calls = 0  # collective calls started: their tags on the wire
 
 
 def _make(core, local_core):
@@ -154,9 +149,9 @@ class Intercomm(InterCollectives, Comm):
         Exchange an object with the remote group.
 
         The remote group's ``obj`` (as its leader gave it), on every rank:
-        a call like the collectives, in their order.
+        an allgather, in the collectives' order.
         """
-        return self._run(lambda call: call.trade(obj))
+        return self.allgather(obj)[0]
 
     def _derived(self, salt, local, remote):
         """_derived(self, salt, local, remote)
@@ -221,12 +216,8 @@ class Intercomm(InterCollectives, Comm):
         if color < 0 and color != UNDEFINED:
             raise MPIException(ERR_ARG, f"invalid color {color}")
         st = self._inter()
-
-        def colors(call):
-            mine = call.local.allgather((color, key), timeout=call.t())
-            return mine, call.trade(mine)
-
-        entries, theirs = self._run(colors)
+        entries = st.local.allgather((color, key))
+        theirs = self.allgather((color, key))
         if (
             not isinstance(theirs, list)
             or len(theirs) != len(st.remote)
@@ -311,12 +302,11 @@ class Intercomm(InterCollectives, Comm):
 
         Free a communicator.
 
-        Free the handle; the hidden communicators go once the collectives
-        still running on them are done.
+        Free the handle and the hidden local intracommunicator.
         """
         st = self._inter()
         super().Free()
-        st.runner.then(lambda: (st.local._release(), st.wire._release()))
+        st.local._release()
 
 
 _Inter.cls = Intercomm

@@ -6,190 +6,48 @@ passes the root's rank in the remote group; the data goes from one group to
 the other (``allgather``: each group gets the other's blocks; ``allreduce``:
 the reduction of the other group's contributions).
 
-Each call is composed of the local group's own collectives (on the hidden
-local intracommunicator, MPI/intercomm.py) and messages between the two
-leaders (local rank 0) or to and from the root, on the wire with the
-call's own tag. The calls of one intercommunicator run one after another,
-in the order they were started (every rank starts them in the same order,
-as MPI requires, so the local collectives inside them match): a blocking
-call runs at once on the caller's thread when none is pending, a
-non-blocking one on a thread of the intercommunicator's (``Runner``).
-Arguments are read and checked when the call is made.
+The core runs each call on the intercommunicator itself (mpiws_core's
+``collective/inter.rs``), numbered with the intracommunicator collectives'
+sequence, and checks the root; as ``collectives.py`` does for
+intracommunicators, this file only turns mpi4py's arguments into blocks of
+bytes and the result blocks back into objects or into the receive buffer.
+Which side of a rooted call a rank is on decides what it prepares: the
+root its receive (or send) buffer, the other group its send (or receive)
+buffer, the root's other ranks nothing. Object reductions, and buffer
+reductions with an op the core has no arithmetic for, gather the other
+group's contributions and fold them here in rank order.
 """
 
-import functools
-import threading
-from collections import deque
-
-from .._core import TAG_UB
 from . import datatype, pickled
-from . import timeout as timeout_
-from .exception import ERR_BUFFER, ERR_COMM, ERR_ROOT, ERR_TRUNCATE, Exception as MPIException
-from .collectives import IN_PLACE
-from .comm import PROC_NULL
-from .op import SUM, as_op
-from .persistent import Prequest
-from .request import _CALL, Request
+from .collectives import (
+    IN_PLACE,
+    _dumps,
+    _first_object,
+    _forms,
+    _into,
+    _into_each,
+    _nothing,
+    _objects_or_none,
+    _placed,
+    _root,
+)
+from .exception import ERR_BUFFER, ERR_COMM, Exception as MPIException
+from .op import SUM, as_op, fold, folded_here
 
 ROOT = -3  # MPI.ROOT
+PROC_NULL = -1
 
 
-class _Deferred:
-    """One call queued on a runner, in the shape of a core request (what
-    ``Request`` waits for and takes)."""
-
-    cancelled = False
-
-    def __init__(self, fn):
-        self._fn, self._out, self._watchers = fn, None, []
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-
-    def run(self):
-        try:
-            self._out = (True, self._fn())
-        except BaseException as e:  # noqa: BLE001 - raised again where the request completes
-            self._out = (False, e)
-        with self._lock:
-            self._done.set()
-            watchers, self._watchers = self._watchers, []
-        for events, token in watchers:
-            events.push(token)
-
-    def done(self):
-        return self._done.is_set()
-
-    def wait(self, timeout=None):
-        return self._done.wait(timeout)
-
-    def take(self):
-        ok, self.value = self._out
-        if not ok:
-            raise self.value
-        return self
-
-    def watch(self, events, token):
-        """Push ``token`` to ``events`` when done (the handler thread's watch)."""
-        with self._lock:
-            if not self._done.is_set():
-                self._watchers.append((events, token))
-                return
-        events.push(token)
-
-    def peek(self):
-        return None
-
-    def cancel(self):
-        return False  # a collective cannot be cancelled
-
-    withdraw = cancel
-
-
-class Runner:
-    """Runs an intercommunicator's calls in the order they are started; a
-    thread runs the queued ones while there are any."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._jobs = deque()
-        self._busy = False
-
-    def submit(self, job):
-        with self._lock:
-            self._jobs.append(job)
-            if self._busy:
-                return
-            self._busy = True
-        threading.Thread(target=self._drain, name="mpiws-intercomm", daemon=True).start()
-
-    def _drain(self):
-        while True:
-            with self._lock:
-                if not self._jobs:
-                    self._busy = False
-                    return
-                job = self._jobs.popleft()
-            job.run()
-
-    def idle(self):
-        with self._lock:
-            return not self._busy
-
-    def then(self, fn):
-        """Run ``fn`` once the calls started so far are done."""
-        if self.idle():
-            fn()
-        else:
-            self.submit(_Deferred(fn))
-
-
-class _Call:
-    """One call's traffic: the local group's collectives, the wire under the
-    call's tag, within the call's time limit."""
-
-    __slots__ = ("local", "wire", "tag", "end", "lead", "rsize")
-
-    def __init__(self, st, end):
-        self.local, self.wire, self.end = st.local, st.wire, end
-        self.tag = st.calls % (TAG_UB + 1)
-        st.calls += 1
-        self.lead = st.local._core.rank == 0
-        self.rsize = len(st.remote)
-
-    def t(self):
-        """What is left of the time limit (``inf``: none, whatever the defaults)."""
-        left = timeout_.left(self.end)
-        return float("inf") if left is None else left
-
-    # the wire, under the call's tag
-    def send(self, obj, dest):
-        self.wire.send(obj, dest, self.tag, timeout=self.t())
-
-    def recv(self, source):
-        return self.wire.recv(None, source, self.tag, timeout=self.t())
-
-    def Send(self, buf, dest):
-        self.wire.Send(buf, dest, self.tag, timeout=self.t())
-
-    def Recv(self, buf, source):
-        self.wire.Recv(buf, source, self.tag, timeout=self.t())
-
-    def trade(self, obj):
-        """The remote group's ``obj`` (its leader's), on every local rank."""
-        theirs = self.wire.sendrecv(obj, 0, self.tag, None, 0, self.tag, timeout=self.t()) if self.lead else None
-        return self.local.bcast(theirs, root=0, timeout=self.t())
-
-    def Trade(self, sendbuf, recvbuf):
-        """The leaders swap buffers; ``recvbuf`` is then the remote leader's on every local rank."""
-        if self.lead:
-            self.wire.Sendrecv(sendbuf, 0, self.tag, recvbuf, 0, self.tag, timeout=self.t())
-        self.local.Bcast(recvbuf, root=0, timeout=self.t())
-
-    def reduced(self, sview, dt, op):
-        """The local group's reduction of ``sview`` at the leader (None elsewhere)."""
-        tmp = bytearray(sview.nbytes) if self.lead else None
-        self.local.Reduce([sview, dt], None if tmp is None else [tmp, dt], op, root=0, timeout=self.t())
-        return tmp
-
-    def exchange(self, sends, recvs):
-        """Block j of ``sends`` to remote rank j, block j of ``recvs`` from it (alltoall)."""
-        reqs = [self.wire.Irecv(v, j, self.tag) for j, v in enumerate(recvs)]
-        reqs += [self.wire.Isend(v, j, self.tag) for j, v in enumerate(sends)]
-        Request.Waitall(reqs, timeout=self.t())
-
-
-def _where(root, rsize):
+def _side(root, rsize):
     """Which side of a rooted call this rank is on: "root", "null" (the root's
-    group, not the root) or "remote" (the other group; ``root`` names the root)."""
-    if not isinstance(root, int) or isinstance(root, bool):
-        raise TypeError(f"root must be an int, got {type(root).__name__}")
-    if root == ROOT:
+    group, not the root) or "remote" (the other group; ``root`` names the
+    root). A root that is none of these prepares nothing: the core refuses
+    it (ERR_ROOT) before any message."""
+    if _root(root) == ROOT:
         return "root"
     if root == PROC_NULL:
         return "null"
-    if 0 <= root < rsize:
-        return "remote"
-    raise MPIException(ERR_ROOT, f"invalid root {root} (remote group size {rsize}; or ROOT, PROC_NULL)")
+    return "remote" if 0 <= root < rsize else None
 
 
 def _no_in_place(buf):
@@ -206,46 +64,15 @@ def _blocks(view, n):
     return [view[i * b : (i + 1) * b] for i in range(n)]
 
 
-def _place(raw, offsets, sizes, blocks):
-    """Copy block i (bytes another group sent) to byte ``offsets[i]`` of
-    ``raw``; each must be ``sizes[i]`` long."""
-    if not isinstance(blocks, list) or len(blocks) != len(sizes):
-        raise MPIException(
-            ERR_TRUNCATE, f"{len(blocks) if isinstance(blocks, list) else 'no'} blocks for {len(sizes)} ranks"
-        )
-    for i, (at, size, b) in enumerate(zip(offsets, sizes, blocks)):
-        if not isinstance(b, bytes) or len(b) != size:
-            raise MPIException(ERR_TRUNCATE, f"block from remote rank {i} has {len(b)} bytes, expected {size}")
-        raw[at : at + size] = b
-
-
-def _v_blocks(raw, dt, counts, displs):
+def _v_blocks(dt, counts, displs):
     """(byte offsets, byte sizes) of a vector specification's blocks."""
     size = dt.Get_size()
     return [d * size for d in displs], [k * size for k in counts]
 
 
-def _forms(compose):
-    """From ``compose(self, ...) -> (name, run)``, ``run(call)`` doing the
-    communication: the blocking, non-blocking and persistent method."""
-
-    @functools.wraps(compose)
-    def blocking(self, *args, timeout=None, **kwargs):
-        _, run = compose(self, *args, **kwargs)
-        return self._run(run, timeout)
-
-    @functools.wraps(compose)
-    def nonblocking(self, *args, timeout=None, schedule=None, **kwargs):
-        name, run = compose(self, *args, **kwargs)
-        req = self._start(run, timeout)
-        return req._describe(call=name, source=self._core.rank)._schedule(schedule)
-
-    @functools.wraps(compose)
-    def persistent(self, *args, info=None, timeout=None, **kwargs):
-        self._state()  # a null or freed communicator fails here, not at Start
-        return Prequest._persistent(lambda: nonblocking(self, *args, timeout=timeout, **kwargs))
-
-    return blocking, nonblocking, persistent
+def _folded(op):
+    """The post of an object reduction: the other group's objects, folded."""
+    return lambda msg: (lambda v: None if v is None else fold(v, op))(_objects_or_none(msg))
 
 
 def _undefined(name):
@@ -260,116 +87,42 @@ def _undefined(name):
 class InterCollectives:
     __slots__ = ()
 
-    def _call(self, timeout):
-        st = self._inter()
-        return st, _Call(st, timeout_.deadline(self._limit(timeout)))
-
-    def _run(self, run, timeout=None):
-        """Run ``run(call)`` now, after the calls still pending."""
-        st, call = self._call(timeout)
-        if st.runner.idle():
-            return run(call)
-        job = _Deferred(lambda: run(call))
-        st.runner.submit(job)
-        job.wait()
-        return job.take().value
-
-    def _start(self, run, timeout=None):
-        st, call = self._call(timeout)
-        job = _Deferred(lambda: run(call))
-        st.runner.submit(job)
-        return Request(job, _CALL, lambda d: d.value, deadline=call.end)
-
     # ---- objects -----------------------------------------------------------
 
     def _barrier(self):
-        def run(call):
-            call.local.Barrier(timeout=call.t())  # all here have entered ...
-            call.trade(None)  # ... and, once the leaders swapped word, all there
-
-        return "barrier", run
+        return "barrier", _nothing, {}
 
     def _bcast(self, obj=None, root=0):
-        where = _where(root, self.Get_remote_size())
-
-        def run(call):
-            if where == "root":
-                call.send(obj, 0)
-            elif where == "remote":
-                return call.local.bcast(call.recv(root) if call.lead else None, root=0, timeout=call.t())
-            return None
-
-        return "bcast", run
+        side = _side(root, self.Get_remote_size())
+        data = _dumps(obj) if side == "root" else None
+        return "bcast", _first_object if side == "remote" else _nothing, dict(root=root, data=data)
 
     def _gather(self, sendobj=None, root=0):
-        where = _where(root, self.Get_remote_size())
-
-        def run(call):
-            if where == "root":
-                return call.recv(0)
-            if where == "remote":
-                got = call.local.gather(sendobj, root=0, timeout=call.t())
-                if call.lead:
-                    call.send(got, root)
-            return None
-
-        return "gather", run
+        side = _side(root, self.Get_remote_size())
+        data = _dumps(sendobj) if side == "remote" else None
+        return "gather", _objects_or_none, dict(root=root, data=data)
 
     def _scatter(self, sendobj=None, root=0):
         rsize = self.Get_remote_size()
-        where = _where(root, rsize)
-        if where == "root":
-            sendobj = pickled.items(sendobj, rsize)
-
-        def run(call):
-            if where == "root":
-                call.send(sendobj, 0)
-            elif where == "remote":
-                return call.local.scatter(call.recv(root) if call.lead else None, root=0, timeout=call.t())
-            return None
-
-        return "scatter", run
+        side = _side(root, rsize)
+        blocks = [_dumps(o) for o in pickled.items(sendobj, rsize)] if side == "root" else None
+        return "scatter", _first_object if side == "remote" else _nothing, dict(root=root, blocks=blocks)
 
     def _allgather(self, sendobj):
-        def run(call):
-            return call.trade(call.local.gather(sendobj, root=0, timeout=call.t()))
-
-        return "allgather", run
+        return "allgather", _objects_or_none, dict(data=_dumps(sendobj))
 
     def _alltoall(self, sendobj):
-        rsize = self.Get_remote_size()
-        sendobj = pickled.items(sendobj, rsize)
-
-        def run(call):
-            reqs = [call.wire.isend(o, j, call.tag) for j, o in enumerate(sendobj)]
-            got = [call.recv(j) for j in range(rsize)]
-            Request.Waitall(reqs, timeout=call.t())
-            return got
-
-        return "alltoall", run
+        blocks = [_dumps(o) for o in pickled.items(sendobj, self.Get_remote_size())]
+        return "alltoall", _objects_or_none, dict(blocks=blocks)
 
     def _reduce(self, sendobj=None, op=SUM, root=0):
-        where = _where(root, self.Get_remote_size())
+        side = _side(root, self.Get_remote_size())
         op = as_op(op)
-
-        def run(call):
-            if where == "root":
-                return call.recv(0)
-            if where == "remote":
-                value = call.local.reduce(sendobj, op, root=0, timeout=call.t())
-                if call.lead:
-                    call.send(value, root)
-            return None
-
-        return "reduce", run
+        data = _dumps(sendobj) if side == "remote" else None
+        return "gather", _folded(op), dict(root=root, data=data)
 
     def _allreduce(self, sendobj, op=SUM):
-        op = as_op(op)
-
-        def run(call):
-            return call.trade(call.local.reduce(sendobj, op, root=0, timeout=call.t()))
-
-        return "allreduce", run
+        return "allgather", _folded(as_op(op)), dict(data=_dumps(sendobj))
 
     barrier, ibarrier, _ = _forms(_barrier)
     bcast, ibcast, _ = _forms(_bcast)
@@ -383,168 +136,112 @@ class InterCollectives:
     # ---- buffers -----------------------------------------------------------
 
     def _Bcast(self, buf, root=0):
-        where = _where(root, self.Get_remote_size())
-        view = None if where == "null" else datatype.parse(buf, writable=where == "remote")[0]
-
-        def run(call):
-            if where == "root":
-                call.Send(view, 0)
-            elif where == "remote":
-                if call.lead:
-                    call.Recv(view, root)
-                call.local.Bcast(view, root=0, timeout=call.t())
-
-        return "bcast", run
+        side = _side(root, self.Get_remote_size())
+        if side == "root":
+            view = datatype.parse(buf)[0]  # packed, if its type needs it
+            return "bcast", _nothing, dict(root=root, data=view, length=view.nbytes)
+        if side == "remote":
+            view = datatype.parse(buf, writable=True)[0]
+            return "bcast", _into(view), dict(root=root, length=view.nbytes)
+        return "bcast", _nothing, dict(root=root)
 
     def _Gather(self, sendbuf, recvbuf=None, root=0):
         rsize = self.Get_remote_size()
-        where = _where(root, rsize)
-        if where == "root":
+        side = _side(root, rsize)
+        if side == "root":
             rview = datatype.parse(recvbuf, writable=True, blocks=rsize)[0]
-        elif where == "remote":
-            sview = datatype.parse(_no_in_place(sendbuf))[0]
-
-        def run(call):
-            if where == "root":
-                call.Recv(rview, 0)
-            elif where == "remote":
-                tmp = bytearray(sview.nbytes * call.local._core.size) if call.lead else None
-                call.local.Gather(sview, tmp, root=0, timeout=call.t())
-                if call.lead:
-                    call.Send(tmp, root)
-
-        return "gather", run
+            n = len(_blocks(rview, rsize)[0]) if rsize else 0
+            return "gather", _placed(rview, [i * n for i in range(rsize)], [n] * rsize), dict(root=root)
+        data = datatype.parse(_no_in_place(sendbuf))[0] if side == "remote" else None
+        return "gather", _nothing, dict(root=root, data=data)
 
     def _Gatherv(self, sendbuf, recvbuf=None, root=0):
         rsize = self.Get_remote_size()
-        where = _where(root, rsize)
-        if where == "root":
+        side = _side(root, rsize)
+        if side == "root":
             raw, dt, counts, displs = datatype.parse_v(recvbuf, rsize, writable=True)
-            offsets, sizes = _v_blocks(raw, dt, counts, displs)
-        elif where == "remote":
-            sview = datatype.parse(_no_in_place(sendbuf))[0]
-
-        def run(call):
-            if where == "root":
-                _place(raw, offsets, sizes, call.recv(0))
-            elif where == "remote":
-                got = call.local.gather(bytes(sview), root=0, timeout=call.t())
-                if call.lead:
-                    call.send(got, root)
-
-        return "gatherv", run
+            return "gather", _placed(raw, *_v_blocks(dt, counts, displs)), dict(root=root)
+        data = datatype.parse(_no_in_place(sendbuf))[0] if side == "remote" else None
+        return "gather", _nothing, dict(root=root, data=data)
 
     def _Scatter(self, sendbuf, recvbuf=None, root=0):
         rsize = self.Get_remote_size()
-        where = _where(root, rsize)
-        if where == "root":
-            sview = datatype.parse(sendbuf, blocks=rsize)[0]
-            _blocks(sview, rsize)
-        elif where == "remote":
+        side = _side(root, rsize)
+        if side == "root":
+            blocks = _blocks(datatype.parse(sendbuf, blocks=rsize)[0], rsize)
+            return "scatter", _nothing, dict(root=root, blocks=blocks)
+        if side == "remote":
             rview = datatype.parse(_no_in_place(recvbuf), writable=True)[0]
-
-        def run(call):
-            if where == "root":
-                call.Send(sview, 0)
-            elif where == "remote":
-                tmp = None
-                if call.lead:
-                    tmp = bytearray(rview.nbytes * call.local._core.size)
-                    call.Recv(tmp, root)
-                call.local.Scatter(tmp, rview, root=0, timeout=call.t())
-
-        return "scatter", run
+            return "scatter", _into(rview), dict(root=root)
+        return "scatter", _nothing, dict(root=root)
 
     def _Scatterv(self, sendbuf, recvbuf=None, root=0):
         rsize = self.Get_remote_size()
-        where = _where(root, rsize)
-        if where == "root":
+        side = _side(root, rsize)
+        if side == "root":
             raw, dt, counts, displs = datatype.parse_v(sendbuf, rsize)
-            blocks = [bytes(raw[at : at + n]) for at, n in zip(*_v_blocks(raw, dt, counts, displs))]
-        elif where == "remote":
+            blocks = [raw[at : at + n] for at, n in zip(*_v_blocks(dt, counts, displs))]
+            return "scatter", _nothing, dict(root=root, blocks=blocks)
+        if side == "remote":
             rview = datatype.parse(_no_in_place(recvbuf), writable=True)[0]
-
-        def run(call):
-            if where == "root":
-                call.send(blocks, 0)
-            elif where == "remote":
-                mine = call.local.scatter(call.recv(root) if call.lead else None, root=0, timeout=call.t())
-                _place(rview, [0], [rview.nbytes], [mine])
-
-        return "scatterv", run
+            return "scatter", _into(rview), dict(root=root)
+        return "scatter", _nothing, dict(root=root)
 
     def _Allgather(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
         sview = datatype.parse(_no_in_place(sendbuf))[0]
         rview = datatype.parse(recvbuf, writable=True, blocks=rsize)[0]
         n = len(_blocks(rview, rsize)[0]) if rsize else 0
-
-        def run(call):
-            got = call.trade(call.local.gather(bytes(sview), root=0, timeout=call.t()))
-            _place(rview, [i * n for i in range(rsize)], [n] * rsize, got)
-
-        return "allgather", run
+        return "allgather", _placed(rview, [i * n for i in range(rsize)], [n] * rsize), dict(data=sview)
 
     def _Allgatherv(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
         sview = datatype.parse(_no_in_place(sendbuf))[0]
         raw, dt, counts, displs = datatype.parse_v(recvbuf, rsize, writable=True)
-        offsets, sizes = _v_blocks(raw, dt, counts, displs)
-
-        def run(call):
-            _place(raw, offsets, sizes, call.trade(call.local.gather(bytes(sview), root=0, timeout=call.t())))
-
-        return "allgatherv", run
+        return "allgather", _placed(raw, *_v_blocks(dt, counts, displs)), dict(data=sview)
 
     def _Alltoall(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
         sends = _blocks(datatype.parse(_no_in_place(sendbuf), blocks=rsize)[0], rsize)
-        recvs = _blocks(datatype.parse(recvbuf, writable=True, blocks=rsize)[0], rsize)
-        return "alltoall", lambda call: call.exchange(sends, recvs)
+        rview = datatype.parse(recvbuf, writable=True, blocks=rsize)[0]
+        n = len(_blocks(rview, rsize)[0]) if rsize else 0
+        return "alltoall", _placed(rview, [i * n for i in range(rsize)], [n] * rsize), dict(blocks=sends)
 
     def _Alltoallv(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
-
-        def views(spec, writable):
-            raw, dt, counts, displs = datatype.parse_v(spec, rsize, writable=writable)
-            return [raw[at : at + n] for at, n in zip(*_v_blocks(raw, dt, counts, displs))]
-
-        sends, recvs = views(_no_in_place(sendbuf), False), views(recvbuf, True)
-        return "alltoallv", lambda call: call.exchange(sends, recvs)
+        sraw, sdt, scounts, sdispls = datatype.parse_v(_no_in_place(sendbuf), rsize)
+        sends = [sraw[at : at + n] for at, n in zip(*_v_blocks(sdt, scounts, sdispls))]
+        raw, dt, counts, displs = datatype.parse_v(recvbuf, rsize, writable=True)
+        return "alltoall", _placed(raw, *_v_blocks(dt, counts, displs)), dict(blocks=sends)
 
     def _Alltoallw(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
         sends = datatype.parse_w(_no_in_place(sendbuf), rsize)
         recvs = datatype.parse_w(recvbuf, rsize, writable=True)
-        return "alltoallw", lambda call: call.exchange(sends, recvs)
+        return "alltoall", _into_each(recvs), dict(blocks=sends)
 
     def _Reduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
-        where = _where(root, self.Get_remote_size())
+        side = _side(root, self.Get_remote_size())
         op = as_op(op)
-        if where == "root":
-            rview = datatype.parse(recvbuf, writable=True)[0]
-        elif where == "remote":
+        if side == "root":
+            rview, dt, _ = datatype.parse(recvbuf, writable=True)
+            if here := folded_here(op, dt):
+                return self._user_op("reduce", b"", dt, rview, here, root)
+            return "reduce", _into(rview), dict(root=root, op=(op._core, datatype.reduce_code(dt)))
+        if side == "remote":
             sview, dt, _ = datatype.parse(_no_in_place(sendbuf))
-
-        def run(call):
-            if where == "root":
-                call.Recv(rview, 0)
-            elif where == "remote":
-                tmp = call.reduced(sview, dt, op)
-                if call.lead:
-                    call.Send(tmp, root)
-
-        return "reduce", run
+            if here := folded_here(op, dt):
+                return self._user_op("reduce", sview, dt, None, here, root)
+            return "reduce", _nothing, dict(root=root, data=sview, op=(op._core, datatype.reduce_code(dt)))
+        return "gather", _nothing, dict(root=root)  # no part in it, whatever the op
 
     def _Allreduce(self, sendbuf, recvbuf, op=SUM):
         op = as_op(op)
         sview, dt, _ = datatype.parse(_no_in_place(sendbuf))
         rview = datatype.parse(recvbuf, writable=True)[0]
-
-        def run(call):
-            call.Trade(call.reduced(sview, dt, op), rview)
-
-        return "allreduce", run
+        if here := folded_here(op, dt):
+            return self._user_op("allreduce", sview, dt, rview, here)
+        return "allreduce", _into(rview), dict(data=sview, op=(op._core, datatype.reduce_code(dt)))
 
     def _Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=SUM):
         """The local group's reduction (``sendbuf``: as many elements as the
@@ -554,26 +251,16 @@ class InterCollectives:
         sview, dt, _ = datatype.parse(_no_in_place(sendbuf))
         rview = datatype.parse(recvbuf, writable=True)[0]
         size = dt.Get_size()
-        lsize = self._core.size
-        counts = None if recvcounts is None else [int(k) for k in recvcounts]
-        if counts is not None and len(counts) != lsize:
+        lsize, rank = self._core.size, self._core.rank
+        if recvcounts is None:  # each rank's own receive count, gathered (as mpi4py does)
+            recvcounts = self._inter().local.allgather(rview.nbytes // size if size else 0)
+        counts = [int(k) * size for k in recvcounts]
+        if len(counts) != lsize:
             raise ValueError(f"recvcounts needs one entry per local rank ({lsize})")
-
-        def run(call):
-            nonlocal counts
-            if counts is None:  # each rank's own receive count, gathered (as mpi4py does)
-                counts = call.local.allgather(rview.nbytes // size if size else 0, timeout=call.t())
-            mine = counts[call.local._core.rank] * size
-            if mine > rview.nbytes:
-                raise MPIException(ERR_TRUNCATE, f"{mine} bytes for a buffer of {rview.nbytes} bytes")
-            tmp = call.reduced(sview, dt, op)
-            got = None
-            if call.lead:
-                got = bytearray(sum(counts) * size)
-                call.wire.Sendrecv(tmp, 0, call.tag, got, 0, call.tag, timeout=call.t())
-            call.local.Scatterv(None if got is None else [got, counts, dt], rview[:mine], root=0, timeout=call.t())
-
-        return "reduce_scatter", run
+        target = rview[: counts[rank]]  # shorter than its block: ERR_TRUNCATE once the call is done
+        if here := folded_here(op, dt):
+            return self._user_op("reduce_scatter", sview, dt, target, here, counts=counts)
+        return "reduce_scatter", _into(target), dict(data=sview, counts=counts, op=(op._core, datatype.reduce_code(dt)))
 
     def _Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
         _, _, count = datatype.parse(recvbuf, writable=True)

@@ -1,8 +1,8 @@
 """What a received message becomes: the object it carries (unpickled, its
 size checked against the receive's limit) or its bytes in the receive
 buffer (spread over a derived datatype's layout); either fills the
-receive's status. Blocking receives (``Comm``), requests once complete
-(``Request``) and the neighbourhood collectives convert here."""
+receive's status. Blocking receives (``Comm``) and requests once complete
+(``Request``) convert here."""
 
 from . import datatype, pickled
 from .exception import ERR_TRUNCATE, Exception as MPIException

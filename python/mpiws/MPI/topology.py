@@ -6,9 +6,9 @@ A topology communicator is a new communicator, its core context derived
 as ``Dup`` derives one, whose handle state also holds its topology: the
 kind (``CART``, ...), its description, and this rank's in- and
 out-neighbours, worked out once at creation. Ranks are never reordered
-(``reorder`` is accepted and ignored, as MPI allows). Each topology
-communicator also has a hidden duplicate, derived at the same time, on
-which its neighbourhood collectives (MPI/neighbor.py) move their data.
+(``reorder`` is accepted and ignored, as MPI allows). Its neighbourhood
+collectives (MPI/neighbor.py) are the core's collectives on it, given the
+neighbour lists.
 """
 
 import json
@@ -87,10 +87,11 @@ def _check_ranks(ranks, size):
 
 class _Topology:
     """Its kind, and this rank's in- and out-neighbours (``inedges``,
-    ``outedges``). Neighbourhood collectives send block i with tag
-    ``send_tag(i)`` and receive block j with ``recv_tag(j)``: several edges
-    between two ranks match in order (the core keeps a sender's messages
-    in order), unless the tags tell them apart."""
+    ``outedges``). Neighbourhood collectives key block i sent with
+    ``send_tag(i)`` and block j received with ``recv_tag(j)``: several
+    edges between two ranks pair in order, key by key (the core's
+    ``collective/neighbor.rs``), so the keys tell them apart where order
+    alone would not."""
 
     @staticmethod
     def send_tag(i):
@@ -141,7 +142,7 @@ class _Cart(_Topology):
 
     # A message to the positive neighbour arrives as that neighbour's
     # negative one (block 2d+1 sent is block 2d received): with a periodic
-    # dimension of 1 or 2 both neighbours are the same rank, and the tag
+    # dimension of 1 or 2 both neighbours are the same rank, and the key
     # tells the two blocks apart.
     @staticmethod
     def send_tag(i):
@@ -175,15 +176,13 @@ class _DistGraph(_Topology):
 
 class _TopoContext(_Context):
     """A topology communicator's handle state: its core, name, info, and
-    its topology and hidden duplicate."""
+    its topology."""
 
-    __slots__ = ("topo", "hidden")
+    __slots__ = ("topo",)
 
     def __init__(self, core, topo):
         super().__init__(core)
         self.topo = topo
-        # Derived right away, so every member takes the same derivation step.
-        self.hidden = core.derive(core.next_context(0), core.group)
 
     @property
     def kind(self):
@@ -325,7 +324,7 @@ class Topocomm(Neighborhood, Intracomm):
     def Dup(self, info=None):
         """Dup(self, info=None)
 
-        A duplicate with the same topology (and its own hidden duplicate).
+        A duplicate with the same topology.
         """
         return _adopt(super().Dup(info), self._topo())
 

@@ -151,8 +151,8 @@ impl Comm {
 
     /// An intercommunicator with `context` between `local` (world ranks,
     /// this process among them) and `remote`; None if this process is not
-    /// in `local`. Its own collectives are composed by the caller from
-    /// point-to-point and the local group's collectives (`prepare` refuses).
+    /// in `local`. Its collectives are the core's (`collective::inter`): a
+    /// `Schedule` addresses both groups.
     pub fn derive_inter(&self, context: u64, local: Vec<u32>, remote: Vec<u32>) -> Option<Comm> {
         let mut c = self.derive(context, local)?;
         c.peers = Arc::new(remote);
@@ -172,6 +172,14 @@ impl Comm {
     /// The same group with the collective context (for internal traffic).
     pub fn internal(&self) -> Comm {
         Comm { context: self.context | COLLECTIVE_BIT, ..self.clone() }
+    }
+
+    /// The local group alone, as an intracommunicator on the same context:
+    /// an intercommunicator's collectives talk within the local group on it
+    /// and to the remote group on the intercommunicator itself (the groups
+    /// are disjoint, so sources tell the two kinds of traffic apart).
+    pub fn local_side(&self) -> Comm {
+        Comm { peers: self.group.clone(), ..self.clone() }
     }
 
     /// The world rank of point-to-point rank `local` (of the remote group
@@ -434,7 +442,12 @@ mod tests {
         let inter = w.derive_inter(7, vec![1, 3], vec![0]).unwrap();
         assert!(inter.internal().is_inter());
         assert!(!inter.derive(8, vec![0, 1, 3]).unwrap().is_inter());
-        let call = crate::mpi::collective::Call::Barrier;
+        // Its local side: the local group alone, on the same context.
+        let local = inter.internal().local_side();
+        assert!(!local.is_inter() && local.context == inter.internal().context);
+        assert_eq!((local.rank, local.world_rank(1).unwrap(), local.local_rank(1)), (1, 3, Some(0)));
+        // Collectives MPI leaves undefined there are refused before any message.
+        let call = crate::mpi::collective::Call::Scan { data: Bytes::new(), op: crate::mpi::collective::Op::new("sum", "i8").unwrap() };
         assert_eq!(inter.collective(call, None, None, Some(Duration::ZERO)).unwrap_err().class, ErrorClass::Comm);
     }
 }

@@ -7,6 +7,13 @@
 //! calls), one buffer for broadcast and reductions. Objects are pickled by
 //! the Python layer, so the same calls move them.
 //!
+//! The same calls run on an intercommunicator, with MPI's rules there
+//! ([`inter`]: a rooted call's root passes [`ROOT`](crate::mpi::ROOT), the
+//! rest of its group `PROC_NULL`, the other group the root's rank; data
+//! goes from one group to the other), and a topology's neighbourhood
+//! exchanges are one more call ([`Call::Neighbor`], [`neighbor`]). Every
+//! call, whatever its kind, takes the communicator's next sequence number.
+//!
 //! An algorithm is chosen by name ([`ALGORITHMS`]), forced per call, by the
 //! environment (`MPIWS_ALGO_BCAST=binomial`, ...) or picked here by message
 //! size, number of ranks and how far apart they are ([`network`]). Ranks
@@ -17,6 +24,8 @@ pub mod allgather;
 pub mod barrier;
 pub mod bcast;
 pub mod gather;
+pub mod inter;
+pub mod neighbor;
 pub mod network;
 pub mod op;
 pub mod reduce;
@@ -32,24 +41,28 @@ use crate::error::{err, ErrorClass, Result};
 use crate::mpi::Comm;
 use crate::runtime::runtime;
 use crate::wire::frame::{Envelope, Payload};
+pub use neighbor::Edge;
 pub use op::Op;
 pub use schedule::Schedule;
 
-/// One collective call and its data.
+/// One collective call and its data. A `root` is a rank of the
+/// communicator; on an intercommunicator, `ROOT` at the root, `PROC_NULL`
+/// on the rest of its group, the root's rank in the remote group on the
+/// other (checked by `prepare`, as every argument every rank can check).
 pub enum Call {
     Barrier,
     /// `data` at the root; `len` if every rank knows the size (buffers).
     Bcast {
-        root: u32,
+        root: i64,
         data: Option<Bytes>,
         len: Option<usize>,
     },
     Gather {
-        root: u32,
+        root: i64,
         data: Bytes,
     },
     Scatter {
-        root: u32,
+        root: i64,
         blocks: Option<Vec<Bytes>>,
     },
     Allgather {
@@ -59,7 +72,7 @@ pub enum Call {
         blocks: Vec<Bytes>,
     },
     Reduce {
-        root: u32,
+        root: i64,
         data: Bytes,
         op: Op,
     },
@@ -80,6 +93,15 @@ pub enum Call {
     Exscan {
         data: Bytes,
         op: Op,
+    },
+    /// A neighbourhood exchange over a topology: `blocks[i]` to
+    /// `destinations[i]`, result block j from `sources[j]` (empty from
+    /// `PROC_NULL`); an edge's key tells several edges between two ranks
+    /// apart ([`neighbor`]).
+    Neighbor {
+        sources: Vec<Edge>,
+        destinations: Vec<Edge>,
+        blocks: Vec<Bytes>,
     },
 }
 
@@ -112,10 +134,11 @@ impl Call {
             Call::ReduceScatter { .. } => "reduce_scatter",
             Call::Scan { .. } => "scan",
             Call::Exscan { .. } => "exscan",
+            Call::Neighbor { .. } => "neighbor",
         }
     }
 
-    fn root(&self) -> Option<u32> {
+    fn root(&self) -> Option<i64> {
         match self {
             Call::Bcast { root, .. } | Call::Gather { root, .. } | Call::Scatter { root, .. } | Call::Reduce { root, .. } => Some(*root),
             _ => None,
@@ -221,7 +244,8 @@ impl Comm {
     }
 
     /// Check the arguments every rank can check alike, claim the call's
-    /// sequence number and pick the algorithm.
+    /// sequence number and pick the algorithm (an intercommunicator's and a
+    /// neighbourhood's calls have one each: nothing to choose).
     fn prepare(
         &self,
         call: &Call,
@@ -229,19 +253,33 @@ impl Comm {
         hint: Option<usize>,
         timeout: Option<Duration>,
     ) -> Result<(Schedule, &'static str)> {
-        if self.is_inter() {
-            // The schedules address the local group: an intercommunicator's
-            // collectives are composed from its groups' own (mpiws.MPI.intercomm).
-            return err(ErrorClass::Comm, format!("{} on an intercommunicator: run it on a local group's communicator", call.name()));
+        match self.remote_group() {
+            Some(remote) => inter::check(call, self.size(), remote.len() as u32)?,
+            None => self.check(call)?,
+        }
+        if self.is_inter() || matches!(call, Call::Neighbor { .. }) {
+            return Ok((Schedule::new(self, timeout), call.name()));
         }
         let n = self.size();
+        let size = call.agreed_size(hint);
+        let pick = |wide| choose(call.name(), algorithm, size, n, self.instance.crowded, wide);
+        // Measured only where it changes the choice (the measuring synchronizes the ranks once).
+        let (near, far) = (pick(false)?, pick(true)?);
+        let algo = if near != far && self.far_apart(timeout)? { far } else { near };
+        Ok((Schedule::new(self, timeout), algo))
+    }
+
+    /// An intracommunicator's arguments: roots among its ranks, a block
+    /// per rank where the call sends one to each, neighbours among its ranks.
+    fn check(&self, call: &Call) -> Result<()> {
+        let n = self.size();
         if let Some(root) = call.root() {
-            if root >= n {
+            if !(0..n as i64).contains(&root) {
                 return err(ErrorClass::Root, format!("invalid root {root} (communicator size {n})"));
             }
         }
         let blocks_ok = match call {
-            Call::Scatter { root, blocks: Some(b) } if *root == self.rank => b.len() == n as usize,
+            Call::Scatter { root, blocks: Some(b) } if *root == self.rank as i64 => b.len() == n as usize,
             Call::Alltoall { blocks } => blocks.len() == n as usize,
             Call::ReduceScatter { counts, .. } => counts.len() == n as usize,
             _ => true,
@@ -249,12 +287,10 @@ impl Comm {
         if !blocks_ok {
             return err(ErrorClass::Count, format!("{} needs one block per rank ({n})", call.name()));
         }
-        let size = call.agreed_size(hint);
-        let pick = |wide| choose(call.name(), algorithm, size, n, self.instance.crowded, wide);
-        // Measured only where it changes the choice (the measuring synchronizes the ranks once).
-        let (near, far) = (pick(false)?, pick(true)?);
-        let algo = if near != far && self.far_apart(timeout)? { far } else { near };
-        Ok((Schedule::new(self, timeout), algo))
+        if let Call::Neighbor { sources, destinations, blocks } = call {
+            neighbor::check(sources, destinations, blocks, n)?;
+        }
+        Ok(())
     }
 }
 
@@ -301,6 +337,11 @@ fn one(b: Vec<u8>) -> Vec<Bytes> {
 }
 
 fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Produced> {
+    if s.remote_size().is_some() {
+        return Ok(inter::execute(s, call)?.into());
+    }
+    // Roots are ranks of the communicator here (`Comm::check`).
+    let at = |root: i64| root as u32;
     Ok(match call {
         Call::Barrier => {
             match algo {
@@ -311,18 +352,18 @@ fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Produced> {
             Vec::new()
         }
         Call::Bcast { root, data, len } => match (algo, len) {
-            ("serial", _) => vec![bcast::serial(s, root, data)?],
-            ("scatter_allgather", Some(len)) => vec![bcast::scatter_allgather(s, root, data, len)?],
-            ("pipeline", Some(len)) => return Ok(Produced::pieces(bcast::pipeline(s, root, data, len)?)),
-            _ => vec![bcast::binomial(s, root, data)?],
+            ("serial", _) => vec![bcast::serial(s, at(root), data)?],
+            ("scatter_allgather", Some(len)) => vec![bcast::scatter_allgather(s, at(root), data, len)?],
+            ("pipeline", Some(len)) => return Ok(Produced::pieces(bcast::pipeline(s, at(root), data, len)?)),
+            _ => vec![bcast::binomial(s, at(root), data)?],
         },
         Call::Gather { root, data } => match algo {
-            "serial" => gather::gather_serial(s, root, data)?,
-            _ => gather::gather_binomial(s, root, data)?,
+            "serial" => gather::gather_serial(s, at(root), data)?,
+            _ => gather::gather_binomial(s, at(root), data)?,
         },
         Call::Scatter { root, blocks } => vec![match algo {
-            "serial" => gather::scatter_serial(s, root, blocks)?,
-            _ => gather::scatter_binomial(s, root, blocks)?,
+            "serial" => gather::scatter_serial(s, at(root), blocks)?,
+            _ => gather::scatter_binomial(s, at(root), blocks)?,
         }],
         Call::Allgather { data } => match algo {
             "ring" => allgather::ring(s, data)?,
@@ -330,8 +371,8 @@ fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Produced> {
         },
         Call::Alltoall { blocks } => allgather::alltoall_pairwise(s, blocks)?,
         Call::Reduce { root, data, op } => match algo {
-            "serial" => reduce::reduce_serial(s, root, data, &op)?,
-            _ => reduce::reduce_binomial(s, root, data, &op)?,
+            "serial" => reduce::reduce_serial(s, at(root), data, &op)?,
+            _ => reduce::reduce_binomial(s, at(root), data, &op)?,
         }
         .map_or_else(Vec::new, one),
         Call::Allreduce { data, op } => one(match algo {
@@ -343,6 +384,7 @@ fn execute(s: &mut Schedule, call: Call, algo: &str) -> Result<Produced> {
         Call::ReduceScatter { data, counts, op } => one(reduce::reduce_scatter(s, data, &counts, &op)?),
         Call::Scan { data, op } => reduce::scan(s, data, &op, false)?.map_or_else(Vec::new, one),
         Call::Exscan { data, op } => reduce::scan(s, data, &op, true)?.map_or_else(Vec::new, one),
+        Call::Neighbor { sources, destinations, blocks } => neighbor::exchange(s, &sources, &destinations, blocks)?,
     }
     .into())
 }

@@ -13,6 +13,13 @@
 //! algorithm, so nobody waits for it for ever, and sends the fault along
 //! with everything, so it reaches every rank downstream, each of which then
 //! fails with the same error (naming a failed rank, for instance).
+//!
+//! On an intercommunicator a schedule addresses two groups: `send` and
+//! `recv` name ranks of the local group, `send_remote` and `recv_remote`
+//! ranks of the remote group, all on the one collective context (the
+//! groups are disjoint, so a message's source says which kind it is). The
+//! call's sequence number is the intercommunicator's, which both groups
+//! count alike.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +33,10 @@ use crate::mpi::Comm;
 use crate::wire::reserved::{fault_of, status_block, REVOKE_TAG};
 
 pub struct Schedule {
+    /// The local group, on the collective context.
     comm: Comm,
+    /// An intercommunicator's remote group, on the same context.
+    remote: Option<Comm>,
     tag: i64,
     timeout: Option<Duration>,
     pub rank: u32,
@@ -41,7 +51,22 @@ impl Schedule {
     /// hand-off), as every rank numbers them the same way.
     pub fn new(comm: &Comm, timeout: Option<Duration>) -> Schedule {
         let tag = (comm.next_collective() % REVOKE_TAG as u64) as i64;
-        Schedule { comm: comm.internal(), tag, timeout, rank: comm.rank, size: comm.size(), fault: None, sends: Vec::new() }
+        let internal = comm.internal();
+        let remote = internal.is_inter().then(|| internal.clone());
+        let comm = internal.local_side();
+        Schedule { tag, timeout, rank: comm.rank, size: comm.size(), comm, remote, fault: None, sends: Vec::new() }
+    }
+
+    /// The size of an intercommunicator's remote group (None: an intracommunicator).
+    pub fn remote_size(&self) -> Option<u32> {
+        self.remote.as_ref().and_then(|r| r.remote_group()).map(|g| g.len() as u32)
+    }
+
+    fn side(&self, remote: bool) -> &Comm {
+        match (&self.remote, remote) {
+            (Some(r), true) => r,
+            _ => &self.comm,
+        }
     }
 
     /// Record a local fault: the call fails at the end, after its part is done.
@@ -55,7 +80,15 @@ impl Schedule {
 
     /// Start sending `blocks` to local rank `dest`.
     pub fn send(&mut self, dest: u32, blocks: &[Bytes]) -> Result<()> {
-        self.send_forwarded(dest, blocks, Vec::new())
+        self.send_forwarded(false, dest, blocks, Vec::new())
+    }
+
+    /// Start sending `blocks` to rank `dest` of the remote group.
+    pub fn send_remote(&mut self, dest: u32, blocks: &[Bytes]) -> Result<()> {
+        if self.remote.is_none() {
+            return err(ErrorClass::Intern, "a remote send on an intracommunicator's schedule");
+        }
+        self.send_forwarded(true, dest, blocks, Vec::new())
     }
 
     /// Start a broadcast of `blocks` down the binomial tree over `order`
@@ -65,12 +98,12 @@ impl Schedule {
         let group = self.comm.group.clone();
         let world: Vec<u32> = order.iter().map(|&r| group[r as usize]).collect();
         for sub in tree::subtrees(world.len()) {
-            self.send_forwarded(order[sub.start], blocks, world[sub].to_vec())?;
+            self.send_forwarded(false, order[sub.start], blocks, world[sub].to_vec())?;
         }
         Ok(())
     }
 
-    fn send_forwarded(&mut self, dest: u32, blocks: &[Bytes], forward: Vec<u32>) -> Result<()> {
+    fn send_forwarded(&mut self, remote: bool, dest: u32, blocks: &[Bytes], forward: Vec<u32>) -> Result<()> {
         let status = self.status();
         let mut chunks = Vec::with_capacity(blocks.len() + 1);
         let mut parts = Vec::with_capacity(blocks.len() + 1);
@@ -81,7 +114,7 @@ impl Schedule {
             chunks.push(b.clone());
         }
         // A send that cannot start (its peer is gone) is a fault like any other.
-        match self.comm.isend_tree(dest as i64, self.tag, chunks, parts, false, forward) {
+        match self.side(remote).isend_tree(dest as i64, self.tag, chunks, parts, false, forward) {
             Ok(c) => self.sends.push(c),
             Err(e) => self.fault(e),
         }
@@ -91,7 +124,20 @@ impl Schedule {
     /// Receive the blocks local rank `source` sends. A receive that fails
     /// (its peer is gone) is a fault, and yields no blocks.
     pub fn recv(&mut self, source: u32) -> Result<Vec<Bytes>> {
-        let got = self.comm.irecv(source as i64, self.tag).and_then(|(_, c)| self.comm.recv_outcome(&c, source as i64, self.timeout));
+        self.recv_from(false, source)
+    }
+
+    /// Receive the blocks rank `source` of the remote group sends.
+    pub fn recv_remote(&mut self, source: u32) -> Result<Vec<Bytes>> {
+        if self.remote.is_none() {
+            return err(ErrorClass::Intern, "a remote receive on an intracommunicator's schedule");
+        }
+        self.recv_from(true, source)
+    }
+
+    fn recv_from(&mut self, remote: bool, source: u32) -> Result<Vec<Bytes>> {
+        let side = self.side(remote);
+        let got = side.irecv(source as i64, self.tag).and_then(|(_, c)| side.recv_outcome(&c, source as i64, self.timeout));
         let (env, payload) = match got {
             Ok(Outcome::Received { env, payload }) => (env, payload),
             Ok(_) => return err(ErrorClass::Intern, "collective receive completed without a message"),
@@ -106,7 +152,8 @@ impl Schedule {
         }
         if let Some(mut e) = fault_of(&blocks.remove(0)) {
             if e.message.is_empty() {
-                e.message = format!("the collective failed on another rank (seen from rank {source})");
+                let whose = if remote { "remote rank" } else { "rank" };
+                e.message = format!("the collective failed on another rank (seen from {whose} {source})");
             }
             self.fault(e);
         }
@@ -121,12 +168,22 @@ impl Schedule {
 
     /// Receive exactly one block from `source`.
     pub fn recv_one(&mut self, source: u32) -> Result<Bytes> {
-        let mut b = self.recv(source)?;
+        let b = self.recv(source)?;
+        Ok(self.only(b, "rank", source))
+    }
+
+    /// Receive exactly one block from rank `source` of the remote group.
+    pub fn recv_remote_one(&mut self, source: u32) -> Result<Bytes> {
+        let b = self.recv_remote(source)?;
+        Ok(self.only(b, "remote rank", source))
+    }
+
+    fn only(&mut self, mut b: Vec<Bytes>, whose: &str, source: u32) -> Bytes {
         if b.len() != 1 {
-            self.fault(Error::new(ErrorClass::Count, format!("expected one block from rank {source}, got {}", b.len())));
+            self.fault(Error::new(ErrorClass::Count, format!("expected one block from {whose} {source}, got {}", b.len())));
             b.resize(1, Bytes::new());
         }
-        Ok(b.pop().unwrap_or_default())
+        b.pop().unwrap_or_default()
     }
 
     /// Wait for the sends, then report the call's fault if there was one.
@@ -144,11 +201,17 @@ impl Schedule {
     /// collective calls (some gave up on an earlier one), so a rank can wait
     /// for one that left. Revoke the communicator's collectives everywhere:
     /// every rank's pending and later collective receives on it fail (this
-    /// rank's too: the revocation is sent to itself as well).
+    /// rank's too: the revocation is sent to itself as well). On an
+    /// intercommunicator, both groups' ranks.
     fn revoke(&self, why: &Error) {
         let status = status_block(Some(why));
         for r in 0..self.size {
             let _ = self.comm.isend_tree(r as i64, REVOKE_TAG as i64, vec![status.clone()], vec![], false, vec![]);
+        }
+        if let (Some(remote), Some(m)) = (&self.remote, self.remote_size()) {
+            for r in 0..m {
+                let _ = remote.isend_tree(r as i64, REVOKE_TAG as i64, vec![status.clone()], vec![], false, vec![]);
+            }
         }
     }
 }

@@ -1,5 +1,7 @@
-//! The core's settings from the environment, every `MPIWS_*` variable it
-//! reads, in one place: each is read once per process (the forced
+//! The core's settings from the environment, in one place: every `MPIWS_*`
+//! variable but `MPIWS_CA_FILE` (read by `net::tls` when it makes its
+//! client) and the sandbox's internal `MPIWS_SANDBOX_TRUST`. Each is read
+//! once per process (the forced
 //! collective algorithms and the datatype bound excepted, read at each use,
 //! so a program may change them as it goes). An endpoint's own limits are
 //! its `service::Config`, set by `mpiws serve`'s options.

@@ -2,7 +2,8 @@
 //!
 //! MPI-style message passing between web services, without any Python: the
 //! Python package (`crates/python`) is a binding over this crate's facade
-//! (the `pub use` items below), and nothing else of it.
+//! (the `pub use` items below) and the public `wire`, `config` and `error`
+//! modules, and nothing else of it.
 //!
 //! ## Layout
 //!

@@ -1,4 +1,4 @@
-//! Fuzz targets for a store's envelope and payload (`direct::frame`):
+//! Fuzz targets for a store's envelope and payload (`wire::frame`):
 //! `Envelope::from_headers` on any header map and body length, and the
 //! `mpiws-parts` splitting (`Payload::split_parts` / `into_parts`) on any
 //! table and chunking. Properties: no panic, what is accepted keeps the

@@ -1,4 +1,4 @@
-//! Fuzz targets for the stream channel's binary frames (`direct::frame`):
+//! Fuzz targets for the stream channel's binary frames (`wire::frame`):
 //! the message header decoder, a whole stream of frames read the way an
 //! instance's reader reads it (`read_frame`, then the payload), and the
 //! acknowledgement decoder. Properties: no panic, nothing accepted that
@@ -30,7 +30,7 @@ enum Taken {
     Message { env: Envelope, payload: Vec<u8>, ack_now: bool },
 }
 
-/// Read frames as `inbound::Reader::step` does, until the stream ends or a
+/// Read frames as `net::reader::Reader::step` does, until the stream ends or a
 /// frame is refused (after which the reader closes the stream). Checks, for
 /// every message accepted, the rules the reader relies on.
 fn drive(bytes: &[u8], source: u32) -> (Vec<Taken>, Option<Frame>) {

@@ -1,6 +1,8 @@
 //! `mpiws._core`: the Python face of the Rust core. Every class here wraps
-//! one core type and adds nothing but conversions; every blocking call
-//! releases the GIL while it waits.
+//! one core type: it converts arguments and results, holds the Python
+//! buffers a pending operation reads or fills, and waits in slices
+//! (`wait.rs`) so that a blocking call releases the GIL and still sees
+//! Ctrl-C; the rules (matching, timeouts, collectives) are the core's.
 
 use pyo3::prelude::*;
 

@@ -10,8 +10,9 @@
 
 use std::ops::Range;
 
-/// The subtrees hanging off the root of a list of `n` ranks, largest first
-/// (the root sends the farthest first: their subtrees take longest).
+/// The subtrees hanging off the root of a list of `n` ranks, highest offset
+/// (farthest) first: the root sends to them first, their subtrees are the
+/// deepest. For five ranks: 4..5, then 2..4, then 1..2.
 pub fn subtrees(n: usize) -> impl Iterator<Item = Range<usize>> {
     let top = n.next_power_of_two() >> 1;
     std::iter::successors((top > 0).then_some(top), |&m| (m > 1).then_some(m >> 1)).filter(move |&m| m < n).map(move |m| m..(2 * m).min(n))

@@ -29,7 +29,7 @@ fn undelivered(dest: u32, e: Error) -> Error {
 impl Instance {
     /// Pass a broadcast message on down its tree: `env.forward` lists the
     /// world ranks of this rank's binomial subtree, this rank first
-    /// (`engine::tree`); each child gets its own subtree, largest first.
+    /// (`engine::tree`); each child gets its own subtree, the farthest first.
     pub(super) fn forward(self: &Arc<Self>, env: Envelope, payload: Payload) {
         for sub in tree::subtrees(env.forward.len()) {
             let sub = env.forward[sub].to_vec();

@@ -1,7 +1,8 @@
 //! The service interface: an endpoint serves deployed services over HTTP.
 //! `endpoint` holds its state, `server` accepts connections and routes each
 //! request to one operation per file (`describe`, `run`, `status`, `cancel`;
-//! the store operation belongs to the direct-communication layer), and
+//! a rank's messages: `admit`, `store`, `stream`, `matched`, `withdraw`;
+//! the table of them all is `routes`), and
 //! `tls` makes it https, `sandbox` runs each instance in a process of its own,
 //! `rendezvous` collects where ranks started by others are, `relay` lets
 //! endpoints that accept no connections be reached through this one over

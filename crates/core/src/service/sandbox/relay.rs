@@ -1,6 +1,6 @@
 //! The direct-communication requests of an instance whose code runs in a
 //! child process. The endpoint checks them as for any instance (domain id,
-//! rank, token: `store::admit_ended`), then:
+//! rank, token: `service::admit::admit_ended`), then:
 //! - a stream upgrade is accepted here and the socket handed to the child,
 //!   which reads and writes it itself from then on;
 //! - stores, `matched` and `withdraw` are relayed over HTTP to the child's

@@ -50,6 +50,30 @@ def test_pkl5_large_objects_between_two_ranks(tmp_path):
     assert r.stdout.count("OK") == 2, r.stdout
 
 
+def test_pkl5_collectives_on_an_intercommunicator(tmp_path):
+    # pkl5's intercommunicator collectives merge the intercommunicator first:
+    # Merge must not call back into pkl5's own allgather (it waited for itself).
+    r = mpiws_run(
+        4,
+        """
+        from mpiws import MPI
+        from mpiws.util import pkl5
+        world = MPI.COMM_WORLD
+        half = world.Split(world.rank % 2, world.rank)
+        inter = pkl5.Intercomm(half.Create_intercomm(0, world, 1 - world.rank % 2, tag=3))
+        root = (MPI.ROOT if half.rank == 0 else MPI.PROC_NULL) if world.rank % 2 == 0 else 0
+        got = inter.bcast({"from": "evens"} if root == MPI.ROOT else None, root=root)
+        assert got == ({"from": "evens"} if world.rank % 2 else None), got
+        assert sorted(inter.allgather(world.rank)) == [r for r in range(4) if r % 2 != world.rank % 2]
+        print("OK")
+        """,
+        tmp_path,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("OK") == 4, r.stdout
+
+
 def test_pkl5_pickle_out_of_band_and_independent_of_MPI_pickle():
     p = pkl5.Pickle()
     p.THRESHOLD = 1024

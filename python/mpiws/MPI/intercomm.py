@@ -151,7 +151,10 @@ class Intercomm(InterCollectives, Comm):
         The remote group's ``obj`` (as its leader gave it), on every rank:
         an allgather, in the collectives' order.
         """
-        return self.allgather(obj)[0]
+        # This class's allgather, not a subclass's: mpi4py.util.pkl5's
+        # Intercomm gathers through a merged communicator, which Merge
+        # itself makes (it would wait for itself).
+        return Intercomm.allgather(self, obj)[0]
 
     def _derived(self, salt, local, remote):
         """_derived(self, salt, local, remote)
@@ -217,7 +220,7 @@ class Intercomm(InterCollectives, Comm):
             raise MPIException(ERR_ARG, f"invalid color {color}")
         st = self._inter()
         entries = st.local.allgather((color, key))
-        theirs = self.allgather((color, key))
+        theirs = Intercomm.allgather(self, (color, key))  # this class's, as in _trade
         if (
             not isinstance(theirs, list)
             or len(theirs) != len(st.remote)

@@ -12,8 +12,12 @@
 //! Pure data structure: no locks, no I/O, so it is tested on its own.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
+
+use crate::engine::completion::{Completion, Outcome};
+use crate::error::{Error, ErrorClass};
 
 use crate::wire::frame::{Envelope, Payload};
 
@@ -22,9 +26,54 @@ use crate::wire::frame::{Envelope, Payload};
 pub struct Message {
     pub env: Envelope,
     pub payload: Payload,
-    /// Fired when a receive takes the message (what synchronous sends wait
+    /// Told when a receive takes the message (what synchronous sends wait
     /// for): one per copy that arrived while it waited (retries).
-    pub on_match: Vec<oneshot::Sender<()>>,
+    pub on_match: Vec<Told>,
+}
+
+/// Who is told that a receive took a synchronous message.
+#[derive(Debug)]
+pub enum Told {
+    /// A waiter on a channel (a sender's stream or store, a watch); a
+    /// message dropped untaken closes it.
+    Channel(oneshot::Sender<()>),
+    /// A send's own completion, completed by the receiving thread as it
+    /// takes the message: a synchronous send to this rank itself, whose
+    /// sends then complete in the order receives took them.
+    Completion(SentWhenTaken),
+}
+
+/// A completion told "sent" when its message is taken, and failed if the
+/// message is dropped untaken (the instance ended).
+pub struct SentWhenTaken(Option<Arc<Completion>>);
+
+impl std::fmt::Debug for SentWhenTaken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SentWhenTaken")
+    }
+}
+
+impl Drop for SentWhenTaken {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.complete(Err(Error::new(ErrorClass::ProcFailed, "the instance ended before the message was received")));
+        }
+    }
+}
+
+impl Told {
+    fn tell(self) {
+        match self {
+            Told::Channel(tx) => {
+                let _ = tx.send(());
+            }
+            Told::Completion(mut c) => {
+                if let Some(c) = c.0.take() {
+                    c.complete(Ok(Outcome::Sent));
+                }
+            }
+        }
+    }
 }
 
 impl Message {
@@ -36,15 +85,24 @@ impl Message {
     pub fn await_match(&mut self) -> Option<oneshot::Receiver<()>> {
         self.env.sync.then(|| {
             let (tx, rx) = oneshot::channel();
-            self.on_match.push(tx);
+            self.on_match.push(Told::Channel(tx));
             rx
         })
     }
 
+    /// For a synchronous message: complete `c` (sent) when a receive takes it,
+    /// in the receiving thread; false if the message is not synchronous.
+    pub fn complete_when_taken(&mut self, c: Arc<Completion>) -> bool {
+        if self.env.sync {
+            self.on_match.push(Told::Completion(SentWhenTaken(Some(c))));
+        }
+        self.env.sync
+    }
+
     /// Tell a synchronous sender that its message was matched.
     pub fn matched(&mut self) {
-        for tx in self.on_match.drain(..) {
-            let _ = tx.send(());
+        for told in self.on_match.drain(..) {
+            told.tell();
         }
     }
 }
@@ -111,7 +169,7 @@ impl Mailbox {
             return Arrival::Duplicate(msg);
         }
         if let Some(w) = self.watches.remove(&(source, seq)) {
-            msg.on_match.extend(w);
+            msg.on_match.extend(w.into_iter().map(Told::Channel));
         }
         if seq > next {
             early.insert(seq, Some(msg));
@@ -241,7 +299,7 @@ impl Mailbox {
             None => {}
         }
         match self.held(source, seq) {
-            Some(m) => m.on_match.push(tx),
+            Some(m) => m.on_match.push(Told::Channel(tx)),
             None => self.watches.entry((source, seq)).or_default().push(tx),
         }
         Some(rx)

@@ -220,7 +220,9 @@ impl Instance {
         let owned = chunks.iter().map(|b| Bytes::copy_from_slice(b)).collect();
         let seq = env.seq.expect("sequenced");
         let mut msg = Message::new(env, Payload::from_chunks(owned));
-        let matched = msg.await_match();
+        // A synchronous send completes as the receive takes it, in that
+        // thread: sends to self complete in the order they were received.
+        let when_taken = msg.complete_when_taken(c.clone());
         if let Err(e) = self.deliver(msg) {
             if let Some(t) = &track {
                 t.settle(&Err(e.clone()));
@@ -231,19 +233,8 @@ impl Instance {
         if let Some(t) = &track {
             t.stored.complete(Ok(Outcome::Sent));
         }
-        match matched {
-            None => {
-                c.complete(Ok(Outcome::Sent));
-            }
-            Some(rx) => {
-                let c = c.clone();
-                runtime().spawn(async move {
-                    c.complete(match rx.await {
-                        Ok(()) => Ok(Outcome::Sent),
-                        Err(_) => Err(Error::new(ErrorClass::ProcFailed, "instance ended before the message was received")),
-                    });
-                });
-            }
+        if !when_taken {
+            c.complete(Ok(Outcome::Sent));
         }
         // Asked at the start to tell the match (a standard send): this mailbox's watch.
         if let Some(m) = track.and_then(|t| t.matched) {

@@ -719,3 +719,19 @@ def test_a_key_holds_at_most_max_jobs_per_key(tmp_path):
     finally:
         srv.send_signal(signal.SIGTERM)
         srv.wait(timeout=20)
+
+
+def test_one_key_cannot_take_the_whole_disk_quota(tmp_path):
+    """Issue 28: the quota was shared by all keys; one `files` key filled it
+    and locked the others out until its uploads expired."""
+    s = Server({}, keys=keys_file(tmp_path), max_disk=3 << 20, max_disk_per_key=(3 << 20) // 2, max_upload=2 << 20)
+    raw = {"content-type": "application/octet-stream"}
+    try:
+        status, _, body = call("POST", f"{s.url}/files", bytes(1 << 20), {**raw, **as_key(KEY_A)})
+        assert status == 201, body
+        status, _, body = call("POST", f"{s.url}/files", bytes(1 << 20), {**raw, **as_key(KEY_A)})
+        assert status == 507 and "this key's share" in message(body) and "--max-disk-per-key" in message(body), body
+        status, _, body = call("POST", f"{s.url}/files", bytes(1 << 20), {**raw, **as_key(KEY_B)})
+        assert status == 201, body  # the other key still has its share
+    finally:
+        s.stop()

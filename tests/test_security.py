@@ -247,7 +247,7 @@ def test_instances_are_bounded_per_key_and_per_endpoint(server, api):
         status, body, r = api.call(
             "POST",
             "/run",
-            json.dumps({"domain": "x", "rank": 0, "endpoints": [api.url], "token": "t", "service": "block"}),
+            json.dumps({"domain": "x", "rank": 0, "endpoints": [api.url], "token": "t" * 16, "service": "block"}),
         )
         assert status == 429 and r.getheader("retry-after") and "--max-instances-per-key" in body["error"]["message"]
         b = Api(api.url, KEY_B)
@@ -353,7 +353,7 @@ def test_a_domain_cannot_be_joined_or_listed_by_another_key(api):
 
 
 def test_web_pages_cannot_drive_a_local_endpoint(api):
-    b = {"domain": "web", "rank": 0, "endpoints": [api.url], "token": "t" * 8, "service": "block"}
+    b = {"domain": "web", "rank": 0, "endpoints": [api.url], "token": "t" * 16, "service": "block"}
     status, body, _ = api.call("POST", "/run", json.dumps(b), headers={"host": "attacker.example:80"})
     assert status == 403 and "--allow-host" in body["error"]["message"]
     status, body, _ = api.call("POST", "/run", json.dumps(b), headers={"origin": "http://attacker.example"})

@@ -56,6 +56,9 @@ class Endpoint:
         allow_hosts: list[str] = [],
         allow_origins: list[str] = [],
         max_connections: int | None = None,
+        max_connections_per_address: int | None = None,
+        max_buffered: int | None = None,
+        reserved_connections: int | None = None,
         header_timeout: float | None = None,
         body_timeout: float | None = None,
         max_binding: int | None = None,
@@ -66,6 +69,7 @@ class Endpoint:
         max_fetch: int | None = None,
         fetch_timeout: float | None = None,
         max_disk: int | None = None,
+        max_disk_per_key: int | None = None,
         max_jobs: int | None = None,
         max_jobs_per_key: int | None = None,
         max_uploads_per_key: int | None = None,
@@ -75,6 +79,7 @@ class Endpoint:
         max_instance_memory: int | None = None,
         max_instance_time: float | None = None,
         spare_instances: int | None = None,
+        instance_linger: float | None = None,
         tls_cert: str | None = None,
         tls_key: str | None = None,
         tls_self_signed: bool = False,
@@ -299,6 +304,14 @@ def sandbox_report(instance: Instance) -> None:
 def rendezvous_register(rendezvous: str, key: str, rank: int, size: int, url: str, timeout: float) -> None:
     """Register this rank's endpoint ``url`` at the rendezvous, trying again
     while it is unreachable or not open yet, for up to ``timeout`` seconds."""
+
+def parse_url(text: str, endpoint: bool = False) -> tuple[str, str, int, str]:
+    """``text`` read by the core's one URL parser: (scheme, host, port, path);
+    ``endpoint``: an endpoint's URL (an origin, or one behind a relay).
+    ValueError says what is wrong (a port out of range, a user name, ...)."""
+
+def parse_port(text: str) -> int:
+    """A TCP port a user names, 1 to 65535; ValueError if not."""
 
 def cwl_eval(text: str, context: str, condition: bool = False) -> str:
     """A CWL parameter reference evaluated against ``context`` (JSON); the value as JSON.

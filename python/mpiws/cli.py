@@ -15,6 +15,9 @@ LIMITS = [
     ("--max-message", "bytes", "largest message body"),
     ("--max-upload", "bytes", "largest uploaded file"),
     ("--max-connections", "", "connections served at once"),
+    ("--max-connections-per-address", "", "connections served at once from one client address"),
+    ("--max-buffered", "bytes", "request bodies read whole (bindings, spawn inputs) held at once, all connections"),
+    ("--reserved-connections", "", "of --max-connections, places kept for clients that showed a credential"),
     ("--header-timeout", "seconds", "to send a request head, idle connections too"),
     ("--body-timeout", "seconds", "a request body may stall"),
     ("--max-binding", "bytes", "largest run request body"),
@@ -24,6 +27,7 @@ LIMITS = [
     ("--max-fetch", "bytes", "largest URL input a job may pull"),
     ("--fetch-timeout", "seconds", "a URL input may take to pull"),
     ("--max-disk", "bytes", "disk quota of the work directory"),
+    ("--max-disk-per-key", "bytes", "the most of the disk quota one key's uploads and jobs take"),
     ("--max-jobs", "", "most jobs kept at once, running or ended"),
     ("--max-jobs-per-key", "", "most jobs one key holds at once, running or ended"),
     ("--max-uploads-per-key", "", "uploads one key keeps at once"),
@@ -33,6 +37,7 @@ LIMITS = [
     ("--max-instance-memory", "bytes", "address space of one instance's process; 0: unbounded"),
     ("--max-instance-time", "seconds", "an instance may run before it is ended"),
     ("--spare-instances", "", "instance processes kept started ahead of need, so instances start at once"),
+    ("--instance-linger", "seconds", "an ended instance is kept whole (then only its status is)"),
     ("--relay-max-connections", "", "with --relay: connections one name keeps open to this relay"),
 ]
 
@@ -347,13 +352,25 @@ def _bench(a):
     return run_bench(a.suites, quick=a.quick, ranks=a.ranks, out=a.out, rounds=a.rounds, wan=a.wan)
 
 
+def _port(text):
+    """A port option: 0 (any free port) or 1 to 65535, by the core's parser."""
+    from . import _core
+
+    if text == "0":
+        return 0
+    try:
+        return _core.parse_port(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="mpiws", description="MPI-style message passing between web services.")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run an endpoint hosting services")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    s.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    s.add_argument("--port", type=_port, default=0, help="port (default: any free port)")
     s.add_argument(
         "--service", action="append", default=[], metavar="NAME=module:function", help="deploy a service (repeatable)"
     )
@@ -533,7 +550,7 @@ def main(argv=None):
         type=int,
         help="with --rendezvous: this rank (default: MPIWS_RANK, SLURM_PROCID, JOB_COMPLETION_INDEX, ...)",
     )
-    r.add_argument("--port", type=int, help="with --rendezvous: port this rank's endpoint binds (rank 0: the URL's)")
+    r.add_argument("--port", type=_port, help="with --rendezvous: port this rank's endpoint binds (rank 0: the URL's)")
     r.add_argument(
         "--advertise", metavar="HOST", help="with --rendezvous or --slurm: the name or address peers reach this rank at"
     )

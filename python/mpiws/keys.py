@@ -10,6 +10,7 @@ takes its key from, in order: an explicit ``key=`` (``--key``), the
 user's endpoints and clients agree with nothing to configure.
 """
 
+import errno
 import os
 import secrets
 import stat
@@ -25,18 +26,55 @@ def key_file():
     return Path(config) / "mpiws" / "key"
 
 
-def _check_private(path):
-    """Refuse a key file that others may read or that is a link (like ssh does)."""
-    st = os.lstat(path)
+# The rules for a key file, as ssh has them for its own: a regular file
+# (not a link), owned by this user (or root), that no one else may read or
+# write; and in directories no one else may write to, up to the root: who
+# can write a directory can swap the file in it for one of their own. A
+# directory with the sticky bit (/tmp) is the exception: there others may
+# add files but not replace ours, and a file they put in our key file's
+# place first is refused as theirs.
+
+
+def _trusted_owner(uid):
+    return uid in (os.geteuid(), 0)
+
+
+def _check_directories(path):
+    """Refuse a key file in a directory someone else controls."""
+    d = Path(os.path.realpath(Path(path).parent))
+    for folder in (d, *d.parents):
+        st = os.stat(folder)
+        if not _trusted_owner(st.st_uid):
+            raise PermissionError(
+                f"{path}: its directory {folder} belongs to another user (uid {st.st_uid}): refusing it"
+            )
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise PermissionError(
+                f"{path}: its directory {folder} may be written by others (mode {stat.S_IMODE(st.st_mode):o}), "
+                "who could swap the key file: refusing it (chmod go-w it)"
+            )
+
+
+def _check_file(path, st):
     if not stat.S_ISREG(st.st_mode):
         raise PermissionError(f"{path} is not a regular file: refusing to use it as a key file")
+    if not _trusted_owner(st.st_uid):
+        raise PermissionError(f"{path} belongs to another user (uid {st.st_uid}): refusing to use it as a key file")
     if st.st_mode & 0o077:
         raise PermissionError(f"{path} is readable by others (mode {stat.S_IMODE(st.st_mode):o}): chmod 600 it")
 
 
-def _read(path):
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+def _read_private(path):
+    """The text of a key file that passes the rules (a link is not followed)."""
+    _check_directories(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO in its place does not block
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise PermissionError(f"{path} is a symbolic link: refusing to use it as a key file") from None
+        raise
     with os.fdopen(fd) as f:
+        _check_file(path, os.fstat(f.fileno()))
         return f.read()
 
 
@@ -55,10 +93,10 @@ def server_keys(path=None):
     (text, path, created)."""
     if path is not None:
         path = Path(path)
-        _check_private(path)
-        return _read(path), path, False
+        return _read_private(path), path, False
     path = key_file()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_directories(path)
     # Written whole to a private temporary file, then linked into place:
     # a server starting at the same moment reads the whole key or makes none.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")
@@ -69,8 +107,7 @@ def server_keys(path=None):
         os.link(tmp, path)
         return key + "\n", path, True
     except FileExistsError:
-        _check_private(path)
-        return _read(path), path, False
+        return _read_private(path), path, False
     finally:
         os.unlink(tmp)
 
@@ -90,7 +127,6 @@ def client_key(key=None):
         return os.environ["MPIWS_KEY"]
     path = key_file()
     try:
-        _check_private(path)
-        return first_key(_read(path))
+        return first_key(_read_private(path))
     except FileNotFoundError:
         return None

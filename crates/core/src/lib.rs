@@ -27,7 +27,7 @@
 //!     ▼
 //!  engine   mailbox, inbox (receive state), completion, tree: no I/O
 //!     ▼
-//!  wire     frames and envelopes, reserved tags, HTTP answer heads: bytes only
+//!  wire     frames and envelopes, reserved tags, HTTP answer heads, URLs: bytes only
 //! ```
 //!
 //! Beside them, leaves every layer may use: [`error`] (errors with MPI

@@ -16,8 +16,8 @@ impl DomainClient {
     /// `key`: the endpoint key that may create instances (*run*) on every endpoint.
     #[new]
     #[pyo3(signature = (domain, token, endpoints, key=None))]
-    fn new(domain: String, token: String, endpoints: Vec<String>, key: Option<String>) -> Self {
-        DomainClient { inner: Core::new(domain, token, endpoints, key) }
+    fn new(domain: String, token: String, endpoints: Vec<String>, key: Option<String>) -> PyResult<Self> {
+        Ok(DomainClient { inner: Core::new(domain, token, endpoints, key).py_err()? })
     }
 
     /// Invoke *run* on every endpoint (or those of `ranks`: the others'
@@ -49,4 +49,22 @@ pub fn rendezvous_register(py: Python<'_>, rendezvous: &str, key: &str, rank: u3
         std::time::Duration::try_from_secs_f64(timeout).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
     let registration = mpiws_core::Registration { rank, size, url };
     py.detach(|| runtime().block_on(mpiws_core::rendezvous_register(rendezvous, key, &registration, timeout))).py_err()
+}
+
+/// `text` read by the core's one URL parser (`wire::url`): (scheme, host,
+/// port, path); `endpoint`: an endpoint's URL (an origin, or one behind a
+/// relay). ValueError says what is wrong.
+#[pyfunction]
+#[pyo3(signature = (text, endpoint=false))]
+pub fn parse_url(text: &str, endpoint: bool) -> PyResult<(&'static str, String, u16, String)> {
+    use mpiws_core::wire::url;
+    let parsed = if endpoint { url::endpoint(text) } else { url::parse(text) };
+    let u = parsed.map_err(pyo3::exceptions::PyValueError::new_err)?;
+    Ok((u.scheme(), u.host, u.port, u.path))
+}
+
+/// A TCP port a user names (1 to 65535), by the same parser; ValueError if not.
+#[pyfunction]
+pub fn parse_port(text: &str) -> PyResult<u16> {
+    mpiws_core::wire::url::port(text).map_err(pyo3::exceptions::PyValueError::new_err)
 }

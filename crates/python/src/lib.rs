@@ -39,6 +39,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(request::wait_any, m)?)?;
     m.add_function(wrap_pyfunction!(collective::reduce_local, m)?)?;
     m.add_function(wrap_pyfunction!(client::rendezvous_register, m)?)?;
+    m.add_function(wrap_pyfunction!(client::parse_url, m)?)?;
+    m.add_function(wrap_pyfunction!(client::parse_port, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::exit_on_signals, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::cwl_eval, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::endpoint_settings, m)?)?;

@@ -13,7 +13,9 @@ unordered; ``tohandle``/``fromhandle``, ``toint``/``fromint`` and
 ``py2f``/``f2py`` give and take the number.
 """
 
+import contextlib
 import itertools
+import threading
 
 from .exception import ERR_ARG, Exception as MPIException
 
@@ -22,6 +24,23 @@ _table = {}
 _numbers = itertools.count(1)
 #: Handle numbers of predefined objects (never freed), and those objects.
 _predefined = {}
+#: Per thread: the handles made on it while ``owned`` lasts.
+_made = threading.local()
+
+
+@contextlib.contextmanager
+def owned():
+    """Handles made on this thread meanwhile are forgotten at the end if
+    they were not freed: an instance an endpoint runs on a thread leaves
+    no communicator (and through it its binding and messages) behind."""
+    made = _made.numbers = []
+    try:
+        yield
+    finally:
+        _made.numbers = None
+        for number in made:
+            if number not in _predefined:
+                _table.pop(number, None)
 
 
 class Handle:
@@ -45,6 +64,9 @@ class Handle:
         self = object.__new__(cls)
         self._h = next(_numbers)
         _table[self._h] = state
+        made = getattr(_made, "numbers", None)
+        if made is not None:
+            made.append(self._h)
         if predefined:
             _predefined[self._h] = self
         return self

@@ -57,20 +57,88 @@ SAFE = frozenset(
 )
 
 
+# Pickle's BUILD sets the state of the object below it on the stack: on
+# an instance that is its construction, but on a class (a global) it is
+# ``setattr(cls, name, value)``, which a sender could use to change an
+# allowed class for every later user in the process (``Fraction.__eq__ =
+# int``). Immutable types refuse that themselves; for a class that does not
+# (Fraction, the deployer's own), the pickle is read through once, without
+# running anything, before it loads: no BUILD may have a class as target.
+
+_MARK, _CLASS, _VALUE = object(), object(), object()
+#: What these leave on the stack is what they worked on (its kind kept).
+_IN_PLACE = frozenset(["BUILD", "APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS"])
+_CLASSES = frozenset(["GLOBAL", "STACK_GLOBAL", "EXT1", "EXT2", "EXT4"])
+
+
+def _builds_on_a_class(data):
+    """Does any BUILD in pickle ``data`` set the state of a class?"""
+    import pickletools
+
+    stack, memo = [], {}
+    for op, arg, _ in pickletools.genops(data):
+        name = op.name
+        if name == "BUILD" and len(stack) >= 2 and stack[-2] is _CLASS:
+            return True
+        if name == "MEMOIZE":
+            memo[len(memo)] = stack[-1] if stack else _VALUE
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[arg] = stack[-1] if stack else _VALUE
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(memo.get(arg, _VALUE))
+        elif name == "DUP":
+            stack.append(stack[-1] if stack else _VALUE)
+        else:
+            before = op.stack_before
+            target = _VALUE
+            if pickletools.markobject in before:
+                while stack and stack.pop() is not _MARK:
+                    pass
+                below = before.index(pickletools.markobject)
+            else:
+                below = len(before)
+            if below:
+                target = stack[-below] if len(stack) >= below else _VALUE
+                del stack[-below:]
+            for kind in op.stack_after:
+                if kind is pickletools.markobject:
+                    stack.append(_MARK)
+                elif name in _CLASSES:
+                    stack.append(_CLASS)
+                else:
+                    stack.append(target if name in _IN_PLACE else _VALUE)
+    return False
+
+
 class Restricted(_pickle.Unpickler):
-    """An unpickler that builds only the globals in ``allowed``."""
+    """An unpickler that builds only the globals in ``allowed``, and changes no class."""
 
     def __init__(self, data, buffers, allowed):
         super().__init__(io.BytesIO(data), buffers=buffers)
-        self.allowed = allowed
+        self.data, self.allowed, self.checked = data, allowed, False
 
     def find_class(self, module, name):
         if (module, name) in self.allowed:
-            return super().find_class(module, name)
+            found = super().find_class(module, name)
+            if isinstance(found, type) and not self.checked and not _immutable(found):
+                self.checked = True
+                if _builds_on_a_class(self.data):
+                    raise _pickle.UnpicklingError(
+                        f"mpiws: refusing a pickle that sets attributes of a class ({module}.{name} is one it names): "
+                        "no message changes a class"
+                    )
+            return found
         raise _pickle.UnpicklingError(
             f"mpiws: refusing to unpickle {module}.{name}: this service only accepts plain data and numpy arrays "
             f"(its deployer can allow the type with --pickle-allow {module}.{name}, or any with --pickle full)"
         )
+
+
+def _immutable(cls):
+    """A type whose attributes cannot be set: a static type (builtins), or
+    one flagged immutable (Py_TPFLAGS_HEAPTYPE, Py_TPFLAGS_IMMUTABLETYPE)."""
+    heap, immutable = 1 << 9, 1 << 8
+    return not cls.__flags__ & heap or bool(cls.__flags__ & immutable)
 
 
 def policy(kind="restricted", allow=()):

@@ -21,7 +21,6 @@ import socket
 import sys
 import threading
 import time
-from urllib.parse import urlsplit
 
 from .. import _core
 from ..keys import relay_key
@@ -102,21 +101,24 @@ def run_rank(
     key = os.environ.get("MPIWS_KEY")
     if not key:
         raise Refused("--rendezvous needs the domain's shared endpoint key in MPIWS_KEY")
-    where = urlsplit(rendezvous)
-    if where.scheme not in ("http", "https") or not where.hostname or not where.port:
+    try:
+        _, where_host, where_port, where_path = _core.parse_url(rendezvous)
+    except ValueError as e:
+        raise Refused(f"--rendezvous: {e}") from None
+    if where_path != "/":
         raise Refused(f"--rendezvous {rendezvous!r} is not http(s)://HOST:PORT")
     serves = rank == 0 and not os.environ.get(LAUNCHER_ENV)
-    if serves and port not in (None, where.port):
-        raise Refused(f"rank 0 serves the rendezvous, so it listens on the URL's port {where.port}, not --port {port}")
-    advertise = advertise or advertised_host(host, (where.hostname, where.port))
+    if serves and port not in (None, where_port):
+        raise Refused(f"rank 0 serves the rendezvous, so it listens on the URL's port {where_port}, not --port {port}")
+    advertise = advertise or advertised_host(host, (where_host, where_port))
     # Peers and the rendezvous reach this endpoint under names it must accept.
     endpoint = _core.Endpoint(
         host,
-        where.port if serves else (port or 0),
+        where_port if serves else (port or 0),
         keys=key,
         tls_cert=tls_cert,
         tls_key=tls_key,
-        allow_hosts=[where.hostname, advertise],
+        allow_hosts=[where_host, advertise],
         relay=relay,
         via_relay=via_relay,
         relay_key=relay_key(key) if via_relay else None,

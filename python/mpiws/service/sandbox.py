@@ -66,7 +66,7 @@ def main(argv=None):
     if failed is not None:
         fail_to_start(instance, failed)
     else:
-        run_instance(instance, services[instance.service], loads)
+        run_instance(instance, services[instance.service], loads, served=True)
     _core.sandbox_report(instance)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -92,7 +92,7 @@ class Server:
             fn = self.services[instance.service]
             thread = threading.Thread(
                 target=run_instance,
-                args=(instance, fn, self.loads),
+                args=(instance, fn, self.loads, True),
                 name=f"mpiws-{instance.domain}-{instance.rank}",
                 daemon=True,
             )

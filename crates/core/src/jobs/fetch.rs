@@ -24,7 +24,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Uri};
+use http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use rustls_pki_types::ServerName;
@@ -34,6 +34,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::error::{err, ErrorClass, Result};
 use crate::net::proxy::{self, Proxy};
+use crate::wire::url::{self, Url};
 
 /// How long a connection outlives its pull's time limit, at most.
 const CONNECTION_GRACE: Duration = Duration::from_secs(1);
@@ -56,17 +57,6 @@ enum Allow {
     Net { net: IpAddr, prefix: u8, port: Option<u16> },
     /// A host name as URLs spell it, optionally on one port only.
     Name { name: String, port: Option<u16> },
-}
-
-/// Where a URL points.
-#[derive(Debug)]
-struct Target {
-    /// https: the pull runs inside TLS, the server checked as every client does (`net::tls`).
-    tls: bool,
-    host: String,
-    port: u16,
-    authority: String,
-    path: String,
 }
 
 impl Fetcher {
@@ -128,7 +118,7 @@ impl Fetcher {
     async fn pull<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         &self,
         url: &str,
-        target: &Target,
+        target: &Url,
         stream: S,
         forward: Option<&Proxy>,
         file: &mut tokio::fs::File,
@@ -140,7 +130,7 @@ impl Fetcher {
         // the pull's time limit (which, being first, names the reason).
         tokio::spawn(tokio::time::timeout(self.timeout + CONNECTION_GRACE, conn));
         let mut req = Request::get(if forward.is_some() { url } else { target.path.as_str() })
-            .header(http::header::HOST, target.authority.as_str())
+            .header(http::header::HOST, target.authority())
             .header(http::header::USER_AGENT, concat!("mpiws/", env!("CARGO_PKG_VERSION")))
             .body(Empty::new())
             .map_err(|e| format!("bad URL {url}: {e}"))?;
@@ -179,12 +169,12 @@ impl Fetcher {
     }
 
     /// The environment's proxy for `target`, if one is named for it.
-    fn proxy(&self, target: &Target) -> std::result::Result<Option<Proxy>, String> {
-        proxy::for_url(target.scheme(), &target.host_port()).map_err(|e| e.message)
+    fn proxy(&self, target: &Url) -> std::result::Result<Option<Proxy>, String> {
+        proxy::for_url(target.scheme(), &target.authority()).map_err(|e| e.message)
     }
 
     /// Does a `--fetch-allow HOST[:PORT]` name `target`'s host?
-    fn allows_name(&self, target: &Target) -> bool {
+    fn allows_name(&self, target: &Url) -> bool {
         self.allow.iter().any(
             |a| matches!(a, Allow::Name { name, port } if name.eq_ignore_ascii_case(&target.host) && port.is_none_or(|p| p == target.port)),
         )
@@ -192,12 +182,12 @@ impl Fetcher {
 
     /// Connect to the first allowed address of `target` that answers, or to
     /// the proxy for it (with the proxy, if requests go to it in absolute form).
-    async fn connect(&self, target: &Target) -> std::result::Result<(TcpStream, Option<Proxy>), String> {
+    async fn connect(&self, target: &Url) -> std::result::Result<(TcpStream, Option<Proxy>), String> {
         if self.proxy(target)?.is_some() {
             if !self.allows_name(target) {
                 self.addresses(target).await?;
             }
-            let opened = proxy::open(target.scheme(), &target.host_port(), &target.authority, false).await.map_err(|e| e.message)?;
+            let opened = proxy::open(target.scheme(), &target.authority(), &target.authority(), false).await.map_err(|e| e.message)?;
             return Ok((opened.tcp, opened.forward));
         }
         let mut last = String::new();
@@ -205,12 +195,12 @@ impl Fetcher {
             match TcpStream::connect(addr).await {
                 Ok(stream) => {
                     // The address actually connected to, checked once more.
-                    let peer = stream.peer_addr().map_err(|e| format!("{}: {e}", target.authority))?;
+                    let peer = stream.peer_addr().map_err(|e| format!("{}: {e}", target.authority()))?;
                     self.verdict(&target.host, peer)?;
                     let _ = stream.set_nodelay(true);
                     return Ok((stream, None));
                 }
-                Err(e) => last = format!("cannot connect to {} ({addr}): {e}", target.authority),
+                Err(e) => last = format!("cannot connect to {} ({addr}): {e}", target.authority()),
             }
         }
         Err(last)
@@ -218,7 +208,7 @@ impl Fetcher {
 
     /// The addresses `target` resolves to that the rules allow; if none,
     /// the rule that refused them.
-    async fn addresses(&self, target: &Target) -> std::result::Result<Vec<SocketAddr>, String> {
+    async fn addresses(&self, target: &Url) -> std::result::Result<Vec<SocketAddr>, String> {
         let found = tokio::net::lookup_host((target.host.as_str(), target.port))
             .await
             .map_err(|e| format!("cannot resolve {}: {e}", target.host))?;
@@ -257,46 +247,11 @@ impl Fetcher {
     }
 }
 
-impl Target {
-    fn scheme(&self) -> &'static str {
-        if self.tls {
-            "https"
-        } else {
-            "http"
-        }
-    }
-
-    /// `host:port`, an IPv6 host in brackets.
-    fn host_port(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
-
-/// An http:// or https:// URL's parts; userinfo (`user@host`) is refused,
-/// as it would hide the host from a reader.
-fn target(url: &str) -> std::result::Result<Target, String> {
-    let uri: Uri = url.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-    let tls = match uri.scheme_str() {
-        Some("http") => false,
-        Some("https") => true,
-        _ => return Err(format!("{url:?} is not an http:// or https:// URL")),
-    };
-    let Some(authority) = uri.authority() else { return Err(format!("{url:?} names no host")) };
-    if authority.as_str().contains('@') {
-        return Err(format!("{url:?}: a URL input carries no user name or password"));
-    }
-    let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-    Ok(Target {
-        tls,
-        host,
-        port: authority.port_u16().unwrap_or(if tls { 443 } else { 80 }),
-        authority: authority.as_str().to_string(),
-        path: uri.path_and_query().map_or("/", |p| p.as_str()).to_string(),
-    })
+/// An http:// or https:// URL's parts, by the one URL parser (`wire::url`):
+/// userinfo (`user@host`) is refused, as it would hide the host from a reader,
+/// and so is a port out of range.
+fn target(text: &str) -> std::result::Result<Url, String> {
+    url::parse(text)
 }
 
 /// The reason an error answer gives: its JSON `error.message`, or its start.

@@ -147,7 +147,7 @@ impl Job {
 
     /// Count `n` bytes the job is about to write against the quota.
     pub fn claim(&self, n: u64) -> Result<(), String> {
-        self.disk.claim(n)?;
+        self.disk.claim(Some(self.owner), n)?;
         self.claimed.fetch_add(n, Ordering::SeqCst);
         Ok(())
     }
@@ -158,19 +158,19 @@ impl Job {
         let measured = bytes_under(&self.dir);
         let before = self.claimed.swap(measured, Ordering::SeqCst);
         if measured <= before {
-            self.disk.release(before - measured);
+            self.disk.release(Some(self.owner), before - measured);
             return Ok(());
         }
         let more = measured - before;
-        self.disk.claim(more).map_err(|full| {
-            self.disk.force(more);
+        self.disk.claim(Some(self.owner), more).map_err(|full| {
+            self.disk.force(Some(self.owner), more);
             format!("{} wrote more than the disk quota allows: {full}", self.program.name)
         })
     }
 
     /// The job's files are gone: give their bytes back to the quota.
     pub fn release_disk(&self) {
-        self.disk.release(self.claimed.swap(0, Ordering::SeqCst));
+        self.disk.release(Some(self.owner), self.claimed.swap(0, Ordering::SeqCst));
     }
 
     fn set(&self, phase: Phase, exit_code: Option<i32>, error: Option<String>) {

@@ -117,6 +117,8 @@ pub struct Limits {
     pub fetch_timeout: Duration,
     /// Disk quota of the work directory: uploads, pulls and job files.
     pub max_disk: u64,
+    /// The most of it one key's uploads and jobs may take.
+    pub max_disk_per_key: u64,
     /// Most jobs the endpoint holds (running or ended, until removed), and
     /// most of them one key holds.
     pub max_jobs: usize,
@@ -137,6 +139,7 @@ impl Default for Limits {
             max_fetch: None,
             fetch_timeout: Duration::from_secs(300),
             max_disk: 10 << 30,
+            max_disk_per_key: 5 << 30,
             max_jobs: 1000,
             max_jobs_per_key: 500,
             max_uploads_per_key: 1000,
@@ -184,9 +187,9 @@ impl Jobs {
     /// (or a fresh private one); its limits apply to them.
     pub fn new(limits: &Limits) -> Result<Jobs> {
         let workdir = WorkDir::open(limits.workdir.as_deref())?;
-        let disk = Disk::new(limits.max_disk);
+        let disk = Disk::new(limits.max_disk, limits.max_disk_per_key);
         if let Some(given) = workdir.existing() {
-            disk.force(safe_file::bytes_under(&given)); // what a given --workdir already holds
+            disk.force(None, safe_file::bytes_under(&given)); // what a given --workdir already holds
         }
         let fetcher = Fetcher::new(&limits.fetch_allow, limits.max_fetch.unwrap_or(limits.max_upload), limits.fetch_timeout)?;
         Ok(Jobs {
@@ -405,11 +408,9 @@ impl Jobs {
     pub async fn remove_upload(&self, path: &Path) -> bool {
         let size = safe_file::size_of(path);
         let removed = tokio::fs::remove_file(path).await.is_ok();
+        let owner = path.file_name().and_then(|n| n.to_str()).and_then(|id| self.uploads.lock().remove(id));
         if removed {
-            self.disk.release(size.unwrap_or(0));
-        }
-        if let Some(id) = path.file_name().and_then(|n| n.to_str()) {
-            self.uploads.lock().remove(id);
+            self.disk.release(owner, size.unwrap_or(0));
         }
         removed
     }

@@ -37,7 +37,7 @@ impl tower_service::Service<Uri> for Connector {
     fn call(&mut self, dst: Uri) -> Self::Future {
         Box::pin(async move {
             let scheme = dst.scheme_str().unwrap_or("http").to_string();
-            let Some(authority) = proxy::authority(&dst) else { return Err(Error::new(ErrorClass::Arg, format!("{dst} names no host"))) };
+            let authority = proxy::authority(&dst).map_err(|why| Error::new(ErrorClass::Arg, why))?;
             let peer = format!("{scheme}://{authority}");
             let opened = proxy::open(&scheme, &authority, &peer, false).await?;
             Ok(Outbound { io: TokioIo::new(opened.tcp), forwarded: opened.forward.is_some() })

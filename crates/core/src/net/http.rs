@@ -23,6 +23,7 @@ use crate::config::failure_timeout;
 use crate::error::{Error, ErrorClass, Result};
 use crate::net::connector::Connector;
 use crate::net::{proxy, tls};
+use crate::wire::url;
 
 type HttpClient = Client<HttpsConnector<Connector>, Chunks>;
 
@@ -164,10 +165,9 @@ impl Http {
     /// Send `req`; a plain http request that goes to a proxy in absolute
     /// form carries the proxy's credentials. Also: that proxy.
     async fn send(&self, mut req: Request<Chunks>, peer: &str) -> Result<(http::Response<hyper::body::Incoming>, Option<proxy::Proxy>)> {
-        let via = match (req.uri().scheme_str(), proxy::authority(req.uri())) {
-            (Some("http"), Some(authority)) => proxy::for_url("http", &authority)?,
-            _ => None,
-        };
+        // Every URL a request goes to passes the one parser (wire::url) first.
+        let target = url::parse(&req.uri().to_string()).map_err(|why| Error::new(ErrorClass::Arg, why))?;
+        let via = if target.tls { None } else { proxy::for_url("http", &target.authority())? };
         if let Some(p) = &via {
             p.authorize(req.headers_mut());
         }

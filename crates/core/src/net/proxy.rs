@@ -27,6 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::wire::url;
 
 /// How long a proxy may take to answer a `CONNECT`.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -76,12 +77,11 @@ impl Proxy {
     }
 }
 
-/// `host:port` of a URI (the scheme's default port if it names none; an
-/// IPv6 host in brackets, as URIs write it).
-pub fn authority(uri: &Uri) -> Option<String> {
-    let host = uri.host()?;
-    let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
-    Some(format!("{host}:{port}"))
+/// `host:port` of an http(s) URI (the scheme's default port if it names
+/// none; an IPv6 host in brackets), read by the one URL parser
+/// (`wire::url`): a port out of range is an error, never the default.
+pub fn authority(uri: &Uri) -> std::result::Result<String, String> {
+    url::parse(&uri.to_string()).map(|u| u.authority())
 }
 
 /// The proxy for `scheme://authority`, if the environment names one and the
@@ -224,10 +224,11 @@ mod tests {
     #[test]
     fn authorities_carry_the_default_port() {
         let a = |u: &str| authority(&u.parse::<Uri>().unwrap());
-        assert_eq!(a("http://peer.example/x").as_deref(), Some("peer.example:80"));
-        assert_eq!(a("https://peer.example/x").as_deref(), Some("peer.example:443"));
-        assert_eq!(a("http://[::1]:8000/").as_deref(), Some("[::1]:8000"));
-        assert_eq!(a("/no/host"), None);
+        assert_eq!(a("http://peer.example/x").as_deref(), Ok("peer.example:80"));
+        assert_eq!(a("https://peer.example/x").as_deref(), Ok("peer.example:443"));
+        assert_eq!(a("http://[::1]:8000/").as_deref(), Ok("[::1]:8000"));
+        assert!(a("/no/host").is_err());
+        assert!(a("http://127.0.0.1:99999/").unwrap_err().contains("1 to 65535"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{err, ErrorClass, Result};
+use crate::wire::url;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Binding {
@@ -32,6 +33,16 @@ pub fn valid_domain_id(id: &str) -> bool {
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
+/// The shortest and longest domain token taken: a token is the domain's
+/// only secret, so one a peer could guess is refused.
+pub const MIN_TOKEN: usize = 16;
+pub const MAX_TOKEN: usize = 256;
+
+/// A domain token: 16-256 characters that an `Authorization: Bearer` header carries as they are.
+pub fn valid_token(token: &str) -> bool {
+    (MIN_TOKEN..=MAX_TOKEN).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b))
+}
+
 impl Binding {
     pub fn size(&self) -> u32 {
         self.endpoints.len() as u32
@@ -44,14 +55,20 @@ impl Binding {
         if self.endpoints.is_empty() {
             return err(ErrorClass::Arg, "endpoints must list at least one URL");
         }
-        if let Some(bad) = self.endpoints.iter().find(|u| !(u.starts_with("http://") || u.starts_with("https://"))) {
-            return err(ErrorClass::Arg, format!("endpoint {bad:?} is not an http(s) URL"));
+        // An origin (or one behind a relay) and nothing else: a rank POSTs
+        // to these with the domain's token, so a path or query there would
+        // point its requests at whatever the binding's author chose.
+        for (rank, u) in self.endpoints.iter().enumerate() {
+            url::endpoint(u.trim_end_matches('/')).or_else(|why| err(ErrorClass::Arg, format!("endpoint of rank {rank}: {why}")))?;
         }
         if self.rank >= self.size() {
             return err(ErrorClass::Rank, format!("rank {} out of range for {} endpoints", self.rank, self.size()));
         }
-        if self.token.is_empty() {
-            return err(ErrorClass::Arg, "token must not be empty");
+        if !valid_token(&self.token) {
+            return err(
+                ErrorClass::Arg,
+                format!("token must be {MIN_TOKEN}-{MAX_TOKEN} characters of [A-Za-z0-9-._~+/=] (a random secret: mpiws makes 32)"),
+            );
         }
         Ok(())
     }
@@ -83,7 +100,7 @@ mod tests {
 
     fn binding(rank: u32, endpoints: &[&str]) -> Binding {
         serde_json::from_value(serde_json::json!({
-            "domain": "d", "rank": rank, "token": "t", "endpoints": endpoints,
+            "domain": "d", "rank": rank, "token": "t".repeat(16), "endpoints": endpoints,
         }))
         .unwrap()
     }
@@ -100,5 +117,19 @@ mod tests {
         assert_eq!(binding(0, &urls).local_ranks(), 2);
         assert_eq!(binding(2, &urls).local_ranks(), 1);
         assert_eq!(binding(4, &urls).local_ranks(), 1);
+    }
+
+    #[test]
+    fn bindings_name_origins_and_a_secret_token() {
+        assert!(binding(0, &["http://127.0.0.1:1", "https://h:2/relay/x", "http://[::1]:3/"]).validate().is_ok());
+        for bad in ["http://127.0.0.1:18700/internal/admin/reset?confirm=yes&x=", "http://127.0.0.1:99999", "http://[::1", "ftp://x"] {
+            let e = binding(0, &["http://127.0.0.1:1", bad]).validate().unwrap_err();
+            assert!(e.message.contains("endpoint of rank 1"), "{bad}: {}", e.message);
+        }
+        for token in ["", "t", &"t".repeat(15), &"t".repeat(257), "tttttttttttttttt\r\nX: y", "tttttttttttttttt tt"] {
+            let mut b = binding(0, &["http://127.0.0.1:1"]);
+            b.token = token.to_string();
+            assert!(b.validate().unwrap_err().message.contains("token must be"), "{token:?}");
+        }
     }
 }

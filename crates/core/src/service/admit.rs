@@ -11,6 +11,7 @@ use http::{HeaderMap, StatusCode};
 use crate::error::ErrorClass;
 use crate::rank::binding::valid_domain_id;
 use crate::rank::Instance;
+use crate::service::endpoint::Found;
 use crate::service::reply::{self, authorize, parse_rank, HttpError};
 use crate::service::Endpoint;
 
@@ -40,11 +41,16 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
     if reply::bearer(headers).is_none() {
         return Err(HttpError::new(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'"));
     }
-    let instance = match ep.instance(domain, rank) {
-        Some(i) => i,
+    let instance = match ep.find(domain, rank) {
+        Some(Found::Live(i)) => i,
+        // Ended a while ago: only its summary is kept, which answers no question about messages.
+        Some(Found::Ended(ended)) => {
+            authorize(headers, &ended.token)?;
+            return Err(HttpError::from(&ended.why));
+        }
         None => {
             if let Some(sibling) = ep.any_instance_of(domain) {
-                authorize(headers, &sibling)?;
+                authorize(headers, &sibling.binding.token)?;
                 if rank >= sibling.size() {
                     return Err(HttpError::new(
                         StatusCode::BAD_REQUEST,
@@ -57,7 +63,7 @@ pub async fn admit_ended(ep: &Endpoint, domain: &str, rank: &str, headers: &Head
             return Err(HttpError::retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1)));
         }
     };
-    authorize(headers, &instance)?;
+    authorize(headers, &instance.binding.token)?;
     if source >= instance.size() {
         return Err(HttpError::new(
             StatusCode::BAD_REQUEST,

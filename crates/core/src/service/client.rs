@@ -8,8 +8,9 @@ use futures_util::future::join_all;
 use http::Method;
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorClass, Result};
 use crate::net::http::Http;
+use crate::wire::url;
 
 pub struct DomainClient {
     pub domain: String,
@@ -21,9 +22,14 @@ pub struct DomainClient {
 }
 
 impl DomainClient {
-    pub fn new(domain: String, token: String, endpoints: Vec<String>, key: Option<String>) -> Self {
-        let endpoints = endpoints.into_iter().map(|e| e.trim_end_matches('/').to_string()).collect();
-        DomainClient { domain, token, endpoints, key, http: Arc::new(Http::new()) }
+    /// Err: an endpoint URL the one URL parser refuses (`wire::url::endpoint`),
+    /// named before any request goes out.
+    pub fn new(domain: String, token: String, endpoints: Vec<String>, key: Option<String>) -> Result<Self> {
+        let endpoints: Vec<String> = endpoints.into_iter().map(|e| e.trim_end_matches('/').to_string()).collect();
+        for e in &endpoints {
+            url::endpoint(e).map_err(|why| Error::new(ErrorClass::Arg, why))?;
+        }
+        Ok(DomainClient { domain, token, endpoints, key, http: Arc::new(Http::new()) })
     }
 
     fn rank_uri(&self, rank: usize) -> String {
@@ -40,7 +46,7 @@ impl DomainClient {
     /// their own processes (a client that is itself a rank).
     pub async fn start_ranks(&self, ranks: &[usize], service: &str, params: &Value) -> Result<()> {
         if let Some(r) = ranks.iter().find(|&&r| r >= self.endpoints.len()) {
-            return Err(Error::new(crate::error::ErrorClass::Rank, format!("rank {r} of a domain of {}", self.endpoints.len())));
+            return Err(Error::new(ErrorClass::Rank, format!("rank {r} of a domain of {}", self.endpoints.len())));
         }
         let runs = ranks.iter().map(|&rank| {
             let binding = json!({

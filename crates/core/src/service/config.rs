@@ -32,8 +32,18 @@ pub struct Config {
     pub allow_origins: Vec<String>,
     /// Largest message body a store accepts (and stream message).
     pub max_message: u64,
-    /// Connections served at once; further ones wait in the listen queue.
+    /// Connections served at once; further ones wait in the listen queue
+    /// (the oldest idle one that showed no credential yet is shed first:
+    /// `service::conns`).
     pub max_connections: usize,
+    /// Connections served at once from one client address.
+    /// Bytes of request bodies read whole (bindings, spawn inputs) held at
+    /// once across all connections (`service::buffered`).
+    pub max_buffered: u64,
+    pub max_connections_per_address: usize,
+    /// Of `max_connections`, the places connections that showed no
+    /// credential yet may not take.
+    pub reserved_connections: usize,
     /// A connection that sends no complete request head for this long is closed (idle ones too).
     #[serde(with = "seconds")]
     pub header_timeout: Duration,
@@ -70,6 +80,10 @@ pub struct Config {
     /// How long an instance may run before it is ended.
     #[serde(with = "seconds")]
     pub max_instance_time: Duration,
+    /// How long an ended instance is kept whole (its peers may still ask
+    /// what it received); after that only a summary of it is kept.
+    #[serde(with = "seconds")]
+    pub instance_linger: Duration,
     /// Instance processes kept started ahead of need.
     pub spare_instances: usize,
     /// Serve as a relay (`service::relay`): endpoints that accept no
@@ -93,6 +107,9 @@ impl Default for Config {
             allow_origins: Vec::new(),
             max_message: 1 << 30,
             max_connections: 1024,
+            max_connections_per_address: 512,
+            max_buffered: 256 << 20,
+            reserved_connections: 128,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(60),
             max_binding: 1 << 20,
@@ -109,6 +126,7 @@ impl Default for Config {
             sandbox: None,
             max_instance_memory: 4 << 30,
             max_instance_time: Duration::from_secs(24 * 3600),
+            instance_linger: Duration::from_secs(60),
             spare_instances: 2,
             relay: false,
             relay_max_connections: 256,

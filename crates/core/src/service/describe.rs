@@ -14,7 +14,7 @@ pub fn describe<B>(ep: &Endpoint, req: &Request<B>) -> Reply {
     let given = bearer(req.headers());
     let admin = ep.keys.check(given, Scope::Admin).is_ok();
     let token = given.unwrap_or("");
-    let mut described = ep.describe(|i| admin || (!token.is_empty() && constant_time_eq(token.as_bytes(), i.binding.token.as_bytes())));
+    let mut described = ep.describe(|t| admin || (!token.is_empty() && constant_time_eq(token.as_bytes(), t.as_bytes())));
     if admin {
         described["jobs"] = json!(ep.jobs.count());
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
@@ -15,9 +15,11 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::keys::{KeyId, Keys};
 use crate::net::stores::Stores;
-use crate::rank::{Binding, Instance};
+use crate::rank::{Binding, Instance, Status};
 use crate::runtime::runtime;
+use crate::service::buffered::Buffered;
 use crate::service::config::Config;
+use crate::service::ended::Ended;
 use crate::service::relay::Relay;
 use crate::service::rendezvous::Rendezvous;
 use crate::service::reverse::ViaRelay;
@@ -31,10 +33,61 @@ const KEEP_PER_KEY: usize = 1024;
 
 /// An instance and the key that created it (None: created in-process).
 struct Hosted {
-    instance: Arc<Instance>,
     owner: Option<KeyId>,
-    /// Where its code runs, if in a child process.
-    sandbox: Option<Arc<Sandbox>>,
+    held: Held,
+}
+
+enum Held {
+    Live {
+        instance: Arc<Instance>,
+        /// Where its code runs, if in a child process.
+        sandbox: Option<Arc<Sandbox>>,
+        /// When it was first seen ended (`summarize`).
+        ended_at: Option<Instant>,
+    },
+    /// Ended, `instance_linger` ago or more: its summary only.
+    Ended(Arc<Ended>),
+}
+
+impl Hosted {
+    fn live(&self) -> Option<&Arc<Instance>> {
+        match &self.held {
+            Held::Live { instance, .. } => Some(instance),
+            Held::Ended(_) => None,
+        }
+    }
+
+    /// Still running (or starting)?
+    fn running(&self) -> bool {
+        self.live().is_some_and(|i| !i.status().state.is_final())
+    }
+
+    fn domain(&self) -> &str {
+        match &self.held {
+            Held::Live { instance, .. } => &instance.binding.domain,
+            Held::Ended(e) => &e.status.domain,
+        }
+    }
+
+    fn status(&self) -> Status {
+        match &self.held {
+            Held::Live { instance, .. } => instance.status(),
+            Held::Ended(e) => e.status.clone(),
+        }
+    }
+
+    fn token(&self) -> &str {
+        match &self.held {
+            Held::Live { instance, .. } => &instance.binding.token,
+            Held::Ended(e) => &e.token,
+        }
+    }
+}
+
+/// An instance as a request about it finds it.
+pub enum Found {
+    Live(Arc<Instance>),
+    Ended(Arc<Ended>),
 }
 
 /// Why an instance was not created.
@@ -78,6 +131,8 @@ pub struct Endpoint {
     pub rendezvous: Rendezvous,
     /// The endpoints reached through this one, a relay.
     pub relay: Arc<Relay>,
+    /// Request bodies held in memory now, across all connections.
+    pub buffered: Arc<Buffered>,
 }
 
 impl Endpoint {
@@ -99,7 +154,7 @@ impl Endpoint {
             .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
         let addr = listener.local_addr().expect("bound socket has an address");
-        let tls = tls.map(|t| ServerTls::start(&t, &config.host, addr)).transpose()?;
+        let tls = tls.map(|t| ServerTls::start(&t, &config.host)).transpose()?;
         if let Some(via) = &via_relay {
             // Relayed requests carry the relay's name in `Host`.
             config.allow_hosts.push(via.host());
@@ -114,6 +169,7 @@ impl Endpoint {
         let (tx, rx) = mpsc::channel();
         let jobs = Arc::new(Jobs::new(&config.jobs)?);
         let spares = sandbox.as_ref().map(Spares::new);
+        let buffered = Buffered::new(config.max_buffered);
         let ep = Arc::new(Endpoint {
             config,
             addr,
@@ -129,12 +185,14 @@ impl Endpoint {
             runs_rx: Mutex::new(rx),
             rendezvous: Rendezvous::default(),
             relay: Arc::default(),
+            buffered,
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
         if let Some(via) = ep.via_relay.clone() {
             runtime().spawn(crate::service::reverse::keep(ep.clone(), via));
         }
         runtime().spawn(crate::jobs::expiry::expire_forever(Arc::downgrade(&ep.jobs)));
+        runtime().spawn(summarize_forever(Arc::downgrade(&ep)));
         crate::service::shutdown::register(&ep);
         Ok(ep)
     }
@@ -177,12 +235,17 @@ impl Endpoint {
         let instance = {
             let mut map = self.instances.lock();
             let conflict = |m: String| Err(Refused::Conflict(Error::new(ErrorClass::Comm, m)));
-            if let Some(other) = map.values().find(|h| h.instance.binding.domain == binding.domain) {
+            if let Some(other) = map.values().find(|h| h.domain() == binding.domain) {
                 if other.owner != owner {
                     return conflict(format!("domain id {} is taken here by another key", binding.domain));
                 }
-                let b = &other.instance.binding;
-                if b.endpoints != binding.endpoints || b.token != binding.token {
+                let same_domain = match &other.held {
+                    Held::Live { instance, .. } => {
+                        instance.binding.endpoints == binding.endpoints && instance.binding.token == binding.token
+                    }
+                    Held::Ended(e) => e.same_domain(&binding),
+                };
+                if !same_domain {
                     return conflict(format!("domain {} is already bound here with other endpoints or token", binding.domain));
                 }
             }
@@ -190,10 +253,13 @@ impl Endpoint {
                 // The same binding from the same key again is the same request
                 // (a client's retry after a connection closed under it): it
                 // answers as the first did, so *run* can be safely repeated.
-                if same.owner == owner && same.instance.binding == binding {
-                    return Ok(same.instance.clone());
+                match &same.held {
+                    Held::Live { instance, .. } if same.owner == owner && instance.binding == binding => return Ok(instance.clone()),
+                    Held::Ended(e) if same.owner == owner && e.same_binding(&binding) => {
+                        return conflict(format!("domain {} rank {} ran here and ended", key.0, key.1))
+                    }
+                    _ => return conflict(format!("domain {} rank {} already exists here", key.0, key.1)),
                 }
-                return conflict(format!("domain {} rank {} already exists here", key.0, key.1));
             }
             if let Some(owner) = owner {
                 self.admit(&mut map, owner)?;
@@ -208,7 +274,7 @@ impl Endpoint {
                 _ => None,
             };
             let queued = queue && sandbox.is_none();
-            map.insert(key, Hosted { instance: instance.clone(), owner, sandbox });
+            map.insert(key, Hosted { owner, held: Held::Live { instance: instance.clone(), sandbox, ended_at: None } });
             if queued {
                 let _ = self.runs_tx.lock().send(instance.clone());
             }
@@ -221,7 +287,8 @@ impl Endpoint {
     /// the key's bounds on live instances; the key's ended ones forgotten
     /// when it holds too many (their status was there to be read).
     fn admit(&self, map: &mut HashMap<(String, u32), Hosted>, owner: KeyId) -> std::result::Result<(), Refused> {
-        let live = |h: &Hosted| !h.instance.status().state.is_final();
+        summarize(map, self.config.instance_linger);
+        let live = |h: &Hosted| h.running();
         let busy = |per_key: bool, m: String| Err(Refused::Busy { per_key, error: Error::new(ErrorClass::Other, m) });
         let (max, per_key) = (self.config.max_instances, self.config.max_instances_per_key);
         if map.values().filter(|h| live(h)).count() >= max {
@@ -236,18 +303,35 @@ impl Endpoint {
         Ok(())
     }
 
+    /// `domain` rank `rank` here, whole (until `instance_linger` after it ended).
     pub fn instance(&self, domain: &str, rank: u32) -> Option<Arc<Instance>> {
-        self.instances.lock().get(&(domain.to_string(), rank)).map(|h| h.instance.clone())
+        self.instances.lock().get(&(domain.to_string(), rank)).and_then(|h| h.live().cloned())
+    }
+
+    /// `domain` rank `rank` here, whole or as what was kept of it once it ended.
+    pub fn find(&self, domain: &str, rank: u32) -> Option<Found> {
+        self.instances.lock().get(&(domain.to_string(), rank)).map(|h| match &h.held {
+            Held::Live { instance, .. } => Found::Live(instance.clone()),
+            Held::Ended(e) => Found::Ended(e.clone()),
+        })
     }
 
     /// The child process running `domain` rank `rank`'s code, if it runs in one.
     pub fn sandbox(&self, domain: &str, rank: u32) -> Option<Arc<Sandbox>> {
-        self.instances.lock().get(&(domain.to_string(), rank)).and_then(|h| h.sandbox.clone())
+        match &self.instances.lock().get(&(domain.to_string(), rank))?.held {
+            Held::Live { sandbox, .. } => sandbox.clone(),
+            Held::Ended(_) => None,
+        }
     }
 
-    /// Some instance of `domain` here, if any (they share its token and size).
+    /// Some live instance of `domain` here, if any (they share its token and size).
     pub fn any_instance_of(&self, domain: &str) -> Option<Arc<Instance>> {
-        self.instances.lock().values().find(|h| h.instance.binding.domain == domain).map(|h| h.instance.clone())
+        self.instances.lock().values().filter(|h| h.domain() == domain).find_map(|h| h.live().cloned())
+    }
+
+    /// Keep only a summary of the instances that ended `instance_linger` ago.
+    pub fn summarize(&self) {
+        summarize(&mut self.instances.lock(), self.config.instance_linger);
     }
 
     /// Block until a *run* request arrives (or `timeout`): the next instance to start.
@@ -261,10 +345,10 @@ impl Endpoint {
 
     /// What `GET /` answers: who this endpoint is and what it deploys; the
     /// domains it hosts only to a caller entitled to see them (`visible`).
-    pub fn describe(&self, visible: impl Fn(&Instance) -> bool) -> Value {
+    pub fn describe(&self, visible: impl Fn(&str) -> bool) -> Value {
         let mut domains: HashMap<String, Vec<Value>> = HashMap::new();
-        for h in self.instances.lock().values().filter(|h| visible(&h.instance)) {
-            let s = h.instance.status();
+        for h in self.instances.lock().values().filter(|h| visible(h.token())) {
+            let s = h.status();
             domains.entry(s.domain.clone()).or_default().push(json!({
                 "rank": s.rank, "service": s.service, "state": s.state,
             }));
@@ -284,5 +368,34 @@ impl Endpoint {
             "programs": self.jobs.programs().iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
             "domains": domains,
         })
+    }
+}
+
+/// Each instance that ended `linger` ago or more becomes its summary
+/// (`Ended`); one that has just ended is noted, to be summarized later.
+fn summarize(map: &mut HashMap<(String, u32), Hosted>, linger: Duration) {
+    for h in map.values_mut() {
+        let Held::Live { instance, ended_at, .. } = &mut h.held else { continue };
+        let status = instance.status();
+        if !status.state.is_final() {
+            continue;
+        }
+        let since = *ended_at.get_or_insert_with(Instant::now);
+        if since.elapsed() >= linger {
+            let why = instance.ended().unwrap_or_else(|| Error::new(ErrorClass::Comm, "the instance ended"));
+            h.held = Held::Ended(Arc::new(Ended::new(&instance.binding, status, why)));
+        }
+    }
+}
+
+/// `summarize` now and then, for as long as the endpoint lives.
+async fn summarize_forever(ep: std::sync::Weak<Endpoint>) {
+    loop {
+        let every = ep.upgrade().map_or(Duration::ZERO, |ep| (ep.config.instance_linger / 2).max(Duration::from_millis(100)));
+        tokio::time::sleep(every).await;
+        match ep.upgrade() {
+            Some(ep) => ep.summarize(),
+            None => return,
+        }
     }
 }

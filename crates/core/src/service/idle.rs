@@ -32,6 +32,11 @@ impl Idle {
         Arc::new(Idle { state: Mutex::new((0, Instant::now())) })
     }
 
+    /// Is a request in progress?
+    pub fn in_progress(&self) -> bool {
+        self.state.lock().0 > 0
+    }
+
     /// A request starts; it is in progress until the guard is dropped.
     pub fn busy(self: &Arc<Self>) -> Busy {
         self.state.lock().0 += 1;

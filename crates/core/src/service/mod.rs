@@ -11,10 +11,13 @@
 //! other side: starting and watching domains on endpoints.
 
 pub mod admit;
+pub mod buffered;
 pub mod cancel;
 pub mod client;
 pub mod config;
+pub mod conns;
 pub mod describe;
+pub mod ended;
 pub mod endpoint;
 pub mod guard;
 pub mod idle;

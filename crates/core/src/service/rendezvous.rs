@@ -19,13 +19,12 @@ use serde::Deserialize;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::net::http::Http;
-use crate::service::relay::valid_name;
 use crate::service::reply::{error, json, read_body, retry_later, Reply};
 use crate::service::Endpoint;
+use crate::wire::url;
 
 /// The largest registration body, and the longest URL in it.
 const MAX_BODY: usize = 4096;
-const MAX_URL: usize = 2048;
 
 #[derive(Default)]
 pub struct Rendezvous {
@@ -113,21 +112,9 @@ impl Rendezvous {
     }
 }
 
-/// An endpoint URL: `http(s)://host[:port]`, nothing after the authority.
-fn check_url(url: &str) -> std::result::Result<(), String> {
-    if url.len() > MAX_URL {
-        return Err(format!("the URL is longer than {MAX_URL} bytes"));
-    }
-    let uri: http::Uri = url.parse().map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-    let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
-    // A bare endpoint, or one reached through a relay (`service::relay`).
-    let path = uri.path_and_query().map_or("", |p| p.as_str());
-    let bare = (path.is_empty() || path == "/") && !url.ends_with('/');
-    let relayed = path.strip_prefix("/relay/").is_some_and(valid_name);
-    if !scheme_ok || uri.host().is_none() || !(bare || relayed) || url.contains('@') {
-        return Err(format!("{url:?} is not an endpoint URL (http(s)://HOST:PORT, or http(s)://HOST:PORT/relay/NAME)"));
-    }
-    Ok(())
+/// An endpoint URL (`wire::url::endpoint`): an origin, or one behind a relay.
+fn check_url(text: &str) -> std::result::Result<(), String> {
+    url::endpoint(text).map(|_| ())
 }
 
 pub fn get(ep: &Endpoint) -> Reply {
@@ -138,7 +125,7 @@ pub async fn post(ep: &Endpoint, req: Request<Incoming>) -> Reply {
     if let Err(e) = crate::service::guard::json_body(req.headers()) {
         return e.into();
     }
-    let body = match read_body(req.into_body(), MAX_BODY, ep.config.body_timeout, "a registration").await {
+    let body = match read_body(ep, req.into_body(), MAX_BODY, "a registration").await {
         Ok(b) => b,
         Err(e) => return e.into(),
     };

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::BytesMut;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -13,7 +13,8 @@ use serde_json::json;
 use crate::body::Chunks;
 use crate::error::{Error, ErrorClass};
 use crate::keys::{constant_time_eq, Scope};
-use crate::rank::Instance;
+use crate::service::buffered::Body;
+use crate::service::endpoint::Found;
 use crate::service::Endpoint;
 
 pub type Reply = Response<Chunks>;
@@ -82,10 +83,29 @@ pub fn from_error(e: &Error) -> Reply {
 
 /// A JSON request's whole body, at most `limit` bytes within `timeout`;
 /// else 413 or 408, saying what could not be read.
-pub async fn read_body(body: Incoming, limit: usize, timeout: Duration, what: &str) -> Result<Bytes, HttpError> {
-    match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
-        Ok(Ok(b)) => Ok(b.to_bytes()),
-        Ok(Err(e)) => Err(HttpError::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}"))),
+pub async fn read_body(ep: &Endpoint, body: Incoming, limit: usize, what: &str) -> Result<Body, HttpError> {
+    let timeout = ep.config.body_timeout;
+    let mut claim = ep.buffered.start();
+    let read = async {
+        let mut body = Limited::new(body, limit);
+        let mut whole = BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|e| HttpError::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                claim.grow(data.len() as u64).map_err(|max| {
+                    let message =
+                        format!("this endpoint holds its maximum of {max} bytes of request bodies now (--max-buffered); try again");
+                    HttpError::retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Other, message, Duration::from_secs(1))
+                })?;
+                whole.extend_from_slice(&data);
+            }
+        }
+        Ok(whole.freeze())
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(bytes)) => Ok(Body::new(bytes, claim)),
+        Ok(Err(e)) => Err(e),
         Err(_) => Err(stalled(timeout)),
     }
 }
@@ -126,11 +146,11 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers.get(http::header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
 }
 
-/// Check the request's token against the instance's domain token.
-pub fn authorize(headers: &HeaderMap, instance: &Instance) -> Result<(), HttpError> {
+/// Check the request's token against a domain's token.
+pub fn authorize(headers: &HeaderMap, token: &str) -> Result<(), HttpError> {
     match bearer(headers) {
         None => Err(HttpError::new(StatusCode::UNAUTHORIZED, ErrorClass::Arg, "missing 'Authorization: Bearer <domain token>'")),
-        Some(t) if !constant_time_eq(t.as_bytes(), instance.binding.token.as_bytes()) => {
+        Some(t) if !constant_time_eq(t.as_bytes(), token.as_bytes()) => {
             Err(HttpError::new(StatusCode::FORBIDDEN, ErrorClass::Arg, "wrong domain token"))
         }
         Some(_) => Ok(()),
@@ -138,11 +158,26 @@ pub fn authorize(headers: &HeaderMap, instance: &Instance) -> Result<(), HttpErr
 }
 
 /// `authorize`, or a key with `admin` (which may watch and cancel any instance).
-pub fn authorize_or_admin(ep: &Endpoint, headers: &HeaderMap, instance: &Instance) -> Result<(), HttpError> {
+pub fn authorize_or_admin(ep: &Endpoint, headers: &HeaderMap, token: &str) -> Result<(), HttpError> {
     if ep.keys.check(bearer(headers), Scope::Admin).is_ok() {
         return Ok(());
     }
-    authorize(headers, instance)
+    authorize(headers, token)
+}
+
+/// The instance `{domain}/{rank}` of a status or cancel request, whole or
+/// as kept once it ended, for the holder of its token or an `admin` key.
+pub fn watched_instance(ep: &Endpoint, domain: &str, rank: &str, headers: &HeaderMap) -> Result<Found, HttpError> {
+    let rank = parse_rank(rank)?;
+    let found = ep.find(domain, rank).ok_or_else(|| {
+        HttpError::new(StatusCode::NOT_FOUND, ErrorClass::Comm, format!("no instance of domain {domain} rank {rank} here"))
+    })?;
+    let token = match &found {
+        Found::Live(instance) => &instance.binding.token,
+        Found::Ended(ended) => &ended.token,
+    };
+    authorize_or_admin(ep, headers, token)?;
+    Ok(found)
 }
 
 pub fn parse_rank(s: &str) -> Result<u32, HttpError> {

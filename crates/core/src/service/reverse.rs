@@ -23,10 +23,11 @@ use tokio::sync::{mpsc, oneshot};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::net::socket::keep_alive;
 use crate::net::{proxy, tls};
-use crate::service::relay::{valid_name, PROTOCOL};
+use crate::service::relay::PROTOCOL;
 use crate::service::server::serve_turned;
 use crate::service::Endpoint;
 use crate::wire::head::Head;
+use crate::wire::url::{self, Url};
 
 /// Connections kept waiting at the relay for requests.
 const SPARE: usize = 4;
@@ -51,13 +52,6 @@ impl std::fmt::Debug for ViaRelay {
     }
 }
 
-/// A relay URL taken apart: https?, `host:port`, `/relay/NAME`.
-struct Parts {
-    tls: bool,
-    authority: String,
-    path: String,
-}
-
 impl ViaRelay {
     pub fn new(url: &str, key: &str) -> Result<ViaRelay> {
         let url = url.trim_end_matches('/').to_string();
@@ -67,25 +61,16 @@ impl ViaRelay {
 
     /// The relay's host name (requests relayed to this endpoint carry it in `Host`).
     pub fn host(&self) -> String {
-        let uri: http::Uri = self.url.parse().expect("checked in new");
-        uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string()
+        parse(&self.url).expect("checked in new").host
     }
 }
 
-fn parse(url: &str) -> Result<Parts> {
-    let bad = || err(ErrorClass::Arg, format!("--via-relay {url:?} is not http(s)://HOST:PORT/relay/NAME"));
-    let Ok(uri) = url.parse::<http::Uri>() else { return bad() };
-    let tls = match uri.scheme_str() {
-        Some("https") => true,
-        Some("http") => false,
-        _ => return bad(),
-    };
-    let (Some(authority), Some(path)) = (proxy::authority(&uri), uri.path_and_query()) else { return bad() };
-    let name = path.as_str().strip_prefix("/relay/").unwrap_or("");
-    if !valid_name(name) || url.contains('@') {
-        return bad();
+/// A relay URL (`http(s)://HOST:PORT/relay/NAME`), by the one URL parser.
+fn parse(text: &str) -> Result<Url> {
+    match url::endpoint(text) {
+        Ok(u) if u.relay().is_some() => Ok(u),
+        _ => err(ErrorClass::Arg, format!("--via-relay {text:?} is not http(s)://HOST:PORT/relay/NAME")),
     }
-    Ok(Parts { tls, authority, path: path.as_str().to_string() })
 }
 
 /// What a connection's task tells the keeper.
@@ -139,11 +124,11 @@ async fn one(ep: Arc<Endpoint>, via: ViaRelay, events: mpsc::UnboundedSender<Eve
     let peer = format!("the relay at {}", via.url);
     let served = async {
         if parts.tls {
-            let s = tls::connect(&parts.authority, &peer).await?;
+            let s = tls::connect(&parts.authority(), &peer).await?;
             keep_alive(s.get_ref().0.get_ref());
             turn_and_serve(ep, s, &parts, &via.key, &peer, &events, used).await
         } else {
-            let s = proxy::open("http", &parts.authority, &peer, true).await?.tcp;
+            let s = proxy::open("http", &parts.authority(), &peer, true).await?.tcp;
             keep_alive(&s);
             turn_and_serve(ep, s, &parts, &via.key, &peer, &events, used).await
         }
@@ -166,7 +151,7 @@ async fn one(ep: Arc<Endpoint>, via: ViaRelay, events: mpsc::UnboundedSender<Eve
 async fn turn_and_serve<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     ep: Arc<Endpoint>,
     mut s: S,
-    parts: &Parts,
+    parts: &Url,
     key: &str,
     peer: &str,
     events: &mpsc::UnboundedSender<Event>,
@@ -179,10 +164,11 @@ async fn turn_and_serve<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 }
 
 /// Ask the relay to turn the connection around; Ok once it did (101).
-async fn turn<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, parts: &Parts, key: &str, peer: &str) -> Result<()> {
+async fn turn<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, parts: &Url, key: &str, peer: &str) -> Result<()> {
     let head = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {key}\r\nConnection: upgrade\r\nUpgrade: {PROTOCOL}\r\nContent-Length: 0\r\n\r\n",
-        parts.path, parts.authority
+        parts.path,
+        parts.authority()
     );
     let lost = |e: std::io::Error| Error::new(ErrorClass::ProcFailed, format!("{peer}: {e}"));
     s.write_all(head.as_bytes()).await.map_err(lost)?;
@@ -213,7 +199,7 @@ mod tests {
     #[test]
     fn relay_urls_name_a_relay_and_a_name() {
         let p = parse("https://relay.example.org/relay/lab-7").unwrap();
-        assert_eq!((p.tls, p.authority.as_str(), p.path.as_str()), (true, "relay.example.org:443", "/relay/lab-7"));
+        assert_eq!((p.tls, p.authority().as_str(), p.path.as_str()), (true, "relay.example.org:443", "/relay/lab-7"));
         let v = ViaRelay::new("http://[::1]:7070/relay/x/", "k").unwrap();
         assert_eq!((v.url.as_str(), v.host().as_str()), ("http://[::1]:7070/relay/x", "::1"));
         for bad in [
@@ -224,6 +210,7 @@ mod tests {
             "ftp://h/relay/a",
             "http://u:p@h/relay/a",
             "h:1/relay/a",
+            "http://h:99999/relay/a",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

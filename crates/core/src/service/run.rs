@@ -19,7 +19,7 @@ pub async fn run(ep: &Endpoint, req: Request<Incoming>, owner: KeyId) -> Reply {
     if let Err(e) = guard::json_body(req.headers()) {
         return e.into();
     }
-    let body = match read_body(req.into_body(), ep.config.max_binding, ep.config.body_timeout, "the binding (--max-binding)").await {
+    let body = match read_body(ep, req.into_body(), ep.config.max_binding, "the binding (--max-binding)").await {
         Ok(b) => b,
         Err(e) => return e.into(),
     };

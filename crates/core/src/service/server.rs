@@ -4,19 +4,23 @@
 //! then the credential its route needs) and runs the operation its route
 //! names (`routes`, the one table of every method, path and operation).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use http::{Method, Request, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, Notify};
 
 use crate::error::ErrorClass;
 use crate::net::socket::keep_alive;
+use crate::service::conns::{Admit, ConnId, Conns};
 use crate::service::guard;
 use crate::service::idle::Idle;
 use crate::service::reply::{self, Reply};
@@ -28,14 +32,48 @@ const MAX_HEAD: usize = 64 << 10;
 /// Most headers in one request.
 const MAX_HEADERS: usize = 100;
 
+/// What the server keeps of each connection it serves (`conns`).
+#[derive(Clone)]
+struct Handle {
+    /// Told when the connection is shed.
+    shed: Arc<Notify>,
+    idle: Arc<Idle>,
+}
+
+/// The connections served, shared by the accept loop and each connection's task.
+struct Served {
+    conns: Mutex<Conns<Handle>>,
+    /// Told when a connection ends (there may be room now).
+    ended: Notify,
+}
+
+/// Who a request's connection is, to mark it proven (`conns`).
+#[derive(Clone)]
+struct Seen {
+    served: Arc<Served>,
+    id: ConnId,
+    proven: Arc<AtomicBool>,
+}
+
+fn busy(h: &Handle) -> bool {
+    h.idle.in_progress()
+}
+
 pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
-    // One permit per connection served: beyond the cap, connections wait in
-    // the listen queue instead of taking memory and tasks.
-    let slots = Arc::new(Semaphore::new(ep.config.max_connections.max(1)));
+    let c = &ep.config;
+    let served = Arc::new(Served {
+        conns: Mutex::new(Conns::new(c.max_connections, c.max_connections_per_address, c.reserved_connections)),
+        ended: Notify::new(),
+    });
     let builder = Arc::new(builder(&ep));
     loop {
-        let permit = slots.clone().acquire_owned().await.expect("semaphore never closed");
-        let (stream, _) = match listener.accept().await {
+        // Rule 1 of `conns`: beyond the cap, connections wait in the listen
+        // queue instead of taking memory and tasks (a connection's request
+        // ending may make one sheddable: looked at again now and then).
+        while !served.conns.lock().room(Instant::now(), busy) {
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(100), served.ended.notified()).await;
+        }
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(_) => {
                 // Out of file descriptors and the like: back off, keep serving.
@@ -43,28 +81,50 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
                 continue;
             }
         };
+        let handle = Handle { shed: Arc::new(Notify::new()), idle: Idle::new() };
+        let admitted = served.conns.lock().admit(peer.ip(), Instant::now(), handle.clone(), busy);
+        let id = match admitted {
+            Admit::TooManyFrom(_) => continue, // closed (dropped) at once
+            Admit::Serve { id, shed } => {
+                if let Some((_, old)) = shed {
+                    old.shed.notify_one();
+                }
+                id
+            }
+        };
         let _ = stream.set_nodelay(true);
         keep_alive(&stream);
-        let (ep, builder) = (ep.clone(), builder.clone());
+        let (ep, builder, seen) =
+            (ep.clone(), builder.clone(), Seen { served: served.clone(), id, proven: Arc::new(AtomicBool::new(false)) });
         tokio::spawn(async move {
-            // A connection that sends nothing is not held: hyper's head
-            // timeout only starts once it has seen the protocol's first bytes
-            // (under TLS, the handshake's own time limit comes first).
-            let first_bytes = if ep.tls.is_some() { ep.config.tls_handshake_timeout } else { ep.config.header_timeout };
-            let mut first = [0u8; 1];
-            if !matches!(tokio::time::timeout(first_bytes, stream.peek(&mut first)).await, Ok(Ok(1..))) {
-                return;
+            tokio::select! {
+                _ = accepted(&builder, ep, stream, handle.idle.clone(), seen.clone()) => {}
+                _ = handle.shed.notified() => {}
             }
-            match &ep.tls {
-                None => serve_connection(&builder, ep.clone(), stream, None).await,
-                Some(tls) => match tls.handshake(stream, ep.config.tls_handshake_timeout).await {
-                    Some(Ok(stream)) => serve_connection(&builder, ep.clone(), stream, None).await,
-                    Some(Err(cleartext)) => refuse_cleartext(&ep, cleartext).await,
-                    None => {} // no handshake in time, or a failed one: closed
-                },
-            }
-            drop(permit);
+            seen.served.conns.lock().closed(seen.id);
+            seen.served.ended.notify_one();
         });
+    }
+}
+
+/// Serve an accepted connection: its first bytes, the TLS handshake if
+/// https, then its requests.
+async fn accepted(builder: &auto::Builder<TokioExecutor>, ep: Arc<Endpoint>, stream: TcpStream, idle: Arc<Idle>, seen: Seen) {
+    // A connection that sends nothing is not held: hyper's head timeout
+    // only starts once it has seen the protocol's first bytes (under TLS,
+    // the handshake's own time limit comes first).
+    let first_bytes = if ep.tls.is_some() { ep.config.tls_handshake_timeout } else { ep.config.header_timeout };
+    let mut first = [0u8; 1];
+    if !matches!(tokio::time::timeout(first_bytes, stream.peek(&mut first)).await, Ok(Ok(1..))) {
+        return;
+    }
+    match &ep.tls {
+        None => serve_connection(builder, ep.clone(), stream, idle, None, Some(seen)).await,
+        Some(tls) => match tls.handshake(stream, ep.config.tls_handshake_timeout).await {
+            Some(Ok(stream)) => serve_connection(builder, ep.clone(), stream, idle, None, Some(seen)).await,
+            Some(Err(cleartext)) => refuse_cleartext(&ep, cleartext).await,
+            None => {} // no handshake in time, or a failed one: closed
+        },
     }
 }
 
@@ -82,16 +142,17 @@ fn builder(ep: &Endpoint) -> auto::Builder<TokioExecutor> {
 /// waits idle for as long as the relay keeps it, and `used` is told when
 /// its first request comes.
 pub async fn serve_turned<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(ep: Arc<Endpoint>, stream: S, used: oneshot::Sender<()>) {
-    serve_connection(&builder(&ep), ep, stream, Some(used)).await
+    serve_connection(&builder(&ep), ep, stream, Idle::new(), Some(used), None).await
 }
 
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     builder: &auto::Builder<TokioExecutor>,
     ep: Arc<Endpoint>,
     stream: S,
+    idle: Arc<Idle>,
     turned: Option<oneshot::Sender<()>>,
+    seen: Option<Seen>,
 ) {
-    let idle = Idle::new();
     let timeout = ep.config.header_timeout;
     let close_idle = turned.is_none();
     let svc = {
@@ -101,9 +162,13 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             if let Some(used) = used.lock().take() {
                 let _ = used.send(());
             }
-            let (ep, busy) = (ep.clone(), idle.busy());
+            let (ep, busy, seen) = (ep.clone(), idle.busy(), seen.clone());
             async move {
-                let reply = route(ep, req).await;
+                let (reply, credential) = route(ep, req).await;
+                if let Some(seen) = seen.filter(|s| credential && reply.status().as_u16() < 400 && !s.proven.swap(true, Ordering::Relaxed))
+                {
+                    seen.served.conns.lock().proven(seen.id);
+                }
                 drop(busy);
                 Ok::<_, std::convert::Infallible>(reply)
             }
@@ -133,9 +198,11 @@ async fn refuse_cleartext(ep: &Endpoint, stream: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(ep.config.tls_handshake_timeout, builder.serve_connection(TokioIo::new(stream), svc)).await;
 }
 
-async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
+/// The request's answer, and whether its route asked for a credential
+/// (an answer below 400 then means the caller showed one).
+async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> (Reply, bool) {
     if let Err(e) = guard::origin(&ep, &req) {
-        return e.into();
+        return (e.into(), false);
     }
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
@@ -146,8 +213,20 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
             (Some(found), need)
         }
         Lookup::WrongMethod { need, .. } => (None, need),
-        Lookup::NotFound => return no_operation(),
+        Lookup::NotFound => return (no_operation(), false),
     };
+    (operate(ep, req, &path, &parts, found, need).await, need != Need::Nothing)
+}
+
+async fn operate(
+    ep: Arc<Endpoint>,
+    req: Request<Incoming>,
+    path: &str,
+    parts: &[&str],
+    found: Option<routes::Found<'_>>,
+    need: Need,
+) -> Reply {
+    let no_operation = || reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}"));
     // The credential first: a caller without it learns nothing more. The
     // key owns what the request creates (an instance, a job, an upload).
     let key = match need {
@@ -160,7 +239,7 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> Reply {
         Err(e) => return e.into(),
     };
     let Some(found) = found else {
-        let Lookup::WrongMethod { allow, .. } = routes::find(req.method(), &parts) else { unreachable!("found before") };
+        let Lookup::WrongMethod { allow, .. } = routes::find(req.method(), parts) else { unreachable!("found before") };
         let mut r = reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{} is not allowed on {path}", req.method()));
         let allow: Vec<&str> = allow.iter().map(Method::as_str).collect();
         r.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_str(&allow.join(", ")).expect("method names"));

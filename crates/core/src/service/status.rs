@@ -4,21 +4,16 @@
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
-use crate::error::ErrorClass;
-use crate::service::reply::{authorize_or_admin, error, json, parse_rank, wait_param, Reply};
+use crate::service::endpoint::Found;
+use crate::service::reply::{json, wait_param, watched_instance, Reply};
 use crate::service::Endpoint;
 
 pub async fn status(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
-    let rank = match parse_rank(rank) {
-        Ok(r) => r,
+    let instance = match watched_instance(ep, domain, rank, req.headers()) {
+        Ok(Found::Live(instance)) => instance,
+        Ok(Found::Ended(ended)) => return json(StatusCode::OK, &ended.status),
         Err(e) => return e.into(),
     };
-    let Some(instance) = ep.instance(domain, rank) else {
-        return error(StatusCode::NOT_FOUND, ErrorClass::Comm, format!("no instance of domain {domain} rank {rank} here"));
-    };
-    if let Err(e) = authorize_or_admin(ep, req.headers(), &instance) {
-        return e.into();
-    }
     match wait_param(&req) {
         Err(e) => return e.into(),
         Ok(Some(wait)) if !wait.is_zero() => {

@@ -4,7 +4,6 @@
 //! nothing for long.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +16,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::{err, Error, ErrorClass, Result};
+use crate::jobs::safe_file::make_private_dir;
 use crate::net::tls::{wire, Wire};
 
 /// Where the endpoint's certificate comes from (`Config::tls`).
@@ -37,25 +37,37 @@ pub struct ServerTls {
     pub fingerprint: String,
     /// Where a self-signed certificate was written.
     pub certificate_file: Option<PathBuf>,
+    /// The private directory made for it (no `--tls-cert-out`): removed when
+    /// the endpoint ends.
+    made_dir: Option<PathBuf>,
 }
 
 /// The first byte of every TLS connection (a handshake record).
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
 impl ServerTls {
-    /// Load (or make) the certificate for an endpoint bound at `addr` to `host`.
-    pub fn start(setting: &TlsSetting, host: &str, addr: SocketAddr) -> Result<ServerTls> {
-        let (chain, key, certificate_file) = match setting {
-            TlsSetting::Files { cert, key } => (read_chain(cert)?, read_key(key)?, None),
+    /// Load (or make) the certificate for an endpoint bound to `host`.
+    pub fn start(setting: &TlsSetting, host: &str) -> Result<ServerTls> {
+        let (chain, key, certificate_file, made_dir) = match setting {
+            TlsSetting::Files { cert, key } => (read_chain(cert)?, read_key(key)?, None, None),
             TlsSetting::SelfSigned { cert_out } => {
                 let (chain, key, pem) = self_signed(host)?;
-                let path = cert_out
-                    .clone()
-                    .unwrap_or_else(|| std::env::temp_dir().join(format!("mpiws-{}-{}-cert.pem", std::process::id(), addr.port())));
+                // Not a name another local user could guess and take first:
+                // a new private directory of an unguessable name.
+                let (path, made) = match cert_out {
+                    Some(p) => (p.clone(), None),
+                    None => {
+                        let dir = std::env::temp_dir().join(format!("mpiws-tls-{}", crate::jobs::new_id()));
+                        make_private_dir(&dir).map_err(|e| {
+                            Error::new(ErrorClass::Other, format!("cannot make a directory for the certificate, {}: {e}", dir.display()))
+                        })?;
+                        (dir.join("cert.pem"), Some(dir))
+                    }
+                };
                 write_new(&path, pem.as_bytes(), cert_out.is_some())?;
                 // Its own ranks (and other endpoints in this process) reach it too.
                 crate::net::tls::trust_own(chain[0].clone());
-                (chain, key, Some(path))
+                (chain, key, Some(path), made)
             }
         };
         let fingerprint = fingerprint(&chain[0]);
@@ -64,7 +76,14 @@ impl ServerTls {
             .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
             .map_err(|e| Error::new(ErrorClass::Arg, format!("unusable TLS certificate or key: {e}")))?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(ServerTls { acceptor: TlsAcceptor::from(Arc::new(config)), fingerprint, certificate_file })
+        Ok(ServerTls { acceptor: TlsAcceptor::from(Arc::new(config)), fingerprint, certificate_file, made_dir })
+    }
+
+    /// Remove the self-signed certificate's directory if this endpoint made it.
+    pub fn remove_made_files(&self) {
+        if let Some(dir) = &self.made_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 
     /// The TLS handshake of a new connection, within `limit`. Err(stream):
@@ -78,6 +97,12 @@ impl ServerTls {
             _ => return None,
         }
         tokio::time::timeout_at(deadline, self.acceptor.accept(wire(stream))).await.ok()?.ok().map(Ok)
+    }
+}
+
+impl Drop for ServerTls {
+    fn drop(&mut self) {
+        self.remove_made_files();
     }
 }
 

@@ -93,7 +93,14 @@ impl Checker {
             (Type::Float | Type::Double, Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => Ok(Value::Number(n)),
             (Type::String, v @ Value::String(_)) => Ok(v),
             (Type::Enum(symbols), Value::String(s)) if symbols.contains(&s) => Ok(Value::String(s)),
-            (Type::Any, v) if !v.is_null() && !has_class(&v) => Ok(v),
+            (Type::Any, v) if !v.is_null() && !has_class(&v) => {
+                // Its lists count toward the job's bound like any other's.
+                self.elements += elements_in(&v);
+                if self.elements > MAX_ELEMENTS {
+                    return Err(format!("a job's lists hold at most {MAX_ELEMENTS} elements"));
+                }
+                Ok(v)
+            }
             (Type::File, v @ Value::Object(_)) => self.file(v, what),
             (Type::Directory, Value::Object(o)) if o.get("class").and_then(Value::as_str) == Some("Directory") => {
                 self.directory(o, what, None)
@@ -233,10 +240,21 @@ impl Checker {
 
 /// A basename is one plain path component: it never leads out of its directory.
 fn check_basename(b: &str, what: &str) -> Result<(), String> {
-    if b.is_empty() || b == "." || b == ".." || b.contains('/') || b.contains('\0') || b.len() > 255 {
+    // No control characters either: a name with a newline would forge lines
+    // in anything that lists files one per line.
+    if b.is_empty() || b == "." || b == ".." || b.contains('/') || b.chars().any(char::is_control) || b.len() > 255 {
         return Err(format!("{what}: basename {:?} is not a plain file name", excerpt(&Value::String(b.into()))));
     }
     Ok(())
+}
+
+/// The elements of every list in `v`, nested ones included.
+fn elements_in(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => a.len() + a.iter().map(elements_in).sum::<usize>(),
+        Value::Object(o) => o.values().map(elements_in).sum(),
+        _ => 0,
+    }
 }
 
 fn has_class(v: &Value) -> bool {
@@ -349,6 +367,7 @@ mod tests {
             (json!({"f": "/etc/passwd"}), "input 'f' must be \"File\""),
             (json!({"f": {"class": "File", "path": "/etc/passwd"}}), "location"),
             (json!({"f": {"class": "File", "contents": "x", "basename": "../x"}}), "not a plain file name"),
+            (json!({"f": {"class": "File", "contents": "x", "basename": "a\nb"}}), "not a plain file name"),
             (json!({"f": {"class": "File", "contents": "x", "secondaryFiles": []}}), "secondaryFiles"),
             (json!({"f": f, "d": {"class": "Directory", "location": "http://h/d", "basename": "d"}}), "by its listing"),
             (json!({"f": f, "d": {"class": "Directory", "basename": "d", "listing": [f, f]}}), "twice"),
@@ -356,6 +375,18 @@ mod tests {
             let e = check(&tool(), given.as_object().unwrap().clone()).unwrap_err();
             assert!(e.contains(why), "{given}: {e}");
         }
+    }
+
+    #[test]
+    fn lists_under_any_count_toward_the_bound() {
+        let t = Tool::parse(&json!({"cwlVersion": "v1.2", "class": "CommandLineTool", "baseCommand": "true",
+            "inputs": {"a": "Any"}, "outputs": {}}))
+        .unwrap();
+        let within = json!({"a": {"x": vec![1; MAX_ELEMENTS - 1]}});
+        assert!(check(&t, within.as_object().unwrap().clone()).is_ok());
+        let over = json!({"a": [vec![0; MAX_ELEMENTS / 2], vec![0; MAX_ELEMENTS / 2]]});
+        let e = check(&t, over.as_object().unwrap().clone()).unwrap_err();
+        assert!(e.contains("at most 100000 elements"), "{e}");
     }
 
     #[test]

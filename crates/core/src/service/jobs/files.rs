@@ -24,7 +24,7 @@ use crate::body::Chunks;
 use crate::error::ErrorClass;
 use crate::jobs::new_id;
 use crate::jobs::safe_file::{create_new, open_beneath, open_regular};
-use crate::keys::Key;
+use crate::keys::{Key, KeyId};
 use crate::service::jobs::spawn::decode_path;
 use crate::service::jobs::{insufficient_storage, refused};
 use crate::service::reply::{error, json, no_content, HttpError, Reply};
@@ -46,10 +46,10 @@ pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
     };
     let (part, path) = (dir.join(format!("{id}.part")), dir.join(&id));
     // Refused on its announced length too, before any of it is read.
-    if let Err(full) = announced.map_or(Ok(()), |n| ep.jobs.disk.fits(n)) {
+    if let Err(full) = announced.map_or(Ok(()), |n| ep.jobs.disk.fits(Some(caller.id), n)) {
         return insufficient_storage(full).into();
     }
-    let written = receive(ep, req.into_body(), &part, max).await;
+    let written = receive(ep, caller.id, req.into_body(), &part, max).await;
     // Only a whole upload gets its name: a URL never points at half a file.
     // Its owner is known before it has its name (expiry forgets both).
     let size = match written {
@@ -81,16 +81,16 @@ fn too_large(max: u64) -> HttpError {
 
 /// Write the body to `part`, counting it against the quota; what was
 /// counted is given back if the upload fails.
-async fn receive(ep: &Endpoint, body: Incoming, part: &Path, max: u64) -> Result<u64, HttpError> {
+async fn receive(ep: &Endpoint, owner: KeyId, body: Incoming, part: &Path, max: u64) -> Result<u64, HttpError> {
     let mut claimed = 0u64;
-    let written = write_part(ep, body, part, max, &mut claimed).await;
+    let written = write_part(ep, owner, body, part, max, &mut claimed).await;
     if written.is_err() {
-        ep.jobs.disk.release(claimed);
+        ep.jobs.disk.release(Some(owner), claimed);
     }
     written
 }
 
-async fn write_part(ep: &Endpoint, mut body: Incoming, part: &Path, max: u64, claimed: &mut u64) -> Result<u64, HttpError> {
+async fn write_part(ep: &Endpoint, owner: KeyId, mut body: Incoming, part: &Path, max: u64, claimed: &mut u64) -> Result<u64, HttpError> {
     let disk =
         |e: std::io::Error| HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {e}"));
     let mut file = create_new(part).await.map_err(disk)?;
@@ -101,7 +101,7 @@ async fn write_part(ep: &Endpoint, mut body: Incoming, part: &Path, max: u64, cl
             if claimed.checked_add(n).is_none_or(|size| size > max) {
                 return Err(too_large(max));
             }
-            ep.jobs.disk.claim(n).map_err(insufficient_storage)?;
+            ep.jobs.disk.claim(Some(owner), n).map_err(insufficient_storage)?;
             *claimed += n;
             file.write_all(&data).await.map_err(disk)?;
         }

@@ -56,13 +56,10 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         "the request (at most {} bytes: mpiws serve --max-spawn-body raises it; or upload large inputs with POST /files and pass their URL)",
         ep.config.max_spawn_body
     );
-    let body =
-        match read_body(req.into_body(), usize::try_from(ep.config.max_spawn_body).unwrap_or(usize::MAX), ep.config.body_timeout, &limit)
-            .await
-        {
-            Ok(b) => b,
-            Err(e) => return e.into(),
-        };
+    let body = match read_body(ep, req.into_body(), usize::try_from(ep.config.max_spawn_body).unwrap_or(usize::MAX), &limit).await {
+        Ok(b) => b,
+        Err(e) => return e.into(),
+    };
     let inputs = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(mut o)) => match o.remove("inputs").unwrap_or(Value::Object(Map::new())) {
             Value::Object(inputs) => inputs,

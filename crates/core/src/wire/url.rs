@@ -1,0 +1,240 @@
+//! URLs, parsed once, by one parser: every URL and port a user or the wire
+//! gives the core (endpoints in a binding or on the command line, a job's
+//! input by URL, a relay, a rendezvous) is read here and refused when
+//! malformed, so that no URL quietly means another server than it names.
+//!
+//! The rules:
+//! - http:// or https:// only, with a host;
+//! - no user name or password (`user@host` hides the host from a reader);
+//! - a port, if given, is 1 to 65535 (`:99999` is refused, never taken as 80);
+//! - no fragment;
+//! - an *endpoint* URL is an origin (scheme, host, port) and nothing else,
+//!   or an origin and `/relay/NAME` (an endpoint reached through a relay):
+//!   no other path, no query, no trailing slash.
+
+use std::fmt;
+
+/// The longest URL taken (bytes).
+pub const MAX_URL: usize = 2048;
+
+/// The longest relay name (one path segment).
+pub const MAX_RELAY_NAME: usize = 64;
+
+/// An http(s) URL taken apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    /// https: TLS.
+    pub tls: bool,
+    /// The host, lower case, an IPv6 address without its brackets.
+    pub host: String,
+    /// The port: as given, or the scheme's (80, 443).
+    pub port: u16,
+    /// The path and query as given (`/` if none).
+    pub path: String,
+}
+
+impl Url {
+    /// `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// `host:port`, an IPv6 host in brackets.
+    pub fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The relay name of an endpoint reached through a relay (`/relay/NAME`).
+    pub fn relay(&self) -> Option<&str> {
+        self.path.strip_prefix("/relay/")
+    }
+}
+
+impl fmt::Display for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}{}", self.scheme(), self.authority(), self.path)
+    }
+}
+
+/// An http:// or https:// URL (see the module's rules).
+pub fn parse(text: &str) -> Result<Url, String> {
+    if text.len() > MAX_URL {
+        return Err(format!("a URL is at most {MAX_URL} bytes; this one has {}", text.len()));
+    }
+    let (tls, rest) = if let Some(rest) = text.strip_prefix("http://") {
+        (false, rest)
+    } else if let Some(rest) = text.strip_prefix("https://") {
+        (true, rest)
+    } else {
+        return Err(format!("{text:?} is not an http:// or https:// URL"));
+    };
+    if rest.contains('#') {
+        return Err(format!("{text:?}: a URL here has no fragment (#...)"));
+    }
+    let cut = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(cut);
+    if authority.contains('@') {
+        return Err(format!("{text:?}: a URL here carries no user name or password"));
+    }
+    let (host, port) = host_and_port(authority).map_err(|why| format!("{text:?}: {why}"))?;
+    if let Some(bad) = path.bytes().find(|b| !b.is_ascii_graphic()) {
+        return Err(format!("{text:?}: byte {bad:#04x} in its path (spaces and control characters are %-encoded in a URL)"));
+    }
+    let path = match path {
+        "" => "/".to_string(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_string(),
+    };
+    Ok(Url { tls, host, port: port.unwrap_or(if tls { 443 } else { 80 }), path })
+}
+
+/// An endpoint's URL: `http(s)://HOST[:PORT]` or `http(s)://HOST[:PORT]/relay/NAME`.
+pub fn endpoint(text: &str) -> Result<Url, String> {
+    let url = parse(text)?;
+    let after_authority = text.split_once("://").map_or("", |(_, r)| r.find(['/', '?']).map_or("", |i| &r[i..]));
+    let fits = match after_authority {
+        "" => true,
+        p => p.strip_prefix("/relay/").is_some_and(valid_relay_name),
+    };
+    if !fits {
+        return Err(format!(
+            "{text:?} is not an endpoint URL: http(s)://HOST:PORT, or http(s)://HOST:PORT/relay/NAME for one behind a relay (no other path, no query, no trailing slash)"
+        ));
+    }
+    Ok(url)
+}
+
+/// A relay name: 1 to 64 of `[A-Za-z0-9._-]`, not `.` or `..`.
+pub fn valid_relay_name(name: &str) -> bool {
+    (1..=MAX_RELAY_NAME).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && name != "."
+        && name != ".."
+}
+
+/// A TCP port a user names: 1 to 65535.
+pub fn port(text: &str) -> Result<u16, String> {
+    match text.parse::<u32>() {
+        Ok(p) if (1..=65535).contains(&p) && text.bytes().all(|b| b.is_ascii_digit()) => Ok(p as u16),
+        _ => Err(format!("port {text:?} is not a number from 1 to 65535")),
+    }
+}
+
+/// `host[:port]` of an authority: a name of letters, digits, `.`, `-`, `_`,
+/// an IPv4 address, or an IPv6 address in brackets.
+fn host_and_port(authority: &str) -> Result<(String, Option<u16>), String> {
+    let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
+        let Some((v6, after)) = inner.split_once(']') else { return Err("an IPv6 host opens '[' and does not close it".into()) };
+        if v6.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!("[{v6}] is not an IPv6 address"));
+        }
+        match after {
+            "" => (v6, None),
+            p => (v6, Some(p.strip_prefix(':').ok_or_else(|| format!("{p:?} after the IPv6 host"))?)),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let bracketed = authority.starts_with('[');
+    let name_ok = |h: &str| !h.is_empty() && h.len() <= 253 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_".contains(&b));
+    if !bracketed && !name_ok(host) {
+        return Err(if host.is_empty() { "it names no host".into() } else { format!("{host:?} is not a host name or address") });
+    }
+    let port = match port {
+        None => None,
+        Some(p) => Some(self::port(p)?),
+    };
+    Ok((host.to_ascii_lowercase(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_taken_apart() {
+        let u = parse("https://Example.org/a/b?c=d").unwrap();
+        assert_eq!((u.tls, u.host.as_str(), u.port, u.path.as_str()), (true, "example.org", 443, "/a/b?c=d"));
+        let u = parse("http://[::1]:8470").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.authority(), u.path.as_str()), ("::1", 8470, "[::1]:8470".to_string(), "/"));
+        assert_eq!(parse("http://h?x=1").unwrap().path, "/?x=1");
+        assert_eq!(parse("http://127.0.0.1:8470/x").unwrap().to_string(), "http://127.0.0.1:8470/x");
+    }
+
+    #[test]
+    fn a_port_out_of_range_is_refused_never_defaulted() {
+        for bad in [
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:65536",
+            "http://127.0.0.1:70000",
+            "http://h:0",
+            "http://h:-1",
+            "http://h:+80",
+            "http://h:",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse("http://h:65535").unwrap().port, 65535);
+        assert_eq!(port("8470"), Ok(8470));
+        for bad in ["0", "65536", "99999", "", "+1", "1.0", "80 "] {
+            assert!(port(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn malformed_urls_say_why() {
+        for (bad, why) in [
+            ("ftp://x", "not an http"),
+            ("http://[::1", "does not close"),
+            ("http://[zz]:1", "not an IPv6"),
+            ("http://u:p@h/", "user name"),
+            ("http:///x", "no host"),
+            ("http://h/x#y", "fragment"),
+            ("http://h/a b", "byte 0x20"),
+            ("http://h%41/", "not a host"),
+            ("http://::1:80/", "not a host"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        assert!(parse(&format!("http://h/{}", "x".repeat(MAX_URL))).unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn relay_names_are_one_plain_segment() {
+        for good in ["lab", "node-01", "a.b_c", &"x".repeat(MAX_RELAY_NAME)] {
+            assert!(valid_relay_name(good), "{good}");
+        }
+        for bad in ["", ".", "..", "a/b", "a b", "é", "a%2f", &"x".repeat(MAX_RELAY_NAME + 1)] {
+            assert!(!valid_relay_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_endpoint_is_an_origin_or_a_relayed_one() {
+        assert_eq!(endpoint("http://127.0.0.1:8470").unwrap().port, 8470);
+        assert_eq!(endpoint("https://relay.example:443/relay/laptop").unwrap().relay(), Some("laptop"));
+        for bad in [
+            "http://127.0.0.1:18700/internal/admin/reset?confirm=yes&x=",
+            "http://127.0.0.1:8470/",
+            "http://127.0.0.1:8470?x",
+            "http://h/relay/",
+            "http://h/relay/a/b",
+            "http://h/relay/..",
+            "http://127.0.0.1:99999",
+        ] {
+            assert!(endpoint(bad).is_err(), "{bad}");
+        }
+    }
+}

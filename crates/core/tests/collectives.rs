@@ -31,7 +31,7 @@ fn on_ranks_ending<R: Send + 'static>(n: u32, delivered: bool, f: impl Fn(Comm) 
                 domain: domain.clone(),
                 rank: r,
                 endpoints: urls.clone(),
-                token: "t".into(),
+                token: "t".repeat(16),
                 service: String::new(),
                 params: serde_json::Value::Null,
             };

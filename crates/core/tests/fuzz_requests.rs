@@ -35,7 +35,13 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 fn url() -> impl Strategy<Value = String> {
-    prop_oneof![Just("http://127.0.0.1:8001".to_string()), "https?://[a-z0-9.:\\[\\]@%/-]{0,24}", "http://", ".{0,24}",]
+    prop_oneof![
+        Just("http://127.0.0.1:8001".to_string()),
+        "https?://[a-z0-9.:\\[\\]@%/-]{0,24}",
+        "https?://[a-z0-9.-]{1,12}:[0-9]{1,6}(/relay/[a-z0-9._-]{0,4})?/?",
+        "http://",
+        ".{0,24}",
+    ]
 }
 
 /// A run request's body: shaped like a binding (fields right or wrong), or
@@ -46,7 +52,7 @@ fn binding_body() -> impl Strategy<Value = Vec<u8>> {
         field(prop_oneof!["[A-Za-z0-9._-]{0,10}", ".{0,12}", Just("..".to_string())].prop_map(Value::from).boxed()),
         field(prop_oneof![0..8u32, any::<u32>()].prop_map(Value::from).boxed()),
         field(proptest::collection::vec(url(), 0..6).prop_map(Value::from).boxed()),
-        field(".{0,12}".prop_map(Value::from).boxed()),
+        field(prop_oneof!["[A-Za-z0-9._~+/=-]{16,40}", ".{0,20}"].prop_map(Value::from).boxed()),
         field(".{0,12}".prop_map(Value::from).boxed()),
         json_value(),
         proptest::collection::vec(any::<bool>(), 6),
@@ -67,7 +73,7 @@ fn binding_body() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn binding_like() -> impl Strategy<Value = Vec<u8>> {
-    Just(serde_json::to_vec(&json!({"domain": "d", "rank": 0, "endpoints": ["http://127.0.0.1:1"], "token": "t"})).unwrap())
+    Just(serde_json::to_vec(&json!({"domain": "d", "rank": 0, "endpoints": ["http://127.0.0.1:1"], "token": "t".repeat(16)})).unwrap())
 }
 
 const DIRECTIONS: [&str; 4] = ["in", "out", "in_out", "up"];
@@ -177,6 +183,9 @@ proptest! {
         }
         prop_assert!(b.rank < b.size());
         prop_assert!(b.local_ranks() >= 1);
+        for e in &b.endpoints {
+            prop_assert!(mpiws_core::wire::url::endpoint(e.trim_end_matches('/')).is_ok(), "{e}");
+        }
         let _ = b.url_of(b.rank);
         let again: Binding = serde_json::from_slice(&serde_json::to_vec(&b).unwrap()).unwrap();
         // serde_json's default float parser may miss the nearest f64 by one
@@ -184,6 +193,16 @@ proptest! {
         // with that tolerance, everything else exactly.
         prop_assert!(same_json(&again.params, &b.params), "{:?} != {:?}", again.params, b.params);
         prop_assert_eq!(Binding { params: Value::Null, ..again }, Binding { params: Value::Null, ..b });
+    }
+
+    /// Any text: a URL or an error, never a panic; a URL written back out
+    /// parses to the same parts, its port in range.
+    #[test]
+    fn url_parser(text in prop_oneof![url(), ".{0,40}", "https?://\\[[0-9a-f:]{0,12}\\](:[0-9]{0,6})?[/?#a-z]{0,6}"]) {
+        if let Ok(u) = mpiws_core::wire::url::parse(&text) {
+            prop_assert!(u.port >= 1);
+            prop_assert_eq!(mpiws_core::wire::url::parse(&u.to_string()), Ok(u));
+        }
     }
 
     /// Any template text: a program or an error; a program written back out

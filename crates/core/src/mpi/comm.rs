@@ -404,7 +404,8 @@ mod tests {
     /// World rank `rank` of six (no endpoint is contacted).
     fn world(rank: u32) -> Comm {
         let endpoints: Vec<String> = (0..6).map(|i| format!("http://127.0.0.1:{}", 1 + i)).collect();
-        let b = Binding { domain: "d".into(), rank, endpoints, token: "t".into(), service: String::new(), params: serde_json::Value::Null };
+        let b =
+            Binding { domain: "d".into(), rank, endpoints, token: "t".repeat(16), service: String::new(), params: serde_json::Value::Null };
         Comm::world(Instance::new(b, Arc::new(Stores::new())))
     }
 

@@ -384,7 +384,7 @@ def test_run(api):
     api.call("POST", "/run", json.dumps(again), json_h, expect=201)  # the same binding: a retry
     again["params"] = {"other": 1}
     api.call("POST", "/run", json.dumps(again), json_h, expect=409)  # rank exists
-    other = binding(api, "block", rank=0, size=1, domain=domain, token="another-token")
+    other = binding(api, "block", rank=0, size=1, domain=domain, token="another-token-0123456789")
     api.call("POST", "/run", json.dumps(other), json_h, expect=409)  # other token
     api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 

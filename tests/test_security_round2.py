@@ -383,3 +383,42 @@ def test_an_unknown_relay_name_is_answered_at_once(tmp_path):
         c.close()
     finally:
         s.stop()
+
+
+# ---- 1. a relay name belongs to the key the relay's keys file gives it -------------------
+
+
+def test_a_claimed_relay_name_cannot_be_taken_by_another_key(tmp_path):
+    from mpiws.service.serve import Server
+
+    lab, other = secrets.token_hex(16), secrets.token_hex(16)
+    keys = tmp_path / "keys"
+    keys.write_text(f"{KEY}\n{lab} relay=lab\n{other} relay\n")
+    keys.chmod(0o600)
+    s = Server(services.ALL, keys=str(keys), isolation="thread", relay=True)
+    u = urlparse(s.url)
+
+    def register(key, name):
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        c.request("POST", f"/relay/{name}", headers={"authorization": f"Bearer {key}"})
+        r = c.getresponse()
+        body = json.loads(r.read())
+        c.close()
+        return r.status, body["error"]["message"]
+
+    try:
+        # Issue 28: any key with 'relay' took a name first and received the clients' credentials meant for it.
+        status, message = register(other, "lab")
+        assert status == 403 and "not this key's" in message, (status, message)
+        status, message = register(lab, "elsewhere")
+        assert status == 403, (status, message)  # a key with names takes only those
+        # Its owner passes the name check (this bare request then lacks the upgrade it needs).
+        status, message = register(lab, "lab")
+        assert status == 400 and "Upgrade" in message, (status, message)
+        status, message = register(other, "free-name")
+        assert status == 400 and "Upgrade" in message, (status, message)
+    finally:
+        s.stop()
+    keys.write_text(f"{lab} relay=a/b\n")
+    with pytest.raises(Exception, match='relay name "a/b" is not'):
+        Server(services.ALL, keys=str(keys), isolation="thread", relay=True)

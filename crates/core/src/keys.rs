@@ -1,8 +1,12 @@
 //! Endpoint keys: who may use the service interface, and for what.
 //!
 //! A keys file has one key per line, optionally followed by the scopes it
-//! grants (`run`, `jobs`, `files`, `admin`, separated by spaces or commas);
-//! a key with no scope has all of them. `#` starts a comment. Requests carry
+//! grants (`run`, `jobs`, `files`, `admin`, `relay`, separated by spaces or
+//! commas); a key with no scope has all of them. `relay=NAME` (repeatable)
+//! grants `relay` for that name alone, and makes the name that key's: no
+//! other key may be relayed under it, so no one can take a name before its
+//! endpoint connects. A key with plain `relay` may take any name no key
+//! claims. `#` starts a comment. Requests carry
 //! a key as `Authorization: Bearer <key>`. A key's identity (its line, as
 //! [`KeyId`]) owns what it creates: domains, so that another key cannot take
 //! them over, and its share of the endpoint's instances.
@@ -68,6 +72,8 @@ pub struct Key {
     pub id: KeyId,
     secret: Vec<u8>,
     scopes: u8,
+    /// The relay names this key claims (`relay=NAME`); empty: none.
+    relay_names: Vec<String>,
 }
 
 impl Key {
@@ -120,9 +126,25 @@ impl Keys {
                 return err(ErrorClass::Arg, format!("keys line {}: a key is at least {MIN_KEY_LEN} visible ASCII characters", n + 1));
             }
             let mut scopes = 0u8;
+            let mut relay_names = Vec::new();
             for w in words {
+                if let Some(name) = w.strip_prefix("relay=") {
+                    // Its form is the relay's to check (`Endpoint::start`: `wire::url::valid_relay_name`).
+                    if name.is_empty() {
+                        return err(ErrorClass::Arg, format!("keys line {}: relay= names no name", n + 1));
+                    }
+                    if keys.iter().any(|k: &Key| k.relay_names.iter().any(|x| x == name)) {
+                        return err(ErrorClass::Arg, format!("keys line {}: relay name {name:?} is claimed by an earlier key", n + 1));
+                    }
+                    relay_names.push(name.to_string());
+                    scopes |= Scope::Relay.bit();
+                    continue;
+                }
                 let Some(s) = Scope::parse(w) else {
-                    return err(ErrorClass::Arg, format!("keys line {}: unknown scope {w:?} (run, jobs, files, admin, relay)", n + 1));
+                    return err(
+                        ErrorClass::Arg,
+                        format!("keys line {}: unknown scope {w:?} (run, jobs, files, admin, relay, relay=NAME)", n + 1),
+                    );
                 };
                 scopes |= s.bit();
             }
@@ -132,7 +154,7 @@ impl Keys {
             if keys.iter().any(|k: &Key| k.secret == secret.as_bytes()) {
                 return err(ErrorClass::Arg, format!("keys line {}: the same key twice", n + 1));
             }
-            keys.push(Key { id: KeyId(n as u32 + 1), secret: secret.as_bytes().to_vec(), scopes });
+            keys.push(Key { id: KeyId(n as u32 + 1), secret: secret.as_bytes().to_vec(), scopes, relay_names });
         }
         Ok(Keys { keys })
     }
@@ -162,6 +184,24 @@ impl Keys {
             }
         }
         found
+    }
+
+    /// Every relay name a key claims.
+    pub fn relay_names(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().flat_map(|k| k.relay_names.iter().map(String::as_str))
+    }
+
+    /// May `key` be relayed under `name`? A name a key claims (`relay=NAME`)
+    /// is that key's alone; a key with plain `relay` may take a name no key
+    /// claims.
+    pub fn may_relay(&self, key: &Key, name: &str) -> bool {
+        if !key.allows(Scope::Relay) {
+            return false;
+        }
+        match self.keys.iter().find(|k| k.relay_names.iter().any(|n| n == name)) {
+            Some(owner) => owner.id == key.id,
+            None => key.relay_names.is_empty(),
+        }
     }
 
     /// The key of a request that needs `scope`.
@@ -217,6 +257,24 @@ mod tests {
         }
         assert!(Keys::parse("").unwrap().is_empty());
         assert!(Keys::default().check(Some(A), Scope::Run).is_err());
+    }
+
+    #[test]
+    fn a_claimed_relay_name_is_its_keys_alone() {
+        const C: &str = "cccccccccccccccccccc";
+        let keys = Keys::parse(&format!("{A} relay=lab relay=lab2\n{B} relay\n{C} run")).unwrap();
+        let (a, b, c) = (keys.find(A).unwrap(), keys.find(B).unwrap(), keys.find(C).unwrap());
+        assert_eq!(a.scopes(), vec!["relay"]);
+        assert!(keys.may_relay(a, "lab") && keys.may_relay(a, "lab2"));
+        assert!(!keys.may_relay(a, "other"), "a key with names takes only those");
+        assert!(!keys.may_relay(b, "lab"), "plain relay cannot take a claimed name");
+        assert!(keys.may_relay(b, "other"));
+        assert!(!keys.may_relay(c, "other"), "no relay scope");
+        for (text, why) in
+            [(format!("{A} relay=lab\n{B} relay=lab"), "claimed by an earlier key"), (format!("{A} relay="), "names no name")]
+        {
+            assert!(Keys::parse(&text).unwrap_err().message.contains(why), "{text}");
+        }
     }
 
     #[test]

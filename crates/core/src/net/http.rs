@@ -27,6 +27,9 @@ use crate::wire::url;
 
 type HttpClient = Client<HttpsConnector<Connector>, Chunks>;
 
+/// How often a request answered "not yet" (503 with `Retry-After`) is sent again.
+const NOT_YET: Duration = Duration::from_millis(250);
+
 #[derive(Default)]
 pub struct Http {
     /// Made at first use, so that `MPIWS_CA_FILE` may be set until then.
@@ -56,7 +59,8 @@ impl Http {
     /// as *run*: `replayable`) that reaches nobody is sent again for up to the
     /// failure timeout: a proxy or server may close a kept-alive connection
     /// just as a request goes out on it (tinyproxy does), which is no sign
-    /// that the peer is gone.
+    /// that the peer is gone. So is one answered 503 with `Retry-After`,
+    /// every `NOT_YET`.
     pub async fn call_json<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -93,6 +97,16 @@ impl Http {
             };
             let req = req.body(chunks).map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
             match self.exchange(req, uri).await {
+                // "Not yet, try again" (503 with Retry-After: a relay whose
+                // endpoint is still connecting, say) is tried again like a
+                // peer not reached, within the failure timeout.
+                Ok(a) if idempotent && a.status == StatusCode::SERVICE_UNAVAILABLE && a.retry_after => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() + pause > failure_timeout() {
+                        return a.json(uri);
+                    }
+                    tokio::time::sleep(NOT_YET).await;
+                }
                 Ok(a) => return a.json(uri),
                 Err(e) if idempotent && e.class == ErrorClass::ProcFailed => {
                     let since = *failing_since.get_or_insert_with(Instant::now);

@@ -26,6 +26,7 @@ use crate::service::reverse::ViaRelay;
 use crate::service::sandbox::start::Spares;
 use crate::service::sandbox::{Sandbox, SandboxSetting};
 use crate::service::tls::{ServerTls, TlsSetting};
+use crate::wire::url::{valid_relay_name, MAX_RELAY_NAME};
 
 /// A key keeps at most this many instances; above it, its ended ones are
 /// forgotten when it creates another (never another key's).
@@ -139,6 +140,9 @@ impl Endpoint {
     /// Bind and start serving.
     pub fn start(mut config: Config) -> Result<Arc<Endpoint>> {
         let keys = config.keys.as_deref().map(Keys::parse).transpose()?.unwrap_or_default();
+        if let Some(bad) = keys.relay_names().find(|n| !valid_relay_name(n)) {
+            return err(ErrorClass::Arg, format!("keys: relay name {bad:?} is not 1-{MAX_RELAY_NAME} characters of [A-Za-z0-9._-]"));
+        }
         let tls = match (&config.tls_cert, &config.tls_key, config.tls_self_signed) {
             (Some(cert), Some(key), false) => Some(TlsSetting::Files { cert: cert.clone(), key: key.clone() }),
             (None, None, true) => Some(TlsSetting::SelfSigned { cert_out: config.tls_cert_out.clone() }),

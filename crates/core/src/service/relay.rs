@@ -31,7 +31,7 @@ use tokio::sync::Notify;
 
 use crate::body::Chunks;
 use crate::error::ErrorClass;
-use crate::keys::KeyId;
+use crate::keys::{Key, KeyId};
 use crate::runtime::runtime;
 use crate::service::reply::{error, retry_later, Reply};
 use crate::service::{upgrade, Endpoint};
@@ -67,10 +67,15 @@ struct Name {
 }
 
 /// `POST /relay/{name}`: turn this connection around (see the module's doc).
-pub async fn register(ep: &Endpoint, owner: KeyId, name: &str, mut req: Request<Incoming>) -> Reply {
+pub async fn register(ep: &Endpoint, key: &Key, name: &str, mut req: Request<Incoming>) -> Reply {
     if !valid_relay_name(name) {
         return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("a relay name is 1-{MAX_RELAY_NAME} characters of [A-Za-z0-9._-]"));
     }
+    if !ep.keys.may_relay(key, name) {
+        let why = format!("relay name {name:?} is not this key's: the relay's keys file gives it to another key (KEY relay=NAME), or gives this key other names");
+        return error(StatusCode::FORBIDDEN, ErrorClass::Arg, why);
+    }
+    let owner = key.id;
     if !upgrade::asks(&req, PROTOCOL) {
         return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("expected 'Connection: upgrade' and 'Upgrade: {PROTOCOL}'"));
     }

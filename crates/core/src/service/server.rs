@@ -261,7 +261,7 @@ async fn operate(
         Op::Matched => matched::matched(&ep, p[0], p[1], p[2], p[3], req).await,
         Op::Withdraw => withdraw::withdraw(&ep, p[0], p[1], p[2], p[3], req).await,
         Op::RelayRegister | Op::RelayForward if !ep.config.relay => no_operation(),
-        Op::RelayRegister => relay::register(&ep, key.expect("a key route").id, p[0], req).await,
+        Op::RelayRegister => relay::register(&ep, key.expect("a key route"), p[0], req).await,
         Op::RelayForward => relay::forward(&ep, p[0], req).await,
         Op::Programs => jobs::describe::list(&ep),
         Op::Program => jobs::describe::describe(&ep, p[0]),

@@ -1,9 +1,10 @@
 //! `Comm`: a communicator's point-to-point calls. Ranks are local to the
 //! communicator; wildcards and PROC_NULL use MPI's values.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use mpiws_core::{Comm as CoreComm, Completion, RecvBuffer, Request as CoreRequest};
+use mpiws_core::{Comm as CoreComm, Completion, Instance as CoreInstance, RecvBuffer, Request as CoreRequest};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -52,13 +53,7 @@ impl Comm {
     /// if `timeout` passed first. Raises if a completed send was not delivered.
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let instance = self.inner.instance.clone();
-        let mut outcome = Ok(true);
-        wait_in_slices(py, timeout, |slice| {
-            outcome = instance.flush(Some(slice));
-            !matches!(outcome, Ok(false))
-        })?;
-        outcome.py_err()
+        flush(py, &self.inner.instance, timeout)
     }
 
     /// Start a send of `buffers` (any contiguous buffers, sent back to back).
@@ -287,4 +282,15 @@ impl Comm {
         let (c, track) = py.detach(|| start(&self.inner)).py_err()?;
         Ok(Request::new(CoreRequest::send(self.inner.clone(), c, dest, track), chunks))
     }
+}
+
+/// Wait until every send of `instance` is acknowledged or failed, in slices
+/// (Ctrl-C is seen); false if `timeout` passed first (`Comm.flush`, `Instance.flush`).
+pub(crate) fn flush(py: Python<'_>, instance: &Arc<CoreInstance>, timeout: Option<f64>) -> PyResult<bool> {
+    let mut outcome = Ok(true);
+    wait_in_slices(py, timeout, |slice| {
+        outcome = instance.flush(Some(slice));
+        !matches!(outcome, Ok(false))
+    })?;
+    outcome.py_err()
 }

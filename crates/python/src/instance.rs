@@ -7,8 +7,6 @@ use mpiws_core::{Comm as CoreComm, ErrorReport, Instance as CoreInstance};
 use pyo3::prelude::*;
 
 use crate::comm::Comm;
-use crate::errors::IntoPy;
-use crate::wait::wait_in_slices;
 
 /// JSON text as a value.
 pub fn json_arg(s: &str) -> PyResult<serde_json::Value> {
@@ -84,13 +82,7 @@ impl Instance {
     /// passed first. Raises if a completed send was not delivered.
     #[pyo3(signature = (timeout=None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let inner = self.inner.clone();
-        let mut outcome = Ok(true);
-        wait_in_slices(py, timeout, |slice| {
-            outcome = inner.flush(Some(slice));
-            !matches!(outcome, Ok(false))
-        })?;
-        outcome.py_err()
+        crate::comm::flush(py, &self.inner, timeout)
     }
 
     /// Bytes held in the mailbox for which no receive was posted yet.

@@ -68,7 +68,7 @@ impl Fetcher {
     /// Whether `url` may be pulled at all (an http:// URL whose host
     /// resolves to at least one allowed address); the reason if not.
     pub async fn check(&self, url: &str) -> std::result::Result<(), String> {
-        let target = target(url)?;
+        let target = url::parse(url)?;
         if self.proxy(&target)?.is_some() && self.allows_name(&target) {
             return Ok(());
         }
@@ -101,7 +101,7 @@ impl Fetcher {
         file: &mut tokio::fs::File,
         claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
     ) -> std::result::Result<u64, String> {
-        let target = target(url)?;
+        let target = url::parse(url)?;
         let (tcp, forward) = self.connect(&target).await?;
         if !target.tls {
             return self.pull(url, &target, tcp, forward.as_ref(), file, claim).await;
@@ -245,13 +245,6 @@ impl Fetcher {
             _ => Ok(()),
         }
     }
-}
-
-/// An http:// or https:// URL's parts, by the one URL parser (`wire::url`):
-/// userinfo (`user@host`) is refused, as it would hide the host from a reader,
-/// and so is a port out of range.
-fn target(text: &str) -> std::result::Result<Url, String> {
-    url::parse(text)
 }
 
 /// The reason an error answer gives: its JSON `error.message`, or its start.
@@ -432,11 +425,11 @@ mod tests {
 
     #[test]
     fn urls_are_http_with_a_plain_host() {
-        assert!(target("ftp://example.org/x").unwrap_err().contains("not an http:// or https:// URL"));
-        assert_eq!(target("https://example.org/x").unwrap().port, 443);
-        assert!(target("http://u:p@example.org/x").unwrap_err().contains("no user name"));
-        let t = target("http://[::1]:8080/a?b=c").unwrap();
+        assert!(url::parse("ftp://example.org/x").unwrap_err().contains("not an http:// or https:// URL"));
+        assert_eq!(url::parse("https://example.org/x").unwrap().port, 443);
+        assert!(url::parse("http://u:p@example.org/x").unwrap_err().contains("no user name"));
+        let t = url::parse("http://[::1]:8080/a?b=c").unwrap();
         assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("::1", 8080, "/a?b=c"));
-        assert_eq!(target("http://Example.org").unwrap().port, 80);
+        assert_eq!(url::parse("http://Example.org").unwrap().port, 80);
     }
 }

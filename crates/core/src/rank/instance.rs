@@ -183,6 +183,11 @@ impl Instance {
         self.status.borrow().clone()
     }
 
+    /// Its state alone (no copy of its result).
+    pub fn state(&self) -> InstanceState {
+        self.status.borrow().state
+    }
+
     pub fn watch_status(&self) -> watch::Receiver<Status> {
         self.status.subscribe()
     }

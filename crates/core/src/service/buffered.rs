@@ -31,10 +31,6 @@ impl Buffered {
     pub fn start(self: &Arc<Self>) -> Claim {
         Claim { of: self.clone(), n: 0 }
     }
-
-    pub fn used(&self) -> u64 {
-        self.used.load(Ordering::SeqCst)
-    }
 }
 
 impl Claim {
@@ -75,6 +71,12 @@ impl Deref for Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Buffered {
+        fn used(&self) -> u64 {
+            self.used.load(Ordering::SeqCst)
+        }
+    }
 
     #[test]
     fn claims_share_one_bound_and_give_back_when_dropped() {

@@ -60,7 +60,7 @@ impl Hosted {
 
     /// Still running (or starting)?
     fn running(&self) -> bool {
-        self.live().is_some_and(|i| !i.status().state.is_final())
+        self.live().is_some_and(|i| !i.state().is_final())
     }
 
     fn domain(&self) -> &str {
@@ -380,14 +380,13 @@ impl Endpoint {
 fn summarize(map: &mut HashMap<(String, u32), Hosted>, linger: Duration) {
     for h in map.values_mut() {
         let Held::Live { instance, ended_at, .. } = &mut h.held else { continue };
-        let status = instance.status();
-        if !status.state.is_final() {
+        if !instance.state().is_final() {
             continue;
         }
         let since = *ended_at.get_or_insert_with(Instant::now);
         if since.elapsed() >= linger {
             let why = instance.ended().unwrap_or_else(|| Error::new(ErrorClass::Comm, "the instance ended"));
-            h.held = Held::Ended(Arc::new(Ended::new(&instance.binding, status, why)));
+            h.held = Held::Ended(Arc::new(Ended::new(&instance.binding, instance.status(), why)));
         }
     }
 }

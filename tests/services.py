@@ -1,6 +1,7 @@
 """Services deployed on the tests' in-process endpoint."""
 
 import os
+import time
 
 import numpy as np
 
@@ -65,6 +66,13 @@ def crash(comm, params):
 def allocate(comm, params):
     """Hold params['bytes'] bytes of memory."""
     return len(bytearray(params["bytes"]))
+
+
+def hold(comm, params):
+    """Hold params['bytes'] bytes resident (written, not merely reserved) for params['seconds']."""
+    buf = bytearray(b"\x01") * params["bytes"]
+    time.sleep(params["seconds"])
+    return len(buf)
 
 
 def fail(comm, params):

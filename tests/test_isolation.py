@@ -13,7 +13,9 @@ from mpiws.keys import client_key
 from mpiws.service.serve import Server
 from test_security import Api
 
-SERVICES = dict(services.ALL, hold_gil=services.hold_gil, crash=services.crash, allocate=services.allocate)
+SERVICES = dict(
+    services.ALL, hold_gil=services.hold_gil, crash=services.crash, allocate=services.allocate, hold=services.hold
+)
 
 
 def sandboxes():
@@ -111,6 +113,26 @@ def test_memory_is_bounded_per_instance(api):
     assert body["state"] == "failed" and body["error"]["name"] == "MemoryError", body
     domain, token = start(api, "allocate", params={"bytes": 64 << 20})
     assert ended(api, domain, token)["result"] == 64 << 20
+
+
+def test_one_key_cannot_hold_more_memory_than_its_share():
+    """Each instance within its address-space bound, one key's instances
+    together could still take the machine (issue 28): past the key's share
+    of resident memory, its largest instance is ended, and says why."""
+    s = Server(SERVICES, max_instances_memory_per_key=250 << 20)
+    try:
+        api = Api(s.url, client_key())
+        runs = [start(api, "hold", params={"bytes": 160 << 20, "seconds": 4}) for _ in range(2)]
+        bodies = [ended(api, domain, token) for domain, token in runs]
+        over = [b for b in bodies if b["state"] == "failed" and b["error"]["name"] == "MemoryLimitExceeded"]
+        assert len(over) == 1, bodies
+        assert "--max-instances-memory-per-key" in over[0]["error"]["message"], over
+        assert [b["state"] for b in bodies if b not in over] == ["done"], bodies
+        # Within its share, the key runs as before.
+        domain, token = start(api, "hold", params={"bytes": 16 << 20, "seconds": 0})
+        assert ended(api, domain, token)["result"] == 16 << 20
+    finally:
+        s.stop()
 
 
 def test_time_is_bounded_per_instance(tmp_path):

@@ -77,6 +77,8 @@ class Endpoint:
         max_spawn_body: int | None = None,
         sandbox: list[str] | None = None,
         max_instance_memory: int | None = None,
+        max_instances_memory: int | None = None,
+        max_instances_memory_per_key: int | None = None,
         max_instance_time: float | None = None,
         spare_instances: int | None = None,
         instance_linger: float | None = None,

@@ -35,6 +35,12 @@ LIMITS = [
     ("--max-spawn-body", "bytes", "largest spawn request body"),
     ("--tls-handshake-timeout", "seconds", "a connection has to complete its TLS handshake"),
     ("--max-instance-memory", "bytes", "address space of one instance's process; 0: unbounded"),
+    ("--max-instances-memory", "machine bytes", "resident memory of all instance processes together; 0: unbounded"),
+    (
+        "--max-instances-memory-per-key",
+        "machine bytes",
+        "resident memory of one key's instance processes; 0: unbounded",
+    ),
     ("--max-instance-time", "seconds", "an instance may run before it is ended"),
     ("--spare-instances", "", "instance processes kept started ahead of need, so instances start at once"),
     ("--instance-linger", "seconds", "an ended instance is kept whole (then only its status is)"),
@@ -46,6 +52,10 @@ def human(value, unit):
     """A setting's default as people read it: 1 GiB, 64 MiB, 30 s, 24 h, 1024."""
     if value is None:
         return "--max-upload"  # max_fetch: the upload limit unless set
+    if unit == "machine bytes":  # a default made from this machine's memory
+        machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        share = {machine // 2: "half", machine // 4: "a quarter"}.get(value)
+        return f"{share} of the machine's memory" if share else human(value, "bytes")
     if unit == "bytes":
         for shift, name in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
             if value >= 1 << shift and value % (1 << shift) == 0:
@@ -64,7 +74,8 @@ def _limit_options(group):
     for flag, unit, text in LIMITS:
         default = human(defaults[flag[2:].replace("-", "_")], unit)
         kind = float if unit == "seconds" else int
-        group.add_argument(flag, type=kind, metavar=unit.upper() or "N", help=f"{text} (default: {default})")
+        metavar = unit.split()[-1].upper() if unit else "N"
+        group.add_argument(flag, type=kind, metavar=metavar, help=f"{text} (default: {default})")
 
 
 def _relay_key(via_relay):

@@ -61,6 +61,12 @@ impl Scope {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyId(pub u32);
 
+impl KeyId {
+    /// The owner of what a key no longer in the keys file made (a job kept
+    /// across a restart): no key is it, so only `admin` may act on it.
+    pub const GONE: KeyId = KeyId(0);
+}
+
 impl fmt::Display for KeyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "key {}", self.0)
@@ -83,6 +89,14 @@ impl Key {
 
     pub fn scopes(&self) -> Vec<&'static str> {
         Scope::ALL.into_iter().filter(|s| self.allows(*s)).map(Scope::name).collect()
+    }
+
+    /// A name for the key that outlives its line in the keys file and
+    /// reveals nothing of its secret: what durable records (the jobs
+    /// ledger) say owns a thing.
+    pub fn fingerprint(&self) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, &self.secret);
+        digest.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -171,6 +185,10 @@ impl Keys {
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Key> {
+        self.keys.iter()
     }
 
     /// The key a bearer string is, if any. Every key is compared, each in

@@ -1,23 +1,34 @@
 //! One job: stage its inputs into its own directory, run the program there
 //! (in a process group of its own) with the command line its template or
-//! CWL tool gives, record how it ended (and a CWL job's output object). A kill ends it at any point (while staging
-//! too). What it writes counts against the disk quota, measured while it
-//! runs: a job that fills the quota is ended and fails.
+//! CWL tool gives, record how it ended (and a CWL job's output object). A
+//! kill ends it at any point (while staging too). What it writes counts
+//! against the disk quota, measured while it runs: a job that fills the
+//! quota is ended and fails.
+//!
+//! In a given work directory each change of state is written to the
+//! ledger, and the program runs under a small shell wrapper that writes its
+//! exit status to `.exit` in the job's directory: so an endpoint started
+//! again after a crash can adopt a job that still runs, or learn how one
+//! that ended meanwhile ended (`restore`). A program ended by signal N
+//! reports exit code 128+N, as a shell does.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Notify};
 
 use crate::jobs::cwl;
 use crate::jobs::disk::Disk;
 use crate::jobs::fetch::Fetcher;
-use crate::jobs::process_group;
+use crate::jobs::ledger::{Ledger, Row};
+use crate::jobs::process_group::{self, Process};
 use crate::jobs::safe_file::{bytes_under, create_new, inside, make_private_dir, open_beneath};
 use crate::jobs::stage::{stage, Input};
 use crate::jobs::template::{Placement, Word};
@@ -39,11 +50,32 @@ pub enum Phase {
     Done,
     Failed,
     Killed,
+    /// It was staging or running when the endpoint stopped without ending
+    /// it, and left no word of how it ended (see `restore`).
+    Lost,
 }
 
 impl Phase {
+    const ALL: [Phase; 6] = [Phase::Staging, Phase::Running, Phase::Done, Phase::Failed, Phase::Killed, Phase::Lost];
+
     pub fn ended(self) -> bool {
-        matches!(self, Phase::Done | Phase::Failed | Phase::Killed)
+        matches!(self, Phase::Done | Phase::Failed | Phase::Killed | Phase::Lost)
+    }
+
+    /// Its name in a status (and in the ledger).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Staging => "staging",
+            Phase::Running => "running",
+            Phase::Done => "done",
+            Phase::Failed => "failed",
+            Phase::Killed => "killed",
+            Phase::Lost => "lost",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 
@@ -54,6 +86,7 @@ pub struct State {
     pub error: Option<String>,
     /// Seconds since the epoch.
     pub started: f64,
+    /// When it ended; a lost job's: when it was last seen.
     pub ended: Option<f64>,
 }
 
@@ -70,11 +103,46 @@ pub struct Job {
     disk: Arc<Disk>,
     /// The bytes of the job's directory counted against the quota.
     claimed: AtomicU64,
-    /// Where stdout and stderr went, when not `.stdout`/`.stderr` (a CWL tool's captured streams).
-    streams: OnceLock<(PathBuf, PathBuf)>,
+    /// What collecting a CWL job's outputs needs, known once its command
+    /// line is made (kept, so that a job adopted after a restart is
+    /// collected as it would have been).
+    collecting: OnceLock<Collecting>,
     /// A CWL job's output object, once it has ended well.
     pub outputs: OnceLock<Map<String, Value>>,
+    /// Its process while it runs, for the ledger.
+    process: Mutex<Option<Process>>,
+    /// Where its changes of state are written, and its owner's fingerprint
+    /// there: set in a given work directory.
+    kept: Option<Kept>,
 }
+
+/// Where a job is kept across restarts, and as whose.
+#[derive(Clone)]
+pub struct Kept {
+    pub ledger: Arc<Ledger>,
+    pub owner: String,
+}
+
+/// What collecting a CWL job's outputs needs besides its tool.
+#[derive(Clone, Serialize, Deserialize)]
+struct Collecting {
+    /// The context its expressions were evaluated in (`inputs`, `runtime`).
+    ctx: Value,
+    /// The names its captured stdout and stderr have in `out/`.
+    stdout: Option<String>,
+    stderr: Option<String>,
+    /// The job's URL, under which its output files are located.
+    url: String,
+}
+
+/// The file the wrapper writes a job's exit status to, in its directory.
+pub const EXIT_FILE: &str = ".exit";
+
+/// Runs the program (`$2...`), then writes its exit status to `$1`
+/// (whole: written aside, then renamed; never through a file the job put
+/// there) and exits with it.
+const WRAPPER: &str =
+    r#"f=$1; shift; "$@"; s=$?; rm -f "$f.part"; (set -C; printf '%s\n' "$s" > "$f.part") && mv -f "$f.part" "$f"; exit "$s""#;
 
 /// What a job's command line is made from, besides its files.
 pub enum Plan {
@@ -89,8 +157,20 @@ pub(crate) fn now() -> f64 {
 }
 
 impl Job {
-    pub fn new(id: String, program: Arc<Program>, owner: KeyId, dir: PathBuf, disk: Arc<Disk>) -> Arc<Job> {
+    pub fn new(id: String, program: Arc<Program>, owner: KeyId, dir: PathBuf, disk: Arc<Disk>, kept: Option<Kept>) -> Arc<Job> {
         let state = State { state: Phase::Staging, exit_code: None, error: None, started: now(), ended: None };
+        Job::with_state(id, program, owner, dir, disk, kept, state)
+    }
+
+    fn with_state(
+        id: String,
+        program: Arc<Program>,
+        owner: KeyId,
+        dir: PathBuf,
+        disk: Arc<Disk>,
+        kept: Option<Kept>,
+        state: State,
+    ) -> Arc<Job> {
         Arc::new(Job {
             id,
             program,
@@ -101,9 +181,61 @@ impl Job {
             killed: AtomicBool::new(false),
             disk,
             claimed: AtomicU64::new(0),
-            streams: OnceLock::new(),
+            collecting: OnceLock::new(),
             outputs: OnceLock::new(),
+            process: Mutex::new(None),
+            kept,
         })
+    }
+
+    /// The job a ledger row describes (`restore`), as it was written: its
+    /// state, outputs and process; None if the row does not make sense.
+    pub fn from_row(row: &Row, program: Arc<Program>, owner: KeyId, dir: PathBuf, disk: Arc<Disk>, kept: Kept) -> Option<Arc<Job>> {
+        let state = State {
+            state: Phase::parse(&row.state)?,
+            exit_code: row.exit_code,
+            error: row.error.clone(),
+            started: row.started,
+            ended: row.ended,
+        };
+        let job = Job::with_state(row.id.clone(), program, owner, dir, disk, Some(kept), state);
+        if let Some(c) = &row.collect {
+            let _ = job.collecting.set(serde_json::from_str(c).ok()?);
+        }
+        if let Some(o) = &row.outputs {
+            let _ = job.outputs.set(serde_json::from_str(o).ok()?);
+        }
+        *job.process.lock() = row.pid.zip(row.pid_start).map(|(pid, start)| Process { pid, start });
+        Some(job)
+    }
+
+    /// The job as the ledger keeps it.
+    fn row(&self, owner: &str) -> Row {
+        let s = self.state();
+        let process = *self.process.lock();
+        Row {
+            id: self.id.clone(),
+            owner: owner.to_string(),
+            program: self.program.name.clone(),
+            kind: self.program.kind().to_string(),
+            source: self.program.source.clone(),
+            state: s.state.name().to_string(),
+            exit_code: s.exit_code,
+            error: s.error,
+            started: s.started,
+            ended: s.ended,
+            pid: process.map(|p| p.pid),
+            pid_start: process.map(|p| p.start),
+            collect: self.collecting.get().and_then(|c| serde_json::to_string(c).ok()),
+            outputs: self.outputs.get().and_then(|o| serde_json::to_string(o).ok()),
+        }
+    }
+
+    /// Write the job to the ledger, if it is kept.
+    pub fn keep(&self) {
+        if let Some(k) = &self.kept {
+            k.ledger.put_job(&self.row(&k.owner));
+        }
     }
 
     pub fn state(&self) -> State {
@@ -128,6 +260,7 @@ impl Job {
         json!({
             "id": self.id, "program": self.program.name, "url": self.url(base),
             "state": s.state, "exit_code": s.exit_code, "error": s.error, "started": s.started, "ended": s.ended,
+            "last_seen": if s.state == Phase::Lost { s.ended } else { None },
         })
     }
 
@@ -168,12 +301,24 @@ impl Job {
         })
     }
 
+    /// Count the job's directory, as found, against its owner's quota (a
+    /// restart); the bytes counted.
+    pub fn recount_disk(&self) -> u64 {
+        let n = bytes_under(&self.dir);
+        self.disk.force(Some(self.owner), n);
+        self.claimed.store(n, Ordering::SeqCst);
+        n
+    }
+
     /// The job's files are gone: give their bytes back to the quota.
     pub fn release_disk(&self) {
         self.disk.release(Some(self.owner), self.claimed.swap(0, Ordering::SeqCst));
     }
 
     fn set(&self, phase: Phase, exit_code: Option<i32>, error: Option<String>) {
+        if phase.ended() {
+            *self.process.lock() = None;
+        }
         self.state.send_modify(|s| {
             if s.state.ended() {
                 return;
@@ -185,6 +330,19 @@ impl Job {
                 s.ended = Some(now());
             }
         });
+        self.keep();
+    }
+
+    /// A restored job that was staging or running when the endpoint
+    /// stopped, and left no word of how it ended: lost, last seen at `seen`.
+    pub fn lose(&self, why: String, seen: f64) {
+        *self.process.lock() = None;
+        self.state.send_modify(|s| {
+            s.state = Phase::Lost;
+            s.error = Some(why);
+            s.ended = Some(seen);
+        });
+        self.keep();
     }
 
     /// Where the file of parameter `name` is (a `file` parameter's).
@@ -207,16 +365,22 @@ impl Job {
     }
 
     pub fn stdout_path(&self) -> PathBuf {
-        self.streams.get().map_or_else(|| self.dir.join(".stdout"), |s| s.0.clone())
+        self.stream_path(self.collecting.get().and_then(|c| c.stdout.as_deref()), ".stdout")
     }
 
     pub fn stderr_path(&self) -> PathBuf {
-        self.streams.get().map_or_else(|| self.dir.join(".stderr"), |s| s.1.clone())
+        self.stream_path(self.collecting.get().and_then(|c| c.stderr.as_deref()), ".stderr")
     }
 
-    /// The command to run, with its stdin; its stdout and stderr paths are set.
-    fn command(&self, plan: Plan) -> Result<(tokio::process::Command, Option<std::fs::File>, Option<cwl::Launch>, Value), String> {
-        match (&self.program.runs, plan) {
+    /// Where a stream went: a CWL tool's captured stream in `out/`, or the job's own file.
+    fn stream_path(&self, captured: Option<&str>, own: &str) -> PathBuf {
+        captured.map_or_else(|| self.dir.join(own), |name| self.dir.join(cwl::OUT).join(name))
+    }
+
+    /// The command to run (under the wrapper), with its stdin; a CWL
+    /// job's collecting is set.
+    fn command(&self, plan: Plan, url: &str) -> Result<(tokio::process::Command, Option<std::fs::File>), String> {
+        let (argv, stdin, env, cwd) = match (&self.program.runs, plan) {
             (Runs::Template { template, executable }, Plan::Template(values)) => {
                 let args = template.words[1..].iter().map(|w| match w {
                     Word::Literal(s) => s.clone(),
@@ -228,9 +392,8 @@ impl Job {
                         }
                     }
                 });
-                let mut cmd = tokio::process::Command::new(executable);
-                cmd.args(args).current_dir(&self.dir);
-                Ok((cmd, None, None, Value::Null))
+                let argv = std::iter::once(executable.to_string_lossy().into_owned()).chain(args).collect::<Vec<_>>();
+                (argv, None, None, self.dir.clone())
             }
             (Runs::Cwl(tool), Plan::Cwl(job)) => {
                 for d in [cwl::OUT, cwl::TMP] {
@@ -238,34 +401,39 @@ impl Job {
                 }
                 let inputs = cwl::inputs::resolve(&Value::Object(job), &self.dir);
                 let launch = cwl::launch(tool, &inputs, &self.dir, &self.id)?;
-                let out = self.dir.join(cwl::OUT);
-                let _ = self.streams.set((
-                    launch.stdout.as_ref().map_or_else(|| self.dir.join(".stdout"), |n| out.join(n)),
-                    launch.stderr.as_ref().map_or_else(|| self.dir.join(".stderr"), |n| out.join(n)),
-                ));
                 let stdin = match &launch.stdin {
                     Some(rel) => Some(open_beneath(&self.dir, rel).map_err(|e| format!("stdin {rel}: {e}"))?),
                     None => None,
                 };
-                let mut cmd = tokio::process::Command::new(&launch.argv[0]);
-                cmd.args(&launch.argv[1..]).current_dir(&out).env_clear().envs(launch.env.iter().map(|(k, v)| (k, v)));
                 let ctx = cwl::argv::context(&inputs, &cwl::runtime(&self.dir));
-                Ok((cmd, stdin, Some(launch), ctx))
+                let _ = self.collecting.set(Collecting { ctx, stdout: launch.stdout, stderr: launch.stderr, url: url.to_string() });
+                (launch.argv, stdin, Some(launch.env), self.dir.join(cwl::OUT))
             }
-            _ => Err("the job's inputs are not of its program's kind".into()),
+            _ => return Err("the job's inputs are not of its program's kind".into()),
+        };
+        // Found now, as the program would have been: what cannot start is
+        // said so, not left to the wrapper's shell.
+        let path = env.as_ref().and_then(|e| e.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()));
+        let program = process_group::find_program(&argv[0], path.or_else(|| std::env::var("PATH").ok()).as_deref())
+            .map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
+        let mut cmd = tokio::process::Command::new("/bin/sh");
+        cmd.arg("-c").arg(WRAPPER).arg("mpiws-job").arg(self.dir.join(EXIT_FILE)).arg(program).args(&argv[1..]).current_dir(cwd);
+        if let Some(env) = env {
+            cmd.env_clear().envs(env);
         }
+        Ok((cmd, stdin))
     }
 
     /// A CWL job's outputs, collected after it exited well.
-    async fn collect(&self, launch: &cwl::Launch, ctx: Value, files_url: &str) -> Result<(), String> {
+    async fn collect(&self) -> Result<(), String> {
         let Runs::Cwl(_) = &self.program.runs else { return Ok(()) };
+        let Some(c) = self.collecting.get().cloned() else { return Err("nothing tells how to collect its outputs".into()) };
         let program = self.program.clone();
         let out = self.dir.join(cwl::OUT);
-        let streams = (launch.stdout.clone(), launch.stderr.clone());
-        let url = format!("{files_url}/files");
+        let url = format!("{}/files", c.url);
         let found = tokio::task::spawn_blocking(move || {
             let Runs::Cwl(tool) = &program.runs else { unreachable!("checked above") };
-            cwl::collect::collect(tool, &out, &ctx, (streams.0.as_deref(), streams.1.as_deref()), &url)
+            cwl::collect::collect(tool, &out, &c.ctx, (c.stdout.as_deref(), c.stderr.as_deref()), &url)
         })
         .await
         .map_err(|e| e.to_string())??;
@@ -288,7 +456,7 @@ impl Job {
         if self.killed.load(Ordering::SeqCst) {
             return self.set(Phase::Killed, None, None);
         }
-        let (mut command, stdin, launch, ctx) = match self.command(plan) {
+        let (mut command, stdin) = match self.command(plan, &url) {
             Ok(c) => c,
             Err(e) => return self.set(Phase::Failed, None, Some(format!("{}: {e}", self.program.name))),
         };
@@ -303,55 +471,42 @@ impl Job {
             .process_group(0) // its own group, which a kill ends whole
             .kill_on_drop(true)
             .spawn();
-        let mut child = match child {
+        let child = match child {
             Ok(c) => c,
-            Err(e) => {
-                return self.set(
-                    Phase::Failed,
-                    None,
-                    Some(format!("cannot start {}: {e}", command.as_std().get_program().to_string_lossy())),
-                )
-            }
+            Err(e) => return self.set(Phase::Failed, None, Some(format!("cannot start {}: {e}", self.program.name))),
         };
         let group = process_group::group_of(&child);
+        *self.process.lock() = group.and_then(Process::of);
         self.set(Phase::Running, None, None);
+        let ending = self.watch(Watched::Child(child), group).await;
+        self.conclude(ending).await;
+    }
+
+    /// Go on watching a job that ran when the endpoint stopped, and record
+    /// how it ends, as `run` would have (`restore`: after a restart).
+    pub async fn adopt(self: Arc<Self>) {
+        let Some(process) = *self.process.lock() else { return self.lose("its process is not known".into(), now()) };
+        let ending = self.watch(Watched::Adopted(process, self.dir.join(EXIT_FILE)), Some(process.pid)).await;
+        self.conclude(ending).await;
+    }
+
+    /// Wait until the job's process ends, or it is killed, or it writes
+    /// more than the quota allows.
+    async fn watch(&self, mut process: Watched, group: Option<libc::pid_t>) -> Ending {
         let mut disk_check = tokio::time::interval(DISK_CHECK);
         loop {
             tokio::select! {
-                status = child.wait() => {
+                exit = process.exited() => {
                     // The job is over: what it left running in its group ends with it.
                     if let Some(pgid) = group {
                         process_group::signal(pgid, libc::SIGKILL);
                     }
-                    if let Err(over) = self.account_disk() {
-                        return self.set(Phase::Failed, None, Some(over));
-                    }
-                    let success = |code: Option<i32>| match &self.program.runs {
-                        Runs::Cwl(tool) => code.is_some_and(|c| tool.success_codes.contains(&c)),
-                        Runs::Template { .. } => code == Some(0),
-                    };
-                    return match status {
-                        Ok(s) if success(s.code()) => match &launch {
-                            Some(l) => match self.collect(l, ctx, &url).await {
-                                Ok(()) => self.set(Phase::Done, s.code(), None),
-                                Err(e) => self.set(Phase::Failed, s.code(), Some(format!("{}: {e}", self.program.name))),
-                            },
-                            None => self.set(Phase::Done, s.code(), None),
-                        },
-                        Ok(s) => {
-                            let error = match s.code() {
-                                Some(c) => format!("{} exited with status {c}", self.program.name),
-                                None => format!("{} ended by a signal", self.program.name),
-                            };
-                            self.set(Phase::Failed, s.code(), Some(error))
-                        }
-                        Err(e) => self.set(Phase::Failed, None, Some(format!("lost the program's process: {e}"))),
-                    };
+                    return Ending::Exited(exit);
                 }
                 _ = self.kill.notified() => {
-                    process_group::end(group, &mut child).await;
+                    process.end(group).await;
                     let _ = self.account_disk();
-                    return self.set(Phase::Killed, None, None);
+                    return Ending::Killed;
                 }
                 _ = disk_check.tick() => {
                     if self.killed.load(Ordering::SeqCst) {
@@ -359,11 +514,100 @@ impl Job {
                         continue;
                     }
                     if let Err(over) = self.account_disk() {
-                        process_group::end(group, &mut child).await;
-                        return self.set(Phase::Failed, None, Some(over));
+                        process.end(group).await;
+                        return Ending::OverQuota(over);
                     }
                 }
             }
         }
     }
+
+    /// Record how the job ended (collecting a CWL job's outputs).
+    async fn conclude(&self, ending: Ending) {
+        let exit = match ending {
+            Ending::Killed => return self.set(Phase::Killed, None, None),
+            Ending::OverQuota(over) => return self.set(Phase::Failed, None, Some(over)),
+            Ending::Exited(exit) => exit,
+        };
+        if let Err(over) = self.account_disk() {
+            return self.set(Phase::Failed, None, Some(over));
+        }
+        let name = &self.program.name;
+        let success = |code: Option<i32>| match &self.program.runs {
+            Runs::Cwl(tool) => code.is_some_and(|c| tool.success_codes.contains(&c)),
+            Runs::Template { .. } => code == Some(0),
+        };
+        match exit {
+            Exit::Code(code) if success(code) => match self.collect().await {
+                Ok(()) => self.set(Phase::Done, code, None),
+                Err(e) => self.set(Phase::Failed, code, Some(format!("{name}: {e}"))),
+            },
+            Exit::Code(Some(c)) => self.set(Phase::Failed, Some(c), Some(format!("{name} exited with status {c}"))),
+            Exit::Code(None) => self.set(Phase::Failed, None, Some(format!("{name} ended by a signal"))),
+            Exit::Error(e) => self.set(Phase::Failed, None, Some(format!("lost the program's process: {e}"))),
+            Exit::Unknown => self.lose(format!("{name} ended while the endpoint was stopped, and left no exit status"), now()),
+        }
+    }
+}
+
+/// How a job's watch ended.
+enum Ending {
+    Exited(Exit),
+    Killed,
+    OverQuota(String),
+}
+
+/// How a job's process ended, as far as the endpoint can tell.
+enum Exit {
+    /// Its exit code; None if a signal ended it.
+    Code(Option<i32>),
+    /// Waiting for it failed.
+    Error(String),
+    /// An adopted process ended without an exit status written.
+    Unknown,
+}
+
+/// The process a job runs in: the endpoint's child, or one adopted after a
+/// restart (no longer anyone's child we can wait for: it is watched, and
+/// its exit status read from the file the wrapper writes).
+enum Watched {
+    Child(tokio::process::Child),
+    Adopted(Process, PathBuf),
+}
+
+/// How often an adopted process is looked at.
+const ADOPTED_CHECK: Duration = Duration::from_millis(250);
+
+impl Watched {
+    async fn exited(&mut self) -> Exit {
+        match self {
+            Watched::Child(child) => match child.wait().await {
+                Ok(status) => Exit::Code(status.code()),
+                Err(e) => Exit::Error(e.to_string()),
+            },
+            Watched::Adopted(process, exit_file) => {
+                while process.alive() {
+                    tokio::time::sleep(ADOPTED_CHECK).await;
+                }
+                read_exit(exit_file).map_or(Exit::Unknown, |code| Exit::Code(Some(code)))
+            }
+        }
+    }
+
+    async fn end(&mut self, group: Option<libc::pid_t>) {
+        match self {
+            Watched::Child(child) => process_group::end(group, child).await,
+            Watched::Adopted(process, _) => process_group::end_group(process.pid).await,
+        }
+    }
+}
+
+/// The exit status the wrapper wrote, if it did (read as any job file is:
+/// never through a link, bounded).
+fn read_exit(path: &std::path::Path) -> Option<i32> {
+    use std::io::Read;
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
+    let mut text = String::new();
+    (&mut file).take(16).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
 }

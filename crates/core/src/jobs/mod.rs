@@ -25,13 +25,19 @@
 //! [`disk`] (a quota on the work directory), [`process_group`] (a kill
 //! ends everything a job started), and a bounded job table whose ended
 //! jobs and uploads [`expiry`] removes after their time to live.
+//!
+//! In a work directory given with `--workdir`, the table is kept in a
+//! [`ledger`] (SQLite): an endpoint started again on it answers for every
+//! job and upload it kept ([`restore`]).
 
 pub mod cwl;
 pub mod disk;
 pub mod expiry;
 pub mod fetch;
 pub mod job;
+pub mod ledger;
 pub mod process_group;
+pub mod restore;
 pub mod safe_file;
 pub mod stage;
 pub mod template;
@@ -48,10 +54,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::seconds;
 use crate::error::{err, ErrorClass, Result};
-use crate::keys::{Key, KeyId, Scope};
+use crate::keys::{Key, KeyId, Keys, Scope};
 use disk::Disk;
 use fetch::Fetcher;
-use job::Job;
+use job::{Job, Kept};
+use ledger::Ledger;
 use template::{Template, Word};
 use workdir::WorkDir;
 
@@ -59,6 +66,9 @@ use workdir::WorkDir;
 pub struct Program {
     pub name: String,
     pub runs: Runs,
+    /// What it was deployed from: its template line, or its CWL document
+    /// (JSON); a kept job keeps it (`ledger`).
+    pub source: String,
 }
 
 /// How a program's command line is made: by its one-line template, or by its CWL tool document.
@@ -73,6 +83,40 @@ pub enum Runs {
 }
 
 impl Program {
+    /// Program `name` made from its template line (`kind` "template") or
+    /// its CWL tool document (`kind` "cwl", JSON text); refused, saying why,
+    /// if it is malformed or uses what mpiws does not support.
+    pub fn parse(name: &str, kind: &str, source: &str) -> Result<Program> {
+        check_name(name)?;
+        let runs = match kind {
+            "template" => {
+                let template = Template::parse(source)?;
+                let Some(Word::Literal(first)) = template.words.first() else { unreachable!("a template starts with its program") };
+                let executable = if first.contains('/') {
+                    std::fs::canonicalize(first).or_else(|e| err(ErrorClass::Arg, format!("program {first}: {e}")))?
+                } else {
+                    PathBuf::from(first) // looked up on PATH
+                };
+                Runs::Template { template, executable }
+            }
+            "cwl" => {
+                let doc: serde_json::Value =
+                    serde_json::from_str(source).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: malformed JSON: {e}")))?;
+                Runs::Cwl(cwl::Tool::parse(&doc).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: {e}")))?)
+            }
+            _ => return err(ErrorClass::Arg, format!("program {name}: unknown kind {kind:?}")),
+        };
+        Ok(Program { name: name.to_string(), runs, source: source.to_string() })
+    }
+
+    /// `template` or `cwl`: how its source is read.
+    pub fn kind(&self) -> &'static str {
+        match self.runs {
+            Runs::Template { .. } => "template",
+            Runs::Cwl(_) => "cwl",
+        }
+    }
+
     /// The template of a template program.
     pub fn template(&self) -> Option<&Template> {
         match &self.runs {
@@ -163,6 +207,10 @@ pub enum Refusal {
 
 pub struct Jobs {
     workdir: WorkDir,
+    /// Where the table is kept across restarts: in a given work directory.
+    ledger: Option<Arc<Ledger>>,
+    /// Each key's fingerprint, as the ledger names owners.
+    fingerprints: HashMap<KeyId, String>,
     programs: RwLock<BTreeMap<String, Arc<Program>>>,
     jobs: Mutex<HashMap<String, Arc<Job>>>,
     /// Who uploaded each upload of this run of the endpoint (one left in a
@@ -184,16 +232,18 @@ const RETRY_FULL: Duration = Duration::from_secs(60);
 
 impl Jobs {
     /// Jobs and uploaded files live in the work directory `limits` gives
-    /// (or a fresh private one); its limits apply to them.
-    pub fn new(limits: &Limits) -> Result<Jobs> {
+    /// (or a fresh private one); its limits apply to them. A given one's
+    /// ledger is read: the jobs and uploads it keeps are the table's again
+    /// (owned by the same `keys`, if they are still there).
+    pub fn new(limits: &Limits, keys: &Keys) -> Result<Jobs> {
         let workdir = WorkDir::open(limits.workdir.as_deref())?;
         let disk = Disk::new(limits.max_disk, limits.max_disk_per_key);
-        if let Some(given) = workdir.existing() {
-            disk.force(None, safe_file::bytes_under(&given)); // what a given --workdir already holds
-        }
+        let ledger = workdir.existing().map(|given| Ledger::open(&given)).transpose()?.map(Arc::new);
         let fetcher = Fetcher::new(&limits.fetch_allow, limits.max_fetch.unwrap_or(limits.max_upload), limits.fetch_timeout)?;
-        Ok(Jobs {
+        let jobs = Jobs {
             workdir,
+            ledger,
+            fingerprints: keys.iter().map(|k| (k.id, k.fingerprint())).collect(),
             programs: RwLock::new(BTreeMap::new()),
             jobs: Mutex::new(HashMap::new()),
             uploads: Mutex::new(HashMap::new()),
@@ -203,7 +253,9 @@ impl Jobs {
             max_jobs_per_key: limits.max_jobs_per_key,
             max_uploads_per_key: limits.max_uploads_per_key,
             ttl: limits.job_ttl,
-        })
+        };
+        restore::restore(&jobs, keys)?;
+        Ok(jobs)
     }
 
     /// The work directory (made now if it was not yet).
@@ -213,16 +265,7 @@ impl Jobs {
 
     /// Deploy `template` as program `name` (replacing one of that name).
     pub fn deploy(&self, name: &str, template: &str) -> Result<()> {
-        check_name(name)?;
-        let template = Template::parse(template)?;
-        let Some(Word::Literal(first)) = template.words.first() else { unreachable!("a template starts with its program") };
-        let executable = if first.contains('/') {
-            std::fs::canonicalize(first).or_else(|e| err(ErrorClass::Arg, format!("program {first}: {e}")))?
-        } else {
-            PathBuf::from(first) // looked up on PATH
-        };
-        let program = Program { name: name.to_string(), runs: Runs::Template { template, executable } };
-        self.programs.write().insert(name.to_string(), Arc::new(program));
+        self.install(Program::parse(name, "template", template)?);
         Ok(())
     }
 
@@ -230,13 +273,26 @@ impl Jobs {
     /// `name` (replacing one of that name); refused, saying why, if it uses
     /// what mpiws does not support.
     pub fn deploy_cwl(&self, name: &str, document: &str) -> Result<()> {
-        check_name(name)?;
-        let doc: serde_json::Value =
-            serde_json::from_str(document).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: malformed JSON: {e}")))?;
-        let tool = cwl::Tool::parse(&doc).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: {e}")))?;
-        let program = Program { name: name.to_string(), runs: Runs::Cwl(tool) };
-        self.programs.write().insert(name.to_string(), Arc::new(program));
+        self.install(Program::parse(name, "cwl", document)?);
         Ok(())
+    }
+
+    fn install(&self, program: Program) {
+        self.programs.write().insert(program.name.clone(), Arc::new(program));
+    }
+
+    /// A new job of `program` for `owner` (its id, its directory's path, and
+    /// where it is kept), to be admitted.
+    pub fn new_job(&self, program: Arc<Program>, owner: &Key) -> Result<Arc<Job>> {
+        let id = new_id();
+        let dir = self.job_dir(&id)?;
+        Ok(Job::new(id, program, owner.id, dir, self.disk.clone(), self.kept(owner.id)))
+    }
+
+    /// Where a job or upload of `owner` is kept, if the table is.
+    fn kept(&self, owner: KeyId) -> Option<Kept> {
+        let ledger = self.ledger.clone()?;
+        Some(Kept { ledger, owner: self.fingerprints.get(&owner).cloned().unwrap_or_default() })
     }
 
     pub fn program(&self, name: &str) -> Option<Arc<Program>> {
@@ -321,6 +377,7 @@ impl Jobs {
                 retry_after: self.retry_after(jobs.values().filter(|j| j.owner == owner)),
             });
         }
+        job.keep();
         jobs.insert(job.id.clone(), job);
         Ok(())
     }
@@ -328,16 +385,25 @@ impl Jobs {
     /// Take a job that never started out of the table (its directory could not be made).
     pub fn forget(&self, id: &str) {
         self.jobs.lock().remove(id);
+        if let Some(ledger) = &self.ledger {
+            ledger.remove_job(id);
+        }
     }
 
     /// Record `owner` as the uploader of upload `id` (before it gets its name).
     pub fn record_upload(&self, id: &str, owner: KeyId) {
         self.uploads.lock().insert(id.to_string(), owner);
+        if let Some(k) = self.kept(owner) {
+            k.ledger.put_upload(id, &k.owner);
+        }
     }
 
-    /// Forget upload `id`'s uploader (the upload could not be kept).
-    pub fn forget_upload(&self, id: &str) {
-        self.uploads.lock().remove(id);
+    /// Forget upload `id`'s uploader (the upload could not be kept, or is removed).
+    pub fn forget_upload(&self, id: &str) -> Option<KeyId> {
+        if let Some(ledger) = &self.ledger {
+            ledger.remove_upload(id);
+        }
+        self.uploads.lock().remove(id)
     }
 
     /// When the first of `jobs` that has ended expires (and so makes room).
@@ -358,6 +424,9 @@ impl Jobs {
         job.end().await;
         if self.jobs.lock().remove(id).is_none() {
             return false; // removed meanwhile by another request
+        }
+        if let Some(ledger) = &self.ledger {
+            ledger.remove_job(id);
         }
         let _ = tokio::fs::remove_dir_all(&job.dir).await; // never follows symlinks inside
         job.release_disk();
@@ -408,7 +477,7 @@ impl Jobs {
     pub async fn remove_upload(&self, path: &Path) -> bool {
         let size = safe_file::size_of(path);
         let removed = tokio::fs::remove_file(path).await.is_ok();
-        let owner = path.file_name().and_then(|n| n.to_str()).and_then(|id| self.uploads.lock().remove(id));
+        let owner = path.file_name().and_then(|n| n.to_str()).and_then(|id| self.forget_upload(id));
         if removed {
             self.disk.release(owner, size.unwrap_or(0));
         }
@@ -456,9 +525,10 @@ mod tests {
     const NO_JOB: &str = "00000000000000000000000000000000";
 
     fn table(max_jobs: usize, max_jobs_per_key: usize) -> (Jobs, Keys) {
-        let jobs = Jobs::new(&Limits { max_jobs, max_jobs_per_key, ..Limits::default() }).unwrap();
+        let keys = Keys::parse(&format!("{A} jobs\n{B} jobs files\n{ADMIN} admin\n")).unwrap();
+        let jobs = Jobs::new(&Limits { max_jobs, max_jobs_per_key, ..Limits::default() }, &keys).unwrap();
         jobs.deploy("sleep", "sleep [in:val:seconds:float]").unwrap();
-        (jobs, Keys::parse(&format!("{A} jobs\n{B} jobs files\n{ADMIN} admin\n")).unwrap())
+        (jobs, keys)
     }
 
     fn key<'a>(keys: &'a Keys, secret: &str) -> &'a Key {
@@ -467,9 +537,7 @@ mod tests {
 
     /// A job of `owner`, entered in the table (no directory: it never runs).
     fn spawn(jobs: &Jobs, owner: &Key) -> std::result::Result<Arc<Job>, Refusal> {
-        let id = new_id();
-        let job =
-            Job::new(id.clone(), jobs.program("sleep").unwrap(), owner.id, PathBuf::from("/nonexistent").join(&id), jobs.disk.clone());
+        let job = jobs.new_job(jobs.program("sleep").unwrap(), owner).unwrap();
         jobs.admit(job.clone()).map(|()| job)
     }
 
@@ -491,6 +559,7 @@ mod tests {
         assert_eq!(listed(b), vec![job2.id.clone()]);
         assert_eq!(listed(admin).len(), 2);
         assert_eq!(jobs.count(), 2);
+        crate::runtime::runtime().block_on(jobs.close()); // its fresh work directory too
     }
 
     #[test]
@@ -507,6 +576,7 @@ mod tests {
         let Refusal::Full { per_key, message, .. } = spawn(&jobs, b).err().unwrap() else { panic!("full") };
         assert!(!per_key);
         assert!(message.contains("--max-jobs)"), "{message}");
+        crate::runtime::runtime().block_on(jobs.close());
     }
 
     #[test]

@@ -77,6 +77,11 @@ pub struct Config {
     pub sandbox: Option<Vec<String>>,
     /// Address space of one instance's process, bytes; 0: unbounded.
     pub max_instance_memory: u64,
+    /// Resident memory all instance processes together may hold, and one
+    /// key's (`service::sandbox::memory`), bytes; 0: unbounded. By default
+    /// half of this machine's memory, and a quarter.
+    pub max_instances_memory: u64,
+    pub max_instances_memory_per_key: u64,
     /// How long an instance may run before it is ended.
     #[serde(with = "seconds")]
     pub max_instance_time: Duration,
@@ -125,6 +130,8 @@ impl Default for Config {
             tls_handshake_timeout: Duration::from_secs(10),
             sandbox: None,
             max_instance_memory: 4 << 30,
+            max_instances_memory: machine_memory() / 2,
+            max_instances_memory_per_key: machine_memory() / 4,
             max_instance_time: Duration::from_secs(24 * 3600),
             instance_linger: Duration::from_secs(60),
             spare_instances: 2,
@@ -134,6 +141,13 @@ impl Default for Config {
             relay_key: None,
         }
     }
+}
+
+/// This machine's physical memory, bytes (0 if it cannot be told).
+fn machine_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    u64::try_from(pages).unwrap_or(0).saturating_mul(u64::try_from(size).unwrap_or(0))
 }
 
 impl Config {

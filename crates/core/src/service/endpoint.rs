@@ -166,12 +166,14 @@ impl Endpoint {
         let sandbox = config.sandbox.clone().map(|command| SandboxSetting {
             command,
             max_memory: Some(config.max_instance_memory).filter(|&m| m > 0),
+            max_total_memory: config.max_instances_memory,
+            max_key_memory: config.max_instances_memory_per_key,
             max_time: config.max_instance_time,
             spares: config.spare_instances,
             trust: tls.as_ref().and_then(|t| t.certificate_file.clone()),
         });
         let (tx, rx) = mpsc::channel();
-        let jobs = Arc::new(Jobs::new(&config.jobs)?);
+        let jobs = Arc::new(Jobs::new(&config.jobs, &keys)?);
         let spares = sandbox.as_ref().map(Spares::new);
         let buffered = Buffered::new(config.max_buffered);
         let ep = Arc::new(Endpoint {
@@ -196,6 +198,7 @@ impl Endpoint {
             runtime().spawn(crate::service::reverse::keep(ep.clone(), via));
         }
         runtime().spawn(crate::jobs::expiry::expire_forever(Arc::downgrade(&ep.jobs)));
+        runtime().spawn(crate::jobs::restore::beat_forever(Arc::downgrade(&ep.jobs)));
         runtime().spawn(summarize_forever(Arc::downgrade(&ep)));
         crate::service::shutdown::register(&ep);
         Ok(ep)
@@ -272,7 +275,7 @@ impl Endpoint {
             let sandbox = match (&self.spares, queue) {
                 (Some(spares), true) => {
                     let sandbox = Arc::new(Sandbox::default());
-                    spares.start(instance.clone(), sandbox.clone());
+                    spares.start(instance.clone(), sandbox.clone(), owner);
                     Some(sandbox)
                 }
                 _ => None,

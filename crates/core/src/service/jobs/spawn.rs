@@ -27,11 +27,11 @@ use serde_json::{Map, Value};
 
 use crate::error::ErrorClass;
 use crate::jobs::cwl;
-use crate::jobs::job::{Job, Plan};
+use crate::jobs::job::Plan;
 use crate::jobs::safe_file::{make_private_dir, open_beneath};
 use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Placement, Template};
-use crate::jobs::{new_id, Program, Runs};
+use crate::jobs::{Program, Runs};
 use crate::keys::Key;
 use crate::service::guard;
 use crate::service::jobs::refused;
@@ -83,18 +83,16 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
             }
         }
     }
-    let id = new_id();
     let no_dir =
         |why: String| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {why}"));
-    let dir = match ep.jobs.job_dir(&id) {
-        Ok(dir) => dir,
+    let job = match ep.jobs.new_job(program, caller) {
+        Ok(job) => job,
         Err(e) => return no_dir(e.message),
     };
-    let job = Job::new(id, program, caller.id, dir.clone(), ep.jobs.disk.clone());
     if let Err(e) = ep.jobs.admit(job.clone()).map_err(refused) {
         return e.into();
     }
-    if let Err(e) = make_private_dir(&dir) {
+    if let Err(e) = make_private_dir(&job.dir) {
         ep.jobs.forget(&job.id); // it never started: nothing to end
         return no_dir(e.to_string());
     }

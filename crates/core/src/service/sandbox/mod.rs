@@ -15,6 +15,8 @@
 //!   and writes it directly: no copy, no extra hop); the other direct
 //!   requests (stores, `matched`, `withdraw`) are relayed over HTTP to the
 //!   child's loopback endpoint;
+//! - [`memory`]: the budget of resident memory the instance processes of
+//!   all keys, and of each key, may hold; an instance over it is ended;
 //! - [`handover`]: the wire between the two, a socket pair carrying socket
 //!   descriptors (`SCM_RIGHTS`) one way and reports the other;
 //! - [`child`]: the child's half: create the instance from the binding,
@@ -23,6 +25,7 @@
 
 pub mod child;
 pub mod handover;
+pub mod memory;
 pub mod relay;
 pub mod start;
 
@@ -39,6 +42,9 @@ pub struct SandboxSetting {
     pub command: Vec<String>,
     /// Address space of a child (RLIMIT_AS); None: unbounded.
     pub max_memory: Option<u64>,
+    /// Resident memory of all children, and of one key's (`memory`); 0: unbounded.
+    pub max_total_memory: u64,
+    pub max_key_memory: u64,
     /// How long an instance may run before it is ended.
     pub max_time: Duration,
     /// Children kept started ahead of need, waiting for an instance.

@@ -18,10 +18,12 @@ use tokio::process::Child;
 
 use crate::error::ErrorClass;
 use crate::jobs::process_group;
+use crate::keys::KeyId;
 use crate::rank::instance::{ErrorReport, InstanceState};
 use crate::rank::Instance;
 use crate::runtime::runtime;
 use crate::service::sandbox::handover::CHILD_FDS;
+use crate::service::sandbox::memory::{Budget, Watched};
 use crate::service::sandbox::{Sandbox, SandboxSetting};
 
 /// How long a child that reported its outcome may take to exit.
@@ -40,6 +42,8 @@ pub struct Spares {
     /// from the instances running — on 2 cores, 8 interpreters importing at
     /// once made a 64 MiB message between two of them 4 times slower.
     refilling: AtomicBool,
+    /// What the children may hold resident, together and per key.
+    budget: Arc<Budget>,
 }
 
 /// A child started ahead of need, waiting for its binding on stdin.
@@ -52,20 +56,26 @@ struct Spare {
 impl Spares {
     /// Start the spares (in the runtime).
     pub fn new(setting: &SandboxSetting) -> Arc<Spares> {
-        let spares = Arc::new(Spares { setting: setting.clone(), ready: Mutex::new(VecDeque::new()), refilling: AtomicBool::new(false) });
         let _in_runtime = runtime().enter();
+        let spares = Arc::new(Spares {
+            setting: setting.clone(),
+            ready: Mutex::new(VecDeque::new()),
+            refilling: AtomicBool::new(false),
+            budget: Budget::new(setting.max_total_memory, setting.max_key_memory),
+        });
         spares.refill();
         spares
     }
 
-    /// Start `instance` in a child; `sandbox` is where it can be reached once ready.
-    pub fn start(self: &Arc<Self>, instance: Arc<Instance>, sandbox: Arc<Sandbox>) {
+    /// Start `instance` of `owner` in a child; `sandbox` is where it can be reached once ready.
+    pub fn start(self: &Arc<Self>, instance: Arc<Instance>, sandbox: Arc<Sandbox>, owner: Option<KeyId>) {
         let spares = self.clone();
         runtime().spawn(async move {
             let outcome = match spares.take() {
                 Ok(spare) => {
                     spares.refill();
-                    follow(&spares.setting, spare, &instance, &sandbox).await
+                    let watched = process_group::group_of(&spare.child).map(|pgid| spares.budget.watch(owner, pgid));
+                    follow(&spares.setting, spare, &instance, &sandbox, watched).await
                 }
                 Err(e) => Err(cannot(e)),
             };
@@ -177,7 +187,13 @@ struct Outcome {
 
 type Failure = (&'static str, String);
 
-async fn follow(setting: &SandboxSetting, spare: Spare, instance: &Arc<Instance>, sandbox: &Sandbox) -> Result<(), Failure> {
+async fn follow(
+    setting: &SandboxSetting,
+    spare: Spare,
+    instance: &Arc<Instance>,
+    sandbox: &Sandbox,
+    watched: Option<Watched>,
+) -> Result<(), Failure> {
     let Spare { mut child, handover, reports } = spare;
     let group = process_group::group_of(&child);
 
@@ -215,6 +231,10 @@ async fn follow(setting: &SandboxSetting, spare: Spare, instance: &Arc<Instance>
                 // Cancelled through the endpoint: the code ends now.
                 process_group::end(group, &mut child).await;
                 return Ok(());
+            }
+            why = async { match &watched { Some(w) => w.over.wait().await, None => std::future::pending().await } } => {
+                process_group::end(group, &mut child).await;
+                return Err(("MemoryLimitExceeded", why));
             }
             _ = &mut limit => {
                 process_group::end(group, &mut child).await;

@@ -70,6 +70,11 @@ pub(super) enum Channel {
 /// (`wire::reserved::is_rma`), not what they mean.
 pub trait WindowFrames: Send + Sync + 'static {
     fn handle(&self, instance: &Arc<Instance>, source: u32, key: u64, payload: Payload);
+    /// The peers (world ranks) whose answer or release window traffic here
+    /// waits for: liveness watches them as it watches receives' peers.
+    fn awaited(&self) -> Vec<u32>;
+    /// Peer `rank` is gone (`why`): what waits for it fails or goes on without it.
+    fn peer_gone(&self, instance: &Arc<Instance>, rank: u32, why: &Error);
 }
 
 /// The installed `WindowFrames`, kept also as `Any` to be handed back as its own type.

@@ -45,6 +45,7 @@ pub fn watch(instance: &Arc<Instance>) {
     let watched = Arc::new(Mutex::new(HashSet::new()));
     runtime().spawn(async move {
         let mut seen: HashSet<u64> = HashSet::new();
+        let mut windows_seen: HashSet<u32> = HashSet::new();
         loop {
             tokio::time::sleep(LOOK_EVERY).await;
             let Some(i) = weak.upgrade() else { return };
@@ -54,8 +55,18 @@ pub fn watch(instance: &Arc<Instance>) {
             // Receives already posted at the last look have waited a while.
             let posted = i.posted_receives();
             let waiting_long = posted.iter().filter(|(id, _)| seen.contains(id)).map(|(_, s)| *s);
-            let peers = i.peers_awaited_by(waiting_long);
+            let mut peers = i.peers_awaited_by(waiting_long);
             seen = posted.iter().map(|(id, _)| *id).collect();
+            // Window traffic that waited since the last look, for a peer
+            // known to be gone (a send to it failed) or to be watched.
+            let now = window_awaited(&i);
+            for &peer in now.iter().filter(|p| windows_seen.contains(p)) {
+                match i.gone(peer) {
+                    Some(why) => window_peer_gone(&i, peer, &why),
+                    None => peers.push(peer),
+                }
+            }
+            windows_seen = now.into_iter().collect();
             for peer in peers {
                 if watched.lock().insert(peer) {
                     let (weak, watched) = (weak.clone(), watched.clone());
@@ -77,7 +88,7 @@ async fn watch_peer(weak: &Weak<Instance>, peer: u32) {
         let (uri, token, stores) = {
             let Some(i) = weak.upgrade() else { return };
             let awaited = i.peers_awaited_by(i.posted_receives().into_iter().map(|(_, s)| s));
-            if i.status().state.is_final() || !awaited.contains(&peer) {
+            if i.status().state.is_final() || !(awaited.contains(&peer) || window_awaited(&i).contains(&peer)) {
                 return;
             }
             let b = &i.binding;
@@ -111,9 +122,23 @@ async fn watch_peer(weak: &Weak<Instance>, peer: u32) {
         };
         if let Some(why) = gone {
             if let Some(i) = weak.upgrade() {
-                i.peer_gone(peer, Error::new(ErrorClass::ProcFailed, why));
+                let why = Error::new(ErrorClass::ProcFailed, why);
+                i.peer_gone(peer, why.clone());
+                window_peer_gone(&i, peer, &why);
             }
             return;
         }
+    }
+}
+
+/// The peers this instance's window traffic waits for (`WindowFrames::awaited`).
+fn window_awaited(i: &Instance) -> Vec<u32> {
+    let me = i.rank();
+    i.window_frames().map(|w| w.awaited().into_iter().filter(|&p| p != me).collect()).unwrap_or_default()
+}
+
+fn window_peer_gone(i: &Arc<Instance>, peer: u32, why: &Error) {
+    if let Some(w) = i.window_frames() {
+        w.peer_gone(i, peer, why);
     }
 }

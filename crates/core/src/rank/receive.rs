@@ -40,9 +40,13 @@ impl Instance {
         }
         // No window was ever made here: nobody can be waiting for an answer.
         if let Some(windows) = self.window_frames().filter(|_| !arrived.rma.is_empty()) {
-            for m in arrived.rma {
-                windows.handle(self, m.env.source, m.env.context, m.payload);
-            }
+            // Answering may open a stream to the origin (a store served here,
+            // on a runtime worker, waits for that).
+            crate::runtime::blocking(|| {
+                for m in arrived.rma {
+                    windows.handle(self, m.env.source, m.env.context, m.payload);
+                }
+            });
         }
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.

@@ -72,6 +72,23 @@ impl LockState {
         } else {
             return err(ErrorClass::RmaSync, format!("rank {origin} unlocks a window lock it does not hold"));
         }
+        Ok(self.grant_waiting())
+    }
+
+    /// `origin` is gone (it ended, or stayed unreachable): it holds
+    /// nothing and waits for nothing any more. The requests this grants, in
+    /// order; none if it held and awaited nothing.
+    pub fn forget(&mut self, origin: u32) -> Vec<Request> {
+        self.waiting.retain(|r| r.origin != origin);
+        if self.exclusive == Some(origin) {
+            self.exclusive = None;
+        }
+        self.shared.remove(&origin);
+        self.grant_waiting()
+    }
+
+    /// Grant the waiting requests that can be, in arrival order.
+    fn grant_waiting(&mut self) -> Vec<Request> {
         let mut granted = Vec::new();
         while let Some(&r) = self.waiting.front() {
             if !self.grantable(r.kind) {
@@ -81,7 +98,16 @@ impl LockState {
             self.take(r);
             granted.push(r);
         }
-        Ok(granted)
+        granted
+    }
+
+    /// The origins that hold the lock while others wait for it: whose
+    /// being gone would leave those waiting for ever (none while nobody waits).
+    pub fn holders_awaited(&self) -> Vec<u32> {
+        if self.waiting.is_empty() {
+            return Vec::new();
+        }
+        self.exclusive.into_iter().chain(self.shared.keys().copied()).collect()
     }
 
     /// Whether anyone holds the lock or waits for it (a window being freed
@@ -128,6 +154,24 @@ mod tests {
         // Both shared requests go together.
         assert_eq!(l.release(6).unwrap(), vec![req(7, Kind::Shared, 3), req(8, Kind::Shared, 4)]);
         assert!(l.busy());
+    }
+
+    #[test]
+    fn a_gone_origin_lets_go_of_what_it_held_and_waited_for() {
+        let mut l = LockState::default();
+        assert!(l.request(req(1, Kind::Exclusive, 1)).is_some());
+        assert!(l.holders_awaited().is_empty(), "nobody waits: nobody to watch");
+        assert!(l.request(req(2, Kind::Exclusive, 2)).is_none());
+        assert!(l.request(req(1, Kind::Shared, 3)).is_none()); // the gone one waits too
+        assert!(l.request(req(3, Kind::Shared, 4)).is_none());
+        assert_eq!(l.holders_awaited(), vec![1]);
+        // Rank 1 died holding the lock: the next in line gets it, its own request is dropped.
+        assert_eq!(l.forget(1), vec![req(2, Kind::Exclusive, 2)]);
+        assert_eq!(l.holders_awaited(), vec![2]);
+        assert_eq!(l.release(2).unwrap(), vec![req(3, Kind::Shared, 4)]);
+        assert!(l.forget(7).is_empty(), "a rank that held nothing changes nothing");
+        assert_eq!(l.forget(3), vec![]);
+        assert!(!l.busy());
     }
 
     #[test]

@@ -184,6 +184,44 @@ impl WindowFrames for Registry {
             }
         }
     }
+
+    /// The targets of this rank's operations in flight, and the holders of
+    /// a lock here that others wait for.
+    fn awaited(&self) -> Vec<u32> {
+        let windows: Vec<Arc<Shared>> = self.windows.lock().values().cloned().collect();
+        let mut peers: Vec<u32> = Vec::new();
+        for w in windows {
+            peers.extend(w.pending.lock().values().map(|p| p.target));
+            peers.extend(w.lock.lock().holders_awaited());
+        }
+        peers.sort_unstable();
+        peers.dedup();
+        peers
+    }
+
+    /// Operations awaiting `rank`'s answer fail with `why`; a lock it held
+    /// here, or waited for, is let go of (so those waiting behind it are not
+    /// held for ever by a rank that died holding it).
+    fn peer_gone(&self, instance: &Arc<Instance>, rank: u32, why: &Error) {
+        let windows: Vec<Arc<Shared>> = self.windows.lock().values().cloned().collect();
+        for w in windows {
+            let lost: Vec<Pending> = {
+                let mut pending = w.pending.lock();
+                let ids: Vec<u64> = pending.iter().filter(|(_, p)| p.target == rank).map(|(id, _)| *id).collect();
+                ids.into_iter().filter_map(|id| pending.remove(&id)).collect()
+            };
+            if !lost.is_empty() {
+                w.failed.lock().get_or_insert(why.clone());
+            }
+            for p in lost {
+                p.completion.complete(Err(why.clone()));
+            }
+            let granted = w.lock.lock().forget(rank);
+            for g in granted {
+                reply(instance, g.origin, w.key, g.id, Ok(Vec::new()));
+            }
+        }
+    }
 }
 
 impl Shared {
@@ -302,6 +340,9 @@ impl Window {
         let world = self.comm.world_rank(target)?;
         if self.shared.memory.lock().is_none() {
             return err(ErrorClass::Win, "the window was freed");
+        }
+        if let Some(gone) = self.instance().gone(world) {
+            return Err(gone);
         }
         h.id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         self.shared.pending.lock().insert(h.id, Pending { target: world, completion: c.clone(), dest });

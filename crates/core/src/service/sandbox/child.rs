@@ -28,6 +28,15 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
             return Err(broken("not started by an endpoint", &format!("descriptor {fd} is not open")));
         }
     }
+    // For this process only: not for the programs its service runs (`os.system`,
+    // a subprocess), which would otherwise inherit them, and could take the
+    // streams handed over for the instance or report its outcome for it.
+    for fd in [CHILD_FDS.0, CHILD_FDS.1] {
+        // SAFETY: sets a flag on a descriptor this process owns.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+            return Err(broken("cannot keep the wire to itself", &std::io::Error::last_os_error()));
+        }
+    }
     // SAFETY: the endpoint placed the wire's two ends there (`start::place_wire`), for this process only.
     let (wire, reports) = unsafe { (UnixStream::from_raw_fd(CHILD_FDS.0), UnixStream::from_raw_fd(CHILD_FDS.1)) };
     if let Some(own) = std::env::var_os(super::TRUST_ENV) {

@@ -463,9 +463,6 @@ os._exit(0)
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="Win.Start/Win.Wait do not watch liveness yet: a gone peer's Post or Complete is waited for"
-)
 def test_a_start_or_wait_on_a_gone_peer_fails(tmp_path):
     try:
         p = mpiws_run(2, PSCW_DEAD_ORIGIN, tmp_path, keep_going=True, timeout=10, env={"MPIWS_FAILURE_TIMEOUT": "2"})

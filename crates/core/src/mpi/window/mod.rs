@@ -69,6 +69,11 @@ struct Pending {
 struct Pscw {
     posted: HashMap<u32, u32>,
     completed: HashMap<u32, u32>,
+    /// The ranks a start or wait here waits for a notice from (how many
+    /// waits): liveness watches them.
+    awaiting: HashMap<u32, usize>,
+    /// Ranks found gone while awaited, and why: their notice never comes.
+    gone: HashMap<u32, Error>,
 }
 
 /// What an instance keeps of one window: the target's memory and lock, the
@@ -193,6 +198,7 @@ impl WindowFrames for Registry {
         for w in windows {
             peers.extend(w.pending.lock().values().map(|p| p.target));
             peers.extend(w.lock.lock().holders_awaited());
+            peers.extend(w.pscw.lock().awaiting.keys().copied());
         }
         peers.sort_unstable();
         peers.dedup();
@@ -219,6 +225,11 @@ impl WindowFrames for Registry {
             let granted = w.lock.lock().forget(rank);
             for g in granted {
                 reply(instance, g.origin, w.key, g.id, Ok(Vec::new()));
+            }
+            let mut pscw = w.pscw.lock();
+            if pscw.awaiting.contains_key(&rank) {
+                pscw.gone.insert(rank, why.clone());
+                w.pscw_changed.notify_all();
             }
         }
     }
@@ -469,28 +480,47 @@ impl Window {
 
     /// Wait up to `timeout` until each rank of `group` (local ranks) sent
     /// one notice of `kind` (Post: for start; Complete: for wait/test), and
-    /// consume them; false (none consumed) if the time passed first.
+    /// consume them; false (none consumed) if the time passed first. A rank
+    /// found gone before its notice came is an error (liveness watches the
+    /// ranks awaited here), never a wait for ever.
     fn await_notices(&self, group: &[i64], posted: bool, timeout: Option<Duration>) -> Result<bool> {
         let worlds = group.iter().map(|&r| self.comm.world_rank(r)).collect::<Result<Vec<u32>>>()?;
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut p = self.shared.pscw.lock();
-        loop {
+        for &w in &worlds {
+            *p.awaiting.entry(w).or_default() += 1;
+        }
+        let outcome = loop {
             let counts = if posted { &mut p.posted } else { &mut p.completed };
             if worlds.iter().all(|w| counts.get(w).copied().unwrap_or(0) > 0) {
                 for w in &worlds {
                     *counts.get_mut(w).expect("counted") -= 1;
                 }
-                return Ok(true);
+                break Ok(true);
+            }
+            let missing: Vec<u32> = worlds.iter().copied().filter(|w| counts.get(w).copied().unwrap_or(0) == 0).collect();
+            let gone = missing.into_iter().find_map(|w| p.gone.get(&w).cloned().or_else(|| self.instance().gone(w)));
+            if let Some(why) = gone {
+                break Err(why);
             }
             match deadline {
                 None => self.shared.pscw_changed.wait(&mut p),
                 Some(d) => {
                     if self.shared.pscw_changed.wait_until(&mut p, d).timed_out() {
-                        return Ok(false);
+                        break Ok(false);
                     }
                 }
             }
+        };
+        for w in &worlds {
+            if let Some(n) = p.awaiting.get_mut(w) {
+                *n -= 1;
+                if *n == 0 {
+                    p.awaiting.remove(w);
+                }
+            }
         }
+        outcome
     }
 
     /// MPI_Win_start: wait until every target in `group` posted.

@@ -46,7 +46,7 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
         }
     }
     // Warm (its services imported): the endpoint may start the next spare.
-    writeln!(&reports, "{}", super::start::WARM).map_err(|e| broken("cannot report", &e))?;
+    writeln!(&reports, "{}", super::start::WARM).or_else(gone_quietly).map_err(|e| broken("cannot report", &e))?;
     let mut text = Vec::new();
     std::io::stdin().read_to_end(&mut text).map_err(|e| broken("cannot read the binding", &e))?;
     if text.is_empty() {
@@ -62,7 +62,7 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
         .name("mpiws-handover".into())
         .spawn(move || take_streams(wire, taker, max))
         .map_err(|e| broken("no thread", &e))?;
-    writeln!(&reports, "ready {}", ep.url()).map_err(|e| broken("cannot report", &e))?;
+    writeln!(&reports, "ready {}", ep.url()).or_else(gone_quietly).map_err(|e| broken("cannot report", &e))?;
     let _ = REPORTS.set(reports);
     Ok(instance)
 }
@@ -71,7 +71,18 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
 pub fn report(instance: &Instance) -> Result<()> {
     let reports = REPORTS.get().ok_or_else(|| Error::new(ErrorClass::Intern, "sandbox: report before begin"))?;
     let line = serde_json::to_string(&instance.status()).expect("a status encodes");
-    writeln!(&*reports, "{line}").map_err(|e| Error::new(ErrorClass::Intern, format!("sandbox: cannot report: {e}")))
+    writeln!(&*reports, "{line}").or_else(gone_quietly).map_err(|e| Error::new(ErrorClass::Intern, format!("sandbox: cannot report: {e}")))
+}
+
+/// A report that finds the endpoint gone (it ended, or was killed) has no
+/// one to tell: the process ends at once, with nothing to say (a spare
+/// that imported its services for an endpoint that stopped meanwhile).
+fn gone_quietly(e: std::io::Error) -> std::io::Result<()> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        // SAFETY: _exit ends the process without running anything else.
+        unsafe { libc::_exit(0) }
+    }
+    Err(e)
 }
 
 fn take_streams(wire: UnixStream, instance: Arc<Instance>, max: u64) {

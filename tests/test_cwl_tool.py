@@ -204,7 +204,7 @@ def test_a_tool_mpiws_cannot_run_is_refused_at_deploy_by_name():
         ep.deploy_program_cwl("x", json.dumps(dict(LEAK, requirements=[{"class": "ShellCommandRequirement"}])))
     with pytest.raises(Exception, match="record types are not supported"):
         ep.deploy_program_cwl("x", json.dumps(dict(LEAK, inputs={"r": {"type": "record", "fields": []}})))
-    ep.close_jobs()
+    ep.close()
 
 
 def test_parameter_references_evaluate_without_javascript():

@@ -100,8 +100,9 @@ class Endpoint:
         relay URL (``http(s)://HOST:PORT/relay/NAME``), registered there with
         ``relay_key``; the rest: the endpoint's limits (defaults in
         docs/security.md)."""
-    def close_jobs(self) -> None:
-        """Kill every job and remove the work directory if the endpoint made it."""
+    def close(self) -> None:
+        """Close the endpoint: no connection is served any more (its port is free), its jobs and spare
+        instance processes end, and a work directory or certificate it made is removed."""
     def deploy(self, name: str) -> None: ...
     def deploy_program(self, name: str, template: str) -> None:
         """Deploy a command-line program as a service, described by its one-line template."""

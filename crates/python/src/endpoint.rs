@@ -108,10 +108,12 @@ impl Endpoint {
         self.inner.jobs.workdir().py_err()
     }
 
-    /// Kill every job and remove the work directory if the endpoint made it.
-    fn close_jobs(&self, py: Python<'_>) {
+    /// Close the endpoint: no connection is served any more (its port is
+    /// free), its jobs and spare instance processes end, and a work
+    /// directory or certificate it made is removed.
+    fn close(&self, py: Python<'_>) {
         let ep = self.inner.clone();
-        py.detach(|| mpiws_core::runtime().block_on(ep.jobs.close()))
+        py.detach(|| mpiws_core::runtime().block_on(ep.close()))
     }
 
     /// Deploy a command-line program as a service, described by its one-line template.

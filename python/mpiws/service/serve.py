@@ -105,4 +105,4 @@ class Server:
         self._stop.set()
         if self._thread:
             self._thread.join()
-        self.endpoint.close_jobs()  # jobs end; a work directory the endpoint made is removed
+        self.endpoint.close()  # its port is free, its jobs and spares end, what it made is removed

@@ -134,6 +134,9 @@ pub struct Endpoint {
     pub relay: Arc<Relay>,
     /// Request bodies held in memory now, across all connections.
     pub buffered: Arc<Buffered>,
+    /// Set once the endpoint is closed (`close`): its listener, connections
+    /// and relay connections end.
+    closed: tokio::sync::watch::Sender<bool>,
 }
 
 impl Endpoint {
@@ -192,6 +195,7 @@ impl Endpoint {
             rendezvous: Rendezvous::default(),
             relay: Arc::default(),
             buffered,
+            closed: tokio::sync::watch::channel(false).0,
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
         if let Some(via) = ep.via_relay.clone() {
@@ -202,6 +206,27 @@ impl Endpoint {
         runtime().spawn(summarize_forever(Arc::downgrade(&ep)));
         crate::service::shutdown::register(&ep);
         Ok(ep)
+    }
+
+    /// Close the endpoint: it stops accepting connections and ends those it
+    /// serves (its relay connections too), its jobs end (a work directory
+    /// it made is removed), its spare instance processes end and a
+    /// certificate it wrote is removed. Instances running go on to their
+    /// end; nothing reaches them any more.
+    pub async fn close(&self) {
+        self.closed.send_replace(true);
+        self.jobs.close().await;
+        if let Some(spares) = &self.spares {
+            spares.close();
+        }
+        if let Some(tls) = &self.tls {
+            tls.remove_made_files();
+        }
+    }
+
+    /// Resolves once the endpoint is closed.
+    pub async fn closing(&self) {
+        let _ = self.closed.subscribe().wait_for(|&closed| closed).await;
     }
 
     /// The URL peers use to reach this endpoint.

@@ -96,7 +96,11 @@ pub async fn keep(ep: Arc<Endpoint>, via: ViaRelay) {
             let delay = if failing.is_some() { pause } else { Duration::ZERO };
             tokio::spawn(one(ep.clone(), via.clone(), tx.clone(), delay));
         }
-        match rx.recv().await.expect("the keeper holds a sender") {
+        let event = tokio::select! {
+            e = rx.recv() => e.expect("the keeper holds a sender"),
+            _ = ep.closing() => return,
+        };
+        match event {
             Event::Ready => {
                 pause = Duration::from_millis(100);
                 if failing.take().is_some() {

@@ -73,7 +73,11 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
         while !served.conns.lock().room(Instant::now(), busy) {
             let _ = tokio::time::timeout(std::time::Duration::from_millis(100), served.ended.notified()).await;
         }
-        let (stream, peer) = match listener.accept().await {
+        let accepted_one = tokio::select! {
+            a = listener.accept() => a,
+            _ = ep.closing() => return, // the listener closes with it
+        };
+        let (stream, peer) = match accepted_one {
             Ok(s) => s,
             Err(_) => {
                 // Out of file descriptors and the like: back off, keep serving.
@@ -97,9 +101,11 @@ pub async fn serve(ep: Arc<Endpoint>, listener: TcpListener) {
         let (ep, builder, seen) =
             (ep.clone(), builder.clone(), Seen { served: served.clone(), id, proven: Arc::new(AtomicBool::new(false)) });
         tokio::spawn(async move {
+            let closing = ep.clone();
             tokio::select! {
                 _ = accepted(&builder, ep, stream, handle.idle.clone(), seen.clone()) => {}
                 _ = handle.shed.notified() => {}
+                _ = closing.closing() => {}
             }
             seen.served.conns.lock().closed(seen.id);
             seen.served.ended.notify_one();
@@ -142,7 +148,11 @@ fn builder(ep: &Endpoint) -> auto::Builder<TokioExecutor> {
 /// waits idle for as long as the relay keeps it, and `used` is told when
 /// its first request comes.
 pub async fn serve_turned<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(ep: Arc<Endpoint>, stream: S, used: oneshot::Sender<()>) {
-    serve_connection(&builder(&ep), ep, stream, Idle::new(), Some(used), None).await
+    let (closing, builder) = (ep.clone(), builder(&ep));
+    tokio::select! {
+        _ = serve_connection(&builder, ep, stream, Idle::new(), Some(used), None) => {}
+        _ = closing.closing() => {}
+    }
 }
 
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(

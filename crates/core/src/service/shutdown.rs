@@ -26,10 +26,7 @@ pub fn register(ep: &Arc<Endpoint>) {
 fn close_all() {
     let open: Vec<Arc<Endpoint>> = OPEN.lock().drain(..).filter_map(|w| w.upgrade()).collect();
     for ep in open {
-        runtime().block_on(ep.jobs.close());
-        if let Some(tls) = &ep.tls {
-            tls.remove_made_files();
-        }
+        runtime().block_on(ep.close());
     }
 }
 

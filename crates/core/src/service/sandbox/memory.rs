@@ -45,7 +45,9 @@ pub fn choose(usage: &[Usage], max: u64, per_key: u64) -> Vec<(u64, String)> {
     let mut ended = Vec::new();
     let held = |left: &[Usage], owner: Option<KeyId>| left.iter().filter(|u| u.owner == owner).map(|u| u.resident).sum::<u64>();
     if per_key > 0 {
-        let owners: HashSet<KeyId> = left.iter().filter_map(|u| u.owner).collect();
+        let mut owners: Vec<KeyId> = left.iter().filter_map(|u| u.owner).collect();
+        owners.sort_by_key(|k| k.0); // in key order, whatever order the instances came in
+        owners.dedup();
         for owner in owners {
             loop {
                 let total = held(&left, Some(owner));

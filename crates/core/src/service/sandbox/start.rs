@@ -44,6 +44,8 @@ pub struct Spares {
     refilling: AtomicBool,
     /// What the children may hold resident, together and per key.
     budget: Arc<Budget>,
+    /// Set when the endpoint closes: no spare is started any more.
+    closed: AtomicBool,
 }
 
 /// A child started ahead of need, waiting for its binding on stdin.
@@ -62,6 +64,7 @@ impl Spares {
             ready: Mutex::new(VecDeque::new()),
             refilling: AtomicBool::new(false),
             budget: Budget::new(setting.max_total_memory, setting.max_key_memory),
+            closed: AtomicBool::new(false),
         });
         spares.refill();
         spares
@@ -86,6 +89,12 @@ impl Spares {
         });
     }
 
+    /// End the spares (their endpoint closed): none is started again.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.ready.lock().clear(); // each killed as it is dropped
+    }
+
     /// A warm spare still alive, or a new child.
     fn take(&self) -> io::Result<Spare> {
         loop {
@@ -99,14 +108,17 @@ impl Spares {
 
     /// Start children until `spares` are warm, one after another, in the background.
     fn refill(self: &Arc<Self>) {
-        if self.ready.lock().len() >= self.setting.spares || self.refilling.swap(true, Ordering::AcqRel) {
+        if self.closed.load(Ordering::Acquire)
+            || self.ready.lock().len() >= self.setting.spares
+            || self.refilling.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         let me = self.clone();
         runtime().spawn_blocking(move || loop {
-            while me.ready.lock().len() < me.setting.spares {
+            while me.ready.lock().len() < me.setting.spares && !me.closed.load(Ordering::Acquire) {
                 match spawn(&me.setting) {
-                    Ok(spare) if warm(&spare.reports) => me.ready.lock().push_back(spare),
+                    Ok(spare) if warm(&spare.reports) && !me.closed.load(Ordering::Acquire) => me.ready.lock().push_back(spare),
                     // It could not start, or import its services: the next
                     // instance starts a child itself, and says why.
                     _ => break,

@@ -428,7 +428,15 @@ def test_relay(api):
     api.call("POST", "/relay/a%20b", b"", {**up, **auth(KEY)}, expect=400)  # not a name
     api.call("POST", "/relay/x", b"", {**up, **auth(KEY_RELAY)}, expect=101)  # (and closed at once)
     # an endpoint behind this one (in this process), keeping its connections here
-    _core.Endpoint(keys=f"{KEY}\n", via_relay=f"{api.url}/relay/lab", relay_key=KEY_RELAY)
+    hidden = _core.Endpoint(keys=f"{KEY}\n", via_relay=f"{api.url}/relay/lab", relay_key=KEY_RELAY)
+    # its tunnels (through the relay as /relay/lab/tunnel; here on its own listener), none on the relay itself
+    behind = Api(api.spec, f"http://127.0.0.1:{hidden.port}")
+    behind.seen = api.seen
+    tunnel = {"upgrade": "mpiws-tunnel/1", "connection": "upgrade"}
+    api.call("GET", "/tunnel", headers=tunnel, expect=404)
+    behind.call("GET", "/tunnel", expect=400)  # not an upgrade
+    behind.call("GET", "/tunnel", headers=tunnel, expect=101)  # (and closed before any TLS)
+    assert "#sha256=" in hidden.url
     deadline = time.monotonic() + 20
     while api.raw("GET", "/relay/lab/programs", headers=auth(KEY))[0] != 200:
         assert time.monotonic() < deadline, "the endpoint behind the relay never answered"

@@ -38,6 +38,8 @@ class Serve:
         line = self.proc.stdout.readline()
         assert " at http" in line, f"{line}{self.err_path.read_text()}"
         self.url = line.split(" at ", 1)[1].strip()
+        # Without its pin (#sha256=..., which urllib would not verify): through the relay, trusting it.
+        self.base = self.url.split("#", 1)[0]
 
     def stderr(self):
         return self.err_path.read_text()
@@ -122,28 +124,30 @@ def register(relay_url, name, key=None, upgrade=True, keep=None):
 
 
 def test_a_hidden_endpoint_answers_at_the_relay(relay, hidden):
-    assert hidden.url == f"{relay.url}/relay/lab"
+    assert hidden.url.startswith(f"{relay.url}/relay/lab#sha256="), hidden.url
     deadline = time.monotonic() + 20
     while True:
-        status, d = call("GET", hidden.url + "/", KEY_ALL)
+        status, d = call("GET", hidden.base + "/", KEY_ALL)
         if status == 200 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert status == 200 and d["url"] == hidden.url and d["programs"] == ["add"], (status, d, hidden.stderr())
     # its own checks, through the relay: no key, no job
-    status, body = call("POST", f"{hidden.url}/programs/add/jobs", None, {"inputs": {"x": 1, "y": 2}})
+    status, body = call("POST", f"{hidden.base}/programs/add/jobs", None, {"inputs": {"x": 1, "y": 2}})
     assert status == 401, body
 
 
 def test_jobs_and_their_files_by_reference_go_through_the_relay(relay, hidden):
-    status, job = call("POST", f"{hidden.url}/programs/add/jobs", KEY_ALL, {"inputs": {"x": 40, "y": 2}})
-    assert status == 201 and job["url"].startswith(hidden.url + "/jobs/"), (status, job)
-    status, done = call("GET", job["url"] + "?wait=30", KEY_ALL)
+    status, job = call("POST", f"{hidden.base}/programs/add/jobs", KEY_ALL, {"inputs": {"x": 40, "y": 2}})
+    # the endpoint's URLs carry its pin, last
+    job_url, _, pin = job["url"].partition("#")
+    assert status == 201 and job_url.startswith(hidden.base + "/jobs/") and hidden.url.endswith(pin), (status, job)
+    status, done = call("GET", job_url + "?wait=30", KEY_ALL)
     assert status == 200 and done["state"] == "done", done
-    status, results = call("GET", job["url"] + "/results?by=reference", KEY_ALL)
+    status, results = call("GET", job_url + "/results?by=reference", KEY_ALL)
     assert status == 200, results
     url = results["outputs"]["result"]["url"]
-    assert url.startswith(hidden.url + "/jobs/"), url  # a URL any peer can pull, through the relay
+    assert url.startswith(hidden.base + "/jobs/") and url.endswith("#" + pin), url  # a URL any peer can pull
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=15) as r:
         assert r.read().decode().strip() == "42"
 
@@ -159,7 +163,7 @@ def test_registering_a_name_needs_a_key_with_the_relay_scope(relay):
 
 
 def test_a_name_belongs_to_the_key_that_holds_it(relay, hidden):
-    call("GET", hidden.url + "/", KEY_ALL)  # connected
+    call("GET", hidden.base + "/", KEY_ALL)  # connected
     status, body = register(relay.url, "lab", KEY_OTHER)
     assert status == 409 and "taken by another key" in body, body
     assert register(relay.url, "lab2", KEY_OTHER)[0] == 101  # another name is free
@@ -234,7 +238,7 @@ def test_a_hidden_endpoint_comes_back_when_its_relay_does(tmp_path, keys):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                if call("GET", hidden.url + "/", KEY_ALL, timeout=12)[0] == 200:
+                if call("GET", hidden.base + "/", KEY_ALL, timeout=12)[0] == 200:
                     return True
             except OSError:
                 pass  # the relay is not there (yet)

@@ -97,6 +97,17 @@ def test_a_relayed_endpoint_is_still_an_endpoint(server):
     )
     with pytest.raises(ValueError, match="not an endpoint URL"):
         _core.parse_url("http://relay.example:8443/relay/lab-1/x", endpoint=True)
+    # pinned with the hidden endpoint's identity (#sha256=, 43 characters of base64url), and nothing else
+    pin = "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+    assert _core.parse_url(f"http://relay.example:8443/relay/lab-1#sha256={pin}", endpoint=True)[3] == "/relay/lab-1"
+    for bad, why in [
+        (f"http://relay.example:8443/relay/lab-1#sha256={pin[:-1]}", "43 characters"),
+        (f"http://relay.example:8443/relay/lab-1#sha256={pin}=", "43 characters"),
+        (f"http://relay.example:8443/relay/lab-1#md5={pin}", "no fragment"),
+        (f"http://relay.example:8443#sha256={pin}", "relayed URL only"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            _core.parse_url(bad, endpoint=True)
 
 
 def test_a_port_above_65535_is_refused_not_taken_as_80():

@@ -91,6 +91,7 @@ class Endpoint:
         relay_max_connections: int | None = None,
         via_relay: str | None = None,
         relay_key: str | None = None,
+        tunnel_key: str | None = None,
     ) -> None:
         """``keys``: a keys file's text (none: the service interface refuses
         everyone); ``sandbox``: the command that starts an instance's child
@@ -98,7 +99,9 @@ class Endpoint:
         queued for ``next_run``; ``relay``: serve as a relay for endpoints
         that accept no connections; ``via_relay``: be one, reached at that
         relay URL (``http(s)://HOST:PORT/relay/NAME``), registered there with
-        ``relay_key``; the rest: the endpoint's limits (defaults in
+        ``relay_key``, its ``url`` that one pinned (``#sha256=PIN``) with its
+        tunnel identity, whose key ``tunnel_key`` keeps (a file, made if
+        missing; None: a new key each start); the rest: the endpoint's limits (defaults in
         docs/security.md)."""
     def close(self) -> None:
         """Close the endpoint: no connection is served any more (its port is free), its jobs and spare

@@ -92,6 +92,17 @@ def _relay_key(via_relay):
     return found
 
 
+def _tunnel_key(a):
+    """Where an endpoint behind a relay keeps its tunnel key (``--tunnel-key``,
+    else ``keys.tunnel_key_file``), so that its pinned URL outlives a restart;
+    None when not behind a relay, or when its --tls-cert is its identity."""
+    if not a.via_relay or a.tls_cert:
+        return None
+    from .keys import tunnel_key_file
+
+    return str(tunnel_key_file(a.via_relay, a.tunnel_key))
+
+
 def _loopback(host):
     import ipaddress
 
@@ -147,6 +158,7 @@ def _serve(a):
         relay=a.relay,
         via_relay=a.via_relay,
         relay_key=_relay_key(a.via_relay),
+        tunnel_key=_tunnel_key(a),
         **limits,
     )
     names = (
@@ -475,7 +487,14 @@ def main(argv=None):
         "--via-relay",
         metavar="URL",
         help="accept no connections from outside: be reached through the relay at URL (http(s)://HOST:PORT/relay/NAME), "
-        "registered with MPIWS_RELAY_KEY (else the client key)",
+        "registered with MPIWS_RELAY_KEY (else the client key); it prints its URL there pinned with its identity "
+        "(URL#sha256=PIN), which clients verify end to end through the relay",
+    )
+    web.add_argument(
+        "--tunnel-key",
+        metavar="FILE",
+        help="with --via-relay: the private key of this endpoint's identity, which its pin names; made there if missing "
+        "(default: tunnel-NAME.key next to the user's key file; --tls-cert/--tls-key, if given, are the identity)",
     )
     s.set_defaults(func=_serve)
 

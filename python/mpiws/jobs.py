@@ -54,17 +54,25 @@ class File:
         return self.location.startswith(("http://", "https://"))
 
 
+def join(url, suffix):
+    """``url`` with ``suffix`` (a path or a query) added before its pin, if it
+    has one (a relayed endpoint's ``#sha256=PIN``, which stays last)."""
+    base, sep, pin = url.partition("#")
+    return base.rstrip("/") + suffix + sep + pin
+
+
 class Program:
     """A deployed program, named by its URL ``{endpoint}/programs/{name}``;
     ``key`` is the endpoint key to use (default: ``mpiws.keys.client_key``)."""
 
     def __init__(self, url, key=None):
-        self.url = url.rstrip("/")
+        self.url = join(url, "")
         self.key = key
-        base, sep, self.name = self.url.rpartition("/programs/")
+        unpinned, hash_, pin = self.url.partition("#")
+        base, sep, self.name = unpinned.rpartition("/programs/")
         if not sep or not self.name:
             raise ValueError(f"a program's URL is ENDPOINT/programs/NAME, not {url!r}")
-        self.endpoint = base
+        self.endpoint = base + hash_ + pin
 
     def __repr__(self):
         return f"Program({self.url!r})"
@@ -75,12 +83,12 @@ class Program:
 
     def spawn(self, **inputs):
         """Start a job; returns at once."""
-        job = _call("POST", f"{self.url}/jobs", {"inputs": self._encode(inputs)}, key=self.key)
+        job = _call("POST", join(self.url, "/jobs"), {"inputs": self._encode(inputs)}, key=self.key)
         return Job(job["url"], key=self.key)
 
     def call(self, by="value", **inputs):
         """Start a job, wait for it to end, return its results (see :meth:`Job.results`)."""
-        return _call("POST", f"{self.url}/call?by={by}", {"inputs": self._encode(inputs)}, key=self.key)
+        return _call("POST", join(self.url, f"/call?by={by}"), {"inputs": self._encode(inputs)}, key=self.key)
 
     def _encode(self, inputs):
         return {name: self._encode_one(v) for name, v in inputs.items()}
@@ -99,9 +107,9 @@ class Job:
     """One job of a program, named by its URL ``{endpoint}/jobs/{id}``."""
 
     def __init__(self, url, key=None):
-        self.url = url.rstrip("/")
+        self.url = join(url, "")
         self.key = key
-        self.id = self.url.rpartition("/")[2]
+        self.id = self.url.partition("#")[0].rpartition("/")[2]
 
     def __repr__(self):
         return f"Job({self.url!r})"
@@ -109,7 +117,7 @@ class Job:
     def status(self, wait=None):
         """``{"state": staging|running|done|failed|killed, "exit_code", "error", ...}``;
         ``wait`` long-polls up to that many seconds for the job to end."""
-        return _call("GET", self.url if wait is None else f"{self.url}?wait={wait}", key=self.key)
+        return _call("GET", self.url if wait is None else join(self.url, f"?wait={wait}"), key=self.key)
 
     def wait(self, timeout=None):
         """The status once the job has ended; after ``timeout`` seconds, as it is."""
@@ -124,7 +132,7 @@ class Job:
         """``{"state", "exit_code", "error", "outputs": {name: value}, "stdout", "stderr"}``.
         By value an output is a number or text (``{"base64": ...}`` for binary);
         by reference, or over 16 MiB, ``{"url", "size"}``."""
-        return _call("GET", f"{self.url}/results?by={by}", key=self.key)
+        return _call("GET", join(self.url, f"/results?by={by}"), key=self.key)
 
     def kill(self):
         """End the job (if it has not ended); its status afterwards."""
@@ -132,11 +140,11 @@ class Job:
 
     def remove(self):
         """End the job if it runs, and remove it and its files from its endpoint (their disk is given back)."""
-        _client(self.key).call("DELETE", f"{self.url}?remove=true", None)
+        _client(self.key).call("DELETE", join(self.url, "?remove=true"), None)
 
     def download(self, name, path):
         """Save output file ``name`` (or ``stdout``/``stderr``) to ``path``; its size."""
-        return download(f"{self.url}/{name}" if name in ("stdout", "stderr") else f"{self.url}/files/{name}", path)
+        return download(join(self.url, f"/{name}" if name in ("stdout", "stderr") else f"/files/{name}"), path)
 
 
 def upload(endpoint, path, key=None):

@@ -12,6 +12,7 @@ user's endpoints and clients agree with nothing to configure.
 
 import errno
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -110,6 +111,24 @@ def server_keys(path=None):
         return _read_private(path), path, False
     finally:
         os.unlink(tmp)
+
+
+def tunnel_key_file(via_relay, path=None):
+    """Where an endpoint behind the relay URL ``via_relay`` keeps the key of
+    its tunnel identity (``mpiws_core``'s ``service::tunnel`` reads it, or
+    makes it there, mode 0600): ``path`` (``--tunnel-key``), else
+    ``tunnel-NAME.key`` next to the user's key file, whose folder is made
+    private if missing. Its directories are checked as a key file's."""
+    if path is None:
+        name = via_relay.split("#", 1)[0].rstrip("/").rpartition("/relay/")[2]
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name) or name in (".", ".."):
+            raise ValueError(f"--via-relay {via_relay!r} is not http(s)://HOST:PORT/relay/NAME")
+        folder = key_file().parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = folder / f"tunnel-{name}.key"
+    path = Path(path)
+    _check_directories(path)
+    return path
 
 
 def relay_key(key=None):

@@ -11,7 +11,7 @@ it: a program's files are not messages), or the client, at the end.
 import os
 import tempfile
 
-from ..jobs import File, Program, download, remove_upload, upload
+from ..jobs import File, Program, download, join, remove_upload, upload
 from .domain import StepFailed, tail
 from .values import LocalFile, Ref
 
@@ -35,7 +35,7 @@ class Jobs:
 
     def spawn_object(self, url, name, inputs):
         """A job whose inputs are given as they go on the wire (a CWL program's job object)."""
-        job = Program(f"{url}/programs/{name}", key=self.key).spawn(**inputs)
+        job = Program(join(url, f"/programs/{name}"), key=self.key).spawn(**inputs)
         self.live.add(job)
         self.made.append(job)
         return job
@@ -125,7 +125,7 @@ class Jobs:
     def types(self, url, name):
         """Output name -> template type of program ``name`` on ``url`` (asked once)."""
         if (url, name) not in self._types:
-            usage = Program(f"{url}/programs/{name}", key=self.key).usage()
+            usage = Program(join(url, f"/programs/{name}"), key=self.key).usage()
             self._types[(url, name)] = {
                 p["name"]: p["type"] for p in usage["parameters"] if p["direction"] in ("out", "in_out")
             }

@@ -34,6 +34,7 @@ use crate::jobs::stage::{stage, Input};
 use crate::jobs::template::{Placement, Word};
 use crate::jobs::{Program, Runs};
 use crate::keys::KeyId;
+use crate::wire::url;
 
 /// How often a running job's disk use is measured.
 const DISK_CHECK: Duration = Duration::from_secs(1);
@@ -251,7 +252,7 @@ impl Job {
 
     /// The job's URL on the endpoint at `base`.
     pub fn url(&self, base: &str) -> String {
-        format!("{base}/jobs/{}", self.id)
+        url::join(base, &format!("/jobs/{}", self.id))
     }
 
     /// What `GET /jobs/{id}` answers.
@@ -430,7 +431,7 @@ impl Job {
         let Some(c) = self.collecting.get().cloned() else { return Err("nothing tells how to collect its outputs".into()) };
         let program = self.program.clone();
         let out = self.dir.join(cwl::OUT);
-        let url = format!("{}/files", c.url);
+        let url = url::join(&c.url, "/files");
         let found = tokio::task::spawn_blocking(move || {
             let Runs::Cwl(tool) = &program.runs else { unreachable!("checked above") };
             cwl::collect::collect(tool, &out, &c.ctx, (c.stdout.as_deref(), c.stderr.as_deref()), &url)

@@ -1,6 +1,9 @@
 //! The HTTP client's connector: every connection `net::http` makes
 //! is opened by `net::proxy::open` (direct, tunnelled or forwarded); TLS
-//! is layered on top by hyper-rustls, end to end with the peer.
+//! is layered on top by hyper-rustls, end to end with the peer. A name
+//! `net::tunnel::synthetic` made for a pinned endpoint behind a relay is
+//! opened as its tunnel instead (TLS with the endpoint inside the
+//! connection to the relay); the client sends plain HTTP on it.
 
 use std::future::Future;
 use std::io;
@@ -10,17 +13,17 @@ use std::task::{Context, Poll};
 use http::Uri;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 
 use crate::error::{Error, ErrorClass};
 use crate::net::proxy;
+use crate::net::tunnel::{self, Io};
 
 #[derive(Clone, Default)]
 pub struct Connector;
 
 /// A connection to a peer, or to the proxy that forwards requests to it.
 pub struct Outbound {
-    io: TokioIo<TcpStream>,
+    io: TokioIo<Box<dyn Io>>,
     /// Requests on it go in absolute form, to a proxy.
     forwarded: bool,
 }
@@ -36,11 +39,16 @@ impl tower_service::Service<Uri> for Connector {
 
     fn call(&mut self, dst: Uri) -> Self::Future {
         Box::pin(async move {
+            if let Some(t) = dst.host().and_then(tunnel::tunnel_of) {
+                let io: Box<dyn Io> = Box::new(tunnel::open(&t).await?);
+                return Ok(Outbound { io: TokioIo::new(io), forwarded: false });
+            }
             let scheme = dst.scheme_str().unwrap_or("http").to_string();
             let authority = proxy::authority(&dst).map_err(|why| Error::new(ErrorClass::Arg, why))?;
             let peer = format!("{scheme}://{authority}");
             let opened = proxy::open(&scheme, &authority, &peer, false).await?;
-            Ok(Outbound { io: TokioIo::new(opened.tcp), forwarded: opened.forward.is_some() })
+            let io: Box<dyn Io> = Box::new(opened.tcp);
+            Ok(Outbound { io: TokioIo::new(io), forwarded: opened.forward.is_some() })
         })
     }
 }

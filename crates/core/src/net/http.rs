@@ -3,7 +3,9 @@
 //! `net::connector` (through the environment's proxy where it names one).
 //! JSON calls (the launcher, the jobs client, liveness polls), one-shot
 //! posts, and files streamed to and from disk; `net::stores` sends peers
-//! their messages over it.
+//! their messages over it. A request to a pinned relayed URL goes through
+//! a tunnel to that endpoint (`net::tunnel`): sent to the name
+//! `tunnel::synthetic` gives it, at the endpoint's own path.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -22,7 +24,7 @@ use crate::body::Chunks;
 use crate::config::failure_timeout;
 use crate::error::{Error, ErrorClass, Result};
 use crate::net::connector::Connector;
-use crate::net::{proxy, tls};
+use crate::net::{proxy, tls, tunnel};
 use crate::wire::url;
 
 type HttpClient = Client<HttpsConnector<Connector>, Chunks>;
@@ -96,7 +98,7 @@ impl Http {
                 None => Chunks::empty(),
             };
             let req = req.body(chunks).map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-            match self.exchange(req, uri).await {
+            match self.exchange(req, uri, uri).await {
                 // "Not yet, try again" (503 with Retry-After: a relay whose
                 // endpoint is still connecting, say) is tried again like a
                 // peer not reached, within the failure timeout.
@@ -134,14 +136,14 @@ impl Http {
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
         }
         let req = req.body(Chunks::json(body)).map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-        let a = self.exchange(req, uri).await?;
+        let a = self.exchange(req, uri, uri).await?;
         Ok(if a.status.is_success() { Ok(a.body) } else { Err((a.status, a.error(uri))) })
     }
 
     /// GET `uri` into the file `to`, as it arrives; returns its size.
     pub async fn download(&self, uri: &str, to: &Path) -> Result<u64> {
         let req = Request::get(uri).body(Chunks::empty()).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
-        let (resp, via) = self.send(req, uri).await?;
+        let (resp, via) = self.send(req, uri, uri).await?;
         let status = resp.status();
         let mut body = resp.into_body();
         let cut = |e: hyper::Error| Error::new(ErrorClass::Other, format!("{uri}: answer cut off: {e}"));
@@ -172,15 +174,36 @@ impl Http {
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
         }
         let req = req.body(Chunks::file(file, len)).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
-        let a = self.exchange(req, uri).await?;
+        let a = self.exchange(req, uri, uri).await?;
         a.json(uri)
     }
 
-    /// Send `req`; a plain http request that goes to a proxy in absolute
-    /// form carries the proxy's credentials. Also: that proxy.
-    async fn send(&self, mut req: Request<Chunks>, peer: &str) -> Result<(http::Response<hyper::body::Incoming>, Option<proxy::Proxy>)> {
+    /// Send `req` to `target` (its URL as given: `req`'s URI has lost any
+    /// pin, which `http::Uri` drops with the fragment); a plain http request
+    /// that goes to a proxy in absolute form carries the proxy's
+    /// credentials. Also: that proxy.
+    async fn send(
+        &self,
+        mut req: Request<Chunks>,
+        target: &str,
+        peer: &str,
+    ) -> Result<(http::Response<hyper::body::Incoming>, Option<proxy::Proxy>)> {
         // Every URL a request goes to passes the one parser (wire::url) first.
-        let target = url::parse(&req.uri().to_string()).map_err(|why| Error::new(ErrorClass::Arg, why))?;
+        let target = url::parse(target).map_err(|why| Error::new(ErrorClass::Arg, why))?;
+        if let Some(t) = target.tunnel() {
+            // Through the tunnel the endpoint is addressed directly; Host
+            // is the relay's, as on a relayed request.
+            let uri = format!("http://{}{}", tunnel::synthetic(&t)?, t.path);
+            *req.uri_mut() = uri.parse().map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {peer}: {e}")))?;
+            let host =
+                http::HeaderValue::from_str(&t.relay.authority()).map_err(|e| Error::new(ErrorClass::Arg, format!("{peer}: {e}")))?;
+            req.headers_mut().insert(http::header::HOST, host);
+            let resp = self.client()?.request(req).await.map_err(|e| unreachable(peer, &e))?;
+            return Ok((resp, None));
+        }
+        if tunnel::tunnel_of(&target.host).is_some() {
+            return Err(Error::new(ErrorClass::Arg, format!("{peer}: not a host name (one mpiws makes for a pinned URL)")));
+        }
         let via = if target.tls { None } else { proxy::for_url("http", &target.authority())? };
         if let Some(p) = &via {
             p.authorize(req.headers_mut());
@@ -189,9 +212,10 @@ impl Http {
         Ok((resp, via))
     }
 
-    /// Send `req` and read the whole answer (`peer` names the other side in errors).
-    pub(crate) async fn exchange(&self, req: Request<Chunks>, peer: &str) -> Result<Answer> {
-        let (resp, via) = self.send(req, peer).await?;
+    /// Send `req` to `target` (as `send`) and read the whole answer (`peer`
+    /// names the other side in errors).
+    pub(crate) async fn exchange(&self, req: Request<Chunks>, target: &str, peer: &str) -> Result<Answer> {
+        let (resp, via) = self.send(req, target, peer).await?;
         let status = resp.status();
         let retry_after = resp.headers().contains_key(http::header::RETRY_AFTER);
         // A forward proxy refusing our credentials: 407, or (tinyproxy 1.11)

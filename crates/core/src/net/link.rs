@@ -13,7 +13,8 @@
 //! (stored, and matched for synchronous sends). Where the upgrade is
 //! refused (a proxy, an old endpoint), stores are used. To an https peer
 //! the stream runs inside the same TLS connection as its upgrade
-//! (`net::pump`), on either side.
+//! (`net::pump`), on either side; to a pinned endpoint behind a relay,
+//! inside its tunnel (`net::tunnel`), upgraded at the endpoint's own path.
 //!
 //! Upgrade: `POST /domains/{domain}/ranks/{dest}/stream` with `Upgrade:
 //! mpiws-stream/1`, `Connection: upgrade`, the bearer token and
@@ -36,10 +37,11 @@ use crate::net::http::error_from_response;
 use crate::net::polled::Polled;
 use crate::net::pump::pump;
 use crate::net::socket::Socket;
-use crate::net::{proxy, rtt, tls};
+use crate::net::{proxy, rtt, tls, tunnel};
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::wire::head::Head;
+use crate::wire::url::{self, Tunnel};
 
 pub const PROTOCOL: &str = "mpiws-stream/1";
 
@@ -126,6 +128,8 @@ struct Target {
     addr: String,
     /// An https peer: the stream goes inside TLS.
     tls: bool,
+    /// A pinned endpoint behind a relay: the stream goes inside its tunnel.
+    tunnel: Option<Tunnel>,
     peer: String,
     head: String,
 }
@@ -199,15 +203,14 @@ pub struct Link {
     gone: OnGone,
 }
 
-/// `host:port` of an endpoint URL, its path (an endpoint behind a relay
-/// has one: `/relay/NAME`), and whether it is https.
-fn host_port(base: &str) -> Option<(&str, &str, bool)> {
-    let (rest, tls) = match base.strip_prefix("https://") {
-        Some(rest) => (rest, true),
-        None => (base.strip_prefix("http://")?, false),
-    };
-    let (addr, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
-    Some((addr, path.trim_end_matches('/'), tls))
+/// `host:port` of an endpoint URL, the path its upgrade goes to (an
+/// endpoint behind a relay has one, `/relay/NAME`, unless reached through
+/// its tunnel), whether it is https, and its tunnel if pinned.
+fn host_port(base: &str) -> Option<(String, String, bool, Option<Tunnel>)> {
+    let u = url::parse(base).ok()?;
+    let tunnel = u.tunnel();
+    let path = if tunnel.is_some() { "" } else { u.path.trim_end_matches('/') };
+    Some((u.authority(), path.to_string(), u.tls, tunnel))
 }
 
 impl Target {
@@ -216,11 +219,16 @@ impl Target {
     /// Err of class ProcFailed: transient; any other: final (TLS refused).
     fn connect(&self) -> Result<Socket> {
         // Connecting runs on the runtime; this thread waits for it.
-        let (addr, peer, tls) = (self.addr.clone(), self.peer.clone(), self.tls);
+        let (addr, peer, tls, tunnel) = (self.addr.clone(), self.peer.clone(), self.tls, self.tunnel.clone());
         let (tx, rx) = std::sync::mpsc::channel();
         runtime().spawn(async move {
             let local = |e: std::io::Error| Error::new(ErrorClass::Intern, format!("cannot make a local socket: {e}"));
-            let socket = if tls {
+            let socket = if let Some(t) = tunnel {
+                match tunnel::open(&t).await {
+                    Ok(s) => pump(s).map_err(local),
+                    Err(e) => Err(e),
+                }
+            } else if tls {
                 match tls::connect(&addr, &peer).await {
                     Ok(tls) => pump(tls).map_err(local),
                     Err(e) => Err(e),
@@ -243,7 +251,9 @@ impl Target {
             Err(e) if e.class == ErrorClass::ProcFailed => return Attempt::Retry(e),
             // A proxy that will not tunnel to an http peer (many allow CONNECT
             // only to port 443): stores, which it forwards, take over.
-            Err(_) if !self.tls && matches!(proxy::for_url("http", &self.addr), Ok(Some(_))) => return Attempt::Unsupported,
+            Err(_) if !self.tls && self.tunnel.is_none() && matches!(proxy::for_url("http", &self.addr), Ok(Some(_))) => {
+                return Attempt::Unsupported
+            }
             Err(e) => return Attempt::Refused(e),
         };
         s.set_nodelay();
@@ -335,13 +345,13 @@ impl Link {
         undelivered: Undelivered,
         gone: OnGone,
     ) -> Result<Option<Arc<Link>>> {
-        let Some((addr, path, tls)) = host_port(base) else { return Ok(None) };
+        let Some((addr, path, tls, tunnel)) = host_port(base) else { return Ok(None) };
         let head = format!(
             "POST {path}/domains/{domain}/ranks/{dest}/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
              {}: {source}\r\nConnection: upgrade\r\nUpgrade: {PROTOCOL}\r\nContent-Length: 0\r\n\r\n",
             frame::H_SOURCE
         );
-        let target = Target { addr: addr.to_string(), tls, peer: format!("rank {dest} at {base}"), head };
+        let target = Target { addr, tls, tunnel, peer: format!("rank {dest} at {base}"), head };
         let first = match target.attempt() {
             Attempt::Open(s) => Some(s),
             Attempt::Unsupported => return Ok(None),
@@ -654,9 +664,13 @@ mod tests {
 
     #[test]
     fn a_base_url_gives_its_address_and_path() {
-        assert_eq!(host_port("http://10.0.0.1:80"), Some(("10.0.0.1:80", "", false)));
-        assert_eq!(host_port("https://[::1]:8443/"), Some(("[::1]:8443", "", true)));
-        assert_eq!(host_port("https://relay:443/relay/lab"), Some(("relay:443", "/relay/lab", true)));
-        assert_eq!(host_port("ftp://x"), None);
+        let hp = |u: &str| host_port(u).map(|(a, p, tls, t)| (a, p, tls, t.map(|t| t.name)));
+        assert_eq!(hp("http://10.0.0.1:80"), Some(("10.0.0.1:80".into(), "".into(), false, None)));
+        assert_eq!(hp("https://[::1]:8443/"), Some(("[::1]:8443".into(), "".into(), true, None)));
+        assert_eq!(hp("https://relay:443/relay/lab"), Some(("relay:443".into(), "/relay/lab".into(), true, None)));
+        // pinned: through the tunnel, at the endpoint's own paths
+        let pinned = "https://relay:443/relay/lab#sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU";
+        assert_eq!(hp(pinned), Some(("relay:443".into(), "".into(), true, Some("lab".into()))));
+        assert_eq!(hp("ftp://x"), None);
     }
 }

@@ -9,7 +9,8 @@
 //! over TLS), `polled` (socket I/O that polls briefly before sleeping where
 //! cores are free), `tls` (the client's trust and handshake), `proxy`
 //! (every outbound connection, directly or through the environment's HTTP
-//! proxy), `connector` (hands those to the HTTP client), `rtt` (round
+//! proxy), `connector` (hands those to the HTTP client), `tunnel` (TLS
+//! with a pinned endpoint behind a relay, through the relay), `rtt` (round
 //! trips measured as streams open).
 
 pub mod connector;
@@ -23,3 +24,4 @@ pub mod rtt;
 pub mod socket;
 pub mod stores;
 pub mod tls;
+pub mod tunnel;

@@ -77,6 +77,11 @@ pub fn upgraded_socket(upgraded: Upgraded) -> Option<(Socket, Bytes)> {
         Err(other) => other,
     };
     // A connection this endpoint opened to its https relay (`service::reverse`).
-    let parts = downcast::<TokioIo<tokio_rustls::client::TlsStream<Wire>>>(upgraded).ok()?;
+    let upgraded = match downcast::<TokioIo<tokio_rustls::client::TlsStream<Wire>>>(upgraded) {
+        Ok(parts) => return Some((pump(parts.io.into_inner()).ok()?, parts.read_buf)),
+        Err(other) => other,
+    };
+    // A tunnel's TLS session, inside a connection to the relay (`service::tunnel`).
+    let parts = downcast::<TokioIo<tokio_rustls::server::TlsStream<TokioIo<Upgraded>>>>(upgraded).ok()?;
     Some((pump(parts.io.into_inner()).ok()?, parts.read_buf))
 }

@@ -18,6 +18,7 @@ use crate::config::{failure_timeout, startup_timeout};
 use crate::error::{Error, ErrorClass, Result};
 use crate::net::http::Http;
 use crate::wire::frame::Envelope;
+use crate::wire::url;
 
 /// Requests in flight to one peer before further sends wait their turn.
 const PER_PEER_IN_FLIGHT: usize = 32;
@@ -49,7 +50,7 @@ impl Stores {
     pub async fn store(&self, base: &str, domain: &str, dest: u32, token: &str, env: &Envelope, chunks: Vec<Bytes>) -> Result<()> {
         let limit = self.limit(base);
         let _permit = limit.acquire().await.expect("semaphore never closed");
-        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages");
+        let uri = url::join(base, &format!("/domains/{domain}/ranks/{dest}/messages"));
         let request = || {
             let mut req = Request::builder()
                 .method(Method::POST)
@@ -71,7 +72,7 @@ impl Stores {
         struct Answer {
             matched: bool,
         }
-        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}/matched");
+        let uri = url::join(base, &format!("/domains/{domain}/ranks/{dest}/messages/{source}/{seq}/matched"));
         loop {
             // Each poll is bounded by the receiver; not matched yet: ask again.
             let body = self.ask(Method::GET, &uri, &format!("rank {dest} at {base}"), token).await?;
@@ -90,7 +91,7 @@ impl Stores {
         struct Answer {
             withdrawn: bool,
         }
-        let uri = format!("{base}/domains/{domain}/ranks/{dest}/messages/{source}/{seq}");
+        let uri = url::join(base, &format!("/domains/{domain}/ranks/{dest}/messages/{source}/{seq}"));
         let body = self.ask(Method::DELETE, &uri, &format!("rank {dest} at {base}"), token).await?;
         serde_json::from_slice::<Answer>(&body)
             .map(|a| a.withdrawn)
@@ -122,7 +123,7 @@ impl Stores {
         let mut not_yet_since: Option<Instant> = None;
         loop {
             let req = request().map_err(|e| Error::new(ErrorClass::Arg, format!("bad request to {uri}: {e}")))?;
-            let fault = match self.http.exchange(req, peer).await {
+            let fault = match self.http.exchange(req, uri, peer).await {
                 Ok(a) if a.status.is_success() => return Ok(a.body),
                 Ok(a) if a.status == StatusCode::TOO_MANY_REQUESTS => {
                     deadline = Instant::now() + failure_timeout();

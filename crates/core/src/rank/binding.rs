@@ -121,8 +121,17 @@ mod tests {
 
     #[test]
     fn bindings_name_origins_and_a_secret_token() {
-        assert!(binding(0, &["http://127.0.0.1:1", "https://h:2/relay/x", "http://[::1]:3/"]).validate().is_ok());
-        for bad in ["http://127.0.0.1:18700/internal/admin/reset?confirm=yes&x=", "http://127.0.0.1:99999", "http://[::1", "ftp://x"] {
+        let pinned = "https://h:2/relay/y#sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU";
+        assert!(binding(0, &["http://127.0.0.1:1", "https://h:2/relay/x", "http://[::1]:3/", pinned]).validate().is_ok());
+        for bad in [
+            "http://127.0.0.1:18700/internal/admin/reset?confirm=yes&x=",
+            "http://127.0.0.1:99999",
+            "http://[::1",
+            "ftp://x",
+            "https://h:2/relay/y#sha256=short",
+            "https://h:2/relay/y#other",
+            "http://127.0.0.1:1#sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU",
+        ] {
             let e = binding(0, &["http://127.0.0.1:1", bad]).validate().unwrap_err();
             assert!(e.message.contains("endpoint of rank 1"), "{bad}: {}", e.message);
         }

@@ -24,6 +24,7 @@ use crate::error::{Error, ErrorClass};
 use crate::rank::instance::ErrorReport;
 use crate::rank::{Instance, InstanceState};
 use crate::runtime::runtime;
+use crate::wire::url;
 
 /// How often the instance looks at what its receives wait for.
 const LOOK_EVERY: Duration = Duration::from_millis(200);
@@ -92,7 +93,7 @@ async fn watch_peer(weak: &Weak<Instance>, peer: u32) {
                 return;
             }
             let b = &i.binding;
-            let uri = format!("{}/domains/{}/ranks/{peer}?wait={}", b.url_of(peer), b.domain, LONG_POLL.as_secs_f64());
+            let uri = url::join(b.url_of(peer), &format!("/domains/{}/ranks/{peer}?wait={}", b.domain, LONG_POLL.as_secs_f64()));
             (uri, b.token.clone(), i.stores().clone())
         };
         let asked = stores.http().call_json::<PeerStatus>(Method::GET, &uri, Some(&token), None);

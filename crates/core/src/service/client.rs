@@ -33,7 +33,7 @@ impl DomainClient {
     }
 
     fn rank_uri(&self, rank: usize) -> String {
-        format!("{}/domains/{}/ranks/{rank}", self.endpoints[rank], self.domain)
+        url::join(&self.endpoints[rank], &format!("/domains/{}/ranks/{rank}", self.domain))
     }
 
     /// Invoke *run* on every endpoint at once. If any refuses, the ranks
@@ -53,7 +53,7 @@ impl DomainClient {
                 "domain": self.domain, "rank": rank, "endpoints": self.endpoints,
                 "token": self.token, "service": service, "params": params,
             });
-            let uri = format!("{}/run", self.endpoints[rank]);
+            let uri = url::join(&self.endpoints[rank], "/run");
             async move {
                 // *run* with the same binding is idempotent (docs/protocol.md): safe to send again.
                 let reply = self.http.call_json_replayable::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding), true).await;
@@ -74,7 +74,7 @@ impl DomainClient {
     pub async fn status(&self, rank: usize, wait: Option<f64>) -> Result<Value> {
         let mut uri = self.rank_uri(rank);
         if let Some(w) = wait {
-            uri.push_str(&format!("?wait={w}"));
+            uri = url::join(&uri, &format!("?wait={w}"));
         }
         self.http.call_json(Method::GET, &uri, Some(&self.token), None).await
     }

@@ -100,6 +100,12 @@ pub struct Config {
     /// this URL (`service::reverse`), registering with `relay_key`.
     pub via_relay: Option<String>,
     pub relay_key: Option<String>,
+    /// Behind a relay: the private key of this endpoint's identity in
+    /// tunnels (`service::tunnel`), kept so that its pin outlives a
+    /// restart: read if the file is there, else made and written there
+    /// (mode 0600). None: a new key each start (`tls_cert`/`tls_key`, if
+    /// given, are the identity instead).
+    pub tunnel_key: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -139,6 +145,7 @@ impl Default for Config {
             relay_max_connections: 256,
             via_relay: None,
             relay_key: None,
+            tunnel_key: None,
         }
     }
 }

@@ -26,7 +26,8 @@ use crate::service::reverse::ViaRelay;
 use crate::service::sandbox::start::Spares;
 use crate::service::sandbox::{Sandbox, SandboxSetting};
 use crate::service::tls::{ServerTls, TlsSetting};
-use crate::wire::url::{valid_relay_name, MAX_RELAY_NAME};
+use crate::service::tunnel::Identity;
+use crate::wire::url::{valid_relay_name, MAX_RELAY_NAME, PIN_PREFIX};
 
 /// A key keeps at most this many instances; above it, its ended ones are
 /// forgotten when it creates another (never another key's).
@@ -117,6 +118,8 @@ pub struct Endpoint {
     pub keys: Keys,
     /// Reached through a relay (`config.via_relay`), not directly.
     pub via_relay: Option<ViaRelay>,
+    /// Its identity in tunnels through that relay (`service::tunnel`).
+    pub tunnel: Option<Identity>,
     /// The client its instances send stores (and ask their peers) with.
     pub stores: Arc<Stores>,
     pub jobs: Arc<Jobs>,
@@ -157,6 +160,22 @@ impl Endpoint {
             (Some(_), None) => return err(ErrorClass::Arg, "via_relay needs relay_key: a key of the relay with the 'relay' scope"),
             (None, _) => None,
         };
+        // Behind a relay: the identity its pinned URL names (`service::tunnel`).
+        let tunnel = match &via_relay {
+            None => None,
+            Some(via) => {
+                let files = config.tls_cert.as_deref().zip(config.tls_key.as_deref());
+                let identity = Identity::start(files, config.tunnel_key.as_deref())?;
+                if let Some(given) = via.pin.as_deref().filter(|&p| p != identity.pin) {
+                    let why = format!(
+                        "--via-relay pins {PIN_PREFIX}{given}, but this endpoint's tunnel identity is {PIN_PREFIX}{}: give the relay's URL without a pin",
+                        identity.pin
+                    );
+                    return err(ErrorClass::Arg, why);
+                }
+                Some(identity)
+            }
+        };
         let listener = runtime()
             .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
             .or_else(|e| err(ErrorClass::Other, format!("cannot bind {}:{}: {e}", config.host, config.port)))?;
@@ -184,6 +203,7 @@ impl Endpoint {
             addr,
             keys,
             via_relay,
+            tunnel,
             stores: Arc::new(Stores::new()),
             jobs,
             tls,
@@ -232,7 +252,11 @@ impl Endpoint {
     /// The URL peers use to reach this endpoint.
     pub fn url(&self) -> String {
         if let Some(via) = &self.via_relay {
-            return via.url.clone();
+            // Pinned: clients reach it end to end through the relay (`net::tunnel`).
+            return match &self.tunnel {
+                Some(t) => format!("{}#{PIN_PREFIX}{}", via.url, t.pin),
+                None => via.url.clone(),
+            };
         }
         let host = match self.addr.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_string(),

@@ -6,8 +6,9 @@
 //! `tls` makes it https, `sandbox` runs each instance in a process of its own,
 //! `rendezvous` collects where ranks started by others are, `relay` lets
 //! endpoints that accept no connections be reached through this one over
-//! connections they open (`reverse` is their side), `upgrade` the HTTP/1.1
-//! upgrades both they and streams use; `client` is the
+//! connections they open (`reverse` is their side; `tunnel` serves a
+//! pinned client end to end through the relay), `upgrade` the HTTP/1.1
+//! upgrades they and streams use; `client` is the
 //! other side: starting and watching domains on endpoints.
 
 pub mod admit;
@@ -36,6 +37,7 @@ pub mod status;
 pub mod store;
 pub mod stream;
 pub mod tls;
+pub mod tunnel;
 pub mod upgrade;
 pub mod withdraw;
 

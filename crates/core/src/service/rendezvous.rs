@@ -148,7 +148,7 @@ pub async fn post(ep: &Endpoint, req: Request<Incoming>) -> Reply {
 /// `timeout`. A refusal (wrong key, size, rank) is final at once.
 pub async fn register(url: &str, key: &str, r: &Registration, timeout: Duration) -> Result<()> {
     let http = Http::new();
-    let uri = format!("{}/rendezvous", url.trim_end_matches('/'));
+    let uri = url::join(url, "/rendezvous");
     let body = serde_json::to_value(r).expect("a registration is JSON");
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(50);

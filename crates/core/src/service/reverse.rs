@@ -39,8 +39,11 @@ const MAX_HEAD: usize = 16 * 1024;
 /// Where and how to reach the relay.
 #[derive(Clone)]
 pub struct ViaRelay {
-    /// `http(s)://HOST:PORT/relay/NAME`: the URL peers reach this endpoint at.
+    /// `http(s)://HOST:PORT/relay/NAME`: the URL peers reach this endpoint
+    /// at, pinned with its tunnel identity (`Endpoint::url`).
     pub url: String,
+    /// A pin the URL was given with (it must be this endpoint's own).
+    pub pin: Option<String>,
     /// A key of the relay with the `relay` scope.
     pub key: String,
 }
@@ -55,8 +58,9 @@ impl std::fmt::Debug for ViaRelay {
 impl ViaRelay {
     pub fn new(url: &str, key: &str) -> Result<ViaRelay> {
         let url = url.trim_end_matches('/').to_string();
-        parse(&url)?;
-        Ok(ViaRelay { url, key: key.to_string() })
+        let pin = parse(&url)?.pin;
+        let url = url.split_once('#').map_or(url.as_str(), |(before, _)| before).to_string();
+        Ok(ViaRelay { url, pin, key: key.to_string() })
     }
 
     /// The relay's host name (requests relayed to this endpoint carry it in `Host`).

@@ -51,6 +51,7 @@ pub enum Op {
     Withdraw,
     RelayRegister,
     RelayForward,
+    Tunnel,
     Programs,
     Program,
     Spawn,
@@ -106,6 +107,8 @@ pub const ROUTES: &[Route] = &[
     route(Method::POST, "/relay/{name}", Need::Key(Scope::Relay), Op::RelayRegister),
     any("/relay/{name}", Need::Nothing, Op::RelayForward),
     any("/relay/{name}/{path..}", Need::Nothing, Op::RelayForward),
+    // An endpoint behind a relay: TLS with it end to end, through the relay (`service::tunnel`; checked inside).
+    route(Method::GET, "/tunnel", Need::Nothing, Op::Tunnel),
     route(Method::GET, "/programs", Need::Key(Scope::Jobs), Op::Programs),
     route(Method::GET, "/programs/{name}", Need::Key(Scope::Jobs), Op::Program),
     route(Method::POST, "/programs/{name}/jobs", Need::Key(Scope::Jobs), Op::Spawn),

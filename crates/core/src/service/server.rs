@@ -25,7 +25,7 @@ use crate::service::guard;
 use crate::service::idle::Idle;
 use crate::service::reply::{self, Reply};
 use crate::service::routes::{self, Lookup, Need, Op};
-use crate::service::{cancel, describe, jobs, matched, relay, rendezvous, run, sandbox, status, store, stream, withdraw, Endpoint};
+use crate::service::{cancel, describe, jobs, matched, relay, rendezvous, run, sandbox, status, store, stream, tunnel, withdraw, Endpoint};
 
 /// Largest request head (request line and headers) read from a connection.
 const MAX_HEAD: usize = 64 << 10;
@@ -155,6 +155,16 @@ pub async fn serve_turned<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(ep
     }
 }
 
+/// Serve the TLS session of a tunnel (`service::tunnel`): as a connection
+/// accepted on the listener (idle ones end), inside the relay's. Boxed: a
+/// tunnel is opened by a request this very code serves.
+pub fn serve_tunneled<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    ep: Arc<Endpoint>,
+    stream: S,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move { serve_connection(&builder(&ep), ep, stream, Idle::new(), None, None).await })
+}
+
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     builder: &auto::Builder<TokioExecutor>,
     ep: Arc<Endpoint>,
@@ -273,6 +283,7 @@ async fn operate(
         Op::RelayRegister | Op::RelayForward if !ep.config.relay => no_operation(),
         Op::RelayRegister => relay::register(&ep, key.expect("a key route"), p[0], req).await,
         Op::RelayForward => relay::forward(&ep, p[0], req).await,
+        Op::Tunnel => tunnel::accept(ep.clone(), req).await,
         Op::Programs => jobs::describe::list(&ep),
         Op::Program => jobs::describe::describe(&ep, p[0]),
         Op::Spawn | Op::Call => jobs::spawn::spawn(&ep, key.expect("a key route"), p[0], req, found.route.op == Op::Call).await,

@@ -106,7 +106,7 @@ impl Drop for ServerTls {
     }
 }
 
-fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+pub(crate) fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect())
         .map_err(|e| Error::new(ErrorClass::Arg, format!("cannot read the TLS certificate {}: {e}", path.display())))?;
@@ -116,7 +116,7 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     Ok(chain)
 }
 
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
+pub(crate) fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
     PrivateKeyDer::from_pem_file(path)
         .map_err(|e| Error::new(ErrorClass::Arg, format!("cannot read the TLS private key {}: {e}", path.display())))
 }

@@ -7,10 +7,18 @@
 //! - http:// or https:// only, with a host;
 //! - no user name or password (`user@host` hides the host from a reader);
 //! - a port, if given, is 1 to 65535 (`:99999` is refused, never taken as 80);
-//! - no fragment;
+//! - no fragment, but one: `#sha256=PIN` after a relayed URL (`/relay/NAME`,
+//!   and anything under it), the pin of the endpoint behind the relay: the
+//!   SHA-256 of its tunnel certificate's public key (SubjectPublicKeyInfo),
+//!   43 characters of unpadded base64url. A client then reaches that
+//!   endpoint through a TLS tunnel it verifies by that pin (`net::tunnel`),
+//!   and `Url::tunnel` is the one place that takes such a URL apart; the
+//!   fragment is never sent;
 //! - an *endpoint* URL is an origin (scheme, host, port) and nothing else,
-//!   or an origin and `/relay/NAME` (an endpoint reached through a relay):
-//!   no other path, no query, no trailing slash.
+//!   or an origin and `/relay/NAME` (an endpoint reached through a relay),
+//!   pinned or not: no other path, no query, no trailing slash.
+//!
+//! Paths are added to an endpoint URL with `join`, which keeps a pin last.
 
 use std::fmt;
 
@@ -19,6 +27,12 @@ pub const MAX_URL: usize = 2048;
 
 /// The longest relay name (one path segment).
 pub const MAX_RELAY_NAME: usize = 64;
+
+/// What a pin's fragment starts with.
+pub const PIN_PREFIX: &str = "sha256=";
+
+/// A pin's length: 32 bytes in unpadded base64url.
+pub const PIN_LEN: usize = 43;
 
 /// An http(s) URL taken apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +45,28 @@ pub struct Url {
     pub port: u16,
     /// The path and query as given (`/` if none).
     pub path: String,
+    /// The pin of the endpoint behind a relay (`#sha256=PIN`): PIN, checked.
+    pub pin: Option<String>,
+}
+
+/// Where a pinned relayed URL leads (`Url::tunnel`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tunnel {
+    /// The relay: scheme, host and port (path `/`).
+    pub relay: Url,
+    /// The endpoint's name there.
+    pub name: String,
+    /// Its pin (unpadded base64url of 32 bytes).
+    pub pin: String,
+    /// The path and query at the endpoint itself (without `/relay/NAME`).
+    pub path: String,
+}
+
+impl Tunnel {
+    /// The path of the tunnel's upgrade request at the relay.
+    pub fn upgrade_path(&self) -> String {
+        format!("/relay/{}/tunnel", self.name)
+    }
 }
 
 impl Url {
@@ -56,11 +92,49 @@ impl Url {
     pub fn relay(&self) -> Option<&str> {
         self.path.strip_prefix("/relay/")
     }
+
+    /// A pinned URL taken apart: the relay, the name, the pin, the path
+    /// at the endpoint. None without a pin (parse allows one only there).
+    pub fn tunnel(&self) -> Option<Tunnel> {
+        let pin = self.pin.clone()?;
+        let (name, path) = relayed(&self.path)?;
+        let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
+        let relay = Url { path: "/".into(), pin: None, ..self.clone() };
+        Some(Tunnel { relay, name: name.to_string(), pin, path })
+    }
 }
 
 impl fmt::Display for Url {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://{}{}", self.scheme(), self.authority(), self.path)
+        write!(f, "{}://{}{}", self.scheme(), self.authority(), self.path)?;
+        match &self.pin {
+            Some(pin) => write!(f, "#{PIN_PREFIX}{pin}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `/relay/NAME[/rest|?query]`: the name and the rest.
+fn relayed(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix("/relay/")?;
+    let cut = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (name, after) = rest.split_at(cut);
+    valid_relay_name(name).then_some((name, after))
+}
+
+/// A pin's text: 43 characters of base64url that decode to 32 bytes
+/// (canonically: the last character's unused bits are zero).
+pub fn valid_pin(pin: &str) -> bool {
+    use base64::Engine;
+    pin.len() == PIN_LEN && base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(pin).is_ok_and(|b| b.len() == 32)
+}
+
+/// `base` (an endpoint's URL, or one under it) with `suffix` (a path that
+/// starts with `/`, maybe a query) added: before the pin, which stays last.
+pub fn join(base: &str, suffix: &str) -> String {
+    match base.split_once('#') {
+        Some((before, pin)) => format!("{}{suffix}#{pin}", before.trim_end_matches('/')),
+        None => format!("{}{suffix}", base.trim_end_matches('/')),
     }
 }
 
@@ -76,9 +150,18 @@ pub fn parse(text: &str) -> Result<Url, String> {
     } else {
         return Err(format!("{text:?} is not an http:// or https:// URL"));
     };
-    if rest.contains('#') {
-        return Err(format!("{text:?}: a URL here has no fragment (#...)"));
-    }
+    let (rest, pin) = match rest.split_once('#') {
+        None => (rest, None),
+        Some((rest, fragment)) => match fragment.strip_prefix(PIN_PREFIX) {
+            Some(pin) if valid_pin(pin) => (rest, Some(pin.to_string())),
+            Some(_) => {
+                return Err(format!(
+                    "{text:?}: a pin is #{PIN_PREFIX} and {PIN_LEN} characters of base64url (the SHA-256 of a public key), as `mpiws serve --via-relay` prints it"
+                ))
+            }
+            None => return Err(format!("{text:?}: a URL here has no fragment (#...) but a relayed endpoint's pin (#{PIN_PREFIX}...)")),
+        },
+    };
     let cut = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(cut);
     if authority.contains('@') {
@@ -93,20 +176,25 @@ pub fn parse(text: &str) -> Result<Url, String> {
         p if p.starts_with('?') => format!("/{p}"),
         p => p.to_string(),
     };
-    Ok(Url { tls, host, port: port.unwrap_or(if tls { 443 } else { 80 }), path })
+    if pin.is_some() && relayed(&path).is_none() {
+        return Err(format!("{text:?}: a pin (#{PIN_PREFIX}...) follows a relayed URL only (http(s)://HOST:PORT/relay/NAME)"));
+    }
+    Ok(Url { tls, host, port: port.unwrap_or(if tls { 443 } else { 80 }), path, pin })
 }
 
-/// An endpoint's URL: `http(s)://HOST[:PORT]` or `http(s)://HOST[:PORT]/relay/NAME`.
+/// An endpoint's URL: `http(s)://HOST[:PORT]` or
+/// `http(s)://HOST[:PORT]/relay/NAME`, that one maybe pinned (`#sha256=PIN`).
 pub fn endpoint(text: &str) -> Result<Url, String> {
     let url = parse(text)?;
-    let after_authority = text.split_once("://").map_or("", |(_, r)| r.find(['/', '?']).map_or("", |i| &r[i..]));
+    let unpinned = text.split_once('#').map_or(text, |(before, _)| before);
+    let after_authority = unpinned.split_once("://").map_or("", |(_, r)| r.find(['/', '?']).map_or("", |i| &r[i..]));
     let fits = match after_authority {
         "" => true,
         p => p.strip_prefix("/relay/").is_some_and(valid_relay_name),
     };
     if !fits {
         return Err(format!(
-            "{text:?} is not an endpoint URL: http(s)://HOST:PORT, or http(s)://HOST:PORT/relay/NAME for one behind a relay (no other path, no query, no trailing slash)"
+            "{text:?} is not an endpoint URL: http(s)://HOST:PORT, or http(s)://HOST:PORT/relay/NAME[#sha256=PIN] for one behind a relay (no other path, no query, no trailing slash)"
         ));
     }
     Ok(url)
@@ -236,5 +324,53 @@ mod tests {
         ] {
             assert!(endpoint(bad).is_err(), "{bad}");
         }
+    }
+
+    const PIN: &str = "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU";
+
+    #[test]
+    fn a_relayed_url_may_carry_its_endpoints_pin() {
+        let text = format!("https://relay.example:8443/relay/lab#sha256={PIN}");
+        let u = endpoint(&text).unwrap();
+        assert_eq!((u.relay(), u.pin.as_deref(), u.path.as_str()), (Some("lab"), Some(PIN), "/relay/lab"));
+        assert_eq!(u.to_string(), text);
+        let t = u.tunnel().unwrap();
+        assert_eq!(
+            (t.relay.to_string().as_str(), t.name.as_str(), t.pin.as_str(), t.path.as_str()),
+            ("https://relay.example:8443/", "lab", PIN, "/")
+        );
+        assert_eq!(t.upgrade_path(), "/relay/lab/tunnel");
+        // under it: the endpoint's own path, its query
+        let deep = parse(&join(&text, "/domains/d/ranks/1?wait=5")).unwrap();
+        assert_eq!(deep.to_string(), format!("https://relay.example:8443/relay/lab/domains/d/ranks/1?wait=5#sha256={PIN}"));
+        assert_eq!(deep.tunnel().unwrap().path, "/domains/d/ranks/1?wait=5");
+        assert_eq!(parse("http://h/relay/lab/x").unwrap().tunnel(), None, "no pin: through the relay as it is");
+        assert_eq!(join("http://h:1/", "/run"), "http://h:1/run");
+    }
+
+    #[test]
+    fn malformed_pins_are_refused() {
+        let short = &PIN[..42];
+        let padded = format!("{}=", &PIN[..42]);
+        // 'V' ends the string with nonzero unused bits: not the canonical text of any 32 bytes.
+        let noncanonical = format!("{}V", &PIN[..42]);
+        for (bad, why) in [
+            (format!("http://h/relay/a#sha256={short}"), "43 characters"),
+            (format!("http://h/relay/a#sha256={padded}"), "43 characters"),
+            (format!("http://h/relay/a#sha256={PIN}x"), "43 characters"),
+            (format!("http://h/relay/a#sha256={}", PIN.replace('-', "+")), "43 characters"),
+            (format!("http://h/relay/a#sha256={noncanonical}"), "43 characters"),
+            (format!("http://h/relay/a#sha1={PIN}"), "no fragment"),
+            (format!("http://h/relay/a#{PIN}"), "no fragment"),
+            (format!("http://h:1#sha256={PIN}"), "relayed URL only"),
+            (format!("http://h:1/other#sha256={PIN}"), "relayed URL only"),
+            (format!("http://h:1/relay/..#sha256={PIN}"), "relayed URL only"),
+        ] {
+            let e = parse(&bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        assert!(endpoint(&format!("http://h/relay/a/b#sha256={PIN}")).is_err());
+        assert!(endpoint(&format!("http://h/relay/a/#sha256={PIN}")).is_err());
+        assert!(valid_pin(PIN) && !valid_pin(&noncanonical));
     }
 }

@@ -19,6 +19,7 @@ use super::inputs::split_ext;
 use super::params::{self, Mode};
 use super::tool::{Std, Tool, Type};
 use crate::jobs::safe_file::open_beneath;
+use crate::wire::url;
 
 /// Most files and directories one output reports (its listings included).
 pub const MAX_REPORTED: usize = 10_000;
@@ -206,7 +207,7 @@ fn object(outdir: &Path, rel: &str, files_url: &str, load_contents: bool, budget
     *budget -= 1;
     let basename = rel.rsplit('/').next().unwrap_or(rel).to_string();
     let (root, ext) = split_ext(&basename);
-    let location = format!("{files_url}/{}", rel.split('/').map(encode).collect::<Vec<_>>().join("/"));
+    let location = url::join(files_url, &format!("/{}", rel.split('/').map(encode).collect::<Vec<_>>().join("/")));
     let meta = std::fs::symlink_metadata(outdir.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
     if meta.is_dir() {
         let mut names: Vec<String> = std::fs::read_dir(outdir.join(rel))

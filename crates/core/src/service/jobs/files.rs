@@ -29,6 +29,7 @@ use crate::service::jobs::spawn::decode_path;
 use crate::service::jobs::{insufficient_storage, refused};
 use crate::service::reply::{error, json, no_content, HttpError, Reply};
 use crate::service::Endpoint;
+use crate::wire::url;
 
 pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Reply {
     let max = ep.config.jobs.max_upload;
@@ -68,7 +69,7 @@ pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
             return e.into();
         }
     };
-    json(StatusCode::CREATED, &json!({"url": format!("{}/files/{id}", ep.url()), "size": size}))
+    json(StatusCode::CREATED, &json!({"url": url::join(&ep.url(), &format!("/files/{id}")), "size": size}))
 }
 
 fn too_large(max: u64) -> HttpError {

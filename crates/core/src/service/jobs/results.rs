@@ -23,6 +23,7 @@ use crate::keys::Key;
 use crate::service::jobs::refused;
 use crate::service::reply::{error, json, query, HttpError, Reply};
 use crate::service::Endpoint;
+use crate::wire::url;
 
 /// Larger files are given by reference even when asked by value.
 const INLINE_MAX: u64 = 16 << 20;
@@ -62,7 +63,7 @@ pub async fn results(ep: &Endpoint, job: &Job, by: By) -> Reply {
     match job.program.template() {
         Some(template) => {
             for p in template.params.iter().filter(|p| p.is_output()) {
-                let url = format!("{base}/files/{}", p.name);
+                let url = url::join(&base, &format!("/files/{}", p.name));
                 outputs.insert(p.name.clone(), entry(&url, &job.dir.join(&p.name), Some(p), by).await);
             }
         }
@@ -75,8 +76,8 @@ pub async fn results(ep: &Endpoint, job: &Job, by: By) -> Reply {
         &json!({
             "id": job.id, "program": job.program.name, "state": s.state, "exit_code": s.exit_code, "error": s.error,
             "outputs": outputs,
-            "stdout": entry(&format!("{base}/stdout"), &job.stdout_path(), None, by).await,
-            "stderr": entry(&format!("{base}/stderr"), &job.stderr_path(), None, by).await,
+            "stdout": entry(&url::join(&base, "/stdout"), &job.stdout_path(), None, by).await,
+            "stderr": entry(&url::join(&base, "/stderr"), &job.stderr_path(), None, by).await,
         }),
     )
 }

@@ -170,7 +170,12 @@ fn reference(ep: &Endpoint, url: &str) -> Result<Source, String> {
     if !url.starts_with("http://") && !url.starts_with("https://") {
         return Err(format!("{url:?} is not an http:// or https:// URL"));
     }
-    let Some(path) = url.strip_prefix(&ep.url()).filter(|p| p.starts_with('/')) else { return Ok(Source::Url(url.to_string())) };
+    // Ours: under this endpoint's URL, with its pin if it has one (or none).
+    let own = ep.url();
+    let (own_base, own_pin) = own.split_once('#').map_or((own.as_str(), None), |(b, p)| (b, Some(p)));
+    let (given, pin) = url.split_once('#').map_or((url, None), |(b, p)| (b, Some(p)));
+    let ours = pin.is_none() || pin == own_pin;
+    let Some(path) = given.strip_prefix(own_base).filter(|p| ours && p.starts_with('/')) else { return Ok(Source::Url(url.to_string())) };
     let local = match path.trim_start_matches('/').split('/').collect::<Vec<_>>()[..] {
         ["files", id] => ep.jobs.upload_path(id).and_then(|p| Some((p.parent()?.to_path_buf(), id.to_string()))),
         ["jobs", id, "files", ref rest @ ..] if !rest.is_empty() => {

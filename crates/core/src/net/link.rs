@@ -254,6 +254,13 @@ impl Target {
         if let Err(e) = s.write_all(self.head.as_bytes()) {
             return lost(e);
         }
+        // A peer that took the connection but does not answer within the
+        // failure timeout (a link that black-holes) is a transient failure
+        // like a refused one, not a wait for ever: the sender, or the
+        // reconnecting thread, tries again until the link is given up.
+        if let Err(e) = s.set_read_timeout(Some(failure_timeout())) {
+            return lost(e);
+        }
         // Read the answer's head byte by byte: nothing after it may be consumed.
         let mut answer = Vec::new();
         let mut byte = [0u8; 1];
@@ -268,6 +275,9 @@ impl Target {
         }
         let head = Head::parse(&answer, 64 * 1024);
         if head.status == StatusCode::SWITCHING_PROTOCOLS {
+            if let Err(e) = s.set_read_timeout(None) {
+                return lost(e);
+            }
             rtt::record(asked.elapsed());
             return Attempt::Open(s);
         }
@@ -650,7 +660,31 @@ impl Link {
 
 #[cfg(test)]
 mod tests {
-    use super::host_port;
+    use super::*;
+
+    /// An endpoint that accepts the stream's connection and never answers
+    /// its upgrade: the attempt ends, transient, within the failure timeout
+    /// (it waited for ever, and a blocking send with it).
+    #[test]
+    fn an_upgrade_nobody_answers_is_a_transient_failure_not_a_hang() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        let held = std::thread::spawn(move || {
+            let kept = silent.accept().unwrap().0; // accepted, never answered
+            std::thread::sleep(Duration::from_secs(30));
+            drop(kept);
+        });
+        let head = format!("POST /domains/d/ranks/1/stream HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let target = Target { addr, tls: false, peer: "rank 1".into(), head };
+        let started = Instant::now();
+        match target.attempt() {
+            Attempt::Retry(e) => assert_eq!(e.class, ErrorClass::ProcFailed, "{}", e.message),
+            _ => panic!("not a transient failure"),
+        }
+        let took = started.elapsed();
+        assert!(took >= failure_timeout() && took < failure_timeout() * 2, "{took:?}");
+        drop(held);
+    }
 
     #[test]
     fn a_base_url_gives_its_address_and_path() {

@@ -7,7 +7,7 @@ only what crosses between a program and a service.
 """
 
 from . import plan as planning
-from .domain import StepDomain, Wake, failure
+from .domain import StepDomain, StepFailed, Wake, failure
 from .flow import Dataflow
 from .spec import Source
 from .wiring import assemble, receives, sends
@@ -25,7 +25,10 @@ def execute(run):
         for g in groups:
             run.record.expect(g.step, g.width)
             if g.width:
-                dom.start(run.deployed(wf.steps[g.step]), plan.configs[g.step], range(g.first, g.first + g.width))
+                try:
+                    dom.start(run.deployed(wf.steps[g.step]), plan.configs[g.step], range(g.first, g.first + g.width))
+                except Exception as e:  # noqa: BLE001 - its endpoint gone, unreachable, refusing: the step is named
+                    raise StepFailed(g.step, f"could not be started: {e}") from e
             for r in range(g.first, g.first + g.width):
                 run.record.unit(g.step, r - g.first, "running", rank=r)
                 dom.watch(r, wake.report)

@@ -238,6 +238,11 @@ impl Target {
 
     /// Try once to open a stream (connect, upgrade).
     fn attempt(&self) -> Attempt {
+        self.attempt_within(startup_timeout())
+    }
+
+    /// `attempt`, waiting up to `limit` for the upgrade's answer.
+    fn attempt_within(&self, limit: Duration) -> Attempt {
         let mut s = match self.connect() {
             Ok(s) => s,
             Err(e) if e.class == ErrorClass::ProcFailed => return Attempt::Retry(e),
@@ -255,10 +260,12 @@ impl Target {
             return lost(e);
         }
         // A peer that took the connection but does not answer within the
-        // failure timeout (a link that black-holes) is a transient failure
+        // startup timeout (a link that black-holes) is a transient failure
         // like a refused one, not a wait for ever: the sender, or the
-        // reconnecting thread, tries again until the link is given up.
-        if let Err(e) = s.set_read_timeout(Some(failure_timeout())) {
+        // reconnecting thread, tries again until the link is given up. Not
+        // the failure timeout: an endpoint answers an upgrade once the
+        // instance is ready, which may wait for its process to boot.
+        if let Err(e) = s.set_read_timeout(Some(limit)) {
             return lost(e);
         }
         // Read the answer's head byte by byte: nothing after it may be consumed.
@@ -663,8 +670,8 @@ mod tests {
     use super::*;
 
     /// An endpoint that accepts the stream's connection and never answers
-    /// its upgrade: the attempt ends, transient, within the failure timeout
-    /// (it waited for ever, and a blocking send with it).
+    /// its upgrade: the attempt ends, transient, at its limit (the startup
+    /// timeout; it waited for ever, and a blocking send with it).
     #[test]
     fn an_upgrade_nobody_answers_is_a_transient_failure_not_a_hang() {
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -677,12 +684,13 @@ mod tests {
         let head = format!("POST /domains/d/ranks/1/stream HTTP/1.1\r\nHost: {addr}\r\n\r\n");
         let target = Target { addr, tls: false, peer: "rank 1".into(), head };
         let started = Instant::now();
-        match target.attempt() {
+        let limit = Duration::from_millis(500);
+        match target.attempt_within(limit) {
             Attempt::Retry(e) => assert_eq!(e.class, ErrorClass::ProcFailed, "{}", e.message),
             _ => panic!("not a transient failure"),
         }
         let took = started.elapsed();
-        assert!(took >= failure_timeout() && took < failure_timeout() * 2, "{took:?}");
+        assert!(took >= limit && took < limit * 4, "{took:?}");
         drop(held);
     }
 

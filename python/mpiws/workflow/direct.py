@@ -6,6 +6,9 @@ inputs become known, passing files between jobs by reference. It relays
 only what crosses between a program and a service.
 """
 
+import re
+
+from ..MPI.exception import Exception as MPIException
 from . import plan as planning
 from .domain import StepDomain, StepFailed, Wake, failure
 from .flow import Dataflow
@@ -33,13 +36,28 @@ def execute(run):
                 run.record.unit(g.step, r - g.first, "running", rank=r)
                 dom.watch(r, wake.report)
         with dom.comm() as comm:
-            outputs = Manager(run, plan, comm, wake).loop()
+            try:
+                outputs = Manager(run, plan, comm, wake).loop()
+            except MPIException as e:  # a step's rank failed under the manager's own call: named
+                step = failed_step(plan, e)
+                if step is None:
+                    raise
+                raise StepFailed(step, str(e)) from e
     except BaseException:
         dom.cancel()
         run.jobs.kill_all()
         raise
     dom.close()
     return outputs
+
+
+def failed_step(plan, error):
+    """The step whose rank an MPI error names (``rank N``), or None."""
+    for rank in re.findall(r"\brank (\d+)", str(error)):
+        step, _ = plan.step_of(int(rank))
+        if step is not None:
+            return step
+    return None
 
 
 class Manager:

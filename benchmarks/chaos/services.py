@@ -106,7 +106,7 @@ def ranks(comm, params):
         undelivered = []
         for _ in range(n):  # one report per peer
             try:
-                binding.current().instance.flush(10.0)
+                binding.current().instance.flush(45.0)  # an upgrade may take the startup timeout (30 s)
                 break
             except Exception as e:  # noqa: BLE001 - recorded
                 undelivered.append(str(e)[:300])

@@ -12,6 +12,12 @@ stream upgrade):
 
 Resets are real (SO_LINGER 0: both sides see ECONNRESET). Runs its own
 asyncio loop in a thread.
+
+With ``refuse=0`` and ``mean_bytes=None`` it injects nothing by itself and
+is a link that the chaos trials (benchmarks/chaos) break on command:
+``cut()`` resets every open connection and every later one (the link is
+gone), ``stall(seconds)`` stops moving bytes both ways on every connection,
+open or new, for that long (a link that hangs, then comes back).
 """
 
 import asyncio
@@ -28,6 +34,9 @@ class FaultProxy:
         self.mean_bytes = mean_bytes
         self.refuse = refuse
         self.stats = {"connections": 0, "faulty": 0, "refused": 0, "reset": 0}
+        self.is_cut = False
+        self.writers = set()
+        self.flowing = None  # an asyncio.Event in the loop: cleared while stalled
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         self.thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
@@ -40,6 +49,8 @@ class FaultProxy:
 
     def _serve(self, ready):
         asyncio.set_event_loop(self.loop)
+        self.flowing = asyncio.Event()
+        self.flowing.set()
         self.server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
         self.port = self.server.sockets[0].getsockname()[1]
         ready.set()
@@ -57,6 +68,22 @@ class FaultProxy:
         asyncio.run_coroutine_threadsafe(stop(), self.loop)
         self.thread.join(5)
 
+    def cut(self):
+        """Reset every open connection and refuse every later one."""
+
+        def now():
+            self.is_cut = True
+            self.flowing.set()
+            for w in list(self.writers):
+                self._reset(w)
+
+        self.loop.call_soon_threadsafe(now)
+
+    def stall(self, seconds):
+        """Move no bytes, either way, on any connection for ``seconds``."""
+        self.loop.call_soon_threadsafe(self.flowing.clear)
+        self.loop.call_soon_threadsafe(self.loop.call_later, seconds, self.flowing.set)
+
     @staticmethod
     def _reset(writer):
         sock = writer.get_extra_info("socket")
@@ -69,12 +96,25 @@ class FaultProxy:
 
     async def _client(self, creader, cwriter):
         self.stats["connections"] += 1
+        if self.is_cut:
+            self._reset(cwriter)
+            return
+        self.writers.add(cwriter)
+        try:
+            await self._serve_client(creader, cwriter)
+        except (asyncio.CancelledError, OSError):
+            pass  # closed with the proxy, or reset (a cut): the connection ends
+        finally:
+            self.writers.discard(cwriter)
+
+    async def _serve_client(self, creader, cwriter):
         first = await creader.read(65536)
         if not first:
             cwriter.close()
             return
         line = first.split(b"\r\n", 1)[0]
         faulty = line.startswith(b"POST ") and (b"/messages" in line or b"/stream" in line)
+        faulty = faulty and (self.refuse > 0 or self.mean_bytes is not None)
         if faulty:
             self.stats["faulty"] += 1
             if self.rng.random() < self.refuse:
@@ -86,7 +126,12 @@ class FaultProxy:
         except OSError:
             self._reset(cwriter)
             return
-        budget = int(self.rng.expovariate(1 / self.mean_bytes)) if faulty else None
+        if self.is_cut:
+            self._reset(cwriter)
+            self._reset(uwriter)
+            return
+        self.writers.add(uwriter)
+        budget = int(self.rng.expovariate(1 / self.mean_bytes)) if faulty and self.mean_bytes else None
         done = asyncio.Event()
 
         def cut():
@@ -100,6 +145,9 @@ class FaultProxy:
             nonlocal budget
             try:
                 while data:
+                    await self.flowing.wait()
+                    if self.is_cut:
+                        return
                     if limited and budget is not None:
                         if len(data) > budget:
                             writer.write(data[:budget])
@@ -124,3 +172,4 @@ class FaultProxy:
         down_first = await ureader.read(65536)
         down = asyncio.ensure_future(pipe(ureader, cwriter, down_first, False))
         await asyncio.gather(up, down, return_exceptions=True)
+        self.writers.discard(uwriter)

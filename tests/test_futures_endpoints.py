@@ -229,3 +229,37 @@ def test_workers_reach_the_executor_at_its_advertised_url(tmp_path, keyed):
         assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
     finally:
         server.kill()
+
+
+def test_an_endpoint_that_cannot_start_its_worker_is_left_out(tmp_path, keyed):
+    """One endpoint of two is gone when the executor starts (chaos trials:
+    an endpoint killed as the farm starts): the other's worker farms every
+    task, and a warning names the one left out; only with no worker at all
+    is the executor broken."""
+    import socket
+
+    s = socket.create_server(("127.0.0.1", 0))
+    gone = "http://127.0.0.1:%d" % s.getsockname()[1]
+    s.close()  # nothing listens there now
+    server, url = serve(keyed)
+    try:
+        out = run(
+            tmp_path,
+            keyed,
+            url,
+            f"""
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with MPIPoolExecutor(endpoints=["{gone}", url]) as ex:
+                assert [r for r, _ in ex.map(where, range(50))] == [x * x for x in range(50)]
+                assert ex.num_workers == 1, ex.num_workers
+        assert any("{gone}" in str(w.message) for w in caught), [str(w.message) for w in caught]
+        e = MPIPoolExecutor(endpoints=["{gone}"]).submit(where, 1).exception(timeout=120)
+        assert isinstance(e, BrokenExecutor) and "{gone}" in str(e), e
+        print("ok")
+        """,
+        )
+        assert out.returncode == 0 and "ok" in out.stdout, out.stdout + out.stderr[-4000:]
+    finally:
+        server.kill()

@@ -200,3 +200,16 @@ def test_a_unit_that_fails_breaks_the_exchange_for_the_others():
     ex.fail(ValueError("unit 1 failed"))
     t.join(10)
     assert len(got) == 1 and str(got[0]) == "unit 1 failed"
+
+
+def test_an_mpi_error_naming_a_rank_names_its_step():
+    """A step's rank that fails under the manager's own receive (chaos
+    trials: its endpoint killed) is reported as that step."""
+    from mpiws.workflow.direct import failed_step
+    from mpiws.workflow.plan import Group, Plan
+
+    plan = Plan(groups={"a": Group("a", 1, 1, False), "b": Group("b", 2, 2, False)})
+    assert failed_step(plan, RuntimeError("rank 3 failed: unreachable for 2.2 s")) == "b"
+    assert failed_step(plan, RuntimeError("rank 1 at http://x:1: gone")) == "a"
+    assert failed_step(plan, RuntimeError("rank 9 failed")) is None
+    assert failed_step(plan, RuntimeError("no rank here")) is None

@@ -204,3 +204,27 @@ def test_a_loop_iterates_inside_the_domain_and_its_mediated_form_reinvokes_every
     out, rec = workflow.run(fixed, {"blocks": blocks}, outdir=str(tmp_path), progress=False)
     assert {u["iterations"] for u in rec["steps"]["relax"]["units"].values()} == {3}
     assert out["blocks"][0][0] == pytest.approx(mean - (mean - 1) / 4)  # moved halfway twice (nothing to move by at 0)
+
+
+def test_a_step_whose_endpoint_is_gone_at_the_start_is_named(tmp_path):
+    """Its endpoint gone (killed, unreachable) before the step's instance
+    started: the run fails naming that step, not a rank number (chaos trials)."""
+    import socket
+
+    s = socket.create_server(("127.0.0.1", 0))
+    gone = "http://127.0.0.1:%d" % s.getsockname()[1]
+    s.close()  # nothing listens there now
+    flow = tmp_path / "gone.yml"
+    flow.write_text(f"""
+inputs: {{x: int}}
+steps:
+  first:  {{service: steps:square, in: {{x: x}}, out: [x]}}
+  far:    {{service: square, endpoint: "{gone}", in: {{x: first/x}}, out: [x]}}
+outputs: {{y: far/x}}
+""")
+    os.symlink(FLOWS / "steps.py", tmp_path / "steps.py")
+    p = subprocess.run(
+        [str(MPIWS), "workflow", "run", str(flow), "x=3"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert p.returncode == 1, p.stderr
+    assert "step far failed: could not be started" in p.stderr and gone in p.stderr, p.stderr

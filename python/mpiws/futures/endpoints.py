@@ -26,6 +26,7 @@ import collections
 import json
 import secrets
 import threading
+import warnings
 
 from .. import _core, binding
 from ..keys import client_key
@@ -168,15 +169,26 @@ def manage(pool, options):
     workers = Workers(pool, options)
     nlocal = options.pop("max_workers", None)
     lost = set()
+    failed = []
     try:
         size = workers.spawn(options, nlocal) if nlocal else 0
+        # An endpoint that cannot start its worker (gone, unreachable, refusing)
+        # is left out: the others farm the tasks. Only with no worker at all is
+        # the executor broken.
         for url in urls:
-            workers.add(url.strip())
-            size += 1
+            try:
+                workers.add(url.strip())
+                size += 1
+            except Exception as exc:  # noqa: BLE001 - reported below
+                failed.append((url.strip(), exc))
+        if failed and size == 0:
+            raise failed[0][1]
     except Exception as exc:  # noqa: BLE001 - the executor reports it
         pool.broken(f"starting the workers failed: {exc}")
         workers.stop(lost)
         return
+    for url, exc in failed:
+        warnings.warn(f"mpiws.futures: no worker on {url}: {exc}", RuntimeWarning, stacklevel=1)
     queue = pool.setup(size)
     try:
         backoff = futures.Backoff(futures._getopt_backoff(options))

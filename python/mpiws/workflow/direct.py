@@ -6,8 +6,11 @@ inputs become known, passing files between jobs by reference. It relays
 only what crosses between a program and a service.
 """
 
+import re
+
+from ..MPI.exception import Exception as MPIException
 from . import plan as planning
-from .domain import StepDomain, Wake, failure
+from .domain import StepDomain, StepFailed, Wake, failure
 from .flow import Dataflow
 from .spec import Source
 from .wiring import assemble, receives, sends
@@ -25,18 +28,36 @@ def execute(run):
         for g in groups:
             run.record.expect(g.step, g.width)
             if g.width:
-                dom.start(run.deployed(wf.steps[g.step]), plan.configs[g.step], range(g.first, g.first + g.width))
+                try:
+                    dom.start(run.deployed(wf.steps[g.step]), plan.configs[g.step], range(g.first, g.first + g.width))
+                except Exception as e:  # noqa: BLE001 - its endpoint gone, unreachable, refusing: the step is named
+                    raise StepFailed(g.step, f"could not be started: {e}") from e
             for r in range(g.first, g.first + g.width):
                 run.record.unit(g.step, r - g.first, "running", rank=r)
                 dom.watch(r, wake.report)
         with dom.comm() as comm:
-            outputs = Manager(run, plan, comm, wake).loop()
+            try:
+                outputs = Manager(run, plan, comm, wake).loop()
+            except MPIException as e:  # a step's rank failed under the manager's own call: named
+                step = failed_step(plan, e)
+                if step is None:
+                    raise
+                raise StepFailed(step, str(e)) from e
     except BaseException:
         dom.cancel()
         run.jobs.kill_all()
         raise
     dom.close()
     return outputs
+
+
+def failed_step(plan, error):
+    """The step whose rank an MPI error names (``rank N``), or None."""
+    for rank in re.findall(r"\brank (\d+)", str(error)):
+        step, _ = plan.step_of(int(rank))
+        if step is not None:
+            return step
+    return None
 
 
 class Manager:

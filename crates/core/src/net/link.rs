@@ -246,6 +246,11 @@ impl Target {
 
     /// Try once to open a stream (connect, upgrade).
     fn attempt(&self) -> Attempt {
+        self.attempt_within(startup_timeout())
+    }
+
+    /// `attempt`, waiting up to `limit` for the upgrade's answer.
+    fn attempt_within(&self, limit: Duration) -> Attempt {
         let mut s = match self.connect() {
             Ok(s) => s,
             Err(e) if e.class == ErrorClass::ProcFailed => return Attempt::Retry(e),
@@ -264,6 +269,15 @@ impl Target {
         if let Err(e) = s.write_all(self.head.as_bytes()) {
             return lost(e);
         }
+        // A peer that took the connection but does not answer within the
+        // startup timeout (a link that black-holes) is a transient failure
+        // like a refused one, not a wait for ever: the sender, or the
+        // reconnecting thread, tries again until the link is given up. Not
+        // the failure timeout: an endpoint answers an upgrade once the
+        // instance is ready, which may wait for its process to boot.
+        if let Err(e) = s.set_read_timeout(Some(limit)) {
+            return lost(e);
+        }
         // Read the answer's head byte by byte: nothing after it may be consumed.
         let mut answer = Vec::new();
         let mut byte = [0u8; 1];
@@ -278,6 +292,9 @@ impl Target {
         }
         let head = Head::parse(&answer, 64 * 1024);
         if head.status == StatusCode::SWITCHING_PROTOCOLS {
+            if let Err(e) = s.set_read_timeout(None) {
+                return lost(e);
+            }
             rtt::record(asked.elapsed());
             return Attempt::Open(s);
         }
@@ -660,7 +677,32 @@ impl Link {
 
 #[cfg(test)]
 mod tests {
-    use super::host_port;
+    use super::*;
+
+    /// An endpoint that accepts the stream's connection and never answers
+    /// its upgrade: the attempt ends, transient, at its limit (the startup
+    /// timeout; it waited for ever, and a blocking send with it).
+    #[test]
+    fn an_upgrade_nobody_answers_is_a_transient_failure_not_a_hang() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        let held = std::thread::spawn(move || {
+            let kept = silent.accept().unwrap().0; // accepted, never answered
+            std::thread::sleep(Duration::from_secs(30));
+            drop(kept);
+        });
+        let head = format!("POST /domains/d/ranks/1/stream HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let target = Target { addr, tls: false, peer: "rank 1".into(), head };
+        let started = Instant::now();
+        let limit = Duration::from_millis(500);
+        match target.attempt_within(limit) {
+            Attempt::Retry(e) => assert_eq!(e.class, ErrorClass::ProcFailed, "{}", e.message),
+            _ => panic!("not a transient failure"),
+        }
+        let took = started.elapsed();
+        assert!(took >= limit && took < limit * 4, "{took:?}");
+        drop(held);
+    }
 
     #[test]
     fn a_base_url_gives_its_address_and_path() {

@@ -37,6 +37,14 @@ impl Socket {
         }
     }
 
+    /// How long a blocking read may wait (None: for ever).
+    pub fn set_read_timeout(&self, limit: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.set_read_timeout(limit),
+            Socket::Pumped(s) => s.set_read_timeout(limit),
+        }
+    }
+
     /// No Nagle delay on TCP; a local pair has none.
     pub fn set_nodelay(&self) {
         if let Socket::Tcp(s) = self {

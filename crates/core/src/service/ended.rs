@@ -7,6 +7,8 @@
 //! endpoints list or its message state: an ended instance costs a summary,
 //! however large its binding was.
 
+use std::time::Instant;
+
 use crate::error::Error;
 use crate::rank::{Binding, Status};
 
@@ -17,6 +19,8 @@ pub struct Ended {
     pub why: Error,
     binding: [u8; 32],
     endpoints: [u8; 32],
+    /// When it was summarized: the oldest summaries are the first forgotten.
+    pub at: Instant,
 }
 
 fn digest<T: serde::Serialize>(value: &T) -> [u8; 32] {
@@ -26,7 +30,14 @@ fn digest<T: serde::Serialize>(value: &T) -> [u8; 32] {
 
 impl Ended {
     pub fn new(binding: &Binding, status: Status, why: Error) -> Ended {
-        Ended { status, token: binding.token.clone(), why, binding: digest(binding), endpoints: digest(&binding.endpoints) }
+        Ended {
+            status,
+            token: binding.token.clone(),
+            why,
+            binding: digest(binding),
+            endpoints: digest(&binding.endpoints),
+            at: Instant::now(),
+        }
     }
 
     /// Is `binding` the one it was created with (a *run* sent again)?

@@ -29,8 +29,10 @@ use crate::service::tls::{ServerTls, TlsSetting};
 use crate::service::tunnel::Identity;
 use crate::wire::url::{valid_relay_name, MAX_RELAY_NAME, PIN_PREFIX};
 
-/// A key keeps at most this many instances; above it, its ended ones are
-/// forgotten when it creates another (never another key's).
+/// A key keeps at most this many instances; above it, its oldest ended
+/// ones are forgotten when it creates another, down to half (never another
+/// key's, never one that ended within `instance_linger`: its client may not
+/// have read its status yet).
 const KEEP_PER_KEY: usize = 1024;
 
 /// An instance and the key that created it (None: created in-process).
@@ -353,8 +355,19 @@ impl Endpoint {
         if map.values().filter(|h| h.owner == Some(owner) && live(h)).count() >= per_key {
             return busy(true, format!("{owner} runs its maximum of {per_key} instances here (--max-instances-per-key); try again later"));
         }
-        if map.values().filter(|h| h.owner == Some(owner)).count() >= KEEP_PER_KEY {
-            map.retain(|_, h| h.owner != Some(owner) || live(h));
+        let held = map.values().filter(|h| h.owner == Some(owner)).count();
+        if held >= KEEP_PER_KEY {
+            let mut summaries: Vec<(Instant, (String, u32))> = map
+                .iter()
+                .filter_map(|(k, h)| match &h.held {
+                    Held::Ended(e) if h.owner == Some(owner) => Some((e.at, k.clone())),
+                    _ => None,
+                })
+                .collect();
+            summaries.sort_unstable();
+            for (_, k) in summaries.into_iter().take(held - KEEP_PER_KEY / 2) {
+                map.remove(&k);
+            }
         }
         Ok(())
     }

@@ -692,7 +692,7 @@ mod tests {
             drop(kept);
         });
         let head = format!("POST /domains/d/ranks/1/stream HTTP/1.1\r\nHost: {addr}\r\n\r\n");
-        let target = Target { addr, tls: false, peer: "rank 1".into(), head };
+        let target = Target { addr, tls: false, tunnel: None, peer: "rank 1".into(), head };
         let started = Instant::now();
         let limit = Duration::from_millis(500);
         match target.attempt_within(limit) {

@@ -89,8 +89,11 @@ def test_soak_small_domains_in_processes():
     report = soak.Soak(domains=24, messages=0, concurrency=4, isolation="process", samples=6).run()
     assert report["domain_failures"] == 0, report["domain_failure_examples"]
     assert report["leaked_processes"] == 0, report["leaked"]
-    ok, fds = _flat(report["domain_samples"], "fds", 16)
-    assert ok, fds
+    # While the run goes on, each ended instance's process lingers a few seconds (its peers may
+    # still ask it about their messages), and its descriptors with it: looked at once they are gone.
+    first, settled = report["domain_samples"][0], report["settled"]
+    assert settled["processes"] <= soak.SPARES, settled
+    assert settled["fds"] <= first["fds"] + 16, (first["fds"], settled["fds"])
 
 
 def test_slope_is_the_second_halfs_least_squares_fit():

@@ -37,6 +37,10 @@ sys.path.insert(0, str(HERE.parent / "chaos"))
 from chaos import marked_processes  # noqa: E402
 
 
+# The instance processes `mpiws serve` keeps started ahead of need (--spare-instances).
+SPARES = 2
+
+
 def proc_status(pid):
     out = {}
     with open(f"/proc/{pid}/status") as f:
@@ -106,6 +110,14 @@ class Soak:
         s["processes"] = len(marked_processes(self.marker)) - 1  # less the endpoint itself
         s["t"] = round(time.monotonic() - self.t0, 2)
         return s
+
+    def settled(self, spares, within=20.0):
+        """A sample once the ended instances' processes are gone (each lingers a few
+        seconds for its peers' questions): only the spares left, or ``within`` seconds."""
+        deadline = time.monotonic() + within
+        while len(marked_processes(self.marker)) - 1 > spares and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return self.sample(self.domains)
 
     def run_domains(self, progress):
         from mpiws.launch.domain import Domain
@@ -191,6 +203,7 @@ class Soak:
             report["fds_per_1000_domains"] = slope([(s["x"], s["fds"]) for s in dsamples], 1000)
             report["threads_per_1000_domains"] = slope([(s["x"], s["Threads"]) for s in dsamples], 1000)
             report["max_processes"] = max(s["processes"] for s in dsamples)
+            report["settled"] = self.settled(SPARES)
             if self.messages:
                 statuses, failure, esamples, seconds = self.run_messages(progress)
                 report["message_seconds"] = round(seconds, 1)

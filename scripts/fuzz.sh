@@ -6,8 +6,9 @@
 #   scripts/fuzz.sh                       # every target, 1,000,000 cases each
 #   MPIWS_FUZZ_CASES=50000 scripts/fuzz.sh fuzz_envelope
 #
-# Targets, and what one million cases took on the 2-core development
-# machine: see docs/security/fuzzing.md. A failing case is printed shrunk to
+# benchmarks/fuzz/run is the whole long run (these targets, then the HTTP
+# fuzz), with a summary per target. Targets, and what one million cases
+# took on the 2-core development machine: see docs/security/fuzzing.md. A failing case is printed shrunk to
 # a minimal input; keep it as a named unit test beside the fix.
 set -eu
 cd "$(dirname "$0")/.."

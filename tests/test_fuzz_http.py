@@ -1,17 +1,33 @@
-"""HTTP-level fuzz of every route of a real `mpiws serve` process (loopback
+"""HTTP-level fuzz of every route of real `mpiws serve` processes (loopback
 only, bounded in count and time).
 
-Random methods; paths built from docs/openapi.yaml's routes with real and
-junk segments (ids, ranks, huge numbers, `..`, percent-encodings); random
-headers (envelope headers with junk, huge values, duplicates, Content-Length
-lies); random bodies (junk, truncated JSON, bindings and job inputs with
-absurd fields); and raw-socket junk (truncated request lines, malformed
-framing, bodies that stall and close). After every batch the endpoint must
-still answer `GET /`; no answer may be a 5xx the document does not list for
-that route; the server's stderr must show no panic.
+Two endpoints: the fuzzed one serves the `sum` service, the `add` template
+program and CWL tools, relays (`--relay`, a keys file giving `relay` scope)
+and holds an open rendezvous; a second, hidden one serves the same behind it
+(`--via-relay .../relay/lab`), so `/relay/lab/...` reaches every route
+again through the relay.
 
-MPIWS_FUZZ_HTTP_REQUESTS sets how many requests (default 4,000, about 20
-seconds); MPIWS_FUZZ_HTTP_SEED replays a run (the seed is printed)."""
+Random methods; paths built from docs/openapi.yaml's routes (each one, the
+relay's too) with real and junk segments (ids, ranks, huge numbers, `..`,
+percent-encodings); random headers (envelope headers with junk, huge values,
+duplicates, Content-Length lies, no key, junk keys, a domain token, a key
+with run/jobs/files scopes); random bodies (junk, truncated JSON, bindings,
+rendezvous registrations and job inputs with absurd fields, CWL job objects
+with wrong types, huge lists, nested objects, Files and Directories whose
+location, path, basename or contents are junk, `..`, control characters,
+absolute paths); relay registrations (with and without the upgrade, any
+key); and raw-socket junk (truncated request lines, malformed framing,
+bodies that stall and close, a "hidden endpoint" that answers the relay
+with junk). After every batch both endpoints must still answer `GET /`; no
+answer may be a 5xx the document does not list for that route; neither
+server's stderr may show a panic; a batch sent without an endpoint key may
+create no domain, job, upload or registration; at the end no file the fuzz
+named may exist outside the endpoints' work directories. The per-route
+counts of requests and statuses are printed at the end (pytest -s).
+
+MPIWS_FUZZ_HTTP_REQUESTS sets how many requests (default 3,000, about 20
+seconds; benchmarks/fuzz/run is the long run); MPIWS_FUZZ_HTTP_SEED replays
+a run (the seed is printed)."""
 
 import http.client
 import json
@@ -22,71 +38,150 @@ import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 from urllib.parse import quote, urlparse
 
 import pytest
 import yaml
 
-from mpiws.keys import client_key
-
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
-REQUESTS = int(os.environ.get("MPIWS_FUZZ_HTTP_REQUESTS", "4000"))
+REQUESTS = int(os.environ.get("MPIWS_FUZZ_HTTP_REQUESTS", "3000"))
 SEED = int(os.environ.get("MPIWS_FUZZ_HTTP_SEED", str(secrets.randbits(32))))
 BATCH = 100
 TIMEOUT = 5.0
+RELAY_TIMEOUT = 15.0  # a relay holds a request up to 10 s for a connection of its name
 ADD = "add=examples/add.sh [in:val:x:int] [in:file:y:int] [out:file:result:int]"
+MARK = "fzmark"  # in every file name the fuzz makes up: looked for outside the work directories
+
+KEY_ADMIN = "A" * 16 + secrets.token_hex(8)  # set-up and snapshots only, never the fuzz
+KEY_FUZZ = "F" * 16 + secrets.token_hex(8)  # run, jobs, files: what the fuzz may send
+KEY_RUN = "R" * 16 + secrets.token_hex(8)
+KEY_LAB = "L" * 16 + secrets.token_hex(8)  # the hidden endpoint's: relay=lab
+KEY_RELAY = "Y" * 16 + secrets.token_hex(8)  # relay, any name no key claims
+
+# A CWL tool with every kind of input the jobs layer stages or checks.
+FUZZ_TOOL = {
+    "cwlVersion": "v1.2",
+    "class": "CommandLineTool",
+    "baseCommand": ["ls", "-lR"],
+    "inputs": {
+        "f": {"type": "File?", "inputBinding": {"position": 1}},
+        "fs": {"type": "File[]?", "inputBinding": {"position": 2}},
+        "d": {"type": "Directory?", "inputBinding": {"position": 3}},
+        "s": {"type": "string?", "inputBinding": {"position": 4}},
+        "ss": {"type": "string[]?", "inputBinding": {"prefix": "-I", "position": 5}},
+        "n": {"type": "int?"},
+        "x": {"type": "Any?"},
+        "e": {"type": ["null", {"type": "enum", "symbols": ["a", "b"]}]},
+        "u": {"type": ["null", "int", "string", "File"], "inputBinding": {"position": 6}},
+        "b": {"type": "boolean?", "inputBinding": {"prefix": "-a"}},
+    },
+    "stdout": "listing.txt",
+    "outputs": {"listing": "stdout", "all": {"type": "File[]", "outputBinding": {"glob": "*"}}},
+}
+CWL_PROGRAMS = ["fuzz", "cat", "options", "echo"]
 
 
-# ---- the endpoint under test ------------------------------------------------
+# ---- the endpoints under test ------------------------------------------------
+
+# `mpiws serve` as the command line runs it, with a rendezvous for 8 ranks
+# opened on it (what `mpiws run --rendezvous` does in-process on rank 0).
+SERVE_WITH_RENDEZVOUS = """
+import sys
+from mpiws.service import serve
+init = serve.Server.__init__
+def opened(self, *a, **k):
+    init(self, *a, **k)
+    self.endpoint.open_rendezvous(8)
+serve.Server.__init__ = opened
+from mpiws.cli import main
+raise SystemExit(main(["serve", *sys.argv[1:]]))
+"""
+
+
+class Serve:
+    """``mpiws serve ARGS`` in a process of its own, its stderr in a file."""
+
+    def __init__(self, d, name, args, env=None, rendezvous=False):
+        self.work = d / f"{name}-work"
+        self.err_path = d / f"{name}.stderr"
+        self.err = open(self.err_path, "w+")
+        self.rendezvous = rendezvous
+        head = ["-c", SERVE_WITH_RENDEZVOUS] if rendezvous else ["-m", "mpiws", "serve"]
+        self.proc = subprocess.Popen(
+            [sys.executable, *head, *args, "--workdir", str(self.work)],
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+            cwd=ROOT,
+            env=dict(os.environ, **(env or {})),
+        )
+        line = self.proc.stdout.readline()
+        assert " at http" in line, f"{line}{self.err_path.read_text()}"
+        self.url = line.split(" at ", 1)[1].strip()
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.err.close()
 
 
 @pytest.fixture(scope="module")
-def endpoint(tmp_path_factory):
-    """`mpiws serve` with the `sum` example service and the `add` program."""
+def endpoints(tmp_path_factory):
+    """(the fuzzed relay endpoint, the hidden endpoint behind it, their folder)."""
     d = tmp_path_factory.mktemp("fuzz_http")
-    err = open(d / "stderr.txt", "w+")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mpiws",
-            "serve",
-            "--service",
-            "sum=examples.service_sum:service",
-            "--program",
-            ADD,
-            "--workdir",
-            str(d / "work"),
-            "--max-message",
-            str(1 << 20),
-            "--max-upload",
-            str(1 << 20),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=err,
-        text=True,
-        cwd=ROOT,
-    )
+    keys = d / "keys"
+    keys.write_text(f"{KEY_ADMIN}\n{KEY_FUZZ} run jobs files\n{KEY_RUN} run\n{KEY_LAB} relay=lab\n{KEY_RELAY} relay\n")
+    keys.chmod(0o600)
+    tool = d / "fuzz.cwl"
+    tool.write_text(json.dumps(FUZZ_TOOL))
+    cwl = ["--program-cwl", f"fuzz={tool}"]
+    for n in CWL_PROGRAMS[1:]:
+        cwl += ["--program-cwl", str(ROOT / "examples" / "workflows" / "cwl" / f"{n}.cwl")]
+    common = [
+        "--keys",
+        str(keys),
+        "--service",
+        "sum=examples.service_sum:service",
+        "--program",
+        ADD,
+        *cwl,
+        "--max-message",
+        str(1 << 20),
+        "--max-upload",
+        str(1 << 20),
+        "--max-instances-per-key",
+        "6",
+        "--max-instance-time",
+        "10",
+        "--spare-instances",
+        "1",
+    ]
+    main = Serve(d, "relay", [*common, "--relay"], rendezvous=True)
+    hidden = None
     try:
-        url = proc.stdout.readline().split(" at ")[-1].strip()
-        assert urlparse(url).hostname == "127.0.0.1", url
-        proc.work = d / "work"
-        yield proc, url, err
+        hidden = Serve(d, "hidden", [*common, "--via-relay", f"{main.url}/relay/lab"], env={"MPIWS_RELAY_KEY": KEY_LAB})
+        assert hidden.url == f"{main.url}/relay/lab", hidden.url
+        yield main, hidden, d
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        err.close()
+        for s in (hidden, main):
+            if s:
+                s.stop()
 
 
 def call(url, method, target, body=None, headers=(), content_length=None, timeout=TIMEOUT, key=None):
-    """Every HTTP request of this file goes through here; only the set-up
-    and the state snapshots send the endpoint ``key``, never the fuzz.
-    ``headers`` is a list of pairs (names may repeat);
+    """Every HTTP request of this file goes through here. ``headers`` is a
+    list of pairs (names may repeat); ``key``: sent as the bearer token;
     ``content_length``: announce that length whatever the body is, then
     half-close. Answers (status, body), or None if the server closed the
     connection without an answer."""
@@ -111,6 +206,8 @@ def call(url, method, target, body=None, headers=(), content_length=None, timeou
         except OSError:
             pass  # the server answered (and closed) before the whole body was sent
         r = c.getresponse()
+        if r.status == 101:
+            return r.status, b""  # an upgrade (a relay registration): the connection is dropped at once
         try:
             return r.status, r.read()
         except (http.client.IncompleteRead, ConnectionError) as e:
@@ -124,25 +221,79 @@ def call(url, method, target, body=None, headers=(), content_length=None, timeou
         c.close()
 
 
+def admin(url, method, path, body=None, timeout=30):
+    """(status, JSON) of a set-up request with the admin key."""
+    status, data = call(
+        url,
+        method,
+        urlparse(url).path + path,
+        None if body is None else json.dumps(body).encode(),
+        [("content-type", "application/json")],
+        timeout=timeout,
+        key=KEY_ADMIN,
+    )
+    return status, json.loads(data or b"null")
+
+
 def describe(url):
-    status, body = call(url, "GET", "/", key=client_key())  # as the admin key sees it
-    assert status == 200, (status, body[:300])
-    return json.loads(body)
+    status, body = admin(url, "GET", "/")
+    assert status == 200, (status, body)
+    return body
 
 
 # ---- what the document allows -------------------------------------------------
 
 
 ROUTES = [
-    (template, re.compile("^" + re.sub(r"{\w+}", "[^/]+", template) + "$"), item)
+    (
+        template,
+        re.compile("^" + re.sub(r"{\w+}", "[^/]+", template).replace("/[^/]+/[^/]+$", "/[^/]+/.*$", 1) + "$")
+        if template == "/relay/{name}/{path}"
+        else re.compile("^" + re.sub(r"{\w+}", "[^/]+", template) + "$"),
+        item,
+    )
     for template, item in SPEC["paths"].items()
 ]
+DIRECT = [r for r in ROUTES if not r[0].startswith("/relay/")]
+RELAY = re.compile(r"^/relay/([^/]+)(/.*)?$")
+
+
+def bare(target):
+    """A target's path as the endpoint routes it: no query, trimmed of `/` at both ends."""
+    return "/" + target.split("?", 1)[0].split("#", 1)[0].strip("/")
+
+
+def relayed(method, target):
+    """The path a relay passes on for this request (`/relay/NAME/PATH`: `/PATH`;
+    `/relay/NAME` with any method but POST, a registration: `/`), or None."""
+    m = RELAY.match(bare(target))
+    if not m:
+        return None
+    if m.group(2) is None:
+        return None if method.upper() == "POST" else "/"
+    return bare(m.group(2))
+
+
+def route_of(method, target):
+    """The document's template for a request (a relayed one: the relay's, then the one behind), or None."""
+    inner = relayed(method, target)
+    if inner is not None:
+        return "/relay/{name}" + ("" if inner == "/" else route_of(method, inner) or "/(undocumented)")
+    path = bare(target)
+    for template, rx, _ in ROUTES:
+        if rx.match(path):
+            return template
+    return None
 
 
 def documented_5xx(method, target):
     """The 5xx statuses docs/openapi.yaml lists for this request's route (none
-    for a route or method it does not document)."""
-    path = target.split("?", 1)[0].split("#", 1)[0]
+    for a route or method it does not document). Behind the relay: the
+    relay's own (502, 503) and those of the route behind it."""
+    inner = relayed(method, target)
+    if inner is not None:
+        return {502, 503} | documented_5xx(method, inner)
+    path = bare(target)
     for _, rx, item in ROUTES:
         if rx.match(path) and method.lower() in item:
             return {int(code) for code in item[method.lower()]["responses"] if str(code).startswith("5")}
@@ -161,38 +312,72 @@ def may_wait(method, target, headers):
     )
 
 
-# ---- state: "no state changes without a key" ----------------------------------
+# ---- state: "no state appears without a key", "no file outside the work directory" ----
 
 
-def snapshot(proc, url):
+def snapshot(endpoint):
     """The endpoint's state, as its admin sees it: what is deployed, the
-    domains, and the jobs and uploads in its work directory."""
-    d = describe(url)
+    domains, the rendezvous, and the jobs and uploads in its work directory."""
+    d = describe(endpoint.url)
 
     def listing(sub):
-        return sorted(os.listdir(proc.work / sub)) if (proc.work / sub).is_dir() else []
+        return set(os.listdir(endpoint.work / sub)) if (endpoint.work / sub).is_dir() else set()
 
-    return {
+    state = {
         "services": d.get("services"),
         "programs": d.get("programs"),
-        "domains": sorted(x["domain"] for x in d.get("domains", [])),
+        "domains": {x["domain"] for x in d.get("domains", [])},
         "jobs": listing("jobs"),
         "files": listing("files"),
     }
+    if endpoint.rendezvous:
+        status, r = admin(endpoint.url, "GET", "/rendezvous")
+        assert status == 200, r
+        state["registered"] = r["registered"]
+    return state
 
 
-def assert_no_state_change_without_key(before, after):
-    """The fuzz never sends an endpoint key (sometimes a domain's token, with
-    which the domain's own instance may rightly change): no domain, job or
-    upload may appear or go, and nothing deployed may change."""
-    assert after == before, f"a request without a key changed the endpoint's state: {before} -> {after}"
+def assert_nothing_appeared(before, after, where):
+    """Requests without an endpoint key (none, junk ones, a domain's token)
+    add no domain, job, upload or rendezvous entry and change nothing deployed."""
+    for k, was in before.items():
+        now = after[k]
+        if isinstance(was, set):
+            assert now <= was, f"{k} appeared without a key {where}: {sorted(now - was)}"
+        elif k == "registered":
+            assert now <= was, f"rendezvous entries appeared without a key {where}: {was} -> {now}"
+        else:
+            assert now == was, f"{k} changed {where}: {was} -> {now}"
 
 
-# ---- random requests ----------------------------------------------------------
+def files_outside(base, works):
+    """Every path under ``base`` but outside the ``works`` folders, and every
+    file named with MARK in the places a path trick could reach (the
+    servers' cwd, /tmp, the home folder, /)."""
+    found = set()
+    for dirpath, dirnames, filenames in os.walk(base):
+        if any(Path(dirpath) == w or w in Path(dirpath).parents for w in works):
+            dirnames[:] = []
+            continue
+        found.update(os.path.join(dirpath, n) for n in dirnames + filenames)
+    skip = {".git", "target", ".venv", "node_modules", "__pycache__"}
+    for top, depth in ((ROOT, 4), (Path("/tmp"), 3), (Path.home(), 2), (Path("/"), 1)):
+        for dirpath, dirnames, filenames in os.walk(top):
+            p = Path(dirpath)
+            if p in works or any(w in p.parents for w in works) or len(p.relative_to(top).parts) >= depth:
+                dirnames[:] = []
+            dirnames[:] = [n for n in dirnames if n not in skip and not n.startswith("pytest-of")]
+            found.update(os.path.join(dirpath, n) for n in dirnames + filenames if MARK in n)
+    return found
+
+
+# ---- real names on the endpoints, so that random requests reach deep checks --
 
 
 class State:
-    """Real names on the endpoint, so that random requests reach deep checks."""
+    """A domain waiting for a message, an upload, a finished job of `add` and
+    one of the CWL tool, made with the admin key at ``url`` (an endpoint's
+    own, or the hidden one's at the relay)."""
 
     def __init__(self, url):
         self.url = url
@@ -205,30 +390,34 @@ class State:
             "service": "sum",
             "params": {"n": 10},
         }
-        key = client_key()
-        status, body = call(
-            url, "POST", "/run", json.dumps(binding).encode(), [("content-type", "application/json")], key=key
-        )
+        status, body = admin(url, "POST", "/run", binding)
         assert status == 201, body
         # Until its process is up, a new instance answers "not yet" (503): wait for it to run.
         deadline = time.monotonic() + 30
-        while json.loads(body)["state"] == "starting" and time.monotonic() < deadline:
+        while body["state"] == "starting" and time.monotonic() < deadline:
             time.sleep(0.05)
-            status, body = call(url, "GET", f"/domains/{self.domain}/ranks/0", None, [], key=self.token)
-        status, body = call(url, "POST", "/files", b"41", [("content-type", "application/octet-stream")], key=key)
-        assert status == 201, body
-        self.upload = json.loads(body)["url"]
-        status, body = call(
+            status, data = call(url, "GET", f"{urlparse(url).path}/domains/{self.domain}/ranks/0", key=self.token)
+            body = json.loads(data)
+        status, data = call(
             url,
             "POST",
-            "/programs/add/call",
-            json.dumps({"inputs": {"x": 1, "y": "41"}}).encode(),
-            [("content-type", "application/json")],
-            timeout=30,
-            key=key,
+            urlparse(url).path + "/files",
+            b"41",
+            [("content-type", "application/octet-stream")],
+            key=KEY_ADMIN,
         )
-        assert status == 200 and json.loads(body)["outputs"]["result"] == 42, body
-        self.job = json.loads(body)["id"]
+        assert status == 201, data
+        self.upload = json.loads(data)["url"]
+        status, body = admin(url, "POST", "/programs/add/call", {"inputs": {"x": 1, "y": "41"}})
+        assert status == 200 and body["outputs"]["result"] == 42, body
+        self.job = body["id"]
+        status, body = admin(url, "POST", "/programs/fuzz/call", {"inputs": {"f": {"class": "File", "contents": "x"}}})
+        assert status == 200 and body["state"] == "done", body
+        self.cwl_job = body["id"]
+        self.cwl_file = body["outputs"]["listing"]["location"]
+
+
+# ---- random requests ----------------------------------------------------------
 
 
 JUNK_SEGMENTS = [
@@ -272,8 +461,8 @@ def segment(rng, name, st):
         "rank": rng.choice(["0", "1"]),
         "source": rng.choice(["0", "1"]),
         "seq": str(rng.randrange(4)),
-        "name": rng.choice(["add", "x", "y", "result"]),
-        "id": rng.choice([st.job, st.upload.rsplit("/", 1)[-1]]),
+        "name": rng.choice(["add", "x", "y", "result", "listing.txt", *CWL_PROGRAMS]),
+        "id": rng.choice([st.job, st.cwl_job, st.upload.rsplit("/", 1)[-1]]),
     }.get(name, "x")
     pick = rng.random()
     if pick < 0.5:
@@ -311,11 +500,13 @@ QUERIES = [
     "?wait=%00",
 ]
 
+RELAY_NAMES = ["lab"] * 12 + ["nobody", "a" * 65, "..", "%2e", "lab%2F", "x.y-z", "%00", "lab.", "LAB", "é"]
 
-def target(rng, st):
-    """A request target: a documented route with random segments, or a random path."""
-    if rng.random() < 0.85:
-        template, _, _ = rng.choice(ROUTES)
+
+def direct_target(rng, st):
+    """A path of an endpoint: a documented route with random segments, or a random path."""
+    if rng.random() < 0.9:
+        template, _, _ = rng.choice(DIRECT)
         path = re.sub(r"{(\w+)}", lambda m: segment(rng, m.group(1), st), template)
     else:
         parts = [
@@ -329,6 +520,8 @@ def target(rng, st):
                     "programs",
                     "messages",
                     "stream",
+                    "relay",
+                    "rendezvous",
                     "..",
                     "",
                     "%2F",
@@ -342,6 +535,15 @@ def target(rng, st):
         path = "/" + "/".join(quote(p, safe="%.~") for p in parts)
         path = rng.choice([path, "/" + path, path + "/", path.replace("/", "//")])
     return path + rng.choice(QUERIES)
+
+
+def target(rng, sts):
+    """A request target: the fuzzed endpoint's own (70%), or one passed by
+    its relay to the hidden endpoint (or to a name that is not there)."""
+    if rng.random() < 0.7:
+        return direct_target(rng, sts.main)
+    name = quote(rng.choice(RELAY_NAMES), safe="%.")
+    return f"/relay/{name}" + direct_target(rng, sts.hidden)
 
 
 ENVELOPE = ["mpiws-source", "mpiws-context", "mpiws-tag", "mpiws-seq", "mpiws-sync", "mpiws-parts", "mpiws-forward"]
@@ -369,38 +571,47 @@ JUNK_VALUES = [
     "9" * 8000,
     "\u00e9".encode().decode("latin-1"),
 ]
+JUNK_AUTH = [
+    "Bearer ",
+    "Bearer",
+    "Basic eDp5",
+    "Bearer " + "t" * 10000,
+    f"bearer {KEY_FUZZ}",
+    f"Bearer {KEY_FUZZ} extra",
+    f"Bearer {KEY_FUZZ[:-1]}",
+    f"Bearer {KEY_ADMIN[:16]}",
+    "Bearer \u00e9".encode().decode("latin-1"),
+]
 
 
-def headers(rng, st):
+def credential(rng, st, keyed):
+    """An Authorization header, or none. ``keyed``: endpoint keys other than the admin's may be sent."""
+    r = rng.random()
+    if keyed and r < 0.45:
+        return ("Authorization", f"Bearer {rng.choice([KEY_FUZZ] * 6 + [KEY_RUN, KEY_RELAY, KEY_LAB])}")
+    if r < 0.75:
+        return ("Authorization", f"Bearer {st.token}")
+    if r < 0.9:
+        return ("Authorization", rng.choice(JUNK_AUTH))
+    return None
+
+
+def headers(rng, st, keyed):
+    if rng.random() < 0.3:  # a well-formed request, so that its body reaches the deep checks
+        key = rng.choice([KEY_FUZZ] * 4 + [KEY_RUN]) if keyed else st.token
+        return [("Authorization", f"Bearer {key}"), ("Content-Type", "application/json")]
     h = []
     for _ in range(rng.randrange(6)):
         h.append((rng.choice(ENVELOPE), rng.choice(JUNK_VALUES)))
-    auth = rng.random()
-    if auth < 0.4:
-        h.append(("Authorization", f"Bearer {st.token}"))
-    elif auth < 0.6:
-        h.append(
-            (
-                "Authorization",
-                rng.choice(
-                    [
-                        "Bearer ",
-                        "Bearer",
-                        "Basic eDp5",
-                        "Bearer " + "t" * 10000,
-                        f"bearer {st.token}",
-                        f"Bearer {st.token} extra",
-                        "Bearer \u00e9".encode().decode("latin-1"),
-                    ]
-                ),
-            )
-        )
+    if auth := credential(rng, st, keyed):
+        h.append(auth)
     if rng.random() < 0.7:
         h.append(
             (
                 "Content-Type",
                 rng.choice(
                     [
+                        "application/json",
                         "application/json",
                         "application/octet-stream",
                         "text/plain",
@@ -413,7 +624,7 @@ def headers(rng, st):
             )
         )
     if rng.random() < 0.1:
-        h.append(("Upgrade", rng.choice(["mpiws-stream/1", "websocket", "h2c", "x" * 100])))
+        h.append(("Upgrade", rng.choice(["mpiws-stream/1", "mpiws-relay/1", "websocket", "h2c", "x" * 100])))
         h.append(("Connection", rng.choice(["upgrade", "Upgrade, keep-alive", "close"])))
     if rng.random() < 0.1:
         h.append(("X-Junk", "j" * rng.choice([10, 8000, 60000])))
@@ -454,7 +665,7 @@ def junk_json(rng, depth=0):
     if r < 0.7:
         return [junk_json(rng, depth + 1) for _ in range(rng.randrange(4))]
     return {
-        rng.choice(["a", "", "domain", "inputs", "x", "y", "url", "base64", "size", "k" * 50]): junk_json(
+        rng.choice(["a", "", "domain", "inputs", "x", "y", "url", "base64", "size", "class", "k" * 50]): junk_json(
             rng, depth + 1
         )
         for _ in range(rng.randrange(4))
@@ -478,15 +689,53 @@ def binding_body(rng, st):
                 ["http://127.0.0.1:1"] * 3,
                 [st.url, 5],
                 "http://x",
+                [st.url.split("/relay/")[0] + "/relay/nobody"] * 2,
             ]
         ),
-        "token": rng.choice([st.token, "", "t", "t" * 10000, 5, None]),
+        "token": rng.choice([st.token, secrets.token_hex(8), "", "t", "t" * 10000, 5, None]),
         "service": rng.choice(["sum", "nope", "", "../sum", 7]),
         "params": rng.choice([{}, {"n": rng.randrange(20)}, junk_json(rng), [1] * 1000]),
     }
     for k in list(b):
         if rng.random() < 0.1:
             del b[k]
+    return json.dumps(b).encode()
+
+
+def registration_body(rng, st):
+    """A rendezvous registration (the table is open for 8 ranks)."""
+    port = rng.randrange(1, 65536)
+    b = {
+        "rank": rng.choice([0, 1, 7, rng.randrange(8), 8, -1, 1 << 32, "1", None, 1.5]),
+        "size": rng.choice([8, 8, 8, 0, 1, 9, 1 << 32, -8, "8", None]),
+        "url": rng.choice(
+            [
+                f"http://127.0.0.1:{port}",
+                f"https://localhost:{port}",
+                st.url,
+                "http://127.0.0.1:99999",
+                "http://127.0.0.1:0",
+                "https://[::1]:443",
+                "http://[::1:443",
+                "http://a b:1",
+                "ftp://x:1",
+                "http://x",
+                "http://x:1/path?q",
+                "http://user:pw@x:1",
+                "http://" + "a" * 3000 + ":1",
+                "http://127.0.0.1:1\r\nX: y",
+                "http://é:1",
+                "",
+                5,
+                None,
+            ]
+        ),
+    }
+    for k in list(b):
+        if rng.random() < 0.05:
+            del b[k]
+    if rng.random() < 0.05:
+        b["extra"] = 1
     return json.dumps(b).encode()
 
 
@@ -517,16 +766,269 @@ def inputs_body(rng, st):
     return json.dumps(body).encode()
 
 
-def body(rng, st, method):
+# ---- CWL job objects -------------------------------------------------------------
+
+JUNK_NAMES = [
+    MARK,
+    f"{MARK}.txt",
+    ".",
+    "..",
+    f"../{MARK}-up",
+    f"../../{MARK}-up2",
+    f"../../../../../../tmp/{MARK}-tmp",
+    f"/tmp/{MARK}-abs",
+    f"/{MARK}-root",
+    f"a/{MARK}",
+    f"{MARK}/",
+    f"{MARK}\n",
+    f"{MARK}\r\nX: y",
+    f"\x00{MARK}",
+    f"{MARK}\x1b[31m",
+    f"{MARK}\x7f",
+    f"{MARK}\u202e",
+    f"C:\\{MARK}",
+    f"..\\{MARK}",
+    "~",
+    f"~/{MARK}",
+    f"{MARK}" * 60,
+    "",
+    " ",
+    "-rf",
+    f"--{MARK}",
+    f"$(touch {MARK}-sub)",
+    f"`touch {MARK}-tick`",
+    f"{MARK};touch {MARK}-semi",
+    "*",
+    "listing.txt",
+    "in",
+    "out",
+]
+
+
+def junk_location(rng, st):
+    base = st.url
+    return rng.choice(
+        [
+            st.upload,
+            st.cwl_file,
+            f"{base}/jobs/{st.job}/files/result",
+            f"{base}/jobs/{st.cwl_job}/files/listing.txt",
+            f"{base}/jobs/{st.cwl_job}/files/../../../{MARK}",
+            f"{base}/jobs/{st.cwl_job}/files/%2e%2e/%2e%2e/keys",
+            f"{base}/jobs/{st.cwl_job}/stdout",
+            f"{base}/files/..",
+            f"{st.upload}/..",
+            f"{base}/",
+            f"{base}/rendezvous",
+            "http://127.0.0.1:1/x",
+            "http://[::1]:1/x",
+            f"file:///tmp/{MARK}-loc",
+            "file:///etc/passwd",
+            "/etc/passwd",
+            f"../{MARK}",
+            f"{MARK}.txt",
+            "data:text/plain,hello",
+            "ftp://127.0.0.1/x",
+            "http://",
+            "http://%00/",
+            "",
+            "\n",
+            "x" * 5000,
+            "keep:abc",
+        ]
+    )
+
+
+def junk_file(rng, st, depth=0):
+    """A File object, well-formed or not."""
+    f = {"class": rng.choice(["File"] * 8 + ["Directory", "file", "", None, 1])}
+    source = rng.random()
+    if source < 0.4:
+        f["location"] = junk_location(rng, st)
+    elif source < 0.65:
+        f["contents"] = rng.choice(["", "hello\n", "\x00\xff", "x" * rng.choice([10, 70000]), 5, None])
+    elif source < 0.8:
+        f["base64"] = rng.choice(["aGVsbG8=", "***", "", "=" * 10, 5])
+    elif source < 0.9:
+        f["location"], f["contents"] = junk_location(rng, st), "both"
+    for k in ("basename", "path", "nameroot", "nameext", "checksum", "size", "format", "secondaryFiles", "listing"):
+        if rng.random() < {"basename": 0.6, "path": 0.4}.get(k, 0.08):
+            f[k] = rng.choice(JUNK_NAMES) if k != "size" else rng.choice([0, -1, 1 << 64, "1", 1.5])
+    if rng.random() < 0.05:
+        f["secondaryFiles"] = [junk_file(rng, st, depth + 1) for _ in range(2)] if depth < 3 else []
+    if rng.random() < 0.05:
+        f.pop("class", None)
+    return f
+
+
+def junk_directory(rng, st, depth=0):
+    """A Directory object: a listing of Files and Directories, nested, with junk names."""
+    d = {"class": "Directory", "basename": rng.choice([f"{MARK}-dir", *JUNK_NAMES[:12]])}
+    if rng.random() < 0.1:
+        d["location"] = junk_location(rng, st)
+    if rng.random() < 0.2:
+        d["path"] = rng.choice(JUNK_NAMES)
+    if rng.random() < 0.1:
+        d.pop("basename")
+    n = rng.choice([0, 1, 2, 3, 5]) if depth < 4 else 0
+    d["listing"] = [
+        junk_directory(rng, st, depth + 1) if rng.random() < 0.3 else junk_file(rng, st, depth + 1) for _ in range(n)
+    ]
+    if depth == 0 and rng.random() < 0.1:  # a long listing, of one file over and over or of distinct ones
+        one = {"class": "File", "contents": "x", "basename": f"{MARK}.txt"}
+        d["listing"] = [one] * 3000 if rng.random() < 0.5 else [{**one, "basename": f"{MARK}{i}"} for i in range(3000)]
+    if rng.random() < 0.05:
+        d["listing"] = rng.choice(["x", None, {"a": 1}, [1, 2]])
+    return d
+
+
+def junk_cwl_value(rng, st, depth=0):
+    """Any value a CWL job object might hold in an input's place."""
+    r = rng.random()
+    if r < 0.25:
+        return junk_file(rng, st)
+    if r < 0.35:
+        return junk_directory(rng, st)
+    if r < 0.45 and depth < 3:  # lists, huge ones among them
+        n = rng.choice([0, 1, 3, 10])
+        if rng.random() < 0.2:  # a huge list of something small (the spawn body's limit is 1 MiB)
+            small = rng.choice(
+                [1, "a", None, {"class": "File", "contents": "x"}, {"class": "File", "location": st.upload}]
+            )
+            return [small] * rng.choice([1000, 20000, 100000])
+        return [junk_cwl_value(rng, st, depth + 1) for _ in range(n)]
+    if r < 0.55:  # nested objects ("records"), deep ones too
+        v = junk_json(rng)
+        for _ in range(rng.choice([1, 5, 100, 400])):  # deeper: json.dumps recurses
+            v = {rng.choice(["a", "class", "fields", "type", "listing"]): v}
+        return v
+    return rng.choice(
+        [
+            *JUNK_NAMES,
+            0,
+            -1,
+            1 << 31,
+            1 << 63,
+            1 << 64,
+            1.5,
+            float("1e308"),
+            True,
+            False,
+            None,
+            "a",
+            "b",
+            "c",
+            "",
+            "\u0000",
+            "é" * 1000,
+            {},
+            [],
+        ]
+    )
+
+
+def cwl_body(rng, st):
+    """A job object for one of the CWL tools: its real input names with
+    values of the right type, of wrong types, or junk; sometimes other names."""
+    names = list(FUZZ_TOOL["inputs"]) + ["files", "name", "count", "tags", "keys", "csv", "mode", "data", "text"]
+    inputs = {}
+    for n in rng.sample(names, rng.randrange(1, 6)):
+        r = rng.random()
+        if r < 0.25 and n in ("f", "u", "data"):
+            inputs[n] = {"class": "File", "contents": "ok", "basename": rng.choice(["ok.txt", *JUNK_NAMES])}
+        elif r < 0.3 and n in ("fs", "files"):
+            inputs[n] = [junk_file(rng, st) for _ in range(rng.choice([1, 3, 30]))]
+        elif r < 0.35 and n == "d":
+            inputs[n] = junk_directory(rng, st)
+        else:
+            inputs[n] = junk_cwl_value(rng, st)
+    if rng.random() < 0.05:
+        inputs[rng.choice(["", "x" * 300, "..", f"{MARK}\n", "$(inputs.f)"])] = 1
+    body = {"inputs": inputs}
+    if rng.random() < 0.05:
+        body = rng.choice([{"inputs": junk_cwl_value(rng, st)}, {"job": inputs}, inputs, [inputs]])
+    return json.dumps(body).encode()
+
+
+def near_valid_cwl_body(rng, st, program):
+    """A job object of the right shape for ``program``, its names (basenames,
+    strings that become file names or arguments) taken from JUNK_NAMES: what
+    passes the checks is staged and run."""
+
+    def name():
+        return rng.choice([*JUNK_NAMES, "ok.txt"])
+
+    def file():
+        f = {"class": "File", "basename": name()}
+        r = rng.random()
+        if r < 0.5:
+            f["contents"] = "x"
+        elif r < 0.75:
+            f["location"] = rng.choice([st.upload, st.cwl_file])
+        else:
+            f["base64"] = "eA=="
+        if rng.random() < 0.2:
+            f["path"] = name()
+        return f
+
+    def directory(depth=0):
+        listing = [file() for _ in range(rng.randrange(3))]
+        if depth < 2 and rng.random() < 0.5:
+            listing.append(directory(depth + 1))
+        return {"class": "Directory", "basename": name(), "listing": listing}
+
+    if program == "echo":
+        inputs = {"message": name()}
+    elif program == "cat":
+        inputs = {"files": [file() for _ in range(rng.choice([1, 2, 5]))]}
+    elif program == "options":
+        inputs = {
+            "name": name(),
+            "verbose": rng.random() < 0.5,
+            "tags": [name()],
+            "keys": [name(), name()],
+            "csv": [1, -2],
+            "mode": rng.choice(["fast", "slow"]),
+            "data": file(),
+            "note": name(),
+        }
+    else:
+        every = {
+            "f": file(),
+            "fs": [file() for _ in range(rng.randrange(4))],
+            "d": directory(),
+            "s": name(),
+            "ss": [name() for _ in range(rng.randrange(3))],
+            "u": rng.choice([1, name(), file()]),
+            "b": rng.random() < 0.5,
+            "e": "a",
+            "x": junk_json(rng),
+        }
+        inputs = {k: v for k, v in every.items() if rng.random() < 0.6}
+    return json.dumps({"inputs": inputs}).encode()
+
+
+def body(rng, st, method, path):
     r = rng.random()
     if method in ("GET", "HEAD", "DELETE") and r < 0.7:
         return None
+    inner = relayed(method, path)
+    route = route_of(method, path if inner is None else inner)
+    if route == "/rendezvous" and rng.random() < 0.7:
+        return registration_body(rng, st)
+    if route in ("/programs/{name}/jobs", "/programs/{name}/call") and rng.random() < 0.7:
+        program = path.split("?")[0].rstrip("/").split("/")[-2]
+        if program in CWL_PROGRAMS and rng.random() < 0.5:
+            return near_valid_cwl_body(rng, st, program)
+        return (cwl_body if program in CWL_PROGRAMS or rng.random() < 0.3 else inputs_body)(rng, st)
     if r < 0.25:
         return binding_body(rng, st)
-    if r < 0.45:
+    if r < 0.4:
         return inputs_body(rng, st)
+    if r < 0.45:
+        return cwl_body(rng, st)
     if r < 0.55:
-        whole = rng.choice([binding_body, inputs_body])(rng, st)
+        whole = rng.choice([binding_body, inputs_body, cwl_body, registration_body])(rng, st)
         return whole[: rng.randrange(len(whole))]  # truncated JSON
     if r < 0.65:
         return json.dumps(junk_json(rng)).encode()
@@ -538,10 +1040,57 @@ def body(rng, st, method):
 
 
 def method(rng, path):
-    documented = [m.upper() for _, rx, item in ROUTES if rx.match(path.split("?")[0]) for m in item if m in METHODS]
+    inner = RELAY.match(bare(path))
+    p = bare(inner.group(2) or "/") if inner else bare(path)
+    documented = [m.upper() for _, rx, item in DIRECT if rx.match(p) for m in item if m in METHODS]
     if documented and rng.random() < 0.75:
         return rng.choice(documented)
     return rng.choice(["GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS", "TRACE", "FOO", "get"])
+
+
+def registration(rng, keyed):
+    """A relay registration, `POST /relay/NAME` (the fuzz drops a 101's connection at once)."""
+    name = rng.choice(["lab", "lab", f"{MARK}{rng.randrange(3)}", "nobody", "a" * 65, "a%2Fb", "..", "", "é"])
+    h = []
+    if rng.random() < 0.8:
+        h += [("Connection", rng.choice(["upgrade", "Upgrade", "keep-alive, upgrade", "close"]))]
+    if rng.random() < 0.8:
+        h += [("Upgrade", rng.choice(["mpiws-relay/1", "MPIWS-RELAY/1", "mpiws-relay/2", "mpiws-stream/1", ""]))]
+    keys = [KEY_RELAY, KEY_LAB, KEY_FUZZ, KEY_RUN] if keyed else []
+    r = rng.random()
+    if r < 0.6 and keys:
+        h.append(("Authorization", f"Bearer {rng.choice(keys)}"))
+    elif r < 0.8:
+        h.append(("Authorization", rng.choice(JUNK_AUTH)))
+    return "POST", f"/relay/{quote(name, safe='%.')}", h, rng.choice([None, b"", b"x" * 10])
+
+
+def focused(rng, st, keyed):
+    """A request whose method, path and headers are right, so that its body
+    reaches the deepest checks: a job of a program (a CWL tool's, mostly),
+    or a rendezvous registration. (method, target, headers, body)."""
+    key = rng.choice([KEY_FUZZ] * 6 + [KEY_RUN]) if keyed else rng.choice([st.token, None])
+    h = [("Content-Type", "application/json")] + ([("Authorization", f"Bearer {key}")] if key else [])
+    if rng.random() < 0.15:
+        return "POST", "/rendezvous", h, registration_body(rng, st)
+    program = rng.choice(CWL_PROGRAMS * 3 + ["add"])
+    how = rng.choice(["jobs"] * 4 + ["call"])
+    if program == "add":
+        b = inputs_body(rng, st)
+    else:
+        b = near_valid_cwl_body(rng, st, program) if rng.random() < 0.6 else cwl_body(rng, st)
+    return "POST", f"/programs/{program}/{how}", h, b
+
+
+def remove_ended_jobs(url):
+    """The fuzz's key removes its ended jobs (it may keep only so many)."""
+    path = urlparse(url).path
+    status, data = call(url, "GET", f"{path}/jobs", key=KEY_FUZZ, timeout=30)
+    assert status == 200, data
+    for job in json.loads(data):
+        if job["state"] in ("done", "failed", "killed"):
+            answer = call(url, "DELETE", f"{path}/jobs/{job['id']}", key=KEY_FUZZ, timeout=30)
+            assert answer and answer[0] in (200, 204, 404), answer
 
 
 # ---- raw sockets ----------------------------------------------------------------
@@ -610,6 +1159,30 @@ def raw_cases(url, st):
             0,
         ),
         (
+            "relay registration with a body, then junk",
+            (
+                f"POST /relay/{MARK}r HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {KEY_RELAY}\r\n"
+                "Connection: upgrade\r\nUpgrade: mpiws-relay/1\r\nContent-Length: 5\r\n\r\nhello"
+            ).encode()
+            + os.urandom(200),
+            0,
+        ),
+        (
+            "relayed request with a chunked body cut off",
+            f"POST /relay/lab/files HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {KEY_FUZZ}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n10\r\nabc".encode(),
+            0,
+        ),
+        (
+            "relayed stream upgrade, then junk frames",
+            (
+                f"POST /relay/lab/domains/x/ranks/0/stream HTTP/1.1\r\nHost: {host}\r\n"
+                "mpiws-source: 1\r\nConnection: upgrade\r\nUpgrade: mpiws-stream/1\r\nContent-Length: 0\r\n\r\n"
+            ).encode()
+            + os.urandom(200),
+            0,
+        ),
+        (
             "pipelined junk after a good request",
             f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() + os.urandom(100),
             0,
@@ -620,7 +1193,7 @@ def raw_cases(url, st):
 def send_raw(url, data, stall):
     """Send ``data``, wait ``stall`` seconds, half-close; the status of any answer."""
     u = urlparse(url)
-    with socket.create_connection((u.hostname, u.port), timeout=TIMEOUT) as s:
+    with socket.create_connection((u.hostname, u.port), timeout=RELAY_TIMEOUT) as s:
         try:
             s.sendall(data)
             time.sleep(stall)
@@ -634,64 +1207,213 @@ def send_raw(url, data, stall):
     return int(m.group(1)) if m else None
 
 
+# Answers a false hidden endpoint gives the relay, over a connection it
+# registered, and the statuses the relay may answer (None: it closes). The
+# relay passes a well-formed head on as it comes, so a body cut short after
+# it reaches the client cut short; an answer that is no answer to the
+# request (a status hyper reads but HTTP has not, a 101 to a request that
+# asked for no upgrade) is a 502.
+FALSE_ANSWERS = [
+    ("nothing (closes)", b"", {502}),
+    ("junk", b"\x00\xffjunk\r\n\r\n", {502}),
+    ("a status line only", b"HTTP/1.1 200 OK\r\n", {502}),
+    ("a length it does not send", b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\nabc", {200}),
+    ("a bad chunk", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", {200, None}),
+    (
+        "a 101 nobody asked for",
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\njunk",
+        {502},
+    ),
+    ("a 999 status", b"HTTP/1.1 999 What\r\nContent-Length: 0\r\n\r\n", {502}),
+    ("a 103 status", b"HTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n", {502}),
+    ("a 500 of its own", b"HTTP/1.1 500 Oops\r\nContent-Length: 2\r\n\r\nno", {500}),
+    ("a header of 100 KB", b"HTTP/1.1 200 OK\r\nX: " + b"a" * 100000 + b"\r\nContent-Length: 0\r\n\r\n", {200}),
+    ("two answers", b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", {200}),
+]
+
+
+def false_hidden_endpoint(url, name, answer):
+    """Register ``name`` at the relay with the `relay` key, then answer the
+    first request the relay passes with ``answer`` and close; the socket's thread."""
+    u = urlparse(url)
+    s = socket.create_connection((u.hostname, u.port), timeout=RELAY_TIMEOUT)
+    s.sendall(
+        (
+            f"POST /relay/{name} HTTP/1.1\r\nHost: {u.netloc}\r\nAuthorization: Bearer {KEY_RELAY}\r\n"
+            "Connection: upgrade\r\nUpgrade: mpiws-relay/1\r\nContent-Length: 0\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        more = s.recv(4096)
+        assert more, head
+        head += more
+    assert head.startswith(b"HTTP/1.1 101"), head
+
+    def serve():
+        with s:
+            try:
+                s.recv(65536)  # the relayed request's head
+                s.sendall(answer)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return t
+
+
 # ---- the tests ------------------------------------------------------------------
 
 
-def alive(proc, url, err, where):
-    assert proc.poll() is None, f"the endpoint died (exit {proc.returncode}) {where}"
-    describe(url)
-    err.seek(0)
-    log = err.read()
-    assert "panicked" not in log, f"a panic {where}:\n{log[-3000:]}"
+class Both:
+    def __init__(self, main, hidden):
+        self.main, self.hidden = State(main.url), State(hidden.url)
 
 
-def test_random_requests_leave_the_endpoint_alive_and_answer_no_undocumented_5xx(endpoint):
-    proc, url, err = endpoint
+def alive(servers, where):
+    for s in servers:
+        assert s.proc.poll() is None, f"the endpoint {s.url} died (exit {s.proc.returncode}) {where}"
+        describe(s.url)
+        log = s.stderr()
+        assert "panicked" not in log, f"a panic in {s.url} {where}:\n{log[-3000:]}"
+
+
+def report(counts):
+    """Per route: requests and their statuses (a table, printed with -s)."""
+    lines = [f"{'route':<58} {'requests':>8}  statuses"]
+    for route in sorted(counts):
+        c = counts[route]
+        total = sum(c.values())
+        lines.append(f"{route:<58} {total:>8}  " + " ".join(f"{k}:{v}" for k, v in sorted(c.items(), key=str)))
+    return "\n".join(lines)
+
+
+def test_random_requests_leave_the_endpoints_alive_and_answer_no_undocumented_5xx(endpoints):
+    main, hidden, base = endpoints
     print(f"MPIWS_FUZZ_HTTP_SEED={SEED} MPIWS_FUZZ_HTTP_REQUESTS={REQUESTS}")
     rng = random.Random(SEED)
-    st = State(url)
-    before = snapshot(proc, url)
-    statuses = {}
-    deadline = time.monotonic() + max(60.0, REQUESTS * 0.1)
+    sts = Both(main, hidden)
+    works = [main.work, hidden.work]
+    outside = files_outside(base, works)
+    counts = defaultdict(Counter)
+    statuses = Counter()
+    fives = {}  # (route, status, its message's shape): an example request
+    started = time.monotonic()
+    deadline = started + max(90.0, REQUESTS * 0.1)
+    keyed = True
+    before = None
     for i in range(REQUESTS):
-        t = target(rng, st)
-        m = method(rng, t)
-        h = headers(rng, st)
-        b = body(rng, st, m)
-        lie = None
-        if b is not None and rng.random() < 0.1:
-            lie = max(0, len(b) + rng.choice([-5, -1, 1, 100, 1 << 40]))
+        if i % BATCH == 0:
+            # A batch either may send endpoint keys (not the admin's) or sends none.
+            keyed = rng.random() < 0.6
+            before = None if keyed else (snapshot(main), snapshot(hidden))
+        kind = rng.random()
+        if kind < 0.02:
+            m, t, h, b = registration(rng, keyed)
+            st, lie, timeout = sts.main, None, RELAY_TIMEOUT
+            route = "/relay/{name}"
+        elif kind < 0.17:  # a job (mostly of a CWL tool) or a rendezvous registration, well-formed but for its body
+            relayed = rng.random() < 0.3
+            st = sts.hidden if relayed else sts.main
+            m, t, h, b = focused(rng, st, keyed)
+            t = f"/relay/lab{t}" if relayed else t
+            lie, timeout = None, RELAY_TIMEOUT if relayed else TIMEOUT
+            route = route_of(m, t)
+        else:
+            t = target(rng, sts)
+            relayed = t.startswith("/relay/")
+            st = sts.hidden if relayed else sts.main
+            m = method(rng, t)
+            h = headers(rng, st, keyed)
+            b = body(rng, st, m, t)
+            lie = None
+            if b is not None and rng.random() < 0.1:
+                lie = max(0, len(b) + rng.choice([-5, -1, 1, 100, 1 << 40]))
+            timeout = RELAY_TIMEOUT if relayed else TIMEOUT
+            route = route_of(m, t) or "(undocumented)"
         where = f"at request {i} (seed {SEED}): {m} {t[:200]} headers={[(k, v[:80]) for k, v in h]} body={(b or b'')[:200]!r} announce={lie}"
         try:
-            answer = call(url, m, t, b, h, content_length=lie)
+            answer = call(main.url, m, t, b, h, content_length=lie, timeout=timeout)
+            if answer is None:
+                counts[route]["closed"] += 1
         except (socket.timeout, TimeoutError):
             # A body announced and never sent (a longer Content-Length, or
             # Transfer-Encoding without chunks) is waited for, up to the
             # endpoint's --body-timeout (longer than this client waits).
             lied = (lie is not None and lie > len(b)) or any(k == "Transfer-Encoding" for k, _ in h)
-            assert lied or may_wait(m, t, h), f"no answer within {TIMEOUT} s {where}"
+            assert lied or may_wait(m, t, h), f"no answer within {timeout} s {where}"
             answer = None
+            counts[route]["timeout"] += 1
         if answer is not None:
             status, data = answer
-            statuses[status] = statuses.get(status, 0) + 1
+            statuses[status] += 1
+            counts[route][status] += 1
             if status >= 500:
                 assert status in documented_5xx(m, t), f"undocumented {status} {where}: {data[:300]!r}"
-        if i % BATCH == BATCH - 1:
-            alive(proc, url, err, where)
+                try:
+                    reason = json.loads(data)["error"]["message"]
+                except (ValueError, KeyError, TypeError):
+                    reason = data[:100].decode(errors="replace")
+                reason = re.sub(r'"[^"]*"|\S*[0-9]\S*', "_", reason)  # its names and numbers out: one line per kind
+                fives.setdefault((route, status, reason), f"{m} {t[:100]}")
+        if i % BATCH == BATCH - 1 or i == REQUESTS - 1:
+            alive([main, hidden], where)
+            if keyed:
+                for s in (main, hidden):
+                    remove_ended_jobs(s.url)
+            if before is not None:
+                for s, was in zip((main, hidden), before):
+                    assert_nothing_appeared(was, snapshot(s), f"in the keyless batch ending {where}")
         assert time.monotonic() < deadline, f"the fuzz ran out of time {where}"
-    alive(proc, url, err, "at the end")
-    assert_no_state_change_without_key(before, snapshot(proc, url))
-    print("statuses:", dict(sorted(statuses.items())))
+    alive([main, hidden], "at the end")
+    for st, s in ((sts.main, main), (sts.hidden, hidden)):  # what the admin made is still there
+        now = snapshot(s)
+        assert st.domain in now["domains"] and st.job in now["jobs"] and st.cwl_job in now["jobs"], now
+    new = files_outside(base, works) - outside
+    assert not new, f"files outside the work directories: {sorted(new)[:20]}"
+    took = time.monotonic() - started
+    print(f"{REQUESTS} requests in {took:.0f} s ({REQUESTS / took:.0f}/s); statuses: {dict(sorted(statuses.items()))}")
+    print(report(counts))
+    print("5xx answers (documented ones), by message, with an example:")
+    for (route, status, reason), example in sorted(fives.items(), key=str):
+        print(f"  {status} {route}: {reason[:110]}  e.g. {example}")
+    documented = {t for t, _, _ in DIRECT} | {"/relay/{name}"}
+    missed = documented - set(counts)
+    if REQUESTS >= 2000:
+        assert not missed, f"routes the fuzz did not reach: {sorted(missed)}"
+        relayed = {r for r in counts if r.startswith("/relay/{name}/")}
+        assert len(relayed) >= len(DIRECT) // 2, sorted(relayed)
     # The fuzz reached past the first checks: refusals and successes both.
-    assert statuses.get(400, 0) > 0 and statuses.get(404, 0) > 0 and any(200 <= s < 300 for s in statuses)
+    assert statuses[400] > 0 and statuses[404] > 0 and any(200 <= s < 300 for s in statuses)
 
 
-def test_raw_socket_junk_leaves_the_endpoint_alive(endpoint):
-    proc, url, err = endpoint
-    st = State(url)
-    before = snapshot(proc, url)
-    for name, data, stall in raw_cases(url, st):
-        status = send_raw(url, data, stall)
-        assert status is None or status < 500, f"{name}: answered {status}"
-        alive(proc, url, err, f"after raw case {name!r}")
-    assert_no_state_change_without_key(before, snapshot(proc, url))
+def test_raw_socket_junk_leaves_the_endpoints_alive(endpoints):
+    main, hidden, _ = endpoints
+    st = State(main.url)
+    before = (snapshot(main), snapshot(hidden))
+    for name, data, stall in raw_cases(main.url, st):
+        status = send_raw(main.url, data, stall)
+        assert status is None or status < 500 or status in (502, 503), f"{name}: answered {status}"
+        alive([main, hidden], f"after raw case {name!r}")
+    for s, was in zip((main, hidden), before):
+        assert_nothing_appeared(was, snapshot(s), "after the raw cases")
+
+
+@pytest.mark.parametrize("case", range(len(FALSE_ANSWERS)), ids=[n for n, _, _ in FALSE_ANSWERS])
+def test_a_false_hidden_endpoint_gets_the_relay_to_answer_502(endpoints, case):
+    main, hidden, _ = endpoints
+    name, answer, expected = FALSE_ANSWERS[case]
+    t = false_hidden_endpoint(main.url, f"{MARK}{case}", answer)
+    host = urlparse(main.url).netloc
+    request = f"GET /relay/{MARK}{case}/jobs HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {KEY_FUZZ}\r\n\r\n"
+    with socket.create_connection(
+        (main.url.split("//")[1].split(":")[0], urlparse(main.url).port), timeout=RELAY_TIMEOUT
+    ) as s:
+        s.sendall(request.encode())  # no half-close: a client that waits for its answer
+        head = s.recv(64)
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", head)
+    status = int(m.group(1)) if m else None
+    t.join(RELAY_TIMEOUT)
+    assert status in expected, (name, status)
+    alive([main, hidden], f"after the false hidden endpoint's {name!r}")

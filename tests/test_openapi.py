@@ -244,6 +244,8 @@ class Api:
             rx = "^" + re.sub(r"{\w+}", "[^/]+", template) + "$"
             if re.match(rx, route) and method.lower() in item:
                 return item[method.lower()]
+        if re.match(r"^/relay/[^/]+/.", route):  # documented for GET, "the same holds for every method"
+            return self.spec["paths"]["/relay/{name}/{path}"]["get"]
         return None
 
     def raw(self, method, path, body=None, headers=None, announce=None, cut=False, timeout=30):
@@ -444,6 +446,9 @@ def test_relay(api):
     assert api.call("GET", "/relay/lab/programs", headers=auth(KEY), expect=200)[1] == []
     api.call("POST", "/relay/lab", b"", {**up, **auth(KEY)}, expect=409)  # KEY_RELAY's name
     api.call("POST", "/relay/lab", b"", {**up, **auth(KEY_RELAY)}, expect=429)  # its 4 connections are there
+    # a body that breaks off (shorter than announced) while it is passed on: the client's fault (the relay
+    # then drops that connection to the endpoint behind)
+    api.call("POST", "/relay/lab/files", b"x" * 10, auth(KEY), announce=100, cut=True, expect=400)
     api.call("GET", "/relay/nobody/programs", headers=auth(KEY), expect=503)  # after 10 s
 
 

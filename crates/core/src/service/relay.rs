@@ -200,12 +200,20 @@ pub async fn forward(ep: &Endpoint, name: &str, mut req: Request<Incoming>) -> R
     });
     let mut answer = match answer {
         Ok(a) => a,
+        Err(e) if body_broke(&e) => {
+            let message = format!("the request's body broke off while it was passed on: {e}");
+            return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, message);
+        }
         Err(e) => {
             let message = format!("the endpoint {name:?} behind this relay did not answer: {e}");
             return error(StatusCode::BAD_GATEWAY, ErrorClass::ProcFailed, message);
         }
     };
     let upgraded = answer.status() == StatusCode::SWITCHING_PROTOCOLS;
+    if let Some(why) = not_an_answer(answer.status(), client_side.is_some()) {
+        let message = format!("the endpoint {name:?} behind this relay answered {why}");
+        return error(StatusCode::BAD_GATEWAY, ErrorClass::ProcFailed, message);
+    }
     if let (true, Some(client_side)) = (upgraded, client_side) {
         let behind = hyper::upgrade::on(&mut answer);
         runtime().spawn(async move {
@@ -217,6 +225,25 @@ pub async fn forward(ep: &Endpoint, name: &str, mut req: Request<Incoming>) -> R
     let (mut parts, body) = answer.into_parts();
     strip_hop_by_hop(&mut parts.headers, upgrade.as_ref().filter(|_| upgraded));
     Response::from_parts(parts, Chunks::relayed(body))
+}
+
+/// Whether passing a request on failed because its own body broke (the
+/// client's connection: shorter than announced, bad chunks), not the
+/// endpoint behind: the client's fault (400), not the endpoint's (502).
+fn body_broke(e: &hyper::Error) -> bool {
+    e.is_user() && std::error::Error::source(e).is_some_and(|s| s.is::<hyper::Error>())
+}
+
+/// Why an answer from behind cannot be passed on as the answer to this request,
+/// if it cannot: a status outside 101 and 200-599 (hyper reads any three
+/// digits), or a 101 to a request that asked for no upgrade (the client would
+/// take its connection as switched to nothing).
+fn not_an_answer(status: StatusCode, asked_upgrade: bool) -> Option<String> {
+    match status.as_u16() {
+        101 if !asked_upgrade => Some("101 Switching Protocols to a request that asked for no upgrade".into()),
+        101 | 200..=599 => None,
+        s => Some(format!("status {s}, which is no final HTTP status")),
+    }
 }
 
 /// Remove what belongs to one connection; an upgrade being passed on keeps its two headers.
@@ -233,6 +260,19 @@ fn strip_hop_by_hop(headers: &mut http::HeaderMap, upgrade: Option<&HeaderValue>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_final_answers_and_asked_for_upgrades_are_passed_on() {
+        let status = |s| StatusCode::from_u16(s).unwrap();
+        assert!(not_an_answer(status(101), false).is_some(), "a 101 nobody asked for");
+        assert!(not_an_answer(status(101), true).is_none());
+        for s in [100, 102, 103, 600, 999] {
+            assert!(not_an_answer(status(s), true).is_some(), "{s}");
+        }
+        for s in [200, 204, 404, 500, 503, 599] {
+            assert!(not_an_answer(status(s), false).is_none(), "{s}");
+        }
+    }
 
     #[test]
     fn hop_by_hop_headers_go_and_an_upgrade_keeps_its_own() {

@@ -116,15 +116,24 @@ impl Spares {
         }
         let me = self.clone();
         runtime().spawn_blocking(move || loop {
+            let mut failed = false;
             while me.ready.lock().len() < me.setting.spares && !me.closed.load(Ordering::Acquire) {
                 match spawn(&me.setting) {
                     Ok(spare) if warm(&spare.reports) && !me.closed.load(Ordering::Acquire) => me.ready.lock().push_back(spare),
                     // It could not start, or import its services: the next
                     // instance starts a child itself, and says why.
-                    _ => break,
+                    _ => {
+                        failed = true;
+                        break;
+                    }
                 }
             }
             me.refilling.store(false, Ordering::Release);
+            // Closed, or a child could not start: not tried again at once
+            // (the next take refills, if it can).
+            if failed || me.closed.load(Ordering::Acquire) {
+                return;
+            }
             // A take between the last look and now left refilling to us.
             if me.ready.lock().len() >= me.setting.spares || me.refilling.swap(true, Ordering::AcqRel) {
                 return;

@@ -368,7 +368,9 @@ class Trial:
                 bound = DETECT_BOUND + (2 * (2 + FAILURE_TIMEOUT) if self.kind == "stall-link" else 0)
                 if took > bound:
                     o["late"] += 1
-                    problems.append(f"rank {r}: error {took:.1f} s after the fault")
+                    problems.append(
+                        f"rank {r}: error {took:.1f} s after the fault, in {err['op']} {err['peer']}: {err['message'][:200]}"
+                    )
         # a sender told a send failed: its receiver has nothing from it at or after that number
         for r, res in by_rank.items():
             if not res:

@@ -27,8 +27,27 @@ class Domain:
     def size(self):
         return len(self.endpoints)
 
-    def start(self, service, params=None):
-        self.client.start(service, json.dumps(params))
+    def start(self, service, params=None, keep_going=False):
+        """Create the instances. A rank that cannot be started fails the
+        start and the started ones are cancelled; with ``keep_going`` it is
+        a failed rank like any other (its watcher reports it), the others
+        run: a rank that dies at once may die before its endpoint answers."""
+        params = json.dumps(params)
+        if not keep_going:
+            self.client.start(service, params)
+            return
+
+        def one(rank):
+            try:
+                self.client.start(service, params, [rank])
+            except Exception:  # noqa: BLE001 - the rank's status watcher reports it
+                pass
+
+        starters = [threading.Thread(target=one, args=(r,), daemon=True) for r in range(self.size)]
+        for t in starters:
+            t.start()
+        for t in starters:
+            t.join()
 
     def status(self, rank, wait=None):
         return json.loads(self.client.status(rank, wait))

@@ -85,7 +85,7 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
 
         domain = Domain(urls, key=key)
         try:
-            domain.start(SERVICE, {"program": program, "args": list(args), "form": form})
+            domain.start(SERVICE, {"program": program, "args": list(args), "form": form}, keep_going)
         except Exception:
             # A rank that ends at once can die before its endpoint answers
             # the run request: name it by its exit status, not by a lost reply.

@@ -154,7 +154,7 @@ def serve_and_watch(endpoint, size, key, program, args, keep_going=False, log=No
     try:
         urls = _gather(endpoint, gone)
         domain = Domain(urls, key=key)
-        domain.start(SERVICE, {"program": program, "args": list(args), "form": form})
+        domain.start(SERVICE, {"program": program, "args": list(args), "form": form}, keep_going)
         statuses, failure = domain.wait(keep_going=keep_going)
         return exit_status(statuses, failure, log, 5.0)
     finally:

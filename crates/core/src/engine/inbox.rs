@@ -12,6 +12,10 @@
 //!   any-source receive once every other rank is gone), now and later, and
 //!   a claimed message of its that was cut off; what it sent before is still
 //!   received;
+//! - a peer's failure is *told* once the application had an error for it:
+//!   a receive that only it could satisfy failed, or the rank says so
+//!   (`tell`: a send to it failed, a flush reported it). A flush does not
+//!   report a told peer's undelivered messages again (`rank::send`);
 //! - a revocation (`wire::reserved::is_revoke`) fails the posted and later
 //!   receives on its collective context;
 //! - a sender whose message a receive took back after its send timed out
@@ -27,7 +31,7 @@
 //! drop a receive's buffer, which may be Python's (that takes the GIL), so
 //! neither happens under the lock. No I/O, no threads: tested on its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::engine::completion::{Completion, Outcome, RecvBuffer};
@@ -113,6 +117,8 @@ pub struct Inbox {
     gone: HashMap<u32, Error>,
     /// Collective contexts revoked after a failure, and why.
     revoked: HashMap<u64, Error>,
+    /// Peers whose failure the application was told.
+    told: HashSet<u32>,
 }
 
 impl Inbox {
@@ -127,6 +133,7 @@ impl Inbox {
             closed: None,
             gone: HashMap::new(),
             revoked: HashMap::new(),
+            told: HashSet::new(),
         }
     }
 
@@ -247,6 +254,7 @@ impl Inbox {
         }
         if let Some(e) = self.hopeless(&pattern) {
             self.mailbox.cancel(id);
+            self.told_by(&pattern);
             return Fires(vec![Fire::End(w, Err(e))]);
         }
         self.waiting.insert(id, w);
@@ -311,6 +319,9 @@ impl Inbox {
         let ids = self.mailbox.withdraw(|p| unsatisfiable(gone, size, p).is_some());
         let mut failed: Vec<Waiting> = ids.into_iter().filter_map(|id| self.waiting.remove(&id)).collect();
         failed.extend(self.take_cut(|source| source == rank));
+        if !failed.is_empty() {
+            self.told.insert(rank);
+        }
         Some(Fires(failed.into_iter().map(|w| Fire::End(w, Err(why.clone()))).collect()))
     }
 
@@ -360,6 +371,29 @@ impl Inbox {
     /// Why peer `rank` is gone, if it is.
     pub fn gone(&self, rank: u32) -> Option<Error> {
         self.gone.get(&rank).cloned()
+    }
+
+    /// The application was told that peer `rank` failed (a send to it
+    /// failed, or a flush reported it).
+    pub fn tell(&mut self, rank: u32) {
+        self.told.insert(rank);
+    }
+
+    /// Whether the application was told that peer `rank` failed.
+    pub fn told(&self, rank: u32) -> bool {
+        self.told.contains(&rank)
+    }
+
+    /// A receive with `pattern` failed as hopeless: the gone peers it
+    /// waited for (all of them, for any source) are told.
+    fn told_by(&mut self, pattern: &Pattern) {
+        match pattern.source {
+            Some(s) if self.gone.contains_key(&s) => {
+                self.told.insert(s);
+            }
+            None => self.told.extend(self.gone.keys()),
+            Some(_) => {}
+        }
     }
 
     /// Why this rank ended, once it has.
@@ -642,6 +676,22 @@ mod tests {
     }
 
     #[test]
+    fn a_gone_peer_is_told_only_once_the_application_had_an_error_for_it() {
+        let mut inbox = Inbox::new(0, 3);
+        inbox.peer_gone(1, gone_error()).unwrap().fire();
+        assert!(!inbox.told(1), "nothing waited for it: nobody was told");
+        let (w, c) = receive();
+        inbox.post(1, from(Some(2), None), w).fire();
+        assert!(!c.is_done() && !inbox.told(1), "a receive from another peer tells nothing");
+        let (w, c) = receive();
+        inbox.post(2, from(Some(1), None), w).fire();
+        assert_eq!(got(&c), Err(ErrorClass::ProcFailed));
+        assert!(inbox.told(1) && !inbox.told(2));
+        inbox.tell(2); // a send to it failed
+        assert!(inbox.told(2));
+    }
+
+    #[test]
     fn a_gone_peer_fails_what_only_it_could_send_and_what_it_sent_is_still_received() {
         let mut inbox = Inbox::new(0, 3);
         arrive(&mut inbox, msg(1, 5, 0, b"before")).fires.fire();
@@ -651,8 +701,10 @@ mod tests {
         assert!(inbox.post(1, from(Some(1), Some(9)), from_1).is_empty());
         assert!(inbox.post(2, from(Some(2), None), from_2).is_empty());
         assert!(inbox.post(3, from(None, Some(9)), any).is_empty());
+        assert!(!inbox.told(1));
         inbox.peer_gone(1, gone_error()).unwrap().fire();
         assert_eq!(got(&c1), Err(ErrorClass::ProcFailed));
+        assert!(inbox.told(1), "a receive failed for it");
         assert!(!c2.is_done() && !c_any.is_done(), "rank 2 may still send");
         assert!(inbox.peer_gone(1, gone_error()).is_none(), "known already");
         let (w, c) = receive();
@@ -662,6 +714,7 @@ mod tests {
         inbox.post(5, from(Some(1), None), w).fire();
         assert_eq!(got(&c), Err(ErrorClass::ProcFailed), "later receives from it fail at once");
         inbox.peer_gone(2, gone_error()).unwrap().fire();
+        assert!(inbox.told(2));
         assert_eq!(got(&c2), Err(ErrorClass::ProcFailed));
         assert_eq!(got(&c_any), Err(ErrorClass::ProcFailed), "every other rank is gone");
         assert_eq!(inbox.peers_awaited_by([None]), Vec::<u32>::new());

@@ -369,7 +369,11 @@ impl Link {
             frame::H_SOURCE
         );
         let target = Target { addr, tls, tunnel, peer: format!("rank {dest} at {base}"), head };
-        let first = match target.attempt() {
+        // The sender waits for the first answer no longer than the failure
+        // timeout: an answer slower than that (a booting peer, or a link that
+        // black-holes) is waited for in the background while sends queue,
+        // and the sender's receives see a dead peer as `rank::liveness` finds it.
+        let first = match target.attempt_within(failure_timeout()) {
             Attempt::Open(s) => Some(s),
             Attempt::Unsupported => return Ok(None),
             Attempt::Refused(e) => return Err(e),

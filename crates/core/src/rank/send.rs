@@ -73,6 +73,7 @@ impl Instance {
             c.complete(Err(e));
         };
         if let Some(e) = self.undelivered[dest as usize].lock().take().or_else(|| self.gone(dest)) {
+            self.inbox.lock().tell(dest);
             fail(undelivered(dest, e));
             return c;
         }
@@ -251,7 +252,7 @@ impl Instance {
         let forwards = std::mem::take(&mut *self.forwards.lock());
         for (dest, c) in forwards {
             if let Err(e) = wait_outcome(&c, timeout) {
-                return Err(undelivered(dest, e));
+                self.report_undelivered(dest, e)?;
             }
         }
         // Ask again now and then: a send may start (a broadcast forward, on a
@@ -273,10 +274,23 @@ impl Instance {
             }
         };
         for (dest, u) in self.undelivered.iter().enumerate() {
-            if let Some(e) = u.lock().take() {
-                return Err(undelivered(dest as u32, e));
+            let e = u.lock().take();
+            if let Some(e) = e {
+                self.report_undelivered(dest as u32, e)?;
             }
         }
         Ok(idle)
+    }
+
+    /// A flush found a message to `dest` undelivered: an error, unless the
+    /// application was told already that `dest` failed (`Inbox::told`): a
+    /// survivor that handled a peer's failure ends well.
+    fn report_undelivered(&self, dest: u32, e: Error) -> Result<()> {
+        let mut inbox = self.inbox.lock();
+        if inbox.told(dest) {
+            return Ok(());
+        }
+        inbox.tell(dest);
+        Err(undelivered(dest, e))
     }
 }

@@ -447,7 +447,7 @@ impl Progress {
     /// have closed their streams (the instance refuses what they send until then).
     pub fn stop(&self) {
         let streams: Vec<Arc<Inbound>> = self.streams.lock().values().cloned().collect();
-        for inbound in streams {
+        for inbound in &streams {
             // A reader busy elsewhere is left alone (a waiter reading it sees the end within its slice).
             if let Some(mut reader) = inbound.reader.try_lock_for(Duration::from_millis(100)) {
                 if reader.unacked > 0 {
@@ -455,7 +455,59 @@ impl Progress {
                 }
             }
         }
+        // Each is looked at once more: an event that came while the reader
+        // was held here was passed over, and its stream (one-shot) would
+        // never be read again, nor its end seen, nor this thread end.
+        self.buffered.lock().extend(streams.iter().map(|i| i.key));
         self.stopped.store(true, Ordering::Release);
         let _ = self.poller.notify();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A receiver that files nothing (the test sends no message).
+    struct Nobody;
+
+    impl Receiver for Nobody {
+        fn deliver(self: Arc<Self>, _: Message) -> Result<Delivered> {
+            Ok(Delivered::Filed)
+        }
+        fn skip(&self, _: u32, _: Option<u64>) {}
+        fn claim(&self, _: &Envelope, _: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+            None
+        }
+        fn placed(&self, _: u32, _: u64) {}
+        fn cut(&self, _: u32, _: u64, _: Arc<Completion>, _: Box<dyn RecvBuffer>) {}
+        fn holds_back(&self, _: u32) -> bool {
+            false
+        }
+    }
+
+    /// A stream whose end came while its reader was held (by `stop`, say)
+    /// is still read to its end once stopped, and the thread ends: its
+    /// one-shot event was passed over, and nothing else would look again.
+    #[test]
+    fn a_stream_that_ended_while_its_reader_was_held_is_read_to_its_end_after_stop() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let progress = Progress::start().unwrap();
+        let receiver = Arc::new(Nobody);
+        progress.add(&receiver, 1, Socket::Tcp(accepted), Bytes::new(), 1 << 20).unwrap();
+        let inbound = progress.streams.lock().values().next().unwrap().clone();
+        {
+            let _held = inbound.reader.lock();
+            peer.shutdown(std::net::Shutdown::Both).unwrap();
+            std::thread::sleep(Duration::from_millis(300)); // the event comes, and is passed over
+        }
+        progress.stop();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !progress.streams.lock().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(progress.streams.lock().is_empty(), "the stream's end was never read");
     }
 }

@@ -177,6 +177,12 @@ impl Instance {
         if let Some(p) = &*p {
             return Ok(p.clone());
         }
+        // A stream accepted as the instance ended: `close` has taken (or
+        // will take, after this lock) the progress it stops; a new one
+        // would read for ever.
+        if let Some(e) = self.ended() {
+            return Err(std::io::Error::other(e.message));
+        }
         let started = Progress::start()?;
         *p = Some(started.clone());
         Ok(started)
@@ -255,5 +261,34 @@ impl Instance {
         if let Some(p) = self.progress.lock().take() {
             p.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instance() -> Arc<Instance> {
+        let endpoints = vec!["http://127.0.0.1:1".to_string(), "http://127.0.0.1:2".to_string()];
+        let b = Binding {
+            domain: "d".into(),
+            rank: 0,
+            endpoints,
+            token: "t".repeat(16),
+            service: String::new(),
+            params: serde_json::Value::Null,
+        };
+        Instance::new(b, Arc::new(Stores::new()))
+    }
+
+    /// A stream accepted as the instance ends gets no reader: one started
+    /// after `close` would read (a thread and its sockets) for ever.
+    #[test]
+    fn an_ended_instance_starts_no_stream_reader() {
+        let live = instance();
+        assert!(live.progress().is_ok());
+        live.finish(serde_json::Value::Null);
+        assert!(live.progress.lock().is_none(), "stopped and let go at the end");
+        assert!(live.progress().is_err(), "none started after the end");
     }
 }

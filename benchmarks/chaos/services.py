@@ -101,8 +101,8 @@ def ranks(comm, params):
             except MPI.Exception:
                 pass
         # Sends that completed (eager) but never reached a failed rank are
-        # reported by the instance's flush at the end, failing the instance:
-        # flushed here, the report is taken into the result instead.
+        # reported by a flush, unless the rank was told that peer failed
+        # (`Inbox::told`): flushed here, such reports go into the result.
         undelivered = []
         for _ in range(n):  # one report per peer
             try:

@@ -30,24 +30,27 @@ class Domain:
     def start(self, service, params=None, keep_going=False):
         """Create the instances. A rank that cannot be started fails the
         start and the started ones are cancelled; with ``keep_going`` it is
-        a failed rank like any other (its watcher reports it), the others
-        run: a rank that dies at once may die before its endpoint answers."""
+        a failed rank like any other, the others run (a rank that dies at
+        once may die before its endpoint answers): returns a queue of
+        (rank, exception) for those, to give ``wait`` as its events."""
         params = json.dumps(params)
+        failed = queue.Queue()
         if not keep_going:
             self.client.start(service, params)
-            return
+            return failed
 
         def one(rank):
             try:
                 self.client.start(service, params, [rank])
-            except Exception:  # noqa: BLE001 - the rank's status watcher reports it
-                pass
+            except Exception as e:  # noqa: BLE001 - reported as the rank's failure
+                failed.put((rank, e))
 
         starters = [threading.Thread(target=one, args=(r,), daemon=True) for r in range(self.size)]
         for t in starters:
             t.start()
         for t in starters:
             t.join()
+        return failed
 
     def status(self, rank, wait=None):
         return json.loads(self.client.status(rank, wait))

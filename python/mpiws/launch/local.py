@@ -4,7 +4,6 @@ domain, like ``mpiexec``. Rank 0 reads the launcher's standard input, the
 others read none, as under MPICH's mpiexec."""
 
 import os
-import queue
 import secrets
 import subprocess
 import sys
@@ -85,7 +84,7 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
 
         domain = Domain(urls, key=key)
         try:
-            domain.start(SERVICE, {"program": program, "args": list(args), "form": form}, keep_going)
+            events = domain.start(SERVICE, {"program": program, "args": list(args), "form": form}, keep_going)
         except Exception:
             # A rank that ends at once can die before its endpoint answers
             # the run request: name it by its exit status, not by a lost reply.
@@ -96,7 +95,6 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
             for r, code in dead:
                 log(f"rank {r} process exited with status {code} while the domain started")
             return 1
-        events = queue.Queue()
 
         def watch_process(rank, p):
             code = p.wait()

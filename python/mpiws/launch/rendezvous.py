@@ -154,8 +154,8 @@ def serve_and_watch(endpoint, size, key, program, args, keep_going=False, log=No
     try:
         urls = _gather(endpoint, gone)
         domain = Domain(urls, key=key)
-        domain.start(SERVICE, {"program": program, "args": list(args), "form": form}, keep_going)
-        statuses, failure = domain.wait(keep_going=keep_going)
+        failed = domain.start(SERVICE, {"program": program, "args": list(args), "form": form}, keep_going)
+        statuses, failure = domain.wait(failed, keep_going=keep_going)
         return exit_status(statuses, failure, log, 5.0)
     finally:
         endpoint.close_rendezvous()

@@ -61,3 +61,22 @@ def test_added_error_classes_and_codes():
     MPI.Remove_error_code(code)
     MPI.Remove_error_class(cls)
     assert MPI.Exception(-5) == MPI.ERR_UNKNOWN and MPI.Exception(MPI.ERR_RANK) > MPI.SUCCESS and not MPI.Exception(0)
+
+
+def test_an_instances_communicators_take_their_attributes_along_when_it_ends():
+    """An endpoint running instances on threads forgets the communicators
+    each made (``handle.owned``), and their attribute values with them: an
+    object collective's lock table is one, on every communicator (the
+    thread soak grew by it, ~1 KiB a domain)."""
+    from mpiws.MPI import attributes, handle
+
+    key = MPI.Comm.Create_keyval()
+    try:
+        with handle.owned():
+            comm = MPI.COMM_SELF.Dup()
+            comm.Set_attr(key, "kept on the communicator")
+            number = comm.tohandle()
+            assert attributes._values[number][key] == "kept on the communicator"
+        assert number not in attributes._values
+    finally:
+        MPI.Comm.Free_keyval(key)

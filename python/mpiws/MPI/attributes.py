@@ -16,6 +16,7 @@ import itertools
 import traceback
 
 from .exception import ERR_KEYVAL, ERR_OTHER, Exception as MPIException
+from .handle import on_forget
 
 KEYVAL_INVALID = 0x24000000
 # MPICH's numbers for the predefined keys.
@@ -35,6 +36,8 @@ _keyvals = {}
 _next = itertools.count(1)
 #: Values by object handle number, then key.
 _values = {}
+# An instance's communicators, forgotten at its end (`handle.owned`), take their values along.
+on_forget(lambda number: _values.pop(number, None))
 
 
 def _call(fn, *args):

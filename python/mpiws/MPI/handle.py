@@ -26,6 +26,13 @@ _numbers = itertools.count(1)
 _predefined = {}
 #: Per thread: the handles made on it while ``owned`` lasts.
 _made = threading.local()
+#: What else is kept by handle number (attributes), told when ``owned`` forgets one.
+_forgetters = []
+
+
+def on_forget(fn):
+    """Call ``fn(number)`` for each handle number ``owned`` forgets."""
+    _forgetters.append(fn)
 
 
 @contextlib.contextmanager
@@ -41,6 +48,8 @@ def owned():
         for number in made:
             if number not in _predefined:
                 _table.pop(number, None)
+                for forget in _forgetters:
+                    forget(number)
 
 
 class Handle:

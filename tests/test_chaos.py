@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH / "chaos"))
-sys.path.insert(0, str(BENCH / "soak"))
+# Appended, not put first: both folders have a services.py, and the
+# tests' own (tests/services.py) must stay the one `import services` finds.
+sys.path.append(str(BENCH / "chaos"))
+sys.path.append(str(BENCH / "soak"))
 
 import chaos  # noqa: E402
 import soak  # noqa: E402

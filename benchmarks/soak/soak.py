@@ -32,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent / "chaos"))
+sys.path.append(str(HERE.parent / "chaos"))  # after the caller's own: chaos/ has a services.py too
 
 from chaos import marked_processes  # noqa: E402
 

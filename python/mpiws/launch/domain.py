@@ -6,11 +6,14 @@ import queue
 import secrets
 import sys
 import threading
+import time
 
 from .. import _core
 from ..keys import client_key
 
 FINAL = ("done", "failed", "cancelled")
+#: Status polls in a row without an answer that make a rank unreachable.
+UNANSWERED = 2
 
 
 class Domain:
@@ -64,15 +67,23 @@ class Domain:
                     pass
 
     def watch(self, events):
-        """Long-poll every rank; put (rank, status or exception) on ``events``."""
+        """Long-poll every rank; put (rank, status or exception) on ``events``.
+        A rank is unreachable when two polls in a row get no answer: one
+        answer late on a loaded machine is not a failed rank."""
 
         def poll(rank):
+            missed = 0
             while True:
                 try:
                     s = self.status(rank, wait=5.0)
                 except Exception as e:  # noqa: BLE001
-                    events.put((rank, e))
-                    return
+                    missed += 1
+                    if missed >= UNANSWERED:
+                        events.put((rank, e))
+                        return
+                    time.sleep(0.2)
+                    continue
+                missed = 0
                 if s["state"] in FINAL:
                     events.put((rank, s))
                     return

@@ -286,6 +286,8 @@ class DomainClient:
         """``key``: the endpoint key that may create instances (*run*) on every endpoint."""
     def start(self, service: str, params: str, ranks: list[int] | None = None) -> None:
         """*run* on every endpoint, or on those of ``ranks`` (the others' instances their processes create)."""
+    def start_each(self, service: str, params: str) -> list[tuple[int, BaseException]]:
+        """*run* on every endpoint, each on its own: the ranks that could not be started, with why."""
     def status(self, rank: int, wait: float | None = None) -> str: ...
     def cancel(self, rank: int) -> str: ...
 

@@ -4,7 +4,7 @@ use mpiws_core::runtime;
 use mpiws_core::DomainClient as Core;
 use pyo3::prelude::*;
 
-use crate::errors::IntoPy;
+use crate::errors::{to_py, IntoPy};
 
 #[pyclass(module = "mpiws._core", frozen)]
 pub struct DomainClient {
@@ -28,6 +28,16 @@ impl DomainClient {
             serde_json::from_str(params).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("params are not JSON: {e}")))?;
         let ranks = ranks.unwrap_or_else(|| (0..self.inner.endpoints.len()).collect());
         py.detach(|| runtime().block_on(self.inner.start_ranks(&ranks, service, &params))).py_err()
+    }
+
+    /// *run* on every endpoint, each on its own (`DomainClient::start_each`):
+    /// the ranks that could not be started, each with its exception.
+    fn start_each(&self, py: Python<'_>, service: &str, params: &str) -> PyResult<Vec<(usize, Py<PyAny>)>> {
+        let params: serde_json::Value =
+            serde_json::from_str(params).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("params are not JSON: {e}")))?;
+        let ranks: Vec<usize> = (0..self.inner.endpoints.len()).collect();
+        let results = py.detach(|| runtime().block_on(self.inner.start_each(&ranks, service, &params))).py_err()?;
+        Ok(ranks.into_iter().zip(results).filter_map(|(rank, r)| r.err().map(|e| (rank, to_py(e).into_value(py).into_any()))).collect())
     }
 
     /// Status of `rank` as a JSON string; `wait` long-polls up to that many seconds.

@@ -41,18 +41,8 @@ class Domain:
         if not keep_going:
             self.client.start(service, params)
             return failed
-
-        def one(rank):
-            try:
-                self.client.start(service, params, [rank])
-            except Exception as e:  # noqa: BLE001 - reported as the rank's failure
-                failed.put((rank, e))
-
-        starters = [threading.Thread(target=one, args=(r,), daemon=True) for r in range(self.size)]
-        for t in starters:
-            t.start()
-        for t in starters:
-            t.join()
+        for rank, e in self.client.start_each(service, params):
+            failed.put((rank, e))
         return failed
 
     def status(self, rank, wait=None):

@@ -48,6 +48,21 @@ impl DomainClient {
     /// `start` for some ranks only: the others' instances are created by
     /// their own processes (a client that is itself a rank).
     pub async fn start_ranks(&self, ranks: &[usize], service: &str, params: &Value) -> Result<()> {
+        let results = self.start_each(ranks, service, params).await?;
+        if let Some(Err(e)) = results.iter().find(|r| r.is_err()) {
+            let e = e.clone();
+            let started: Vec<usize> = ranks.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(&rank, _)| rank).collect();
+            join_all(started.into_iter().map(|r| self.cancel(r))).await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// *run* on the endpoints of `ranks`, each on its own: one that cannot
+    /// be started leaves the others running (`mpiws run --keep-going`: a
+    /// rank that dies at once may die before its endpoint answers). Each
+    /// rank's outcome, in the order of `ranks`.
+    pub async fn start_each(&self, ranks: &[usize], service: &str, params: &Value) -> Result<Vec<Result<()>>> {
         if let Some(r) = ranks.iter().find(|&&r| r >= self.endpoints.len()) {
             return Err(Error::new(ErrorClass::Rank, format!("rank {r} of a domain of {}", self.endpoints.len())));
         }
@@ -62,17 +77,10 @@ impl DomainClient {
                 // Unanswered within the startup timeout (a link that black-holes): failed, not waited for ever.
                 let call = self.http.call_json_replayable::<Value>(Method::POST, &uri, self.key.as_deref(), Some(&binding), true);
                 let reply = answered(&uri, startup_timeout(), call).await;
-                reply.map_err(|e| Error::new(e.class, format!("rank {rank}: {}", e.message)))
+                reply.map(|_| ()).map_err(|e| Error::new(e.class, format!("rank {rank}: {}", e.message)))
             }
         });
-        let results = join_all(runs).await;
-        if let Some(Err(e)) = results.iter().find(|r| r.is_err()) {
-            let e = e.clone();
-            let started: Vec<usize> = ranks.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(&rank, _)| rank).collect();
-            join_all(started.into_iter().map(|r| self.cancel(r))).await;
-            return Err(e);
-        }
-        Ok(())
+        Ok(join_all(runs).await)
     }
 
     /// Status of one rank; with `wait`, long-poll up to that many seconds for it to end.

@@ -168,6 +168,42 @@ print("OK", flush=True)
     assert_ok(p, 2)
 
 
+def test_timed_out_fires_when_the_owners_wait_reaches_the_deadline_first(run):
+    # The handler thread is busy in another handler past the deadline: the owner's
+    # wait withdraws the operation, and timed_out still fires (once, afterwards).
+    p = run(
+        2,
+        """
+import threading, time
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+if comm.rank == 0:
+    idle = threading.Event()
+    comm.irecv(source=0, tag=8, schedule=MPI.Schedule(completed=lambda r: (time.sleep(1.5), idle.set())))
+    comm.send("occupy the handler thread", dest=0, tag=8)
+    fired = {k: [] for k in ("issend", "irecv")}
+    for call in fired:
+        schedule = MPI.Schedule(timed_out=fired[call].append, completed=fired[call].append)
+        if call == "issend":
+            r = comm.issend("nobody takes it", dest=1, tag=1, timeout=0.3, schedule=schedule)
+        else:
+            r = comm.irecv(source=1, tag=2, timeout=0.3, schedule=schedule)
+        try:
+            r.wait()
+            raise SystemExit("no timeout: " + call)
+        except MPI.Exception as e:
+            assert e.Get_error_class() == MPI.ERR_TIMEOUT, (call, e)
+    assert idle.wait(10)
+    time.sleep(0.3)
+    for call, receipts in fired.items():
+        assert [r.event for r in receipts] == ["timed_out"], (call, receipts)
+comm.Barrier()
+print("OK", flush=True)
+""",
+    )
+    assert_ok(p, 2)
+
+
 MATCHED = """
 import threading, time
 import numpy as np

@@ -160,6 +160,26 @@ class Watch:
         if fired is not None:
             dispatcher().call_soon(lambda: run_handler(handler, fired))
 
+    def overdue(self):
+        """For the owner, whose wait reached the deadline before the handler
+        thread did: withdraw now (or take the outcome it completed with), the
+        timed_out event then fired on the handler thread. Returns the outcome."""
+        error = self._withdraw()
+        if error is not None:
+            dispatcher().call_soon(lambda: (self.fire(TIMED_OUT, error=error), self.wake()))
+        self.settle()
+        return self.settled or (False, MPIException(ERR_TIMEOUT, "the operation timed out"), None)
+
+    def _withdraw(self):
+        # The deadline passed: withdraw unless settled or done; the ERR_TIMEOUT if withdrawn now.
+        with _settling:
+            if self.settled is not None:
+                return None
+            error = self.request._withdraw_overdue()
+            if error is not None:
+                self.settled = (False, error, None)
+            return error
+
     def settle(self):
         """Take the outcome now (handler thread or owner), keeping the request active."""
         with _settling:
@@ -169,15 +189,10 @@ class Watch:
     def progress(self, what):
         """On the handler thread: the operation moved on (``what``: done, stored, matched, deadline)."""
         if what == "deadline":
-            with _settling:
-                if self.settled is not None:
-                    return
-                error = self.request._withdraw_overdue()
-                if error is None:
-                    return
-                self.settled = (False, error, None)
-            self.fire(TIMED_OUT, error=error)
-            self.wake()
+            error = self._withdraw()
+            if error is not None:
+                self.fire(TIMED_OUT, error=error)
+                self.wake()
             return
         if what in ("stored", "matched"):
             state = self.core.stored_state() if what == "stored" else self.core.matched_state()

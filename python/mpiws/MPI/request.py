@@ -231,13 +231,13 @@ class Request:
             return (False, e, st)
 
     def _withdraw_overdue(self):
-        # Its deadline passed: withdraw the operation (_expire) unless it is
+        # Its deadline passed: withdraw the operation (_withdraw) unless it is
         # done or completes instead. The ERR_TIMEOUT if it was withdrawn (the
         # request then stands for the expired operation), else None.
         if self._r is None or self._r.done():
             return None
         try:
-            self._expire()
+            self._withdraw()
         except MPIException as e:
             self._r = _EXPIRED
             return e
@@ -282,6 +282,19 @@ class Request:
         that matched just now, or a send a receive just took, is not
         withdrawn: it completes instead.
         """
+        w = self._watch
+        if w is not None:
+            # Watched: withdrawn through the watch whichever thread gets
+            # there first, so timed_out fires either way.
+            ok, error, _ = w.overdue()
+            if not ok:
+                self._r = None
+                raise error
+            return
+        self._withdraw()
+
+    def _withdraw(self):
+        # The core's withdrawal (raises ERR_TIMEOUT), or completed after all.
         what = "receive" if self._kind in (_OBJECT, _BUFFER) else "operation"
         if self._kind in (_OBJECT, _BUFFER, _SEND):
             try:

@@ -116,7 +116,7 @@ def check_setup():
     if not (VENV / "bin" / "mpiws").exists():
         log("bench: mpiws is not set up in %s; run: %s" % (VENV, SETUP_HINT))
         raise SystemExit(2)
-    have = ["mpiws"]
+    have = [k for k, impl in IMPLS.items() if impl.mpi == "mpiws"]  # mpiws and its variants a suite added
     missing = []
     if not (VENV / "bin" / "mpiexec").exists():
         missing.append("mpich (mpiexec)")

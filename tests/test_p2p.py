@@ -8,7 +8,11 @@ from conftest import assert_ok
 
 # Rank-to-rank traffic uses streams (HTTP upgrade) unless MPIWS_STREAMS=0,
 # which keeps every message a plain HTTP store: test both channels.
-CHANNELS = pytest.mark.parametrize("channel", [{}, {"MPIWS_STREAMS": "0"}], ids=["stream", "stores"])
+# Ranks on one host stream through shared memory by default; the network path
+# (MPIWS_NOLOCAL=1) and stores (no streams) are the other channels.
+CHANNELS = pytest.mark.parametrize(
+    "channel", [{}, {"MPIWS_NOLOCAL": "1"}, {"MPIWS_STREAMS": "0"}], ids=["same-host", "network", "stores"]
+)
 
 PRELUDE = """
 import time
@@ -560,3 +564,25 @@ print("OK", flush=True)
         ),
         2,
     )
+
+
+SAME_HOST = """
+import numpy as np
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+peer = 1 - comm.rank
+buf = np.arange(1 << 20, dtype=np.uint8)   # 1 MiB: four turns of a ring
+got = np.empty_like(buf)
+comm.Sendrecv(buf, dest=peer, recvbuf=got, source=peer)
+assert (got == buf).all()
+with open("/proc/self/maps") as f:
+    rings = "mpiws-local" in f.read()
+print("RINGS", rings, flush=True)
+"""
+
+
+@pytest.mark.parametrize("nolocal", [False, True], ids=["default", "MPIWS_NOLOCAL"])
+def test_ranks_on_one_host_share_memory_unless_told_not_to(run, nolocal):
+    p = run(2, SAME_HOST, env={"MPIWS_NOLOCAL": "1"} if nolocal else {})
+    assert_ok(p, 2, "RINGS")
+    assert p.stdout.count(f"RINGS {not nolocal}") == 2, p.stdout

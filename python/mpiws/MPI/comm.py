@@ -78,6 +78,10 @@ class _Context:
         self.core, self.name, self.info = core, name, {}
         self.settings = _Settings()
 
+    def core_and_limit(self, timeout):
+        """The core communicator and the time limit of a call given ``timeout``."""
+        return self.core, timeout_.resolve(timeout, self.settings.timeout)
+
 
 class _Bound:
     """What COMM_WORLD and COMM_SELF name: the calling thread's domain
@@ -95,9 +99,17 @@ class _Bound:
 
     @property
     def settings(self):
-        kept = binding.current().settings
+        return self._settings_of(binding.current())
+
+    def _settings_of(self, bound):
+        kept = bound.settings
         found = kept.get(self.which)
         return found if found is not None else kept.setdefault(self.which, _Settings())
+
+    def core_and_limit(self, timeout):
+        """`_Context.core_and_limit`, with one look-up of the calling thread's instance."""
+        bound = binding.current()
+        return getattr(bound, self.which), timeout_.resolve(timeout, self._settings_of(bound).timeout)
 
 
 class Comm(Handle, Named, Attributes, Handled, Collectives):
@@ -556,7 +568,8 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
 
     def _send_buf(self, buf, dest, tag, sync, timeout):
         view, _, _ = datatype.parse(buf)
-        self._core.send(dest, tag, [view], sync=sync, timeout=self._limit(timeout))
+        core, limit = self._state().core_and_limit(timeout)
+        core.send(dest, tag, [view], sync=sync, timeout=limit)
 
     def Send(self, buf, dest, tag=0, timeout=None):
         """Send(self, buf, dest, tag=0, timeout=None)
@@ -712,7 +725,8 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
         Blocking receive.
         """
         view, _, _ = datatype.parse(buf, writable=True)
-        received_buffer(self._core.recv(source, tag, view, self._limit(timeout)), status, view)
+        core, limit = self._state().core_and_limit(timeout)
+        received_buffer(core.recv(source, tag, view, limit), status, view)
 
     def Sendrecv(
         self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None, timeout=None
@@ -723,9 +737,8 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
         Send and receive a message.
         """
         view, _, _ = datatype.parse(recvbuf, writable=True)
-        msg = self._core.sendrecv(
-            dest, sendtag, [datatype.parse(sendbuf)[0]], source, recvtag, view, self._limit(timeout)
-        )
+        core, limit = self._state().core_and_limit(timeout)
+        msg = core.sendrecv(dest, sendtag, [datatype.parse(sendbuf)[0]], source, recvtag, view, limit)
         received_buffer(msg, status, view)
 
     def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, timeout=None):

@@ -37,7 +37,7 @@ use crate::net::http::error_from_response;
 use crate::net::polled::Polled;
 use crate::net::pump::pump;
 use crate::net::socket::Socket;
-use crate::net::{proxy, rtt, tls, tunnel};
+use crate::net::{local, proxy, rtt, tls, tunnel};
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::wire::head::Head;
@@ -131,7 +131,10 @@ struct Target {
     /// A pinned endpoint behind a relay: the stream goes inside its tunnel.
     tunnel: Option<Tunnel>,
     peer: String,
+    /// The upgrade request's head, but its last empty line.
     head: String,
+    /// Offer the same-host channel (`net::local`); off once it failed here.
+    local: std::sync::atomic::AtomicBool,
 }
 
 /// The link's current stream (None: down); `generation` counts the
@@ -266,7 +269,12 @@ impl Target {
             Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: stream negotiation failed: {e}", self.peer)))
         };
         let asked = Instant::now();
-        if let Err(e) = s.write_all(self.head.as_bytes()) {
+        let offer = if self.local.load(std::sync::atomic::Ordering::Relaxed) {
+            format!("{}: {}\r\n", local::H_LOCAL, local::host())
+        } else {
+            String::new()
+        };
+        if let Err(e) = s.write_all(format!("{}{offer}\r\n", self.head).as_bytes()) {
             return lost(e);
         }
         // A peer that took the connection but does not answer within the
@@ -296,6 +304,16 @@ impl Target {
                 return lost(e);
             }
             rtt::record(asked.elapsed());
+            if head.local && !offer.is_empty() {
+                return match local::offer(&mut s, failure_timeout()) {
+                    Ok(l) => Attempt::Open(Socket::Local(l)),
+                    Err(e) => {
+                        // The next attempt goes over the network.
+                        self.local.store(false, std::sync::atomic::Ordering::Relaxed);
+                        Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: same-host channel failed: {e}", self.peer)))
+                    }
+                };
+            }
             return Attempt::Open(s);
         }
         let (status, retry_after) = (head.status, head.retry_after);
@@ -365,10 +383,12 @@ impl Link {
         let Some((addr, path, tls, tunnel)) = host_port(base) else { return Ok(None) };
         let head = format!(
             "POST {path}/domains/{domain}/ranks/{dest}/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-             {}: {source}\r\nConnection: upgrade\r\nUpgrade: {PROTOCOL}\r\nContent-Length: 0\r\n\r\n",
+             {}: {source}\r\nConnection: upgrade\r\nUpgrade: {PROTOCOL}\r\nContent-Length: 0\r\n",
             frame::H_SOURCE
         );
-        let target = Target { addr, tls, tunnel, peer: format!("rank {dest} at {base}"), head };
+        // Through a relay's tunnel the peer is elsewhere; else an endpoint on this host may take it.
+        let local = std::sync::atomic::AtomicBool::new(tunnel.is_none() && local::enabled() && !local::host().is_empty());
+        let target = Target { addr, tls, tunnel, peer: format!("rank {dest} at {base}"), head, local };
         // The sender waits for the first answer no longer than the failure
         // timeout: an answer slower than that (a booting peer, or a link that
         // black-holes) is waited for in the background while sends queue,
@@ -695,8 +715,8 @@ mod tests {
             std::thread::sleep(Duration::from_secs(30));
             drop(kept);
         });
-        let head = format!("POST /domains/d/ranks/1/stream HTTP/1.1\r\nHost: {addr}\r\n\r\n");
-        let target = Target { addr, tls: false, tunnel: None, peer: "rank 1".into(), head };
+        let head = format!("POST /domains/d/ranks/1/stream HTTP/1.1\r\nHost: {addr}\r\n");
+        let target = Target { addr, tls: false, tunnel: None, peer: "rank 1".into(), head, local: false.into() };
         let started = Instant::now();
         let limit = Duration::from_millis(500);
         match target.attempt_within(limit) {

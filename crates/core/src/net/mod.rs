@@ -14,12 +14,15 @@
 //! trips measured as streams open).
 
 pub mod connector;
+pub mod descriptor;
 pub mod http;
 pub mod link;
+pub mod local;
 pub mod polled;
 pub mod proxy;
 pub mod pump;
 pub mod reader;
+pub mod ring;
 pub mod rtt;
 pub mod socket;
 pub mod stores;

@@ -49,6 +49,10 @@ pub struct Polled(pub Socket);
 
 impl Read for Polled {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Socket::Local(s) = &mut self.0 {
+            poll_until(spin_budget(), || s.has_data()); // memory, not a system call
+            return s.read(buf);
+        }
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
@@ -61,6 +65,10 @@ impl Read for Polled {
 
 impl Write for Polled {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Socket::Local(s) = &mut self.0 {
+            poll_until(spin_budget(), || s.has_room());
+            return s.write(buf);
+        }
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };

@@ -182,6 +182,37 @@ impl Reader {
         told.is_ok()
     }
 
+    fn socket(&self) -> &Socket {
+        &self.r.get_ref().get_ref().1 .0
+    }
+
+    /// Whether the stream has data (or its end) within `timeout`. A
+    /// same-host stream is looked at in its ring, and arms its wake-up
+    /// before this says no (so a poller waiting on it is woken).
+    fn readable(&self, fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+        let Socket::Local(l) = self.socket() else { return readable(fd, timeout) };
+        if l.ready() {
+            return true;
+        }
+        if !timeout.is_zero() {
+            readable(fd, timeout);
+        }
+        l.ready()
+    }
+
+    fn is_local(&self) -> bool {
+        matches!(self.socket(), Socket::Local(_))
+    }
+
+    /// Whether data came, for a waiter polling: a same-host stream's ring
+    /// is memory, read without a system call.
+    fn arrived(&self, fd: BorrowedFd<'_>) -> bool {
+        match self.socket() {
+            Socket::Local(l) => l.has_data(),
+            _ => readable(fd, Duration::ZERO),
+        }
+    }
+
     /// Whether to stop reading for now (`Receiver::holds_back`).
     fn parks(&self) -> bool {
         self.instance.upgrade().is_some_and(|i| i.holds_back(self.source))
@@ -195,7 +226,7 @@ impl Reader {
             if self.parks() {
                 return true; // parked: read again once receives took some
             }
-            if !self.buffered() && !readable(fd, Duration::ZERO) {
+            if !self.buffered() && !self.readable(fd, Duration::ZERO) {
                 return true;
             }
             if !self.step() {
@@ -286,7 +317,11 @@ impl Progress {
         self.by_source.lock().insert(source, inbound.clone());
         // SAFETY: the socket stays open while registered: it is deleted from
         // the poller before the Inbound (whose reader owns it) is dropped.
-        let early = inbound.reader.lock().buffered();
+        // A same-host stream may hold data already, which no wake-up announced.
+        let early = {
+            let reader = inbound.reader.lock();
+            reader.buffered() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO)
+        };
         unsafe { self.poller.add(fd, Event::readable(key))? };
         if early {
             self.buffered.lock().push(key);
@@ -382,12 +417,12 @@ impl Progress {
             let spin_until = Instant::now() + spin_budget();
             while !c.is_done() {
                 let window = spin_until.saturating_duration_since(Instant::now()).min(left().unwrap_or(Duration::MAX));
-                let ready = reader.buffered() || poll_until(window, || c.is_done() || readable(inbound.socket(), Duration::ZERO));
+                let ready = reader.buffered() || poll_until(window, || c.is_done() || reader.arrived(inbound.socket()));
                 if c.is_done() {
                     break;
                 }
                 let slice = left().map_or(WAITER_SLICE, |l| l.min(WAITER_SLICE));
-                if !ready && !readable(inbound.socket(), slice) {
+                if !ready && !reader.readable(inbound.socket(), slice) {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         break;
                     }
@@ -402,7 +437,9 @@ impl Progress {
             // progress thread files them. Not this thread: reading on while
             // a peer keeps sending (a burst through a slow link) would hold
             // this receive until the peer pauses.
-            let more = open && reader.buffered();
+            // A same-host stream is told to wake its poller first (`readable`), else
+            // what came after this thread's last look would never be announced.
+            let more = open && (reader.buffered() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO));
             drop(reader);
             self.settle(&inbound, open);
             if more {

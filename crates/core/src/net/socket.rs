@@ -1,6 +1,7 @@
 //! The socket a stream's frames cross: a TCP connection to the peer
-//! (cleartext), or one end of a local socket pair whose other end a task
-//! pumps through the peer's TLS connection (`net::tls_pump`). Frame code
+//! (cleartext), one end of a local socket pair whose other end a task
+//! pumps through the peer's TLS connection (`net::pump`), or a same-host
+//! stream's rings (`net::local`). Frame code
 //! needs only what both have: a raw fd (polled reads and writes, epoll),
 //! `try_clone` (reader and writer threads), `shutdown`, blocking mode.
 
@@ -9,10 +10,14 @@ use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
+use crate::net::local::LocalSocket;
+
 pub enum Socket {
     Tcp(TcpStream),
     /// Local end of a pair pumped through TLS.
     Pumped(UnixStream),
+    /// A same-host stream: shared-memory rings (`net::local`).
+    Local(LocalSocket),
 }
 
 impl Socket {
@@ -20,6 +25,7 @@ impl Socket {
         Ok(match self {
             Socket::Tcp(s) => Socket::Tcp(s.try_clone()?),
             Socket::Pumped(s) => Socket::Pumped(s.try_clone()?),
+            Socket::Local(s) => Socket::Local(s.try_clone()?),
         })
     }
 
@@ -27,6 +33,7 @@ impl Socket {
         match self {
             Socket::Tcp(s) => s.shutdown(how),
             Socket::Pumped(s) => s.shutdown(how),
+            Socket::Local(s) => s.shutdown(how),
         }
     }
 
@@ -34,6 +41,7 @@ impl Socket {
         match self {
             Socket::Tcp(s) => s.set_nonblocking(on),
             Socket::Pumped(s) => s.set_nonblocking(on),
+            Socket::Local(s) => s.set_nonblocking(on),
         }
     }
 
@@ -42,10 +50,11 @@ impl Socket {
         match self {
             Socket::Tcp(s) => s.set_read_timeout(limit),
             Socket::Pumped(s) => s.set_read_timeout(limit),
+            Socket::Local(s) => s.set_read_timeout(limit),
         }
     }
 
-    /// No Nagle delay on TCP; a local pair has none.
+    /// No Nagle delay on TCP; local sockets have none.
     pub fn set_nodelay(&self) {
         if let Socket::Tcp(s) = self {
             let _ = s.set_nodelay(true);
@@ -58,6 +67,7 @@ impl AsRawFd for Socket {
         match self {
             Socket::Tcp(s) => s.as_raw_fd(),
             Socket::Pumped(s) => s.as_raw_fd(),
+            Socket::Local(s) => s.as_raw_fd(),
         }
     }
 }
@@ -67,6 +77,7 @@ impl Read for Socket {
         match self {
             Socket::Tcp(s) => s.read(buf),
             Socket::Pumped(s) => s.read(buf),
+            Socket::Local(s) => s.read(buf),
         }
     }
 }
@@ -76,6 +87,7 @@ impl Write for Socket {
         match self {
             Socket::Tcp(s) => s.write(buf),
             Socket::Pumped(s) => s.write(buf),
+            Socket::Local(s) => s.write(buf),
         }
     }
 

@@ -10,8 +10,10 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
+use crate::config::failure_timeout;
 use crate::error::ErrorClass;
 use crate::net::link::PROTOCOL;
+use crate::net::local;
 use crate::net::pump::upgraded_socket;
 use crate::net::socket::Socket;
 use crate::rank::Instance;
@@ -21,9 +23,10 @@ use crate::service::{upgrade, Endpoint};
 use crate::wire::frame;
 
 /// Answer an upgrade request; the stream is then read as `net::reader` says.
+/// A sender on this host gets the same-host channel (`net::local`) if it offers it.
 pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
     let max = ep.config.max_message;
-    accept_into(ep, domain, rank, req, move |instance, source, stream, early| {
+    accept_into(ep, domain, rank, req, true, move |instance, source, stream, early| {
         if let Ok(progress) = instance.progress() {
             let _ = progress.add(&instance, source, stream, early, max);
         }
@@ -33,11 +36,14 @@ pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomi
 
 /// Answer an upgrade request; once upgraded, `take` gets the stream (the
 /// instance, the source rank, the socket, the bytes read past the upgrade).
+/// `local`: whether a same-host sender's offer of `net::local` may be taken
+/// (then `take` gets the local stream, made on a blocking thread).
 pub async fn accept_into(
     ep: &Endpoint,
     domain: &str,
     rank: &str,
     mut req: Request<Incoming>,
+    local: bool,
     take: impl FnOnce(Arc<Instance>, u32, Socket, Bytes) + Send + 'static,
 ) -> Reply {
     // HTTP/1.1 upgrades only with the `upgrade` token in Connection; a proxy strips both headers otherwise.
@@ -52,11 +58,29 @@ pub async fn accept_into(
         Ok(i) => i,
         Err(e) => return e.into(),
     };
+    let local = local && req.headers().get(local::H_LOCAL).and_then(|v| v.to_str().ok()).is_some_and(local::same_host);
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
-        let Some((stream, read_past)) = upgraded_socket(upgraded) else { return };
-        take(instance, source, stream, read_past);
+        let Some((mut stream, read_past)) = upgraded_socket(upgraded) else { return };
+        if !local {
+            return take(instance, source, stream, read_past);
+        }
+        // The sender's record, a connection, a secret, the rings: a few
+        // blocking steps, bounded by the failure timeout.
+        tokio::task::spawn_blocking(move || {
+            let limit = failure_timeout();
+            if stream.set_nonblocking(false).and_then(|()| stream.set_read_timeout(Some(limit))).is_err() {
+                return;
+            }
+            if let Ok((l, rest)) = local::accept(&mut stream, &read_past, limit) {
+                take(instance, source, Socket::Local(l), Bytes::from(rest));
+            }
+        });
     });
-    upgrade::granted(PROTOCOL)
+    let mut granted = upgrade::granted(PROTOCOL);
+    if local {
+        granted.headers_mut().insert(local::H_LOCAL, http::HeaderValue::from_static("1"));
+    }
+    granted
 }

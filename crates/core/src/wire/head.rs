@@ -12,6 +12,8 @@ pub struct Head {
     /// The announced body length (0 if none or unreadable), at most `max_body`.
     pub content_length: usize,
     pub retry_after: bool,
+    /// An upgrade's answer took the same-host channel (`mpiws-local: 1`, `net::local`).
+    pub local: bool,
 }
 
 impl Head {
@@ -28,6 +30,7 @@ impl Head {
             status: StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY),
             content_length: field("content-length").and_then(|v| v.parse::<usize>().ok()).unwrap_or(0).min(max_body),
             retry_after: field("retry-after").is_some(),
+            local: field("mpiws-local").is_some_and(|v| v == "1"),
         }
     }
 }

@@ -62,7 +62,7 @@ pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         return retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1));
     };
     if req.method() == Method::POST && req.uri().path().ends_with("/stream") {
-        return crate::service::stream::accept_into(ep, domain, rank, req, move |_, source, socket, early| {
+        return crate::service::stream::accept_into(ep, domain, rank, req, false, move |_, source, socket, early| {
             hand_over(&sandbox, source, socket, &early)
         })
         .await;

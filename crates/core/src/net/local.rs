@@ -233,6 +233,17 @@ impl LocalSocket {
         self.rx.available().map_or(true, |n| n > 0) || self.rx.is_closed() || self.peer_gone.load(Ordering::Acquire)
     }
 
+    /// A reader polls the ring from now on: the writer need not wake it.
+    pub fn reading(&self) {
+        self.rx.reader_wakes();
+    }
+
+    /// The reader stops polling: ask for wake-ups; whether data came already.
+    pub fn released(&self) -> bool {
+        self.rx.reader_sleeps();
+        self.has_data()
+    }
+
     /// Whether a write would not wait (memory only).
     pub fn has_room(&self) -> bool {
         self.tx.room().map_or(true, |r| r > 0)

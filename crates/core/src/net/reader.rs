@@ -200,6 +200,24 @@ impl Reader {
         l.ready()
     }
 
+    /// A waiter reads now: a same-host peer need not send wake-ups (the
+    /// waiter polls the ring; it asks again before it sleeps, `readable`).
+    fn reading(&self) {
+        if let Socket::Local(l) = self.socket() {
+            l.reading();
+        }
+    }
+
+    /// A waiter lets a same-host stream go: wake-ups are asked for again;
+    /// whether data came meanwhile (then the progress thread must look).
+    /// Pending wake-up bytes are left: the poller's event drains them.
+    fn released(&self) -> bool {
+        match self.socket() {
+            Socket::Local(l) => l.released(),
+            _ => false,
+        }
+    }
+
     fn is_local(&self) -> bool {
         matches!(self.socket(), Socket::Local(_))
     }
@@ -250,6 +268,11 @@ pub struct Inbound {
     key: usize,
     fd: RawFd,
     reader: Mutex<Reader>,
+    /// A same-host stream: its poller registration is left armed while a
+    /// waiter reads (its peer sends wake-ups only when asked, `net::local`).
+    local: bool,
+    /// Whether its one-shot registration is armed (no event taken since).
+    armed: AtomicBool,
 }
 
 impl Inbound {
@@ -312,7 +335,8 @@ impl Progress {
             unacked_bytes: 0,
         };
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let inbound = Arc::new(Inbound { key, fd, reader: Mutex::new(reader) });
+        let local = matches!(reader.socket(), Socket::Local(_));
+        let inbound = Arc::new(Inbound { key, fd, reader: Mutex::new(reader), local, armed: AtomicBool::new(true) });
         self.streams.lock().insert(key, inbound.clone());
         self.by_source.lock().insert(source, inbound.clone());
         // SAFETY: the socket stays open while registered: it is deleted from
@@ -343,6 +367,8 @@ impl Progress {
             keys.append(&mut self.buffered.lock());
             for key in keys {
                 let Some(inbound) = self.streams.lock().get(&key).cloned() else { continue };
+                // Before the reader's lock: a waiter that lets go after this sees it and re-arms.
+                inbound.armed.store(false, Ordering::SeqCst);
                 // A waiter holds it: it reads, and re-arms when done.
                 let Some(mut reader) = inbound.reader.try_lock() else { continue };
                 let open = reader.drain(inbound.socket());
@@ -360,7 +386,11 @@ impl Progress {
     /// After reading: re-arm the stream, or forget it once closed.
     fn settle(&self, inbound: &Arc<Inbound>, open: bool) {
         if open {
-            let _ = self.poller.modify(inbound.socket(), Event::readable(inbound.key));
+            // A same-host stream a waiter read is still armed unless an event came meanwhile.
+            if !(inbound.local && inbound.armed.load(Ordering::SeqCst)) {
+                inbound.armed.store(true, Ordering::SeqCst);
+                let _ = self.poller.modify(inbound.socket(), Event::readable(inbound.key));
+            }
             return;
         }
         let _ = self.poller.delete(inbound.socket());
@@ -410,7 +440,11 @@ impl Progress {
                 go();
                 return c.wait(left());
             };
-            let _ = self.poller.modify(inbound.socket(), Event::none(inbound.key));
+            if !inbound.local {
+                inbound.armed.store(false, Ordering::SeqCst);
+                let _ = self.poller.modify(inbound.socket(), Event::none(inbound.key));
+            }
+            reader.reading();
             go();
             let mut open = true;
             // Poll first (see `spin_budget`), then sleep in slices.
@@ -439,7 +473,7 @@ impl Progress {
             // this receive until the peer pauses.
             // A same-host stream is told to wake its poller first (`readable`), else
             // what came after this thread's last look would never be announced.
-            let more = open && (reader.buffered() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO));
+            let more = open && (reader.buffered() || reader.is_local() && reader.released());
             drop(reader);
             self.settle(&inbound, open);
             if more {

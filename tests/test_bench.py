@@ -30,7 +30,8 @@ def test_bench_writes_report_tables_csv_and_plots(tmp_path):
     assert "# pingpong" in report and "### Targets" in report and "](pingpong/pingpong-latency.png)" in report
     rows = read_csv(out / "pingpong" / "targets.csv")
     assert rows[0][:4] == ["target", "mpiws", "reference", "ratio"]
-    assert any(r[0].startswith("8 B buffer latency") for r in rows[1:])
+    assert any(r[0].startswith("8 B latency, same host") for r in rows[1:])
+    assert any(r[0].startswith("8 B latency, network path") for r in rows[1:])
     latency = read_csv(out / "pingpong" / "buffer-latency-send-recv-half-round-trip-us.csv")
     assert latency[0][0] == "size" and len(latency) > 5 and float(latency[1][1]) > 0
     assert (out / "pingpong" / "pingpong-latency.png").stat().st_size > 1000

@@ -16,6 +16,9 @@ same plus the IP and TCP headers of every segment, pure ACKs included) and
 segments; per task, the median over the tasks of each size (each task's
 window: from its submission to the next one's) and the mean.
 
+mpiws runs on its network path here (``MPIWS_NOLOCAL=1``): on one host its
+ranks would otherwise share memory and send nothing over the loopback.
+
 Needs tcpdump and the right to capture (root, or CAP_NET_RAW); without them
 ``available()`` says why and the suite leaves this part out.
 """
@@ -226,6 +229,8 @@ def measure(cmd, env, timeout=120, cwd=None, log=print):
     tmp = Path(tempfile.mkdtemp(prefix="farm-wire-"))
     ready, go, pcap = tmp / "ready.json", tmp / "go", tmp / "capture.pcap"
     cmd = list(cmd) + ["--ready-file", str(ready), "--go-file", str(go)]
+    # What a network carries: mpiws's ranks on one host would otherwise share memory, and nothing cross the loopback.
+    env = dict(env or os.environ, MPIWS_NOLOCAL="1")
     prog = subprocess.Popen(
         cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )

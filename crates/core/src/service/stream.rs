@@ -58,7 +58,11 @@ pub async fn accept_into(
         Ok(i) => i,
         Err(e) => return e.into(),
     };
-    let local = local && req.headers().get(local::H_LOCAL).and_then(|v| v.to_str().ok()).is_some_and(local::same_host);
+    // The same host, and this very endpoint dialed (not a proxy in front of
+    // it, such as a link emulator: its traffic must cross the proxy).
+    let dialed_here = req.headers().get(http::header::HOST).and_then(|v| v.to_str().ok()?.parse::<http::uri::Authority>().ok()?.port_u16())
+        == Some(ep.addr.port());
+    let local = local && dialed_here && req.headers().get(local::H_LOCAL).and_then(|v| v.to_str().ok()).is_some_and(local::same_host);
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };

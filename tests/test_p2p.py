@@ -571,10 +571,13 @@ import numpy as np
 from mpiws import MPI
 comm = MPI.COMM_WORLD
 peer = 1 - comm.rank
-buf = np.arange(1 << 20, dtype=np.uint8)   # 1 MiB: four turns of a ring
-got = np.empty_like(buf)
-comm.Sendrecv(buf, dest=peer, recvbuf=got, source=peer)
-assert (got == buf).all()
+# Both ranks at once, more than a ring holds (256 KiB): a send made while
+# this thread holds its peer's stream must not wait for room only it makes.
+for size in (8, 600 << 10, 1 << 20):  # the first opens both streams
+    buf = (np.arange(size) % 251).astype(np.uint8)
+    got = np.empty_like(buf)
+    comm.Sendrecv(buf, dest=peer, recvbuf=got, source=peer, timeout=30)
+    assert (got == buf).all()
 with open("/proc/self/maps") as f:
     rings = "mpiws-local" in f.read()
 print("RINGS", rings, flush=True)

@@ -48,7 +48,10 @@ pub const PROTOCOL: &str = "mpiws-stream/1";
 /// Messages up to this size are written with their header in one syscall.
 const COALESCE_UP_TO: usize = 64 * 1024;
 /// Messages above this size are written by a background thread, so that a
-/// non-blocking send returns at once.
+/// non-blocking send returns at once. On a same-host stream, also every
+/// message that might not fit its ring (half its capacity): a send made
+/// while this thread holds the stream from its peer (`Sendrecv`) must not
+/// wait for room that only this thread's reading would make.
 const BACKGROUND_FROM: usize = 1 << 20;
 
 /// Sends still waiting for their acknowledgement, shared with the instance
@@ -204,6 +207,8 @@ pub struct Link {
     in_flight: Arc<InFlight>,
     undelivered: Undelivered,
     gone: OnGone,
+    /// `BACKGROUND_FROM`, or less on a same-host stream.
+    background_from: std::sync::atomic::AtomicUsize,
 }
 
 /// `host:port` of an endpoint URL, the path its upgrade goes to (an
@@ -409,6 +414,7 @@ impl Link {
             in_flight,
             undelivered,
             gone,
+            background_from: BACKGROUND_FROM.into(),
         });
         let mut conn = link.conn.lock();
         match first {
@@ -422,6 +428,8 @@ impl Link {
     /// Make `s` the current stream, with a thread reading its acknowledgements.
     fn install(self: &Arc<Self>, conn: &mut Conn, s: Socket) -> Result<()> {
         let reader = s.try_clone().map_err(|e| Error::new(ErrorClass::Intern, format!("cannot clone a socket: {e}")))?;
+        let from = if let Socket::Local(l) = &s { BACKGROUND_FROM.min(l.capacity() / 2) } else { BACKGROUND_FROM };
+        self.background_from.store(from, std::sync::atomic::Ordering::Relaxed);
         conn.generation += 1;
         conn.stream = Some(Polled(s));
         let (me, generation) = (self.clone(), conn.generation);
@@ -486,7 +494,7 @@ impl Link {
             }
         };
         let mut writes = self.writes.lock();
-        if writes.busy || (len >= BACKGROUND_FROM && !inline) {
+        if writes.busy || (len >= self.background_from.load(std::sync::atomic::Ordering::Relaxed) && !inline) {
             writes.queue.push_back(Box::new(send));
             if !writes.busy {
                 writes.busy = true;

@@ -244,6 +244,11 @@ impl LocalSocket {
         self.has_data()
     }
 
+    /// The bytes a ring holds.
+    pub fn capacity(&self) -> usize {
+        self.memory.capacity
+    }
+
     /// Whether a write would not wait (memory only).
     pub fn has_room(&self) -> bool {
         self.tx.room().map_or(true, |r| r > 0)

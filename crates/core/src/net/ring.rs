@@ -12,14 +12,15 @@
 //!   ring, an error, never a read out of bounds; positions are taken modulo
 //!   the capacity, a power of two, so no index leaves the data area.
 //! - Sleeping: a side that finds nothing to do raises its `waiting` flag,
-//!   then looks once more (both SeqCst, so the other side either sees the
-//!   flag or its own last step is seen); the other side, after each step,
-//!   takes the flag down and, if it was up, wakes the sleeper (`net::local`
-//!   says how).
+//!   then looks once more; the other side, after each step, looks at the
+//!   flag and, if it was up, takes it down and wakes the sleeper
+//!   (`net::local` says how). A SeqCst fence sits between each side's store
+//!   and its following load, so one of them sees the other's: either the
+//!   sleeper's last look finds the bytes, or the other side finds the flag.
 //! - `closed`: the writer will write no more; the reader reads what is
 //!   left, then sees the end.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// The header in front of each ring's data: counters on cache lines of
 /// their own (the two sides write different ones).
@@ -135,6 +136,7 @@ impl Ring {
     /// at `available` once more before sleeping.
     pub fn reader_sleeps(&self) {
         self.u32_at(READER_WAITING).store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst); // the flag before the look at `head` that follows
     }
 
     /// The reader is reading again: a writer need not wake it.
@@ -147,16 +149,23 @@ impl Ring {
 
     /// After a write: whether the reader was asleep (it must be woken).
     pub fn reader_to_wake(&self) -> bool {
+        // The fence orders the write's `head` (a Release store) before this
+        // load: without it the two may pass each other (x86 reorders a store
+        // with a later load), the reader's last look misses the bytes, this
+        // misses its flag, and nobody wakes it.
+        fence(Ordering::SeqCst);
         self.u32_at(READER_WAITING).load(Ordering::SeqCst) == 1 && self.u32_at(READER_WAITING).swap(0, Ordering::SeqCst) == 1
     }
 
     /// The writer is about to sleep for room: raise its flag (then look again).
     pub fn writer_sleeps(&self) {
         self.u32_at(WRITER_WAITING).store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst); // the flag before the look at `tail` that follows
     }
 
     /// After a read: whether the writer was asleep (it must be woken).
     pub fn writer_to_wake(&self) -> bool {
+        fence(Ordering::SeqCst); // `tail` before the flag: as `reader_to_wake`
         self.u32_at(WRITER_WAITING).load(Ordering::SeqCst) == 1 && self.u32_at(WRITER_WAITING).swap(0, Ordering::SeqCst) == 1
     }
 

@@ -95,9 +95,26 @@ impl Key {
     /// reveals nothing of its secret: what durable records (the jobs
     /// ledger) say owns a thing.
     pub fn fingerprint(&self) -> String {
-        let digest = ring::digest::digest(&ring::digest::SHA256, &self.secret);
-        digest.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect()
+        digest_hex(&self.secret)
     }
+}
+
+/// A name for `data` that reveals nothing of it: the first 128 bits of its
+/// SHA-256, in hex (key fingerprints, tunnel names, the same-host offer).
+pub fn digest_hex(data: &[u8]) -> String {
+    hex(&ring::digest::digest(&ring::digest::SHA256, data).as_ref()[..16])
+}
+
+/// 128 unguessable bits, in hex: ids that are capabilities, and secrets.
+pub fn random_hex() -> String {
+    use ring::rand::SecureRandom;
+    let mut b = [0u8; 16];
+    ring::rand::SystemRandom::new().fill(&mut b).expect("the system's random numbers");
+    hex(&b)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl fmt::Debug for Key {

@@ -767,8 +767,7 @@ def _bytes_and_type(buf, dt, writable):
     """``buf`` as a flat byte view, and ``dt`` or else the type its format names."""
     mv = as_view(buf, writable)
     if dt is None:
-        fmt = mv.format
-        dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
+        dt = _format_type(mv.format)
     if not mv.nbytes:  # an empty array of several dimensions cannot be cast
         return memoryview(bytearray()), dt
     return (mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv), dt
@@ -836,9 +835,14 @@ def _plain(spec, writable):
     return (mv if mv.ndim == 1 and mv.format == "B" else mv.cast("B")), dt, mv.nbytes // size
 
 
+def _format_type(fmt):
+    """The datatype a buffer's format names (bytes: BYTE)."""
+    return from_typecode(fmt) if fmt not in ("", "B") else BYTE
+
+
 def _plain_type(fmt):
     try:
-        dt = from_typecode(fmt) if fmt not in ("", "B") else BYTE
+        dt = _format_type(fmt)
     except (KeyError, BufferError):
         return False
     layout = dt._layout

@@ -44,7 +44,6 @@ pub mod template;
 pub mod workdir;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -505,9 +504,7 @@ fn no_job(id: &str) -> Refusal {
 
 /// A fresh unguessable id: job and file URLs are capabilities.
 pub fn new_id() -> String {
-    let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).expect("/dev/urandom is readable");
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    crate::keys::random_hex()
 }
 
 fn is_id(s: &str) -> bool {

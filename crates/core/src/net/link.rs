@@ -23,6 +23,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufReader, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -137,7 +138,7 @@ struct Target {
     /// The upgrade request's head, but its last empty line.
     head: String,
     /// Offer the same-host channel (`net::local`); off once it failed here.
-    local: std::sync::atomic::AtomicBool,
+    local: AtomicBool,
 }
 
 /// The link's current stream (None: down); `generation` counts the
@@ -208,7 +209,7 @@ pub struct Link {
     undelivered: Undelivered,
     gone: OnGone,
     /// `BACKGROUND_FROM`, or less on a same-host stream.
-    background_from: std::sync::atomic::AtomicUsize,
+    background_from: AtomicUsize,
 }
 
 /// `host:port` of an endpoint URL, the path its upgrade goes to (an
@@ -274,11 +275,7 @@ impl Target {
             Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: stream negotiation failed: {e}", self.peer)))
         };
         let asked = Instant::now();
-        let offer = if self.local.load(std::sync::atomic::Ordering::Relaxed) {
-            format!("{}: {}\r\n", local::H_LOCAL, local::host())
-        } else {
-            String::new()
-        };
+        let offer = if self.local.load(Ordering::Relaxed) { format!("{}: {}\r\n", local::H_LOCAL, local::host()) } else { String::new() };
         if let Err(e) = s.write_all(format!("{}{offer}\r\n", self.head).as_bytes()) {
             return lost(e);
         }
@@ -314,7 +311,7 @@ impl Target {
                     Ok(l) => Attempt::Open(Socket::Local(l)),
                     Err(e) => {
                         // The next attempt goes over the network.
-                        self.local.store(false, std::sync::atomic::Ordering::Relaxed);
+                        self.local.store(false, Ordering::Relaxed);
                         Attempt::Retry(Error::new(ErrorClass::ProcFailed, format!("{}: same-host channel failed: {e}", self.peer)))
                     }
                 };
@@ -392,7 +389,7 @@ impl Link {
             frame::H_SOURCE
         );
         // Through a relay's tunnel the peer is elsewhere; else an endpoint on this host may take it.
-        let local = std::sync::atomic::AtomicBool::new(tunnel.is_none() && local::enabled() && !local::host().is_empty());
+        let local = AtomicBool::new(tunnel.is_none() && local::enabled() && !local::host().is_empty());
         let target = Target { addr, tls, tunnel, peer: format!("rank {dest} at {base}"), head, local };
         // The sender waits for the first answer no longer than the failure
         // timeout: an answer slower than that (a booting peer, or a link that
@@ -429,7 +426,7 @@ impl Link {
     fn install(self: &Arc<Self>, conn: &mut Conn, s: Socket) -> Result<()> {
         let reader = s.try_clone().map_err(|e| Error::new(ErrorClass::Intern, format!("cannot clone a socket: {e}")))?;
         let from = if let Socket::Local(l) = &s { BACKGROUND_FROM.min(l.capacity() / 2) } else { BACKGROUND_FROM };
-        self.background_from.store(from, std::sync::atomic::Ordering::Relaxed);
+        self.background_from.store(from, Ordering::Relaxed);
         conn.generation += 1;
         conn.stream = Some(Polled(s));
         let (me, generation) = (self.clone(), conn.generation);
@@ -494,7 +491,7 @@ impl Link {
             }
         };
         let mut writes = self.writes.lock();
-        if writes.busy || (len >= self.background_from.load(std::sync::atomic::Ordering::Relaxed) && !inline) {
+        if writes.busy || (len >= self.background_from.load(Ordering::Relaxed) && !inline) {
             writes.queue.push_back(Box::new(send));
             if !writes.busy {
                 writes.busy = true;

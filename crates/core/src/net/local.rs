@@ -23,13 +23,14 @@
 //! `MPIWS_NOLOCAL=1` turns it off (as MPICH's `MPIR_CVAR_NOLOCAL`).
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::keys::{digest_hex, random_hex};
 use crate::net::descriptor::{recv_with_fd, send_with_fd};
 use crate::net::ring::{self, Ring};
 
@@ -74,8 +75,7 @@ pub fn host() -> &'static str {
             return String::new(); // unknown: never the same host
         }
         // Hashed: a peer elsewhere learns nothing of this host from the offer.
-        let digest = ::ring::digest::digest(&::ring::digest::SHA256, format!("{}|{netns}|{uid}", boot.trim()).as_bytes());
-        digest.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect()
+        digest_hex(format!("{}|{netns}|{uid}", boot.trim()).as_bytes())
     })
 }
 
@@ -349,10 +349,7 @@ impl Read for LocalSocket {
             }
             if self.rx.is_closed() || self.peer_gone.load(Ordering::Acquire) {
                 // The end, once what came before it is read.
-                return match self.rx.read(buf).map_err(Self::corrupt)? {
-                    0 => Ok(0),
-                    n => Ok(n),
-                };
+                return self.rx.read(buf).map_err(Self::corrupt);
             }
             if self.ready() {
                 continue;
@@ -393,18 +390,6 @@ impl Write for LocalSocket {
     }
 }
 
-/// Random bytes, hex.
-fn random_hex() -> io::Result<String> {
-    let mut bytes = [0u8; NAME_HEX / 2];
-    ring_random(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn ring_random(bytes: &mut [u8]) -> io::Result<()> {
-    use ::ring::rand::SecureRandom;
-    ::ring::rand::SystemRandom::new().fill(bytes).map_err(|_| io::Error::other("no random numbers"))
-}
-
 /// The user of the process at the other end of a Unix socket.
 fn peer_uid(s: &UnixStream) -> io::Result<libc::uid_t> {
     let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
@@ -432,7 +417,7 @@ fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
 /// receiver's connection there, pass it the rings. The local stream, or an
 /// error (the caller then opens a network stream).
 pub fn offer(upgraded: &mut impl Write, limit: Duration) -> io::Result<LocalSocket> {
-    let (name, secret) = (random_hex()?, random_hex()?);
+    let (name, secret) = (random_hex(), random_hex());
     let listener = UnixListener::bind_addr(&SocketAddr::from_abstract_name(format!("mpiws-local-{name}"))?)?;
     listener.set_nonblocking(true)?;
     upgraded.write_all(format!("{}{name} {secret}\n", std::str::from_utf8(HELLO).expect("ascii")).as_bytes())?;
@@ -460,7 +445,7 @@ pub fn offer(upgraded: &mut impl Write, limit: Duration) -> io::Result<LocalSock
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "same-host channel: wrong secret"));
     }
     let (fd, memory) = make_memory(ring_capacity())?;
-    send_with_fd(&wake, &[1], fd.as_fd().as_raw_fd())?;
+    send_with_fd(&wake, &[1], fd.as_raw_fd())?;
     let mut ok = [0u8; 1];
     wake.read_exact(&mut ok)?;
     wake.set_read_timeout(None)?;

@@ -335,7 +335,7 @@ impl Progress {
             unacked_bytes: 0,
         };
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let local = matches!(reader.socket(), Socket::Local(_));
+        let local = reader.is_local();
         let inbound = Arc::new(Inbound { key, fd, reader: Mutex::new(reader), local, armed: AtomicBool::new(true) });
         self.streams.lock().insert(key, inbound.clone());
         self.by_source.lock().insert(source, inbound.clone());

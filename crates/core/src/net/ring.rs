@@ -132,11 +132,29 @@ impl Ring {
         Ok(n)
     }
 
+    /// Raise a sleeper's flag; the fence orders it before the caller's
+    /// next look at the other side's counter.
+    fn raise(&self, flag: usize) {
+        self.u32_at(flag).store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// After a step: whether the sleeper of `flag` was asleep (then it must
+    /// be woken; its flag is down again). The fence orders the step's
+    /// counter (a Release store) before this look: without it the two may
+    /// pass each other (x86 reorders a store with a later load), the
+    /// sleeper's last look misses the step, this misses its flag, and
+    /// nobody wakes it.
+    fn take(&self, flag: usize) -> bool {
+        fence(Ordering::SeqCst);
+        let f = self.u32_at(flag);
+        f.load(Ordering::SeqCst) == 1 && f.swap(0, Ordering::SeqCst) == 1
+    }
+
     /// The reader is about to sleep: raise its flag. The caller then looks
     /// at `available` once more before sleeping.
     pub fn reader_sleeps(&self) {
-        self.u32_at(READER_WAITING).store(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst); // the flag before the look at `head` that follows
+        self.raise(READER_WAITING);
     }
 
     /// The reader is reading again: a writer need not wake it.
@@ -149,24 +167,17 @@ impl Ring {
 
     /// After a write: whether the reader was asleep (it must be woken).
     pub fn reader_to_wake(&self) -> bool {
-        // The fence orders the write's `head` (a Release store) before this
-        // load: without it the two may pass each other (x86 reorders a store
-        // with a later load), the reader's last look misses the bytes, this
-        // misses its flag, and nobody wakes it.
-        fence(Ordering::SeqCst);
-        self.u32_at(READER_WAITING).load(Ordering::SeqCst) == 1 && self.u32_at(READER_WAITING).swap(0, Ordering::SeqCst) == 1
+        self.take(READER_WAITING)
     }
 
     /// The writer is about to sleep for room: raise its flag (then look again).
     pub fn writer_sleeps(&self) {
-        self.u32_at(WRITER_WAITING).store(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst); // the flag before the look at `tail` that follows
+        self.raise(WRITER_WAITING);
     }
 
     /// After a read: whether the writer was asleep (it must be woken).
     pub fn writer_to_wake(&self) -> bool {
-        fence(Ordering::SeqCst); // `tail` before the flag: as `reader_to_wake`
-        self.u32_at(WRITER_WAITING).load(Ordering::SeqCst) == 1 && self.u32_at(WRITER_WAITING).swap(0, Ordering::SeqCst) == 1
+        self.take(WRITER_WAITING)
     }
 
     /// The word a sleeping writer waits on (a futex): 1 while it sleeps.

@@ -286,8 +286,7 @@ static TUNNELS: Mutex<Option<HashMap<String, Tunnel>>> = Mutex::new(None);
 /// endpoint apart; `tunnel_of` maps it back.
 pub fn synthetic(t: &Tunnel) -> Result<String> {
     let key = format!("{}\n{}\n{}", describe(t), t.name, t.pin);
-    let digest = ring::digest::digest(&ring::digest::SHA256, key.as_bytes());
-    let host = format!("{}{SYNTHETIC}", digest.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let host = format!("{}{SYNTHETIC}", crate::keys::digest_hex(key.as_bytes()));
     let mut tunnels = TUNNELS.lock();
     let tunnels = tunnels.get_or_insert_with(HashMap::new);
     if !tunnels.contains_key(&host) {

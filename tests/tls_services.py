@@ -8,9 +8,9 @@ from mpiws import MPI
 from services import multihost
 
 
-def pumped_sockets():
-    """How many local (AF_UNIX) sockets this process holds: a stream over TLS
-    is carried through a local socket pair (both ends in this process)."""
+def unix_sockets():
+    """How many local (AF_UNIX) sockets this process holds (a stream over
+    TLS once crossed a local socket pair pumped through the session)."""
     with open("/proc/self/net/unix") as f:
         inodes = {cols[6] for cols in (line.split() for line in list(f)[1:]) if len(cols) > 6}
     held = set()  # sockets, not descriptors: a stream holds its end twice (reader, writer)
@@ -26,9 +26,9 @@ def pumped_sockets():
 
 def mixed(comm, params):
     """Point-to-point (multihost's ring and all-pairs sendrecv), then
-    collectives; counts this process's pumped sockets while every rank is
+    collectives; counts this process's local sockets while every rank is
     still running (between two barriers, so no peer has closed its streams)."""
-    before = pumped_sockets()  # the process's own (a signal pipe...), before any stream of this domain
+    before = unix_sockets()  # the process's own (a signal pipe...), before any stream of this domain
     out = multihost(comm, params)
     me, n = comm.Get_rank(), comm.Get_size()
     total = np.zeros(4, dtype="d")
@@ -41,6 +41,6 @@ def mixed(comm, params):
         "Allreduce": total.tolist(),
     }
     comm.barrier()
-    out["pumped_sockets"] = pumped_sockets() - before
+    out["unix_sockets"] = unix_sockets() - before
     comm.barrier()
     return out

@@ -38,7 +38,7 @@ use crate::net::http::error_from_response;
 use crate::net::polled::Polled;
 use crate::net::pump::pump;
 use crate::net::socket::Socket;
-use crate::net::{local, proxy, rtt, tls, tunnel};
+use crate::net::{local, proxy, rtt, tls, tls_socket, tunnel};
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::wire::head::Head;
@@ -223,7 +223,8 @@ fn host_port(base: &str) -> Option<(String, String, bool, Option<Tunnel>)> {
 }
 
 impl Target {
-    /// Connect: TCP, or TLS pumped through a local socket (`net::pump`);
+    /// Connect: TCP, TLS (`net::tls_socket`; a tunnel's pumped through a
+    /// local socket, `net::pump`);
     /// through the environment's proxy with `CONNECT` where it names one.
     /// Err of class ProcFailed: transient; any other: final (TLS refused).
     fn connect(&self) -> Result<Socket> {
@@ -239,7 +240,7 @@ impl Target {
                 }
             } else if tls {
                 match tls::connect(&addr, &peer).await {
-                    Ok(tls) => pump(tls).map_err(local),
+                    Ok(tls) => tls_socket::take_over(tls.into_inner()).map(Socket::Tls).map_err(local),
                     Err(e) => Err(e),
                 }
             } else {

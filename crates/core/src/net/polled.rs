@@ -44,6 +44,13 @@ fn poll_first(socket: &Socket, mut op: impl FnMut() -> isize) -> Option<io::Resu
     result
 }
 
+/// Whether `fd` has bytes (or its end) to read now.
+fn has_bytes(fd: std::os::fd::RawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: one byte of valid memory; MSG_PEEK leaves it in the socket.
+    unsafe { libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) >= 0 }
+}
+
 /// A stream socket whose reads and writes poll before they sleep.
 pub struct Polled(pub Socket);
 
@@ -54,6 +61,11 @@ impl Read for Polled {
             return s.read(buf);
         }
         let fd = self.0.as_raw_fd();
+        if let Socket::Tls(s) = &mut self.0 {
+            // Polled for plaintext or ciphertext, then read through the session.
+            poll_until(spin_budget(), || s.pending() || has_bytes(fd));
+            return s.read(buf);
+        }
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
         match poll_first(&self.0, op) {
@@ -68,6 +80,9 @@ impl Write for Polled {
         if let Socket::Local(s) = &mut self.0 {
             poll_until(spin_budget(), || s.has_room());
             return s.write(buf);
+        }
+        if let Socket::Tls(s) = &mut self.0 {
+            return s.write(buf); // encrypted, then written whole (`net::tls_socket`)
         }
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.

@@ -1,8 +1,9 @@
-//! Streams over TLS: a rustls connection cannot be read and written by
-//! several blocking threads at once (as `stream` / `inbound` do with a TCP
-//! socket), so a task pumps bytes between the TLS connection and one end of
-//! a local socket pair, and the frame code uses the other end: every frame
-//! code path stays the same, only the socket type differs (`Socket`).
+//! Streams over a TLS session this process's stream threads cannot take
+//! over (`net::tls_socket` does where they can): a tunnel's session,
+//! inside a connection to the relay, and a session whose stream is handed
+//! to an instance's own process (`service::sandbox`). A task pumps bytes
+//! between the session and one end of a local socket pair, and the frame
+//! code uses the other end (`Socket::Pumped`).
 
 use std::os::unix::net::UnixStream;
 
@@ -16,6 +17,7 @@ use tokio::net::TcpStream;
 
 use crate::net::socket::Socket;
 use crate::net::tls::Wire;
+use crate::net::tls_socket;
 use crate::runtime::runtime;
 
 /// Copy buffer per direction: a large message crosses in fewer turns.
@@ -66,19 +68,29 @@ where
 }
 
 /// The socket of a connection the server upgraded, cleartext or TLS, and
-/// the bytes read past the HTTP exchange.
-pub fn upgraded_socket(upgraded: Upgraded) -> Option<(Socket, Bytes)> {
+/// the bytes read past the HTTP exchange. `direct`: a TLS session is taken
+/// over by the stream's threads (`net::tls_socket`), else pumped (the
+/// socket is handed to another process).
+pub fn upgraded_socket(upgraded: Upgraded, direct: bool) -> Option<(Socket, Bytes)> {
     let upgraded = match downcast::<TokioIo<TcpStream>>(upgraded) {
         Ok(parts) => return Some((Socket::Tcp(parts.io.into_inner().into_std().ok()?), parts.read_buf)),
         Err(other) => other,
     };
     let upgraded = match downcast::<TokioIo<tokio_rustls::server::TlsStream<Wire>>>(upgraded) {
-        Ok(parts) => return Some((pump(parts.io.into_inner()).ok()?, parts.read_buf)),
+        Ok(parts) => {
+            let tls = parts.io.into_inner();
+            let socket = if direct { Socket::Tls(tls_socket::take_over(tls.into_inner()).ok()?) } else { pump(tls).ok()? };
+            return Some((socket, parts.read_buf));
+        }
         Err(other) => other,
     };
     // A connection this endpoint opened to its https relay (`service::reverse`).
     let upgraded = match downcast::<TokioIo<tokio_rustls::client::TlsStream<Wire>>>(upgraded) {
-        Ok(parts) => return Some((pump(parts.io.into_inner()).ok()?, parts.read_buf)),
+        Ok(parts) => {
+            let tls = parts.io.into_inner();
+            let socket = if direct { Socket::Tls(tls_socket::take_over(tls.into_inner()).ok()?) } else { pump(tls).ok()? };
+            return Some((socket, parts.read_buf));
+        }
         Err(other) => other,
     };
     // A tunnel's TLS session, inside a connection to the relay (`service::tunnel`).

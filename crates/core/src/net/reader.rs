@@ -190,7 +190,7 @@ impl Reader {
     /// same-host stream is looked at in its ring, and arms its wake-up
     /// before this says no (so a poller waiting on it is woken).
     fn readable(&self, fd: BorrowedFd<'_>, timeout: Duration) -> bool {
-        let Socket::Local(l) = self.socket() else { return readable(fd, timeout) };
+        let Socket::Local(l) = self.socket() else { return self.socket().pending() || readable(fd, timeout) };
         if l.ready() {
             return true;
         }
@@ -227,7 +227,7 @@ impl Reader {
     fn arrived(&self, fd: BorrowedFd<'_>) -> bool {
         match self.socket() {
             Socket::Local(l) => l.has_data(),
-            _ => readable(fd, Duration::ZERO),
+            s => s.pending() || readable(fd, Duration::ZERO),
         }
     }
 
@@ -341,10 +341,11 @@ impl Progress {
         self.by_source.lock().insert(source, inbound.clone());
         // SAFETY: the socket stays open while registered: it is deleted from
         // the poller before the Inbound (whose reader owns it) is dropped.
-        // A same-host stream may hold data already, which no wake-up announced.
+        // A same-host stream may hold data already, which no wake-up announced;
+        // a TLS session, plaintext read with the upgrade.
         let early = {
             let reader = inbound.reader.lock();
-            reader.buffered() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO)
+            reader.buffered() || reader.socket().pending() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO)
         };
         unsafe { self.poller.add(fd, Event::readable(key))? };
         if early {
@@ -467,13 +468,13 @@ impl Progress {
                     break;
                 }
             }
-            // Frames already in our buffer raise no readiness event: the
+            // Frames already in our buffer (or a TLS session's) raise no readiness event: the
             // progress thread files them. Not this thread: reading on while
             // a peer keeps sending (a burst through a slow link) would hold
             // this receive until the peer pauses.
             // A same-host stream is told to wake its poller first (`readable`), else
             // what came after this thread's last look would never be announced.
-            let more = open && (reader.buffered() || reader.is_local() && reader.released());
+            let more = open && (reader.buffered() || reader.socket().pending() || reader.is_local() && reader.released());
             drop(reader);
             self.settle(&inbound, open);
             if more {

@@ -1,6 +1,8 @@
 //! The socket a stream's frames cross: a TCP connection to the peer
-//! (cleartext), one end of a local socket pair whose other end a task
-//! pumps through the peer's TLS connection (`net::pump`), or a same-host
+//! (cleartext), a TLS session its threads encrypt and decrypt themselves
+//! (`net::tls_socket`), one end of a local socket pair whose other end a
+//! task pumps through a TLS session it cannot take over (`net::pump`: a
+//! tunnel's, or one handed to an instance's process), or a same-host
 //! stream's rings (`net::local`). Frame code
 //! needs only what both have: a raw fd (polled reads and writes, epoll),
 //! `try_clone` (reader and writer threads), `shutdown`, blocking mode.
@@ -11,9 +13,12 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
 use crate::net::local::LocalSocket;
+use crate::net::tls_socket::TlsSocket;
 
 pub enum Socket {
     Tcp(TcpStream),
+    /// TLS over TCP, with no pump.
+    Tls(TlsSocket),
     /// Local end of a pair pumped through TLS.
     Pumped(UnixStream),
     /// A same-host stream: shared-memory rings (`net::local`).
@@ -24,6 +29,7 @@ impl Socket {
     pub fn try_clone(&self) -> io::Result<Socket> {
         Ok(match self {
             Socket::Tcp(s) => Socket::Tcp(s.try_clone()?),
+            Socket::Tls(s) => Socket::Tls(s.try_clone()?),
             Socket::Pumped(s) => Socket::Pumped(s.try_clone()?),
             Socket::Local(s) => Socket::Local(s.try_clone()?),
         })
@@ -32,6 +38,7 @@ impl Socket {
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         match self {
             Socket::Tcp(s) => s.shutdown(how),
+            Socket::Tls(s) => s.shutdown(how),
             Socket::Pumped(s) => s.shutdown(how),
             Socket::Local(s) => s.shutdown(how),
         }
@@ -40,6 +47,7 @@ impl Socket {
     pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
         match self {
             Socket::Tcp(s) => s.set_nonblocking(on),
+            Socket::Tls(s) => s.set_nonblocking(on),
             Socket::Pumped(s) => s.set_nonblocking(on),
             Socket::Local(s) => s.set_nonblocking(on),
         }
@@ -49,6 +57,7 @@ impl Socket {
     pub fn set_read_timeout(&self, limit: Option<std::time::Duration>) -> io::Result<()> {
         match self {
             Socket::Tcp(s) => s.set_read_timeout(limit),
+            Socket::Tls(s) => s.set_read_timeout(limit),
             Socket::Pumped(s) => s.set_read_timeout(limit),
             Socket::Local(s) => s.set_read_timeout(limit),
         }
@@ -56,8 +65,22 @@ impl Socket {
 
     /// No Nagle delay on TCP; local sockets have none.
     pub fn set_nodelay(&self) {
-        if let Socket::Tcp(s) = self {
-            let _ = s.set_nodelay(true);
+        match self {
+            Socket::Tcp(s) => {
+                let _ = s.set_nodelay(true);
+            }
+            Socket::Tls(s) => s.set_nodelay(),
+            _ => {}
+        }
+    }
+
+    /// Whether bytes (or the end) can be read without reading the socket:
+    /// a TLS session may hold plaintext already, which no readiness of
+    /// the socket announces.
+    pub fn pending(&self) -> bool {
+        match self {
+            Socket::Tls(s) => s.pending(),
+            _ => false,
         }
     }
 }
@@ -66,6 +89,7 @@ impl AsRawFd for Socket {
     fn as_raw_fd(&self) -> RawFd {
         match self {
             Socket::Tcp(s) => s.as_raw_fd(),
+            Socket::Tls(s) => s.as_raw_fd(),
             Socket::Pumped(s) => s.as_raw_fd(),
             Socket::Local(s) => s.as_raw_fd(),
         }
@@ -76,6 +100,7 @@ impl Read for Socket {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Socket::Tcp(s) => s.read(buf),
+            Socket::Tls(s) => s.read(buf),
             Socket::Pumped(s) => s.read(buf),
             Socket::Local(s) => s.read(buf),
         }
@@ -86,6 +111,7 @@ impl Write for Socket {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Socket::Tcp(s) => s.write(buf),
+            Socket::Tls(s) => s.write(buf),
             Socket::Pumped(s) => s.write(buf),
             Socket::Local(s) => s.write(buf),
         }

@@ -176,7 +176,7 @@ impl ServerCertVerifier for PinVerifier {
 
 /// A client configuration that trusts exactly `pin`, speaking HTTP/1.1.
 pub fn client_config(pin: &str) -> Result<Arc<ClientConfig>> {
-    let mut config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let mut config = ClientConfig::builder_with_provider(crate::net::tls::provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::new(ErrorClass::Intern, format!("TLS set-up failed: {e}")))?
         .dangerous()

@@ -36,14 +36,17 @@ pub async fn accept(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomi
 
 /// Answer an upgrade request; once upgraded, `take` gets the stream (the
 /// instance, the source rank, the socket, the bytes read past the upgrade).
-/// `local`: whether a same-host sender's offer of `net::local` may be taken
-/// (then `take` gets the local stream, made on a blocking thread).
+/// `in_process`: whether the stream is read in this process (a TLS session
+/// is then taken over by its threads, `net::tls_socket`, and a same-host
+/// sender's offer of `net::local` may be taken: `take` then gets the local
+/// stream, made on a blocking thread); else it is handed to an instance's
+/// own process.
 pub async fn accept_into(
     ep: &Endpoint,
     domain: &str,
     rank: &str,
     mut req: Request<Incoming>,
-    local: bool,
+    in_process: bool,
     take: impl FnOnce(Arc<Instance>, u32, Socket, Bytes) + Send + 'static,
 ) -> Reply {
     // HTTP/1.1 upgrades only with the `upgrade` token in Connection; a proxy strips both headers otherwise.
@@ -62,11 +65,11 @@ pub async fn accept_into(
     // it, such as a link emulator: its traffic must cross the proxy).
     let dialed_here = req.headers().get(http::header::HOST).and_then(|v| v.to_str().ok()?.parse::<http::uri::Authority>().ok()?.port_u16())
         == Some(ep.addr.port());
-    let local = local && dialed_here && req.headers().get(local::H_LOCAL).and_then(|v| v.to_str().ok()).is_some_and(local::same_host);
+    let local = in_process && dialed_here && req.headers().get(local::H_LOCAL).and_then(|v| v.to_str().ok()).is_some_and(local::same_host);
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         let Ok(upgraded) = upgrade.await else { return };
-        let Some((mut stream, read_past)) = upgraded_socket(upgraded) else { return };
+        let Some((mut stream, read_past)) = upgraded_socket(upgraded, in_process) else { return };
         if !local {
             return take(instance, source, stream, read_past);
         }

@@ -71,7 +71,7 @@ impl ServerTls {
             }
         };
         let fingerprint = fingerprint(&chain[0]);
-        let mut config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        let mut config = ServerConfig::builder_with_provider(crate::net::tls::provider())
             .with_safe_default_protocol_versions()
             .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
             .map_err(|e| Error::new(ErrorClass::Arg, format!("unusable TLS certificate or key: {e}")))?;

@@ -62,7 +62,7 @@ impl Identity {
             }
         };
         let pin = pin_of(&chain[0]).ok_or_else(|| Error::new(ErrorClass::Arg, "the TLS certificate cannot be read (DER)"))?;
-        let mut config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        let mut config = ServerConfig::builder_with_provider(crate::net::tls::provider())
             .with_safe_default_protocol_versions()
             .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
             .map_err(|e| Error::new(ErrorClass::Arg, format!("unusable tunnel certificate or key: {e}")))?;

@@ -31,7 +31,9 @@ pub fn send(wire: &UnixStream, source: u32, socket: &Socket, early: &[u8]) -> io
     let (kind, fd) = match socket {
         Socket::Tcp(s) => (TCP, s.as_raw_fd()),
         Socket::Pumped(s) => (LOCAL, s.as_raw_fd()),
-        Socket::Local(_) => return Err(io::Error::other("a same-host stream is not handed over")),
+        Socket::Local(_) | Socket::Tls(_) => {
+            return Err(io::Error::other("a same-host or TLS stream is not handed over: its state is in this process"))
+        }
     };
     let len = u32::try_from(early.len()).ok().filter(|&l| l <= MAX_EARLY).ok_or_else(|| io::Error::other("too many early bytes"))?;
     let mut header = [0u8; HEADER];

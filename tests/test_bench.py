@@ -283,3 +283,44 @@ def test_workflows_quick_direct_against_mediated_and_behind_a_slow_link(tmp_path
         return
     rows = read_csv(d / "wan-chain-of-8-echo-services-medians-s.csv")
     assert rows[1][0] == "1 KiB" and float(rows[-1][4]) > 2, rows  # behind the link, the manager's 16 moves cost
+
+
+def test_scale_quick_start_up_latency_memory_and_sockets_per_rank(tmp_path):
+    """``mpiws bench scale --quick`` at 2 and 4 ranks: every table has a real number for mpiws, and the counts are
+    plausible (a rank holds at least one socket per peer it talked to, memory and threads are real)."""
+    out = tmp_path / "bench"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mpiws",
+            "bench",
+            "scale",
+            "--quick",
+            "--rounds",
+            "1",
+            "--ranks",
+            "2,4",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    assert "# scale" in report and "](scale/scale.png)" in report
+
+    def column(name):
+        rows = read_csv(out / "scale" / name)
+        assert rows[0][:2] == ["ranks", "mpiws"] and [r[0] for r in rows[1:]] == ["2", "4"], rows
+        return [float(r[1]) for r in rows[1:]]
+
+    assert all(0 < t < 60 for t in column("whole-launch-s.csv"))
+    assert all(t > 0 for t in column("barrier-us.csv") + column("8-b-allreduce-us.csv"))
+    assert all(5 < m < 500 for m in column("memory-per-rank-rss-mib.csv"))
+    two, four = column("sockets-per-rank-most.csv")
+    assert two >= 1 and four >= 3, (two, four)
+    assert all(t >= 2 for t in column("threads-per-rank.csv"))

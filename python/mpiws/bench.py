@@ -31,6 +31,7 @@ SUITES = {
     "wan": False,
     "farm": True,
     "workflows": False,
+    "scale": True,
 }
 # suite -> its flag for the part behind emulated wide-area links that ``--wan`` adds
 WAN_PARTS = {"farm": "--with-wan", "workflows": "--with-wan"}

@@ -161,6 +161,21 @@ def machine():
     return info
 
 
+def run_meta(suite, argv, started, machine, **fields):
+    """What a suite's results.json and report say of its run: ``fields``
+    (ranks, rounds, ...), when it started, how long it took, the machine
+    (with its load at the end) and the command that reproduces it."""
+    machine["load_avg_end"] = os.getloadavg()
+    return dict(
+        bench=suite,
+        **fields,
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        seconds=round(time.time() - started, 1),
+        machine=machine,
+        command=" ".join(["benchmarks/%s/run" % suite] + (argv if argv is not None else sys.argv[1:])),
+    )
+
+
 class LaunchError(RuntimeError):
     pass
 

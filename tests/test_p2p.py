@@ -571,9 +571,9 @@ import numpy as np
 from mpiws import MPI
 comm = MPI.COMM_WORLD
 peer = 1 - comm.rank
-# Both ranks at once, more than a ring holds (256 KiB): a send made while
+# Both ranks at once, more than a ring holds (1 MiB): a send made while
 # this thread holds its peer's stream must not wait for room only it makes.
-for size in (8, 600 << 10, 1 << 20):  # the first opens both streams
+for size in (8, 600 << 10, 3 << 20):  # the first opens both streams
     buf = (np.arange(size) % 251).astype(np.uint8)
     got = np.empty_like(buf)
     comm.Sendrecv(buf, dest=peer, recvbuf=got, source=peer, timeout=30)

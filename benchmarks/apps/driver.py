@@ -9,7 +9,6 @@ changes). Rank 0 prints `RESULT {json}` with the timed part in "seconds" and
 whether the answer validated.
 """
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -101,20 +100,18 @@ def main(argv=None):
                         t=common.median(ts), t_min=min(ts), t_max=max(ts), n=len(ts)
                     )
             failures += [dict(x, app=app, nranks=n) for x in f]
-    machine["load_avg_end"] = os.getloadavg()
-    meta = dict(
-        bench="apps",
+    meta = common.run_meta(
+        "apps",
+        argv,
+        started,
+        machine,
         apps=apps,
         ranks=ranks,
         cores=machine["cores"],
         rounds=rounds,
         quick=a.quick,
         impls=keys,
-        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-        seconds=round(time.time() - started, 1),
-        machine=machine,
         args={app: APPS[app][1] if a.quick else APPS[app][2] for app in apps},
-        command=" ".join(["benchmarks/apps/run"] + (argv if argv is not None else sys.argv[1:])),
     )
     out = common.save(
         "apps",

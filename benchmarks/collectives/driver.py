@@ -3,7 +3,6 @@
 Entry point: benchmarks/collectives/run [--quick] [--out DIR] [--ranks 2,4,8] [--rounds R] [--impls a,b]
 """
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -45,18 +44,16 @@ def main(argv=None):
     )
     started = time.time()
     raw, merged, failures = common.sweep("collectives", impls, rounds, PROG, [(n, args) for n in ranks], timeout)
-    machine["load_avg_end"] = os.getloadavg()
-    meta = dict(
-        bench="collectives",
+    meta = common.run_meta(
+        "collectives",
+        argv,
+        started,
+        machine,
         ranks=ranks,
         cores=machine["cores"],
         rounds=rounds,
         quick=a.quick,
         impls=keys,
-        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-        seconds=round(time.time() - started, 1),
-        machine=machine,
-        command=" ".join(["benchmarks/collectives/run"] + (argv if argv is not None else sys.argv[1:])),
     )
     out = common.save(
         "collectives",

@@ -4,7 +4,6 @@ alternating; tables, JSON, plots.
 Entry point: benchmarks/overlap/run [--quick] [--out DIR] [--rounds R] [--impls a,b] [--work-ms MS]
 """
 
-import os
 import subprocess
 import sys
 import time
@@ -69,10 +68,12 @@ def main(argv=None):
         impls, rounds, lambda impl: common.launch(impl, PROG, NRANKS, args, timeout=timeout)
     )
     merged = {k: common.merge_rounds([r["measurements"] for r in raw[k]]) for k in keys if raw[k]}
-    machine["load_avg_end"] = os.getloadavg()
     first = next((r[0] for r in raw.values() if r), {})
-    meta = dict(
-        bench="overlap",
+    meta = common.run_meta(
+        "overlap",
+        argv,
+        started,
+        machine,
         nranks=NRANKS,
         cores=machine["cores"],
         rounds=rounds,
@@ -85,10 +86,6 @@ def main(argv=None):
         pp_trials=first.get("pp_trials"),
         pp_reps=first.get("pp_reps"),
         idle_seconds=first.get("idle_seconds"),
-        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-        seconds=round(time.time() - started, 1),
-        machine=machine,
-        command=" ".join(["benchmarks/overlap/run"] + (argv if argv is not None else sys.argv[1:])),
     )
     out = common.save(
         "overlap",

@@ -13,6 +13,9 @@ Measures, rank 0 <-> rank 1, half round trip = elapsed / (2 * reps):
   exchange  both ranks swap equal uint8 buffers each step, 8 B .. 16 MiB: "sendrecv"
             (Sendrecv on both) and "sendthenrecv" (rank 0 Send then Recv, rank 1
             Recv then Send); time per step (rank 0), both variants in every block
+  bibw      bidirectional bandwidth as OSU's osu_bibw: each iteration both ranks post
+            a window of Irecvs and Isends (64 messages, fewer where 64 x size would
+            pass 64 MiB) and wait for all; bandwidth = 2 x window x size / time
 """
 
 import argparse
@@ -32,6 +35,13 @@ QUICK_SIZES = [0, 1, 8, 64, 512, 4096, 32768, 1 << 18, 1 << 20, 1 << 22, 1 << 24
 EXCHANGE_SIZES = [8 << (2 * k) for k in range(11)] + [1 << 24]  # 8 B, 32 B, ... 8 MiB, 16 MiB
 EXCHANGE_QUICK_SIZES = [8, 4096, 1 << 16, 1 << 20, 1 << 24]
 EXCHANGE_VARIANTS = ["sendrecv", "sendthenrecv"]
+BIBW_SIZES = [1 << k for k in range(12, 25, 2)]  # 4 KiB, 16 KiB, ... 16 MiB
+BIBW_QUICK_SIZES = [4096, 1 << 16, 1 << 20, 1 << 24]
+
+
+def bibw_window(size):
+    """OSU's window of 64 messages, fewer where they would pass 64 MiB."""
+    return max(1, min(64, (64 << 20) // max(1, size)))
 
 
 def reps_for(size, quick):
@@ -50,7 +60,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer sizes (to 16 MiB) and repetitions")
     ap.add_argument("--trials", type=int, default=None, help="timed blocks per size; the median is kept")
     ap.add_argument("--max-size", type=int, default=None, help="largest buffer in bytes")
-    ap.add_argument("--only", default="buffer,object,pingpong,exchange", help="comma-separated parts to run")
+    ap.add_argument("--only", default="buffer,object,pingpong,exchange,bibw", help="comma-separated parts to run")
     a = ap.parse_args()
     trials = a.trials or (1 if a.quick else 3)
     sizes = QUICK_SIZES if a.quick else FULL_SIZES
@@ -218,6 +228,40 @@ def main():
             del sbuf, rbuf
     elif "exchange" in parts:
         for _ in range(len(xsizes) * (trials + 1) * len(EXCHANGE_VARIANTS)):
+            comm.Barrier()
+
+    # ---- bidirectional bandwidth (osu_bibw) ------------------------------------
+    bsizes = BIBW_QUICK_SIZES if a.quick else BIBW_SIZES
+    if a.max_size is not None:
+        bsizes = [s for s in bsizes if s <= a.max_size]
+    if "bibw" in parts and rank < 2:
+        for size in bsizes:
+            window = bibw_window(size)
+            iters = max(3, min(100, int(4e8 / (2 * window * size))))
+            if a.quick:
+                iters = max(2, iters // 4)
+            sbuf = np.full(size, 7 + rank, dtype=np.uint8)
+            rbuf = np.zeros(size * window, dtype=np.uint8)
+            ts = []
+            for trial in range(trials + 1):  # trial 0 is the warm-up
+                n = 1 if trial == 0 else iters
+                comm.Barrier()
+                t0 = MPI.Wtime()
+                for _ in range(n):
+                    reqs = [comm.Irecv(rbuf[i * size : (i + 1) * size], source=peer, tag=9) for i in range(window)]
+                    reqs += [comm.Isend(sbuf, dest=peer, tag=9) for _ in range(window)]
+                    MPI.Request.Waitall(reqs)
+                dt = MPI.Wtime() - t0
+                if trial == 0:
+                    if not (rbuf[0] == 7 + peer and rbuf[-1] == 7 + peer):
+                        raise SystemExit("bibw of %d bytes: wrong data on rank %d" % (size, rank))
+                else:
+                    ts.append(dt / n)
+            if rank == 0:
+                record("bibw", size, size, iters, ts, window=window)
+            del sbuf, rbuf
+    elif "bibw" in parts:
+        for _ in range(len(bsizes) * (trials + 1)):
             comm.Barrier()
 
     comm.Barrier()

@@ -3,7 +3,6 @@
 Entry point: benchmarks/pingpong/run [--quick] [--out DIR] [--rounds R] [--impls a,b]
 """
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -78,6 +77,16 @@ TARGETS = [
         lambda r: r >= 0.8,
         "bw",
     ),
+    (
+        "16 MiB bidirectional bandwidth, network path vs MPI-TCP",
+        NET,
+        "bibw",
+        str(16 << 20),
+        "mpi-tcp",
+        ">= 0.9",
+        lambda r: r >= 0.9,
+        "bw",
+    ),
     ("small dict send/recv vs mpi4py TCP", "mpiws", "object", "dict", "mpi-tcp", "<= 1.5", lambda r: r <= 1.5, "time"),
     (
         "10-float64 array send/recv vs mpi4py TCP",
@@ -128,18 +137,16 @@ def main(argv=None):
         impls, rounds, lambda impl: common.launch(impl, PROG, NRANKS, args, timeout=a.timeout)
     )
     merged = {k: common.merge_rounds([r["measurements"] for r in raw[k]]) for k in keys if raw[k]}
-    machine["load_avg_end"] = os.getloadavg()
-    meta = dict(
-        bench="pingpong",
+    meta = common.run_meta(
+        "pingpong",
+        argv,
+        started,
+        machine,
         nranks=NRANKS,
         cores=machine["cores"],
         rounds=rounds,
         quick=a.quick,
         impls=keys,
-        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-        seconds=round(time.time() - started, 1),
-        machine=machine,
-        command=" ".join(["benchmarks/pingpong/run"] + (argv if argv is not None else sys.argv[1:])),
     )
     out = common.save(
         "pingpong",
@@ -201,8 +208,11 @@ def report(meta, merged, failures):
     parts = ["\n".join(head)]
 
     # targets first: the figures the issue asks about
-    def show(x, what, key):
-        """A target's time as its figure: bandwidth (MB/s) of a ``key``-byte message, or latency (us)."""
+    def show(impl, kind, key, what):
+        """A target's figure: bandwidth (MB/s) of a ``key``-byte message (both ways for osu_bibw), or latency (us)."""
+        x = t(impl, kind, key)
+        if kind == "bibw":
+            return common.fmt(bibw_rate(by.get(impl, {}).get((kind, key))), "%.0f MB/s")
         if what == "bw":
             return common.fmt(x and int(key) / x / 1e6, "%.0f MB/s")
         return common.fmt(x and x * 1e6, "%.1f us")
@@ -216,8 +226,8 @@ def report(meta, merged, failures):
         rows.append(
             [
                 title,
-                show(a, what, key),
-                show(b, what, key),
+                show(impl, kind, key, what),
+                show(ref, kind, key, what),
                 common.fmt(r, "%.2f"),
                 goal,
                 "-" if r is None else ("yes" if ok(r) else "NO"),
@@ -313,6 +323,7 @@ def report(meta, merged, failures):
     parts += exchange_tables(merged, keys, refs)
     parts += same_host_tables(by, sizes)
     parts += tls_tables(by, sizes)
+    parts += bibw_tables(by)
 
     # spread: how noisy the rounds were
     rows = []
@@ -391,6 +402,39 @@ def same_host_tables(by, sizes):
         "`MPIWS_NOLOCAL=1` (loopback TCP). "
     )
     return side_by_side(by, sizes, ("mpiws", NET, "mpi-shm", "mpi-tcp"), [(0, 2), (1, 3)], hdr, "Same host", note)
+
+
+def bibw_rate(m):
+    """MB/s of an osu_bibw measurement: both directions' bytes per iteration over its time."""
+    return m and 2 * m["window"] * m["size"] / m["t"] / 1e6
+
+
+def bibw_tables(by):
+    """Bidirectional bandwidth (osu_bibw): every implementation measured, with the
+    same-host and network-path ratios."""
+    order = [k for k in ("mpiws", NET, "mpi-shm", "mpi-tcp") if k in by]
+    sizes = sorted({m["size"] for k in order for (kind, _), m in by[k].items() if kind == "bibw"})
+    if not sizes:
+        return []
+    pairs = [
+        (a, b, label)
+        for a, b, label in (("mpiws", "mpi-shm", "same host/shm"), (NET, "mpi-tcp", "network/TCP"))
+        if a in order and b in order
+    ]
+    rows = []
+    for s in sizes:
+        rates = {k: bibw_rate(by[k].get(("bibw", str(s)))) for k in order}
+        rows.append(
+            [common.human_size(s)]
+            + [common.fmt(rates[k], "%.0f") for k in order]
+            + [common.fmt(common.ratio(rates[a], rates[b]), "%.2f") for a, b, _ in pairs]
+        )
+    hdr = ["size"] + [common.IMPLS[k].label for k in order] + [label for _, _, label in pairs]
+    note = (
+        "As OSU's osu_bibw: each iteration both ranks post a window of 64 Irecvs and 64 Isends (fewer where they "
+        "would pass 64 MiB) and wait for all; MB/s of both directions together. Ratios: below 1 means mpiws is slower."
+    )
+    return [common.table("Bidirectional bandwidth (MB/s)", hdr, rows, note)]
 
 
 def tls_tables(by, sizes):

@@ -4,7 +4,6 @@ tables, JSON, plots.
 Entry point: benchmarks/rma/run [--quick] [--out DIR] [--ranks 2,4,8] [--rounds R] [--impls a,b]
 """
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -86,20 +85,18 @@ def main(argv=None):
     )
     started = time.time()
     raw, merged, failures = common.sweep("rma", impls, rounds, PROG, plan, timeout)
-    machine["load_avg_end"] = os.getloadavg()
-    meta = dict(
-        bench="rma",
+    meta = common.run_meta(
+        "rma",
+        argv,
+        started,
+        machine,
         ranks=sorted({n for n, _ in plan}),
         counter_ranks=[n for n in ranks if "counter" in parts],
         cores=machine["cores"],
         rounds=rounds,
         quick=a.quick,
         impls=keys,
-        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-        seconds=round(time.time() - started, 1),
-        machine=machine,
         checks=checks(raw),
-        command=" ".join(["benchmarks/rma/run"] + (argv if argv is not None else sys.argv[1:])),
     )
     out = common.save(
         "rma",

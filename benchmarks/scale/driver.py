@@ -64,18 +64,16 @@ def main(argv=None):
         raw[str(n)] = r
         merged[str(n)] = {i.key: common.merge_rounds([x["measurements"] for x in r[i.key]]) for i in impls if r[i.key]}
         failures += [dict(x, nranks=n) for x in f]
-    machine["load_avg_end"] = os.getloadavg()
-    meta = dict(
-        bench="scale",
+    meta = common.run_meta(
+        "scale",
+        argv,
+        started,
+        machine,
         ranks=ranks,
         cores=machine["cores"],
         rounds=rounds,
         quick=a.quick,
         impls=keys,
-        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-        seconds=round(time.time() - started, 1),
-        machine=machine,
-        command=" ".join(["benchmarks/scale/run"] + (argv if argv is not None else sys.argv[1:])),
     )
     out = common.save(
         "scale",

@@ -51,12 +51,15 @@ pub fn enabled() -> bool {
     *ON.get_or_init(|| !matches!(std::env::var("MPIWS_NOLOCAL").as_deref(), Ok("1" | "true" | "yes")))
 }
 
-/// Each ring's data area (`MPIWS_LOCAL_RING_KIB`, default 256 KiB, a power
+/// Each ring's data area (`MPIWS_LOCAL_RING_KIB`, default 1 MiB, a power
 /// of two): two per pair of ranks that talk, touched as they are used.
+/// 1 MiB against 256 KiB: 1.5-2x the bandwidth of large messages, one way
+/// and both ways (docs/performance.md), for up to 2 MiB of shared memory
+/// per pair.
 fn ring_capacity() -> usize {
     static CAP: OnceLock<usize> = OnceLock::new();
     *CAP.get_or_init(|| {
-        let kib = std::env::var("MPIWS_LOCAL_RING_KIB").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(256);
+        let kib = std::env::var("MPIWS_LOCAL_RING_KIB").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1024);
         kib.saturating_mul(1024).next_power_of_two().clamp(ring::MIN_CAPACITY, ring::MAX_CAPACITY)
     })
 }

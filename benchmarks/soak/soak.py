@@ -8,7 +8,9 @@ its end; then one domain of two ranks moves ``--messages`` messages, rank 0
 to rank 1. Every so many domains the endpoint process's resident memory
 (``/proc/PID/status`` VmRSS), open descriptors (``/proc/PID/fd``), threads
 and live processes of the run (a marker in their environment) are sampled;
-the two ranks sample their own memory every so many messages. Slopes are
+the two ranks sample their own memory every so many messages (resident
+but not shared: the same-host rings are shared memory of a fixed size,
+whose pages count as the rings first turn). Slopes are
 least-squares fits over the second half of the samples (after warm-up):
 KiB and descriptors per 1000 domains, KiB per 100,000 messages. At the end
 the endpoint is stopped and no process of the run may remain.

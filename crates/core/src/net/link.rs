@@ -448,6 +448,11 @@ impl Link {
         self.broken.lock().is_some()
     }
 
+    /// Why the link was given up, if it was.
+    pub fn failure(&self) -> Option<Error> {
+        self.broken.lock().clone()
+    }
+
     /// Send one message. `completion` completes as `EAGER_BELOW` says, or
     /// for a synchronous send when the receiver matched the message. A large
     /// message is written by a background thread unless `inline`. `track`

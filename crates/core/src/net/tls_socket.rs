@@ -65,6 +65,9 @@ impl Session {
     /// Plaintext into `buf` from what the session holds and the ciphertext
     /// read before; Ok(0) at the end; WouldBlock when the socket must be read.
     fn pull(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // A session that failed says so at every read (`pending` says true
+        // for it: the read must not then wait on the socket).
+        self.conn.process_new_packets().map_err(broken)?;
         let mut got = 0;
         loop {
             if got == buf.len() {
@@ -92,7 +95,9 @@ impl Session {
     fn take_some(&mut self) -> io::Result<()> {
         let n = self.conn.read_tls(&mut &self.cipher[self.taken..])?;
         self.taken += n;
-        if self.taken == self.cipher.len() {
+        // n == 0: the session takes nothing more (after the peer's
+        // close_notify): what follows is dropped, never looped on.
+        if n == 0 || self.taken == self.cipher.len() {
             self.cipher.clear();
             self.taken = 0;
         }
@@ -105,6 +110,7 @@ impl Session {
     fn take(&mut self) -> io::Result<()> {
         while self.taken < self.cipher.len() {
             match self.conn.read_tls(&mut &self.cipher[self.taken..]) {
+                Ok(0) => break, // nothing more is taken (see `take_some`)
                 Ok(n) => self.taken += n,
                 Err(e) if e.kind() == io::ErrorKind::Other => return Ok(()), // plaintext buffer full
                 Err(e) => return Err(e),
@@ -159,15 +165,22 @@ impl TlsSocket {
         write_all(&self.tcp, &mut out)
     }
 
+    /// End the connection. Never waits: a writer stuck on a peer that does
+    /// not read holds the send lock, and the TCP shutdown is what frees it;
+    /// so the peer's clean end (`close_notify`) goes only if it can go now.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         if how != Shutdown::Read {
-            let mut out = self.shared.send.lock();
-            {
-                let mut s = self.shared.session.lock();
-                s.conn.send_close_notify();
-                s.conn.write_tls(&mut *out)?;
+            if let Some(mut out) = self.shared.send.try_lock() {
+                {
+                    let mut s = self.shared.session.lock();
+                    s.conn.send_close_notify();
+                    let _ = s.conn.write_tls(&mut *out);
+                }
+                // SAFETY: `out` is valid for its length during the call.
+                let _ =
+                    unsafe { libc::send(self.tcp.as_raw_fd(), out.as_ptr().cast(), out.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+                out.clear();
             }
-            let _ = write_all(&self.tcp, &mut out); // the peer may be gone already
         }
         self.tcp.shutdown(how)
     }
@@ -415,6 +428,40 @@ mod tests {
         let mut got = Vec::new();
         s.read_to_end(&mut got).unwrap();
         assert_eq!(got, b"last");
+    }
+
+    /// Bytes after the peer's close_notify are dropped: the read ends, it
+    /// does not spin on what the session will not take.
+    #[test]
+    fn bytes_after_close_notify_end_the_stream_without_a_spin() {
+        let (c, mut s) = pair();
+        let mut out = Vec::new();
+        {
+            let mut session = c.shared.session.lock();
+            session.conn.writer().write_all(b"bye").unwrap();
+            session.conn.send_close_notify();
+            session.conn.write_tls(&mut out).unwrap();
+        }
+        out.extend_from_slice(&[0x17, 3, 3, 0, 40]);
+        out.extend_from_slice(&[0u8; 40]);
+        (&c.tcp).write_all(&out).unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"bye");
+    }
+
+    /// A writer blocked by a peer that does not read is freed by a shutdown
+    /// from another thread, which itself does not wait.
+    #[test]
+    fn shutdown_frees_a_writer_stuck_on_a_peer_that_does_not_read() {
+        let (c, _s) = pair();
+        let mut w = c.try_clone().unwrap();
+        let writer = std::thread::spawn(move || w.write_all(&vec![1u8; 64 << 20]));
+        std::thread::sleep(Duration::from_millis(300)); // the socket's buffers are full by now
+        let t = std::time::Instant::now();
+        c.shutdown(Shutdown::Both).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(1), "shutdown waited {:?}", t.elapsed());
+        assert!(writer.join().unwrap().is_err(), "the stuck write must fail");
     }
 
     /// Bytes changed on the wire break the stream with an error, never

@@ -183,7 +183,15 @@ impl Instance {
         }
         let mut ch = self.channels[dest as usize].lock();
         match &*ch {
-            Some(Channel::Stream(link)) if !link.is_broken() => return Ok(Some(link.clone())),
+            Some(Channel::Stream(link)) => match link.failure() {
+                None => return Ok(Some(link.clone())),
+                // Given up on its peer (which it marks gone right after
+                // failing its sends): a send made meanwhile, say by whoever
+                // saw one of those failures, fails at once like later ones,
+                // rather than on a new link that queues it.
+                Some(e) if e.class == ErrorClass::ProcFailed => return Err(e),
+                Some(_) => {}
+            },
             Some(Channel::Stores) => return Ok(None),
             _ => {}
         }

@@ -161,13 +161,18 @@ def machine():
     return info
 
 
-def run_meta(suite, argv, started, machine, **fields):
-    """What a suite's results.json and report say of its run: ``fields``
-    (ranks, rounds, ...), when it started, how long it took, the machine
-    (with its load at the end) and the command that reproduces it."""
+def run_meta(suite, a, argv, started, machine, rounds, impls, **fields):
+    """What a suite's results.json and report say of its run: the machine's
+    cores, the rounds, quick or not, the implementations and ``fields``
+    (ranks, ...), when it started, how long it took, the machine (with its
+    load at the end) and the command that reproduces it."""
     machine["load_avg_end"] = os.getloadavg()
     return dict(
         bench=suite,
+        cores=machine["cores"],
+        rounds=rounds,
+        quick=a.quick,
+        impls=impls,
         **fields,
         started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
         seconds=round(time.time() - started, 1),
@@ -456,6 +461,22 @@ def save(name, out, meta, merged, raw, failures, text, plots=None):
         except ImportError:
             log("%s: matplotlib is missing, no plots; install with: %s" % (name, SETUP_HINT))
     return out
+
+
+def save_suite(name, a, meta, merged, raw, failures, report, plots, measured):
+    """``save`` for a suite driver: its ``report(meta, merged, failures)``, and
+    its ``plots(out, meta, merged)`` unless ``--no-plots`` or nothing was
+    ``measured``."""
+    return save(
+        name,
+        a.out,
+        meta,
+        merged,
+        raw,
+        failures,
+        report(meta, merged, failures),
+        None if a.no_plots or not measured else (lambda o: plots(o, meta, merged)),
+    )
 
 
 def select(names):

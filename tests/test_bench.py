@@ -11,19 +11,20 @@ import sys
 from conftest import ROOT
 
 
+def mpiws_bench(*args, timeout=300):
+    """``mpiws bench ARGS`` from the checkout: the finished process."""
+    return subprocess.run(
+        [sys.executable, "-m", "mpiws", "bench", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+
+
 def read_csv(path):
     return list(csv.reader(open(path)))
 
 
 def test_bench_writes_report_tables_csv_and_plots(tmp_path):
     out = tmp_path / "bench"
-    p = subprocess.run(
-        [sys.executable, "-m", "mpiws", "bench", "pingpong", "--quick", "--rounds", "1", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    p = mpiws_bench("pingpong", "--quick", "--rounds", "1", "--out", str(out))
     assert p.returncode == 0, p.stderr[-3000:]
     assert "[1/1] pingpong" in p.stderr  # progress
     report = (out / "report.md").read_text()
@@ -113,26 +114,7 @@ def test_rma_quick_tables_and_exact_counter(tmp_path):
     """``mpiws bench rma --quick``: put latency in three synchronisations, get bandwidth, accumulate latency and the
     contended counter at 2 and 3 ranks, with real numbers and an exact final count."""
     out = tmp_path / "bench"
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mpiws",
-            "bench",
-            "rma",
-            "--quick",
-            "--rounds",
-            "1",
-            "--ranks",
-            "2,3",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    p = mpiws_bench("rma", "--quick", "--rounds", "1", "--ranks", "2,3", "--out", str(out))
     assert p.returncode == 0, p.stderr[-3000:]
     report = (out / "report.md").read_text()
     assert "# rma" in report and "### Summary" in report and "](rma/rma-put-latency.png)" in report
@@ -168,13 +150,7 @@ def test_farm_quick_completion_tiny_tasks_and_wire(tmp_path):
 
         install_packages(tcpdump="tcpdump")
     out = tmp_path / "bench"
-    p = subprocess.run(
-        [sys.executable, "-m", "mpiws", "bench", "farm", "--quick", "--rounds", "1", "--ranks", "2", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    p = mpiws_bench("farm", "--quick", "--rounds", "1", "--ranks", "2", "--out", str(out))
     assert p.returncode == 0, p.stderr[-3000:]
     report = (out / "report.md").read_text()
     assert "# farm" in report and "### Targets (from the issue), 2 workers" in report
@@ -259,13 +235,7 @@ def test_workflows_quick_direct_against_mediated_and_behind_a_slow_link(tmp_path
     if os.geteuid() == 0 and shutil.which("apt-get") and not shutil.which("tinyproxy"):
         install_packages(tinyproxy="tinyproxy")
     out = tmp_path / "bench"
-    p = subprocess.run(
-        [sys.executable, "-m", "mpiws", "bench", "workflows", "--quick", "--wan", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    p = mpiws_bench("workflows", "--quick", "--wan", "--out", str(out), timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     d = out / "workflows"
     rows = read_csv(d / "chain-of-8-echo-services-direct-against-mediated-medians-s.csv")
@@ -289,26 +259,7 @@ def test_scale_quick_start_up_latency_memory_and_sockets_per_rank(tmp_path):
     """``mpiws bench scale --quick`` at 2 and 4 ranks: every table has a real number for mpiws, and the counts are
     plausible (a rank holds at least one socket per peer it talked to, memory and threads are real)."""
     out = tmp_path / "bench"
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mpiws",
-            "bench",
-            "scale",
-            "--quick",
-            "--rounds",
-            "1",
-            "--ranks",
-            "2,4",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    p = mpiws_bench("scale", "--quick", "--rounds", "1", "--ranks", "2,4", "--out", str(out))
     assert p.returncode == 0, p.stderr[-3000:]
     report = (out / "report.md").read_text()
     assert "# scale" in report and "](scale/scale.png)" in report

@@ -102,27 +102,17 @@ def main(argv=None):
             failures += [dict(x, app=app, nranks=n) for x in f]
     meta = common.run_meta(
         "apps",
+        a,
         argv,
         started,
         machine,
+        rounds,
+        keys,
         apps=apps,
         ranks=ranks,
-        cores=machine["cores"],
-        rounds=rounds,
-        quick=a.quick,
-        impls=keys,
         args={app: APPS[app][1] if a.quick else APPS[app][2] for app in apps},
     )
-    out = common.save(
-        "apps",
-        a.out,
-        meta,
-        merged,
-        raw,
-        failures,
-        report(meta, merged, failures),
-        None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)),
-    )
+    out = common.save_suite("apps", a, meta, merged, raw, failures, report, plots, bool(merged))
     common.log(
         "apps: wrote %s (results.json, table.md%s) in %.0fs"
         % (out, "" if a.no_plots else ", apps-speedup.png", time.time() - started)

@@ -46,25 +46,15 @@ def main(argv=None):
     raw, merged, failures = common.sweep("collectives", impls, rounds, PROG, [(n, args) for n in ranks], timeout)
     meta = common.run_meta(
         "collectives",
+        a,
         argv,
         started,
         machine,
+        rounds,
+        keys,
         ranks=ranks,
-        cores=machine["cores"],
-        rounds=rounds,
-        quick=a.quick,
-        impls=keys,
     )
-    out = common.save(
-        "collectives",
-        a.out,
-        meta,
-        merged,
-        raw,
-        failures,
-        report(meta, merged, failures),
-        None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)),
-    )
+    out = common.save_suite("collectives", a, meta, merged, raw, failures, report, plots, any(merged.values()))
     common.log(
         "collectives: wrote %s (results.json, table.md%s) in %.0fs"
         % (out, "" if a.no_plots else ", collectives-*.png", time.time() - started)

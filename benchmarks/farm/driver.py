@@ -344,16 +344,7 @@ def main_local(a, argv):
         wire_skipped=wire_why,
         command=command_line(argv),
     )
-    out = common.save(
-        "farm",
-        a.out,
-        meta,
-        merged,
-        raw,
-        failures,
-        report(meta, merged, failures),
-        None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)),
-    )
+    out = common.save_suite("farm", a, meta, merged, raw, failures, report, plots, any(merged.values()))
     try:  # the tables as CSV too (``mpiws bench`` does the same for every suite)
         from mpiws.bench import tables_to_csv
 

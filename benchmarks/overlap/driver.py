@@ -71,14 +71,13 @@ def main(argv=None):
     first = next((r[0] for r in raw.values() if r), {})
     meta = common.run_meta(
         "overlap",
+        a,
         argv,
         started,
         machine,
+        rounds,
+        keys,
         nranks=NRANKS,
-        cores=machine["cores"],
-        rounds=rounds,
-        quick=a.quick,
-        impls=keys,
         work_calls=first.get("work_calls", work),
         work_ms=a.work_ms,
         iters=first.get("iters"),
@@ -87,16 +86,7 @@ def main(argv=None):
         pp_reps=first.get("pp_reps"),
         idle_seconds=first.get("idle_seconds"),
     )
-    out = common.save(
-        "overlap",
-        a.out,
-        meta,
-        merged,
-        raw,
-        failures,
-        report(meta, merged, failures),
-        None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)),
-    )
+    out = common.save_suite("overlap", a, meta, merged, raw, failures, report, plots, bool(merged))
     common.log(
         "overlap: wrote %s (results.json, table.md%s) in %.0fs"
         % (

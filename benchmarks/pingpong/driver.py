@@ -139,25 +139,15 @@ def main(argv=None):
     merged = {k: common.merge_rounds([r["measurements"] for r in raw[k]]) for k in keys if raw[k]}
     meta = common.run_meta(
         "pingpong",
+        a,
         argv,
         started,
         machine,
+        rounds,
+        keys,
         nranks=NRANKS,
-        cores=machine["cores"],
-        rounds=rounds,
-        quick=a.quick,
-        impls=keys,
     )
-    out = common.save(
-        "pingpong",
-        a.out,
-        meta,
-        merged,
-        raw,
-        failures,
-        report(meta, merged, failures),
-        None if a.no_plots or not merged else (lambda o: plots(o, meta, merged)),
-    )
+    out = common.save_suite("pingpong", a, meta, merged, raw, failures, report, plots, bool(merged))
     common.log(
         "pingpong: wrote %s (results.json, table.md%s) in %.0fs"
         % (out, "" if a.no_plots else ", pingpong-*.png", time.time() - started)

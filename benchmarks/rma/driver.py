@@ -87,27 +87,17 @@ def main(argv=None):
     raw, merged, failures = common.sweep("rma", impls, rounds, PROG, plan, timeout)
     meta = common.run_meta(
         "rma",
+        a,
         argv,
         started,
         machine,
+        rounds,
+        keys,
         ranks=sorted({n for n, _ in plan}),
         counter_ranks=[n for n in ranks if "counter" in parts],
-        cores=machine["cores"],
-        rounds=rounds,
-        quick=a.quick,
-        impls=keys,
         checks=checks(raw),
     )
-    out = common.save(
-        "rma",
-        a.out,
-        meta,
-        merged,
-        raw,
-        failures,
-        report(meta, merged, failures),
-        None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)),
-    )
+    out = common.save_suite("rma", a, meta, merged, raw, failures, report, plots, any(merged.values()))
     common.log(
         "rma: wrote %s (results.json, table.md%s) in %.0fs"
         % (out, "" if a.no_plots else ", rma-*.png", time.time() - started)

@@ -66,25 +66,15 @@ def main(argv=None):
         failures += [dict(x, nranks=n) for x in f]
     meta = common.run_meta(
         "scale",
+        a,
         argv,
         started,
         machine,
+        rounds,
+        keys,
         ranks=ranks,
-        cores=machine["cores"],
-        rounds=rounds,
-        quick=a.quick,
-        impls=keys,
     )
-    out = common.save(
-        "scale",
-        a.out,
-        meta,
-        merged,
-        raw,
-        failures,
-        report(meta, merged, failures),
-        None if a.no_plots or not any(merged.values()) else (lambda o: plots(o, meta, merged)),
-    )
+    out = common.save_suite("scale", a, meta, merged, raw, failures, report, plots, any(merged.values()))
     common.log("scale: wrote %s in %.0fs" % (out, time.time() - started))
     return 1 if not any(merged.values()) else 0
 

@@ -10,7 +10,8 @@
 //! spent, the call sleeps as usual.
 
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::Duration;
 
 use crate::config::spin_budget;
 use crate::engine::completion::poll_until;
@@ -44,11 +45,13 @@ fn poll_first(socket: &Socket, mut op: impl FnMut() -> isize) -> Option<io::Resu
     result
 }
 
-/// Whether `fd` has bytes (or its end) to read now.
-fn has_bytes(fd: std::os::fd::RawFd) -> bool {
-    let mut byte = 0u8;
-    // SAFETY: one byte of valid memory; MSG_PEEK leaves it in the socket.
-    unsafe { libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) >= 0 }
+/// Whether `fd` has data (or end of file) within `timeout`.
+pub fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    n > 0 && p.revents != 0
 }
 
 /// A stream socket whose reads and writes poll before they sleep.
@@ -63,7 +66,9 @@ impl Read for Polled {
         let fd = self.0.as_raw_fd();
         if let Socket::Tls(s) = &mut self.0 {
             // Polled for plaintext or ciphertext, then read through the session.
-            poll_until(spin_budget(), || s.pending() || has_bytes(fd));
+            // SAFETY: the socket is open for as long as `self` holds it.
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            poll_until(spin_budget(), || s.pending() || readable(borrowed, Duration::ZERO));
             return s.read(buf);
         }
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.

@@ -77,23 +77,29 @@ pub fn upgraded_socket(upgraded: Upgraded, direct: bool) -> Option<(Socket, Byte
         Err(other) => other,
     };
     let upgraded = match downcast::<TokioIo<tokio_rustls::server::TlsStream<Wire>>>(upgraded) {
-        Ok(parts) => {
-            let tls = parts.io.into_inner();
-            let socket = if direct { Socket::Tls(tls_socket::take_over(tls.into_inner()).ok()?) } else { pump(tls).ok()? };
-            return Some((socket, parts.read_buf));
-        }
+        Ok(parts) => return Some((tls(parts.io.into_inner(), direct, |t| t.into_inner())?, parts.read_buf)),
         Err(other) => other,
     };
     // A connection this endpoint opened to its https relay (`service::reverse`).
     let upgraded = match downcast::<TokioIo<tokio_rustls::client::TlsStream<Wire>>>(upgraded) {
-        Ok(parts) => {
-            let tls = parts.io.into_inner();
-            let socket = if direct { Socket::Tls(tls_socket::take_over(tls.into_inner()).ok()?) } else { pump(tls).ok()? };
-            return Some((socket, parts.read_buf));
-        }
+        Ok(parts) => return Some((tls(parts.io.into_inner(), direct, |t| t.into_inner())?, parts.read_buf)),
         Err(other) => other,
     };
     // A tunnel's TLS session, inside a connection to the relay (`service::tunnel`).
     let parts = downcast::<TokioIo<tokio_rustls::server::TlsStream<TokioIo<Upgraded>>>>(upgraded).ok()?;
     Some((pump(parts.io.into_inner()).ok()?, parts.read_buf))
+}
+
+/// A server's or a client's TLS stream as the stream's socket: taken over
+/// (`direct`), or pumped; `session` parts it into its connection and session.
+fn tls<S, C>(stream: S, direct: bool, session: impl FnOnce(S) -> (Wire, C)) -> Option<Socket>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    C: Into<rustls::Connection>,
+{
+    if direct {
+        tls_socket::take_over(session(stream)).ok().map(Socket::Tls)
+    } else {
+        pump(stream).ok()
+    }
 }

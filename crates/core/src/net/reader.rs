@@ -29,7 +29,7 @@ use crate::config::spin_budget;
 use crate::engine::completion::{poll_until, Completion, Outcome, RecvBuffer};
 use crate::engine::mailbox::Message;
 use crate::error::{Error, ErrorClass, Result};
-use crate::net::polled::Polled;
+use crate::net::polled::{readable, Polled};
 use crate::net::socket::Socket;
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
@@ -92,9 +92,11 @@ pub struct Reader {
 
 impl Reader {
     /// Whether a frame can be read without waiting for the network.
+    /// (Bytes read ahead, or plaintext a TLS session holds: no readiness
+    /// event announces either.)
     fn buffered(&self) -> bool {
         let (pre, _) = self.r.get_ref().get_ref();
-        !self.r.buffer().is_empty() || (pre.position() as usize) < pre.get_ref().len()
+        !self.r.buffer().is_empty() || (pre.position() as usize) < pre.get_ref().len() || self.socket().pending()
     }
 
     fn stored(&mut self, seq: u64, len: u64) {
@@ -190,7 +192,7 @@ impl Reader {
     /// same-host stream is looked at in its ring, and arms its wake-up
     /// before this says no (so a poller waiting on it is woken).
     fn readable(&self, fd: BorrowedFd<'_>, timeout: Duration) -> bool {
-        let Socket::Local(l) = self.socket() else { return self.socket().pending() || readable(fd, timeout) };
+        let Socket::Local(l) = self.socket() else { return readable(fd, timeout) };
         if l.ready() {
             return true;
         }
@@ -227,7 +229,7 @@ impl Reader {
     fn arrived(&self, fd: BorrowedFd<'_>) -> bool {
         match self.socket() {
             Socket::Local(l) => l.has_data(),
-            s => s.pending() || readable(fd, Duration::ZERO),
+            _ => readable(fd, Duration::ZERO),
         }
     }
 
@@ -252,15 +254,6 @@ impl Reader {
             }
         }
     }
-}
-
-/// Whether `fd` has data (or end of file) within `timeout`.
-fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd for the duration of the call.
-    let n = unsafe { libc::poll(&mut p, 1, ms) };
-    n > 0 && p.revents != 0
 }
 
 /// One incoming stream: its socket (for polling) and its reader, which owns it.
@@ -341,11 +334,10 @@ impl Progress {
         self.by_source.lock().insert(source, inbound.clone());
         // SAFETY: the socket stays open while registered: it is deleted from
         // the poller before the Inbound (whose reader owns it) is dropped.
-        // A same-host stream may hold data already, which no wake-up announced;
-        // a TLS session, plaintext read with the upgrade.
+        // A same-host stream may hold data already, which no wake-up announced.
         let early = {
             let reader = inbound.reader.lock();
-            reader.buffered() || reader.socket().pending() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO)
+            reader.buffered() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO)
         };
         unsafe { self.poller.add(fd, Event::readable(key))? };
         if early {
@@ -468,13 +460,13 @@ impl Progress {
                     break;
                 }
             }
-            // Frames already in our buffer (or a TLS session's) raise no readiness event: the
+            // Frames already in our buffer raise no readiness event: the
             // progress thread files them. Not this thread: reading on while
             // a peer keeps sending (a burst through a slow link) would hold
             // this receive until the peer pauses.
             // A same-host stream is told to wake its poller first (`readable`), else
             // what came after this thread's last look would never be announced.
-            let more = open && (reader.buffered() || reader.socket().pending() || reader.is_local() && reader.released());
+            let more = open && (reader.buffered() || reader.is_local() && reader.released());
             drop(reader);
             self.settle(&inbound, open);
             if more {

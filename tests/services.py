@@ -1,9 +1,11 @@
 """Services deployed on the tests' in-process endpoint."""
 
 import os
+import random
 import time
 
 import numpy as np
+import numpy.random  # noqa: F401 - imported by the fork server, so its children reseed it
 
 from mpiws import MPI
 
@@ -73,6 +75,17 @@ def hold(comm, params):
     buf = bytearray(b"\x01") * params["bytes"]
     time.sleep(params["seconds"])
     return len(buf)
+
+
+def origin(comm, params):
+    """Where this instance runs and what its random generators draw first."""
+    return {
+        "pid": os.getpid(),
+        "parent": os.getppid(),
+        "numpy": int(np.random.randint(1 << 30)),
+        "random": random.random(),
+        "rank": comm.Get_rank(),
+    }
 
 
 def fail(comm, params):

@@ -14,23 +14,68 @@ from mpiws.service.serve import Server
 from test_security import Api
 
 SERVICES = dict(
-    services.ALL, hold_gil=services.hold_gil, crash=services.crash, allocate=services.allocate, hold=services.hold
+    services.ALL,
+    hold_gil=services.hold_gil,
+    crash=services.crash,
+    allocate=services.allocate,
+    hold=services.hold,
+    origin=services.origin,
 )
 
 
 def sandboxes():
-    """Pids of this process's instance children (`mpiws.service.sandbox`),
-    spares started ahead of need included."""
-    found = set()
+    """Pids of this process's instance processes (`mpiws.service.sandbox`):
+    its children (the fork server, and interpreters started when it cannot
+    fork) and the fork server's (spares started ahead of need included)."""
+    parent = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
+            if b"mpiws.service.sandbox" in open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0"):
+                parent[int(pid)] = parent_of(pid)
+        except OSError:
             continue
-        if ppid == os.getpid() and b"mpiws.service.sandbox" in cmd:
-            found.add(int(pid))
+    ours = {pid for pid, ppid in parent.items() if ppid == os.getpid()}
+    return ours | {pid for pid, ppid in parent.items() if ppid in ours}
+
+
+def parent_of(pid):
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cancel(api, domain, token, pids):
+    """Cancel rank 0 of ``domain``; the seconds until none of ``pids`` is left (at most 10)."""
+    t0 = time.monotonic()
+    status, body, _ = api.call("DELETE", f"/domains/{domain}/ranks/0", auth=token)
+    assert status == 200 and body["state"] == "cancelled", body
+    while sandboxes() & pids and time.monotonic() - t0 < 10:
+        time.sleep(0.1)
+    assert not sandboxes() & pids, "the cancelled instance's process is gone"
+    return time.monotonic() - t0
+
+
+def fork_servers():
+    """Pids of this process's fork servers (`mpiws.service.forks`, one per endpoint)."""
+    found = set()
+    for pid in sandboxes():
+        try:
+            if b"MPIWS_SANDBOX_FORKS=1" in open(f"/proc/{pid}/environ", "rb").read().split(b"\0"):
+                found.add(pid)
+        except OSError:
+            continue
     return found
+
+
+def new_fork_server(before):
+    """The fork server started since ``before`` (the set of those there were)."""
+    deadline = time.monotonic() + 30
+    while not (fork_servers() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    new = fork_servers() - before
+    assert len(new) == 1, "the endpoint started its fork server"
+    return new.pop()
 
 
 def cpu_seconds(pid):
@@ -86,13 +131,7 @@ def test_an_instance_holding_the_gil_starves_nobody_and_cancel_ends_it(api):
     for rank in range(2):
         body = ended(api, domain, token, rank)
         assert body["state"] == "done" and body["result"] == 499500.0 + rank, body
-    t0 = time.monotonic()
-    status, body, _ = api.call("DELETE", f"/domains/{hog}/ranks/0", auth=hog_token)
-    assert status == 200 and body["state"] == "cancelled", body
-    while sandboxes() & hog_pid and time.monotonic() - t0 < 10:
-        time.sleep(0.1)
-    assert not sandboxes() & hog_pid, "the cancelled instance's process is gone"
-    assert time.monotonic() - t0 < 5, "within the grace of SIGTERM then SIGKILL"
+    assert cancel(api, hog, hog_token, hog_pid) < 5, "within the grace of SIGTERM then SIGKILL"
 
 
 def test_a_crashed_instance_is_reported_and_its_peer_fails_instead_of_hanging(api):
@@ -162,3 +201,54 @@ def test_services_of_a_sandboxed_endpoint_communicate_as_before(api):
         body = ended(api, domain, token, rank)
         assert body["state"] == "done", body
         assert body["result"] == [["m", r] for r in range(3) if r != rank]
+
+
+def test_a_burst_of_instances_is_forked_from_the_warm_fork_server():
+    """With no spare ready, 8 instances at once are forked from the one
+    server that imported the services: each in its own process, with random
+    generators of its own (numpy's is not reseeded by a fork by itself)."""
+    before = fork_servers()
+    s = Server(SERVICES, spare_instances=0)
+    try:
+        api = Api(s.url, client_key())
+        server = new_fork_server(before)
+        domain, token = start(api, "origin", size=8)
+        bodies = [ended(api, domain, token, rank) for rank in range(8)]
+        assert all(b["state"] == "done" for b in bodies), bodies
+        got = [b["result"] for b in bodies]
+        assert {g["parent"] for g in got} == {server}, got
+        assert len({g["pid"] for g in got}) == 8
+        assert len({g["numpy"] for g in got}) == 8, "numpy's generator reseeded in each child"
+        assert len({g["random"] for g in got}) == 8
+    finally:
+        s.stop()
+    deadline = time.monotonic() + 15  # its children linger 5 s for their peers' questions
+    while server in sandboxes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server not in sandboxes(), "the fork server ends with its endpoint and its last child"
+
+
+def test_instances_start_and_end_when_the_fork_server_is_gone():
+    """A fork server that dies is given up: an instance it forked is still
+    followed to its end (and cancelled), new instances start as new
+    interpreters."""
+    before = fork_servers()
+    s = Server(SERVICES, spare_instances=0)
+    try:
+        api = Api(s.url, client_key())
+        server = new_fork_server(before)
+        domain, token = start(api, "block")
+        deadline = time.monotonic() + 30
+        forked = set()
+        while not forked and time.monotonic() < deadline:
+            forked = {pid for pid in sandboxes() if parent_of(pid) == server}
+            time.sleep(0.05)
+        assert forked, "the blocked instance runs in a forked process"
+        os.kill(server, 9)
+        cancel(api, domain, token, forked)  # the orphan is ended by its group
+        d2, t2 = start(api, "origin", size=2)
+        got = [ended(api, d2, t2, rank) for rank in range(2)]
+        assert all(b["state"] == "done" for b in got), got
+        assert {b["result"]["parent"] for b in got} == {os.getpid()}, "started as new interpreters"
+    finally:
+        s.stop()

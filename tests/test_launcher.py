@@ -206,3 +206,30 @@ def test_two_domains_through_the_same_endpoints_stay_apart(server):
     for marker, per_rank in results.items():
         for rank, got in enumerate(per_rank):
             assert got == [[marker, r] for r in range(4) if r != rank]
+
+
+def test_the_rank_that_failed_is_reported_not_the_peer_that_found_it_gone():
+    """Under load the peer's consequence (MPIX_ERR_PROC_FAILED) can be told
+    before the cause (the rank's own exit): the cause is reported."""
+    import queue
+
+    from mpiws.launch.domain import Domain, exit_status
+
+    class Told(Domain):  # statuses as the ranks' watchers would tell them
+        def __init__(self):
+            self.endpoints = ["http://127.0.0.1:1"] * 2
+
+        def watch(self, events):
+            pass
+
+        def cancel_all(self, except_rank=None):
+            pass
+
+    events = queue.Queue()
+    gone = {"name": "MPIX_ERR_PROC_FAILED", "message": "rank 0 has ended", "traceback": ""}
+    events.put((1, {"rank": 1, "state": "failed", "error": gone}))
+    events.put((0, {"rank": 0, "state": "failed", "error": {"name": "SystemExit", "message": "bad input"}}))
+    statuses, failure = Told().wait(extra_events=events)
+    said = []
+    assert exit_status(statuses, failure, said.append, grace=5.0) == 1
+    assert said == ["rank 0 exited with status 1: bad input"], said

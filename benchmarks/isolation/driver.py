@@ -5,7 +5,8 @@ alternating rounds (medians; the ratio is what to compare):
 * start: from ``POST /run`` of a one-rank domain to its status ``done``
   (an instance that does nothing), at a sporadic pace (the endpoint's
   spare processes are ready), and for a domain of 8 ranks started at once
-  (more than the spares: processes start meanwhile);
+  (more than the spares: processes are forked meanwhile), and again on an
+  endpoint that keeps no spares (``--spare-instances 0``);
 * ping-pong between two ranks of one domain on one endpoint: the round
   trip of an 8 B buffer and the bandwidth of a 16 MiB one, in steady state
   (after the endpoint has started the spares that replace the two).
@@ -42,7 +43,7 @@ def log(msg):
 class Endpoint:
     """`mpiws serve` with the benchmark's services, in one isolation mode."""
 
-    def __init__(self, mode, key_file):
+    def __init__(self, mode, key_file, spares=2):
         env = dict(os.environ, MPIWS_KEY_FILE=str(key_file))
         self.p = subprocess.Popen(
             [
@@ -54,6 +55,8 @@ class Endpoint:
                 "noop=services:noop",
                 "--service",
                 "pingpong=services:pingpong",
+                "--spare-instances",
+                str(spares),
             ],
             cwd=HERE,
             env=env,
@@ -108,6 +111,18 @@ class Endpoint:
         self.p.wait()
 
 
+def cold_burst(mode, key_file):
+    """A domain of BURST ranks on an endpoint that keeps no spare processes."""
+    ep = Endpoint(mode, key_file, spares=0)
+    try:
+        time.sleep(1.0)  # the endpoint's own start (and its fork server's imports) done
+        t0 = time.perf_counter()
+        ep.domain("noop", BURST, {})
+        return time.perf_counter() - t0
+    finally:
+        ep.close()
+
+
 def measure(ep, starts, sizes):
     t = []
     for _ in range(starts):
@@ -150,6 +165,7 @@ def main(argv=None):
                     raw[mode].append(measure(ep, starts, sizes))
                 finally:
                     ep.close()
+                raw[mode][-1]["cold_burst_s"] = cold_burst(mode, key_file)
     med = {m: {k: statistics.median(x[k] for x in raw[m]) for k in raw[m][0]} for m in MODES}
     p, t = med["process"], med["thread"]
     rows = [
@@ -164,6 +180,12 @@ def main(argv=None):
             f"{p['burst_s'] * 1e3:.0f} ms",
             f"{t['burst_s'] * 1e3:.1f} ms",
             p["burst_s"] / t["burst_s"],
+        ),
+        (
+            f"domain of {BURST} ranks, no spares (run to done)",
+            f"{p['cold_burst_s'] * 1e3:.0f} ms",
+            f"{t['cold_burst_s'] * 1e3:.1f} ms",
+            p["cold_burst_s"] / t["cold_burst_s"],
         ),
         (
             "8 B round trip",

@@ -39,8 +39,9 @@ sys.path.append(str(HERE.parent / "chaos"))  # after the caller's own: chaos/ ha
 from chaos import marked_processes  # noqa: E402
 
 
-# The instance processes `mpiws serve` keeps started ahead of need (--spare-instances).
-SPARES = 2
+# The instance processes `mpiws serve` keeps started ahead of need (--spare-instances),
+# and the fork server they are forked from.
+SPARES = 2 + 1
 
 
 def proc_status(pid):

@@ -113,7 +113,15 @@ class Domain:
                 failure = s
                 if s["state"] == "failed" and not keep_going:
                     self.cancel_all(except_rank=rank)
+            elif s["state"] == "failed" and _peer_failed(failure) and not _peer_failed(s):
+                # The cause, told after a rank that found its peer gone: the cause is what failed first.
+                failure = s
         return statuses, failure
+
+
+def _peer_failed(status):
+    """Whether a rank failed because a peer had (``MPIX_ERR_PROC_FAILED``): a consequence."""
+    return "PROC_FAILED" in ((status or {}).get("error") or {}).get("name", "")
 
 
 def _exited(err):

@@ -2,6 +2,9 @@
 each *run* request (``isolation="process"``, the default), started by the
 endpoint (``mpiws_core::service::sandbox``) ahead of need, never by hand.
 
+Started as the endpoint's fork server (``forks``), the same imports serve
+every child: each is forked from it, ready at once.
+
 The endpoint writes the binding on stdin and keeps the instance's record;
 this process creates the instance on an endpoint of its own (loopback,
 no keys: the endpoint relays it the domain's traffic and hands it the
@@ -18,6 +21,7 @@ import time
 
 from .. import _core
 from ..MPI import pickled
+from . import forks
 from .names import load, spec
 from .runner import fail_to_start, run_instance
 
@@ -58,6 +62,8 @@ def main(argv=None):
         loads = pickled.policy(a.pickle, a.pickle_allow)
     except Exception as e:  # noqa: BLE001 - the instance's record says why
         failed = e
+    if os.environ.pop(forks.FORKS_ENV, None):
+        forks.serve()  # the fork server: returns in each child it forks
     # No keys: its service interface refuses everything; it serves only the domain's traffic.
     endpoint = _core.Endpoint("127.0.0.1", 0, max_message=a.max_message, body_timeout=a.body_timeout)
     instance = _core.sandbox_begin(endpoint)  # waits for the binding

@@ -1,25 +1,26 @@
 //! Descriptors passed between processes over a Unix socket (`SCM_RIGHTS`):
 //! a stream handed to an instance's child process (`service::sandbox`),
-//! a same-host channel's shared memory (`net::local`).
+//! a same-host channel's shared memory (`net::local`), a new child's wires
+//! to the fork server (`service::sandbox::forks`).
 
 use std::io::{self, Write};
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-/// Send `bytes`, the descriptor `fd` with the first of them.
-pub fn send_with_fd(wire: &UnixStream, bytes: &[u8], fd: RawFd) -> io::Result<()> {
+/// Send `bytes`, the descriptors `fds` with the first of them.
+pub fn send_with_fds(wire: &UnixStream, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
     let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut _, iov_len: bytes.len() };
-    let mut control = vec![0u8; control_space()];
+    let mut control = vec![0u8; control_space(fds.len())];
     let msg = header(&mut iov, &mut control);
-    // SAFETY: the control buffer has room for one descriptor (CMSG_SPACE),
+    // SAFETY: the control buffer has room for fds.len() descriptors (CMSG_SPACE),
     // so CMSG_FIRSTHDR is within it; msg points at buffers that outlive the call.
     let sent = unsafe {
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut RawFd, fd);
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(fds) as u32) as _;
+        std::ptr::copy_nonoverlapping(fds.as_ptr() as *const u8, libc::CMSG_DATA(cmsg), std::mem::size_of_val(fds));
         retrying(|| libc::sendmsg(wire.as_raw_fd(), &msg, libc::MSG_NOSIGNAL))?
     };
     // The descriptor went with the first byte; the rest is plain data.
@@ -29,7 +30,7 @@ pub fn send_with_fd(wire: &UnixStream, bytes: &[u8], fd: RawFd) -> io::Result<()
 /// Read up to `buf.len()` bytes and the descriptor that came with them.
 pub fn recv_with_fd(wire: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut _, iov_len: buf.len() };
-    let mut control = vec![0u8; control_space()];
+    let mut control = vec![0u8; control_space(1)];
     let mut msg = header(&mut iov, &mut control);
     // SAFETY: msg points at buffers that outlive the call; a descriptor is
     // read only from a control message the kernel filled in.
@@ -42,10 +43,10 @@ pub fn recv_with_fd(wire: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Opt
     }
 }
 
-/// Room for one descriptor in a control message.
-fn control_space() -> usize {
+/// Room for `n` descriptors in a control message.
+fn control_space(n: usize) -> usize {
     // SAFETY: a pure size computation.
-    unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) as usize }
+    unsafe { libc::CMSG_SPACE((n * size_of::<RawFd>()) as u32) as usize }
 }
 
 /// A message header over one buffer, with a control buffer.

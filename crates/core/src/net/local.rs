@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::keys::{digest_hex, random_hex};
-use crate::net::descriptor::{recv_with_fd, send_with_fd};
+use crate::net::descriptor::{recv_with_fd, send_with_fds};
 use crate::net::ring::{self, Ring};
 
 /// The upgrade header that offers (request) and accepts (answer) the channel.
@@ -448,7 +448,7 @@ pub fn offer(upgraded: &mut impl Write, limit: Duration) -> io::Result<LocalSock
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "same-host channel: wrong secret"));
     }
     let (fd, memory) = make_memory(ring_capacity())?;
-    send_with_fd(&wake, &[1], fd.as_raw_fd())?;
+    send_with_fds(&wake, &[1], &[fd.as_raw_fd()])?;
     let mut ok = [0u8; 1];
     wake.read_exact(&mut ok)?;
     wake.set_read_timeout(None)?;

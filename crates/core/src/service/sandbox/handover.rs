@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-use crate::net::descriptor::{recv_with_fd, send_with_fd};
+use crate::net::descriptor::{recv_with_fd, send_with_fds};
 use crate::net::socket::Socket;
 
 /// Where a child finds the hand-over wire and the reports wire.
@@ -40,7 +40,7 @@ pub fn send(wire: &UnixStream, source: u32, socket: &Socket, early: &[u8]) -> io
     header[0] = kind;
     header[1..5].copy_from_slice(&source.to_le_bytes());
     header[5..9].copy_from_slice(&len.to_le_bytes());
-    send_with_fd(wire, &header, fd)?;
+    send_with_fds(wire, &header, &[fd])?;
     (&*wire).write_all(early)
 }
 

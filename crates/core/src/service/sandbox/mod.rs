@@ -10,6 +10,9 @@
 //!   own process group, with a memory bound, its services imported), give
 //!   one the binding, follow its reports, and end it on cancel, on its time
 //!   limit, or when it dies (the record says why);
+//! - [`forks`]: the fork server children are forked from (an interpreter
+//!   with the services imported: a child in milliseconds), and [`process`],
+//!   the one handle on a child, forked or started;
 //! - [`relay`]: the domain's traffic to the instance: a stream upgrade is
 //!   accepted here and its socket handed to the child (then the child reads
 //!   and writes it directly: no copy, no extra hop); the other direct
@@ -24,8 +27,10 @@
 //!   the endpoint is gone.
 
 pub mod child;
+pub mod forks;
 pub mod handover;
 pub mod memory;
+pub mod process;
 pub mod relay;
 pub mod start;
 

@@ -1,11 +1,12 @@
-//! Start an instance's child process (one started ahead: `Spares`) and follow it to its end. The record
+//! Start an instance's child process (one started ahead: `Spares`; forked by
+//! the fork server when it can, else a new interpreter) and follow it to its end. The record
 //! of the instance (here, in the endpoint) always ends: with the child's
 //! reported outcome, cancelled (the child is then ended within
 //! `process_group::GRACE`), over its time limit, or with why the child died.
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,16 +15,16 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Child;
 
 use crate::error::ErrorClass;
-use crate::jobs::process_group;
 use crate::keys::KeyId;
 use crate::rank::instance::{ErrorReport, InstanceState};
 use crate::rank::Instance;
 use crate::runtime::runtime;
+use crate::service::sandbox::forks::ForkServer;
 use crate::service::sandbox::handover::CHILD_FDS;
 use crate::service::sandbox::memory::{Budget, Watched};
+use crate::service::sandbox::process::Process;
 use crate::service::sandbox::{Sandbox, SandboxSetting};
 
 /// How long a child that reported its outcome may take to exit.
@@ -46,11 +47,15 @@ pub struct Spares {
     budget: Arc<Budget>,
     /// Set when the endpoint closes: no spare is started any more.
     closed: AtomicBool,
+    /// Where children are forked from; None: each is a new interpreter.
+    forks: Option<Arc<ForkServer>>,
 }
 
 /// A child started ahead of need, waiting for its binding on stdin.
 struct Spare {
-    child: Child,
+    child: Process,
+    /// The endpoint's end of the child's stdin.
+    binding: UnixStream,
     handover: UnixStream,
     reports: UnixStream,
 }
@@ -65,6 +70,7 @@ impl Spares {
             refilling: AtomicBool::new(false),
             budget: Budget::new(setting.max_total_memory, setting.max_key_memory),
             closed: AtomicBool::new(false),
+            forks: ForkServer::start(setting),
         });
         spares.refill();
         spares
@@ -74,10 +80,13 @@ impl Spares {
     pub fn start(self: &Arc<Self>, instance: Arc<Instance>, sandbox: Arc<Sandbox>, owner: Option<KeyId>) {
         let spares = self.clone();
         runtime().spawn(async move {
-            let outcome = match spares.take() {
+            // Off the runtime's workers: a fork or a start waits for another process.
+            let taking = spares.clone();
+            let taken = tokio::task::spawn_blocking(move || taking.take()).await.unwrap_or_else(|e| Err(io::Error::other(e)));
+            let outcome = match taken {
                 Ok(spare) => {
                     spares.refill();
-                    let watched = process_group::group_of(&spare.child).map(|pgid| spares.budget.watch(owner, pgid));
+                    let watched = spare.child.group().map(|pgid| spares.budget.watch(owner, pgid));
                     follow(&spares.setting, spare, &instance, &sandbox, watched).await
                 }
                 Err(e) => Err(cannot(e)),
@@ -93,17 +102,20 @@ impl Spares {
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.ready.lock().clear(); // each killed as it is dropped
+        if let Some(forks) = &self.forks {
+            forks.close();
+        }
     }
 
     /// A warm spare still alive, or a new child.
     fn take(&self) -> io::Result<Spare> {
         loop {
             let Some(mut spare) = self.ready.lock().pop_front() else { break };
-            if matches!(spare.child.try_wait(), Ok(None)) {
+            if spare.child.running() {
                 return Ok(spare);
             }
         }
-        spawn(&self.setting)
+        spawn(&self.setting, self.forks.as_deref())
     }
 
     /// Start children until `spares` are warm, one after another, in the background.
@@ -118,7 +130,7 @@ impl Spares {
         runtime().spawn_blocking(move || loop {
             let mut failed = false;
             while me.ready.lock().len() < me.setting.spares && !me.closed.load(Ordering::Acquire) {
-                match spawn(&me.setting) {
+                match spawn(&me.setting, me.forks.as_deref()) {
                     Ok(spare) if warm(&spare.reports) && !me.closed.load(Ordering::Acquire) => me.ready.lock().push_back(spare),
                     // It could not start, or import its services: the next
                     // instance starts a child itself, and says why.
@@ -171,22 +183,23 @@ fn cannot(e: io::Error) -> Failure {
     ("InstanceNotStarted", format!("the endpoint could not start the instance's process: {e}"))
 }
 
-/// A new child, its wire in place, waiting for its binding.
-fn spawn(setting: &SandboxSetting) -> io::Result<Spare> {
+/// A new child, its wire in place, waiting for its binding: forked by
+/// `forks` if it can, else a new interpreter.
+fn spawn(setting: &SandboxSetting, forks: Option<&ForkServer>) -> io::Result<Spare> {
+    let (binding, binding_child) = UnixStream::pair()?;
     let (handover, handover_child) = UnixStream::pair()?;
     let (reports, reports_child) = UnixStream::pair()?;
+    let theirs = [binding_child, handover_child, reports_child].map(OwnedFd::from);
+    if let Some(Ok((pid, exit))) = forks.map(|f| f.fork(setting.max_memory, [&theirs[0], &theirs[1], &theirs[2]])) {
+        return Ok(Spare { child: Process::Forked { pid, exit }, binding, handover, reports });
+    }
     let Some((program, args)) = setting.command.split_first() else {
         return Err(io::Error::other("no command"));
     };
+    let [stdin, handover_child, reports_child] = theirs;
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).stdin(Stdio::piped()).process_group(0).kill_on_drop(true);
-    if let Some(own) = &setting.trust {
-        cmd.env(super::TRUST_ENV, own);
-    }
-    if setting.max_memory.is_some() {
-        // Few malloc arenas: each reserves 64 MiB of the address space bounded below.
-        cmd.env("MALLOC_ARENA_MAX", "2");
-    }
+    cmd.args(args).stdin(Stdio::from(stdin)).process_group(0).kill_on_drop(true);
+    child_env(&mut cmd, setting);
     let fds = (handover_child.as_raw_fd(), reports_child.as_raw_fd());
     let memory = setting.max_memory;
     // SAFETY: between fork and exec the closure only calls async-signal-safe
@@ -195,7 +208,18 @@ fn spawn(setting: &SandboxSetting) -> io::Result<Spare> {
         cmd.pre_exec(move || place_wire(fds, memory));
     }
     let child = cmd.spawn()?;
-    Ok(Spare { child, handover, reports })
+    Ok(Spare { child: Process::Started(child), binding, handover, reports })
+}
+
+/// The environment of a child, and of the fork server its children inherit it from.
+pub(super) fn child_env(cmd: &mut tokio::process::Command, setting: &SandboxSetting) {
+    if let Some(own) = &setting.trust {
+        cmd.env(super::TRUST_ENV, own);
+    }
+    if setting.max_memory.is_some() {
+        // Few malloc arenas: each reserves 64 MiB of the address space bounded below.
+        cmd.env("MALLOC_ARENA_MAX", "2");
+    }
 }
 
 /// What the child reports at its end: its instance's final status.
@@ -215,14 +239,15 @@ async fn follow(
     sandbox: &Sandbox,
     watched: Option<Watched>,
 ) -> Result<(), Failure> {
-    let Spare { mut child, handover, reports } = spare;
-    let group = process_group::group_of(&child);
+    let Spare { mut child, binding, handover, reports } = spare;
 
-    let binding = serde_json::to_vec(&instance.binding).expect("a binding encodes");
-    if let Some(mut stdin) = child.stdin.take() {
-        // A child that cannot read its binding fails by itself; it is followed below.
-        let _ = stdin.write_all(&binding).await;
-    }
+    let text = serde_json::to_vec(&instance.binding).expect("a binding encodes");
+    // A child that cannot read its binding fails by itself; it is followed below.
+    if binding.set_nonblocking(true).is_ok() {
+        if let Ok(mut stdin) = tokio::net::UnixStream::from_std(binding) {
+            let _ = stdin.write_all(&text).await;
+        }
+    } // dropped: the end of the binding
     reports.set_nonblocking(true).map_err(cannot)?;
     let mut lines = BufReader::new(tokio::net::UnixStream::from_std(reports).map_err(cannot)?).lines();
     let mut handover = Some(handover);
@@ -250,25 +275,25 @@ async fn follow(
             },
             _ = async { status.wait_for(|s| s.state.is_final()).await.map(drop) } => {
                 // Cancelled through the endpoint: the code ends now.
-                process_group::end(group, &mut child).await;
+                child.end().await;
                 return Ok(());
             }
             why = async { match &watched { Some(w) => w.over.wait().await, None => std::future::pending().await } } => {
-                process_group::end(group, &mut child).await;
+                child.end().await;
                 return Err(("MemoryLimitExceeded", why));
             }
             _ = &mut limit => {
-                process_group::end(group, &mut child).await;
+                child.end().await;
                 let t = setting.max_time;
                 return Err(("TimeLimitExceeded", format!("the instance ran longer than this endpoint allows ({t:?}, --max-instance-time) and was ended")));
             }
         }
     }
     match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-        Ok(Ok(_)) if instance.status().state.is_final() => Ok(()),
-        Ok(Ok(exit)) => Err(("InstanceDied", died(exit, setting.max_memory))),
-        _ => {
-            process_group::end(group, &mut child).await;
+        Ok(_) if instance.status().state.is_final() => Ok(()),
+        Ok(exit) => Err(("InstanceDied", died(exit, setting.max_memory))),
+        Err(_) => {
+            child.end().await;
             Err(("InstanceDied", "the instance's process did not exit after its code ended, and was ended".into()))
         }
     }
@@ -289,11 +314,11 @@ fn apply(instance: &Instance, line: &str) {
     }
 }
 
-fn died(exit: ExitStatus, memory: Option<u64>) -> String {
+fn died(exit: Option<ExitStatus>, memory: Option<u64>) -> String {
     use std::os::unix::process::ExitStatusExt;
-    let how = match (exit.code(), exit.signal()) {
-        (_, Some(sig)) => format!("was killed by signal {sig}"),
-        (Some(code), _) => format!("exited with status {code}"),
+    let how = match exit.map(|e| (e.code(), e.signal())) {
+        Some((_, Some(sig))) => format!("was killed by signal {sig}"),
+        Some((Some(code), _)) => format!("exited with status {code}"),
         _ => "ended".to_string(),
     };
     let hint = memory.map(|m| format!(" (its memory is bounded to {m} bytes: --max-instance-memory)")).unwrap_or_default();

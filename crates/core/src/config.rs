@@ -52,7 +52,7 @@ pub fn max_unexpected() -> usize {
     *MAX.get_or_init(|| number("MPIWS_MAX_UNEXPECTED").unwrap_or(256 << 20))
 }
 
-/// How long a waiter polls before it sleeps (`MPIWS_SPIN_US`, microseconds,
+/// How long a waiter polls before it sleeps, and again after each frame it reads (`MPIWS_SPIN_US`, microseconds,
 /// default 200; 0: sleep at once). Why: `engine::completion`.
 pub fn spin_budget() -> Duration {
     static BUDGET: OnceLock<Duration> = OnceLock::new();

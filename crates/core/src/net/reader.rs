@@ -440,8 +440,11 @@ impl Progress {
             reader.reading();
             go();
             let mut open = true;
-            // Poll first (see `spin_budget`), then sleep in slices.
-            let spin_until = Instant::now() + spin_budget();
+            // Poll first (see `spin_budget`), then sleep in slices; polled
+            // again after each frame read: a peer that just sent is likely to
+            // send again (one-sided operations on this rank's window while it
+            // waits: each then needs no wake-up).
+            let mut spin_until = Instant::now() + spin_budget();
             while !c.is_done() {
                 let window = spin_until.saturating_duration_since(Instant::now()).min(left().unwrap_or(Duration::MAX));
                 let ready = reader.buffered() || poll_until(window, || c.is_done() || reader.arrived(inbound.socket()));
@@ -459,6 +462,7 @@ impl Progress {
                     open = false;
                     break;
                 }
+                spin_until = Instant::now() + spin_budget();
             }
             // Frames already in our buffer raise no readiness event: the
             // progress thread files them. Not this thread: reading on while

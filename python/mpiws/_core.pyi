@@ -14,6 +14,9 @@ VERSION: str
 #: Collective name -> its algorithms (the first is the fallback).
 ALGORITHMS: dict[str, list[str]]
 
+class Error(RuntimeError):
+    """A core error raised before ``set_error_type`` (a process that never imports the MPI package)."""
+
 def set_error_type(cls: type) -> None:
     """Register the exception class core errors are raised as: ``cls(error_class, message)``."""
 

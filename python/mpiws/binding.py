@@ -9,7 +9,6 @@ How ``MPI.Comm.Spawn`` starts processes is the launcher's too: it registers
 it here (``set_spawner``), so that the MPI package never imports it.
 """
 
-import secrets
 import threading
 from contextlib import contextmanager
 
@@ -101,6 +100,8 @@ def _singleton():
     global _process, _endpoint
     with _singleton_lock:
         if _process is None:
+            import secrets  # here: a singleton is rare, every rank imports this module
+
             _endpoint = _core.Endpoint()
             inst = _endpoint.create_instance(
                 "singleton-" + secrets.token_hex(6), 0, [_endpoint.url], secrets.token_hex(16)

@@ -639,13 +639,23 @@ def main(argv=None):
     a = p.parse_args(argv)
     if getattr(a, "ca", None):
         os.environ["MPIWS_CA_FILE"] = os.path.abspath(a.ca)  # read when the core's HTTP client is first made
-    from .MPI import Exception as MPIException
-
     try:
         return a.func(a)
-    except (MPIException, ValueError, ImportError, AttributeError, TypeError, PermissionError) as e:
+    except Exception as e:
+        if not _told(e):
+            raise
         print(f"mpiws {a.command}: {e}", file=sys.stderr)
         return 2
+
+
+def _told(e):
+    """Whether a command's error is said in one line (a usage or MPI error), not a traceback."""
+    from . import _core
+
+    mpi = sys.modules.get("mpiws.MPI")  # an MPI.Exception comes only from a loaded MPI package; before, a _core.Error
+    return isinstance(e, (ValueError, ImportError, AttributeError, TypeError, PermissionError, _core.Error)) or (
+        mpi is not None and isinstance(e, mpi.Exception)
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 //! Core errors become instances of the Python layer's `MPI.Exception`
-//! (registered at import), carrying the MPI error class and message.
+//! (registered at import), carrying the MPI error class and message; before
+//! that (a process that never imports the MPI package: `mpiws run`'s own),
+//! a `_core.Error`, a RuntimeError whose text names the class.
 
 use mpiws_core::{Error, ErrorClass};
 use pyo3::exceptions::PyRuntimeError;
@@ -8,6 +10,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
 static ERROR_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+pyo3::create_exception!(_core, CoreError, PyRuntimeError, "An mpiws error, raised before the MPI package registered its Exception class.");
 
 /// Called once by `mpiws.MPI` with its Exception class: `cls(error_class, message)`.
 #[pyfunction]
@@ -18,7 +22,7 @@ pub fn set_error_type(py: Python<'_>, cls: Bound<'_, PyType>) {
 pub fn to_py(e: Error) -> PyErr {
     Python::attach(|py| match ERROR_TYPE.get(py) {
         Some(t) => PyErr::from_type(t.bind(py).clone(), (e.class.code(), e.message)),
-        None => PyRuntimeError::new_err(e.to_string()),
+        None => CoreError::new_err(e.to_string()),
     })
 }
 

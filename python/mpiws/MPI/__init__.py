@@ -16,7 +16,7 @@ limits). Concept files import these mechanisms, never the other way round.
 
 # Functions and constants only, not modules: mpi4py's MPI namespace holds no
 # modules (see the end of this file).
-from socket import gethostname as _gethostname
+import os as _os
 from time import get_clock_info as _get_clock_info, monotonic as _monotonic, time as _walltime
 
 from .._core import PROC_NULL as _CORE_PROC_NULL, VERSION as _CORE_VERSION
@@ -740,7 +740,7 @@ def Get_processor_name():
 
     Obtain the name of the calling processor.
     """
-    return _gethostname()
+    return _os.uname().nodename
 
 
 def Get_version():
@@ -770,7 +770,7 @@ def Get_hw_resource_info():
     return Info.Create(
         {
             "mpi_hw_resource_type": "mpi_shared_memory",
-            "host": _gethostname(),
+            "host": _os.uname().nodename,
             "cpus": str(len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count()),
         }
     )
@@ -899,13 +899,15 @@ def Is_thread_main():
 # through ``sys.modules`` (``from mpiws.MPI.comm import Comm``).  Import every
 # submodule first, so that a lazy ``from .spawn import ...`` inside a function
 # cannot re-add one as a package attribute later.
+# (Listed from the directory: pkgutil's listing imports inspect and typing,
+# a tenth of every rank's start.)
 def _hide_submodules():
     import importlib
-    import pkgutil
     import types
 
-    for _info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{_info.name}")
+    for _file in sorted(_os.listdir(__path__[0])):
+        if _file.endswith(".py") and _file != "__init__.py":
+            importlib.import_module(f"{__name__}.{_file[:-3]}")
     for _key, _value in list(globals().items()):
         if isinstance(_value, types.ModuleType) and _value.__name__.startswith(__name__ + "."):
             del globals()[_key]

@@ -8,7 +8,6 @@ import json
 import operator
 import warnings
 import zlib
-from urllib.parse import urlsplit
 
 from .. import binding
 from .._core import TAG_UB as _TAG_UB
@@ -356,6 +355,8 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
         smaller group, else (as for a resource mpiws does not know) no
         communicator.
         """
+        from urllib.parse import urlsplit  # here: imported by few programs, at every rank's start
+
         c = self._core
         hosts = [urlsplit(u).hostname for u in c.endpoints]
         mine = hosts[c.group[c.rank]]

@@ -14,7 +14,6 @@ import json
 import mmap
 import operator
 import os
-import tempfile
 
 from .. import _core
 from . import datatype
@@ -196,6 +195,8 @@ class Win(Handle, Named, Attributes, Handled):
         c = comm._core
         path = ""
         if c.rank == 0:
+            import tempfile  # here: imported by few programs, at every rank's start
+
             fd, path = tempfile.mkstemp(prefix="mpiws-win-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
             os.close(fd)
         table = [json.loads(b) for b in c.allgather_bytes(json.dumps([size, path]).encode())]

@@ -11,7 +11,8 @@ import threading
 
 from .. import _core, binding
 from .spawn import sides
-from .worker import _exit_when_closed, _read_all, from_python_argv, run_main
+from .program import from_python_argv
+from .worker import _exit_when_closed, _read_all, run_main
 
 
 def main():

@@ -12,7 +12,7 @@ import time
 
 from .domain import Domain, exit_status
 from .pipes import STARTUP_SECONDS, forward, read_url
-from .worker import SERVICE, python_argv
+from .program import SERVICE, python_argv
 
 
 def has_stdin():

@@ -25,7 +25,8 @@ import time
 from .. import _core
 from ..keys import relay_key
 from .domain import Domain, exit_status
-from .worker import SERVICE, run_program
+from .program import SERVICE
+from .worker import run_program
 
 #: Where a rank's number and the domain's size come from, first found first.
 RANK_ENV = ("MPIWS_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX", "PMI_RANK", "OMPI_COMM_WORLD_RANK")

@@ -21,7 +21,7 @@ import sys
 from .. import _core
 from .local import has_stdin
 from .rendezvous import LAUNCHER_ENV, Refused, advertised_host, endpoint_url, from_env, serve_and_watch
-from .worker import python_argv
+from .program import python_argv
 
 #: How long srun may take to end once the domain has.
 SRUN_GRACE = 30.0

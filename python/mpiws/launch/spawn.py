@@ -24,8 +24,6 @@ intercommunicator between them, as MPI_Comm_spawn defines them.
 import atexit
 import json
 import os
-import secrets
-import subprocess
 import sys
 import threading
 import time
@@ -91,6 +89,8 @@ class Children:
                     MPIWS_HOST=host,
                     PYTHONUNBUFFERED="1",
                 )
+                import subprocess
+
                 p = subprocess.Popen(
                     [sys.executable, *flags, "-m", "mpiws.launch.child", *argv],
                     env=child_env,
@@ -139,6 +139,8 @@ class Children:
 
     def release(self):
         """Let the children exit (at once if their programs ended)."""
+        import subprocess  # loaded already: the children were started with it
+
         with self._releasing:  # the watcher and the exit can both release
             holds, self._holds = self._holds, []
         for fd in holds:
@@ -171,6 +173,8 @@ class Children:
 
 def new_domain():
     """A new spawn domain's id and token."""
+    import secrets  # here (and subprocess below): Spawn is rare, every rank imports this module
+
     return "spawn-" + secrets.token_hex(8), secrets.token_urlsafe(24)
 
 

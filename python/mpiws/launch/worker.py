@@ -18,12 +18,8 @@ import types
 
 from .. import _core, binding
 from ..service.runner import run_instance
+from .program import SERVICE, from_python_argv
 from .spawn import end_children
-
-SERVICE = "script"
-
-#: The forms a program comes in, by the ``python`` flag that names it (none: a file).
-FLAGS = {"-m": "module", "-c": "code"}
 
 
 def _exit_when_closed(fd, outcome):
@@ -40,19 +36,6 @@ def _read_all(fd):
         data += chunk
     os.close(fd)
     return data.decode()
-
-
-def python_argv(program, args, form="path"):
-    """What ``python`` is given to run ``program`` in ``form`` with ``args``."""
-    flags = [f for f, name in FLAGS.items() if name == form]
-    return [*flags, program, *args]
-
-
-def from_python_argv(argv):
-    """(form, program, args) from ``python_argv``'s list."""
-    if argv[0] in FLAGS:
-        return FLAGS[argv[0]], argv[1], argv[2:]
-    return "path", argv[0], argv[1:]
 
 
 def main():

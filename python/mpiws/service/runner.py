@@ -3,7 +3,6 @@ report the result (or the exception and its traceback) to the endpoint."""
 
 import json
 import os
-import traceback
 
 from .. import binding
 from ..MPI import Intracomm, handle
@@ -57,6 +56,8 @@ def report(instance, e, served=False):
 
 def _format(e, served):
     """The traceback's lines; ``served``: each file by its name alone."""
+    import traceback  # here: only a failure needs it, every rank imports this module
+
     tb = traceback.TracebackException.from_exception(e)
     if served:
         for part in _chain(tb):

@@ -12,8 +12,7 @@
 docs/workflows.md is the user's reference.
 """
 
-from .domain import StepFailed
-from .spec import WorkflowError
+from .spec import StepFailed, WorkflowError
 from .step import step
 
 

@@ -10,7 +10,8 @@ import re
 
 from ..MPI.exception import Exception as MPIException
 from . import plan as planning
-from .domain import StepDomain, StepFailed, Wake, failure
+from .domain import StepDomain, Wake, failure
+from .spec import StepFailed
 from .flow import Dataflow
 from .spec import Source
 from .wiring import assemble, receives, sends

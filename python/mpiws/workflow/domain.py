@@ -16,16 +16,9 @@ from contextlib import contextmanager
 from .. import _core, binding
 from ..keys import client_key
 from ..MPI import Intracomm, pickled
+from .spec import StepFailed
 
 FINAL = ("done", "failed", "cancelled")
-
-
-class StepFailed(RuntimeError):
-    """A step of the workflow failed: ``step``, and what it said (``detail``: its error and traceback or stderr tail)."""
-
-    def __init__(self, step, message, detail=""):
-        super().__init__(f"step {step} failed: {message}" + (f"\n{detail}" if detail else ""))
-        self.step, self.detail = step, detail
 
 
 def tail(text, lines=15):

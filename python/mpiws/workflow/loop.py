@@ -12,9 +12,13 @@ without collectives has to.
 import functools
 import threading
 
-from .. import MPI
 
-OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
+def mpi_op(name):
+    """The MPI operation a loop names (``spec.OPS``: sum, prod, min, max; land). The MPI
+    package is imported here, where a loop runs: the workflow package loads without it."""
+    from .. import MPI
+
+    return getattr(MPI, name.upper())
 
 
 def next_inputs(loop, inputs, outputs, reduced):
@@ -38,10 +42,10 @@ def iterate(call, inputs, comm, loop):
     iteration = 0
     while True:
         outputs = call(inputs)
-        done = comm.allreduce(bool(outputs[loop["until"]]), op=MPI.LAND) if loop["until"] else False
+        done = comm.allreduce(bool(outputs[loop["until"]]), op=mpi_op("land")) if loop["until"] else False
         if finished(loop, done, iteration):
             return outputs, iteration + 1
-        reduced = {i: comm.allreduce(outputs[o], op=OPS[op]) for i, (o, op) in loop["allreduce"].items()}
+        reduced = {i: comm.allreduce(outputs[o], op=mpi_op(op)) for i, (o, op) in loop["allreduce"].items()}
         inputs = next_inputs(loop, inputs, outputs, reduced)
         iteration += 1
 
@@ -63,7 +67,7 @@ class Exchange:
         until = self.loop["until"]
         done = all(bool(o[until]) for o in self.outputs) if until else False
         reduced = {
-            i: functools.reduce(OPS[op], [o[out] for o in self.outputs])
+            i: functools.reduce(mpi_op(op), [o[out] for o in self.outputs])
             for i, (out, op) in self.loop["allreduce"].items()
         }
         self.result = (done, reduced)

@@ -12,7 +12,8 @@ import os
 import tempfile
 
 from ..jobs import File, Program, download, join, remove_upload, upload
-from .domain import StepFailed, tail
+from .domain import tail
+from .spec import StepFailed
 from .values import LocalFile, Ref
 
 #: Bytes given to a job inline (base64 in its spawn request) at most; larger ones are uploaded as a file.

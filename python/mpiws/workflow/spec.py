@@ -51,6 +51,14 @@ class WorkflowError(ValueError):
     """The workflow file, or the inputs given to it, are wrong: the message says where."""
 
 
+class StepFailed(RuntimeError):
+    """A step of the workflow failed: ``step``, and what it said (``detail``: its error and traceback or stderr tail)."""
+
+    def __init__(self, step, message, detail=""):
+        super().__init__(f"step {step} failed: {message}" + (f"\n{detail}" if detail else ""))
+        self.step, self.detail = step, detail
+
+
 @dataclass(frozen=True)
 class Source:
     """Where a value comes from: a workflow input (``step`` None) or a step's output."""

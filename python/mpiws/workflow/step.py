@@ -23,7 +23,6 @@ reports what it did (times, bytes, iterations) as its instance's result.
 import functools
 import time
 
-from ..MPI.request import Request
 from .loop import iterate
 from .values import nbytes
 from .wiring import assemble, receives, sends
@@ -47,6 +46,8 @@ class step:  # noqa: N801 - used as a decorator, like functools.wraps
 
 def run(function, comm, cfg):
     """One rank of a step: receive, call, send; returns the step's report."""
+    from ..MPI.request import Request  # here: the workflow package itself loads without the MPI package
+
     index = comm.Get_rank() - cfg["first"]
     expected = receives(cfg["inputs"], index)
     started = time.monotonic()

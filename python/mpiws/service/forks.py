@@ -53,20 +53,21 @@ def serve():
     # What the imports made is never collected here: a child's collections
     # then leave the pages it shares with this process unwritten (unshared).
     gc.freeze()
-    told = _tell(wire, b"W", 0, 0)
-    children, open_ = set(), told
-    while open_ or children:
-        ready, _, _ = select.select([wire, wake_r] if open_ else [wake_r], [], [])
+    # forking: the endpoint may still ask (its side of the wire open);
+    # telling: it still hears (children's ends are told until it is gone).
+    telling = _tell(wire, b"W", 0, 0)
+    forking, children = telling, set()
+    while forking or children:
+        ready, _, _ = select.select([wire, wake_r] if forking else [wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 512)
             for pid, status in _reaped():
                 children.discard(pid)
-                if open_:
-                    open_ = _tell(wire, b"X", pid, status)
-        if open_ and wire in ready:
+                telling = telling and _tell(wire, b"X", pid, status)
+        if forking and wire in ready:
             request = _request(wire)
             if request is None:
-                open_ = False  # the endpoint closed: no more forks
+                forking = False  # the endpoint closed its side: no more forks
                 continue
             memory, fds = request
             pid = _fork() if threading.active_count() == 1 else 0
@@ -82,7 +83,8 @@ def serve():
                 os.close(fd)
             if pid:
                 children.add(pid)
-            open_ = _tell(wire, b"P", pid, 0)
+            telling = _tell(wire, b"P", pid, 0)
+            forking = telling
     os._exit(0)
 
 

@@ -58,8 +58,8 @@ pub struct ForkServer {
     wire: Mutex<Option<Requests>>,
     /// Each child's end, by pid, until it is told.
     exits: Arc<Mutex<HashMap<i32, watch::Sender<Option<ExitStatus>>>>>,
-    /// The server's own process (reaped when it exits).
-    _process: Mutex<Option<tokio::process::Child>>,
+    /// The server's own process: killed if it is still there when the endpoint lets go of it.
+    _process: tokio::process::Child,
 }
 
 struct Requests {
@@ -94,7 +94,7 @@ impl ForkServer {
         let server = Arc::new(ForkServer {
             wire: Mutex::new(Some(Requests { wire: ours, answers, warm: false })),
             exits: Arc::default(),
-            _process: Mutex::new(Some(process)),
+            _process: process,
         });
         let exits = server.exits.clone();
         std::thread::Builder::new().name("mpiws-forks".into()).spawn(move || read(reader, tx, exits)).ok()?;

@@ -16,7 +16,6 @@ limits). Concept files import these mechanisms, never the other way round.
 
 # Functions and constants only, not modules: mpi4py's MPI namespace holds no
 # modules (see the end of this file).
-import os as _os
 from time import get_clock_info as _get_clock_info, monotonic as _monotonic, time as _walltime
 
 from .._core import PROC_NULL as _CORE_PROC_NULL, VERSION as _CORE_VERSION
@@ -735,12 +734,18 @@ def Wtick():
     return _get_clock_info("monotonic").resolution
 
 
+def _hostname():
+    import os  # here, not in this namespace, which holds no module (as mpi4py's)
+
+    return os.uname().nodename
+
+
 def Get_processor_name():
     """Get_processor_name()
 
     Obtain the name of the calling processor.
     """
-    return _os.uname().nodename
+    return _hostname()
 
 
 def Get_version():
@@ -770,7 +775,7 @@ def Get_hw_resource_info():
     return Info.Create(
         {
             "mpi_hw_resource_type": "mpi_shared_memory",
-            "host": _os.uname().nodename,
+            "host": _hostname(),
             "cpus": str(len(_os.sched_getaffinity(0)) if hasattr(_os, "sched_getaffinity") else _os.cpu_count()),
         }
     )
@@ -903,9 +908,10 @@ def Is_thread_main():
 # a tenth of every rank's start.)
 def _hide_submodules():
     import importlib
+    import os
     import types
 
-    for _file in sorted(_os.listdir(__path__[0])):
+    for _file in sorted(os.listdir(__path__[0])):
         if _file.endswith(".py") and _file != "__init__.py":
             importlib.import_module(f"{__name__}.{_file[:-3]}")
     for _key, _value in list(globals().items()):

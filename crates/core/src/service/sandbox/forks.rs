@@ -78,10 +78,8 @@ impl ForkServer {
     /// Start the server (a command like a child's, told by `FORKS_ENV`); None if it cannot start.
     pub fn start(setting: &SandboxSetting) -> Option<Arc<ForkServer>> {
         let (ours, theirs) = UnixStream::pair().ok()?;
-        let (program, args) = setting.command.split_first()?;
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args).env(FORKS_ENV, "1").stdin(Stdio::null()).process_group(0).kill_on_drop(true);
-        super::start::child_env(&mut cmd, setting);
+        let mut cmd = super::start::command(setting).ok()?;
+        cmd.env(FORKS_ENV, "1").stdin(Stdio::null());
         let fd = theirs.as_raw_fd();
         // SAFETY: between fork and exec the closure only calls dup2 (async-signal-safe) and allocates nothing.
         unsafe {

@@ -193,13 +193,9 @@ fn spawn(setting: &SandboxSetting, forks: Option<&ForkServer>) -> io::Result<Spa
     if let Some(Ok((pid, exit))) = forks.map(|f| f.fork(setting.max_memory, [&theirs[0], &theirs[1], &theirs[2]])) {
         return Ok(Spare { child: Process::Forked { pid, exit }, binding, handover, reports });
     }
-    let Some((program, args)) = setting.command.split_first() else {
-        return Err(io::Error::other("no command"));
-    };
     let [stdin, handover_child, reports_child] = theirs;
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).stdin(Stdio::from(stdin)).process_group(0).kill_on_drop(true);
-    child_env(&mut cmd, setting);
+    let mut cmd = command(setting)?;
+    cmd.stdin(Stdio::from(stdin));
     let fds = (handover_child.as_raw_fd(), reports_child.as_raw_fd());
     let memory = setting.max_memory;
     // SAFETY: between fork and exec the closure only calls async-signal-safe
@@ -211,8 +207,14 @@ fn spawn(setting: &SandboxSetting, forks: Option<&ForkServer>) -> io::Result<Spa
     Ok(Spare { child: Process::Started(child), binding, handover, reports })
 }
 
-/// The environment of a child, and of the fork server its children inherit it from.
-pub(super) fn child_env(cmd: &mut tokio::process::Command, setting: &SandboxSetting) {
+/// The command of a child, and of the fork server its children inherit
+/// its environment from: in a process group of its own, killed if dropped.
+pub(super) fn command(setting: &SandboxSetting) -> io::Result<tokio::process::Command> {
+    let Some((program, args)) = setting.command.split_first() else {
+        return Err(io::Error::other("no command"));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).process_group(0).kill_on_drop(true);
     if let Some(own) = &setting.trust {
         cmd.env(super::TRUST_ENV, own);
     }
@@ -220,6 +222,7 @@ pub(super) fn child_env(cmd: &mut tokio::process::Command, setting: &SandboxSett
         // Few malloc arenas: each reserves 64 MiB of the address space bounded below.
         cmd.env("MALLOC_ARENA_MAX", "2");
     }
+    Ok(cmd)
 }
 
 /// What the child reports at its end: its instance's final status.

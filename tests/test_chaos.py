@@ -49,11 +49,17 @@ def test_the_scans_find_what_they_look_for(tmp_path):
     import os
     import socket
     import subprocess
+    import time
 
     marker = "CHAOS_TRIAL=scan-test"
     p = subprocess.Popen(["sleep", "30"], env=dict(os.environ, CHAOS_TRIAL="scan-test"))
     s = socket.create_server(("127.0.0.1", 0))
     try:
+        # Popen returns once the child began its exec, which may not yet have
+        # laid out the new environment that /proc/PID/environ shows.
+        deadline = time.monotonic() + 5
+        while chaos.marked_processes(marker) != [p.pid] and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert chaos.marked_processes(marker) == [p.pid]
         assert s.getsockname()[1] in chaos.listening_ports()
     finally:

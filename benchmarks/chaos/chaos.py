@@ -134,13 +134,18 @@ class Trial:
         self.log = log
         self.dir = Path(tempfile.mkdtemp(prefix=f"chaos-{index}-"))
         self.marker = f"CHAOS_TRIAL={secrets.token_hex(6)}"
-        # The workload: rounds of messages (~rounds * (pause + a round's time)),
-        # tasks of 20 ms over three workers, three workflow steps in a chain.
+        # The workload: rounds of messages (~rounds * (pause + a round's time),
+        # and on until the fault has surely been done), tasks of 20 ms over
+        # three workers, three workflow steps in a chain.
         self.rounds = 150 if quick else 250
         self.pause = 0.02
         self.tasks = 300 if quick else 500
         self.step_seconds = 1.0 if quick else 1.5
-        self.fault_at = self.rng.uniform(0.5, 4.0 if quick else 6.0)
+        latest_fault = 4.0 if quick else 6.0
+        self.fault_at = self.rng.uniform(0.5, latest_fault)
+        # Ranks start after the client says STARTED (from which the fault is
+        # timed), so rounds that last this long from their start see it.
+        self.round_seconds = latest_fault + 2.0
         # a hiccup, a stall longer than the failure timeout, a link that black-holes for good
         self.stall_for = self.rng.choice([0.4, FAILURE_TIMEOUT * 2.5, WALL]) * self.rng.uniform(0.8, 1.0)
         self.servers, self.proxies = [], []
@@ -258,6 +263,7 @@ class Trial:
             "urls": urls,
             "rounds": self.rounds,
             "pause": self.pause,
+            "seconds": self.round_seconds,
             "piddir": str(self.dir / "pids"),
             "tasks": self.tasks,
             "farm_timeout": WALL - 20,

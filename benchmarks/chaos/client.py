@@ -29,7 +29,7 @@ def task(x):
 
 def run_domain(cfg, out):
     d = Domain(cfg["urls"])
-    d.start("ranks", {"rounds": cfg["rounds"], "pause": cfg["pause"], "piddir": cfg["piddir"]})
+    d.start("ranks", {k: cfg[k] for k in ("rounds", "seconds", "pause", "piddir")})
 
     def show(rank, s):
         err = (s.get("error") or {}).get("message", "")

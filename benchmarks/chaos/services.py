@@ -3,13 +3,16 @@
 ``ranks``: each rank sends a sequence-numbered message to every other rank
 per round, receives theirs and checks each sender's numbers (one more than
 the last: a repeat is a duplicate, a jump a loss), with an allreduce, a
-broadcast from a rotating root and a barrier every few rounds. The first MPI
+broadcast from a rotating root and a barrier every few rounds; at least
+``rounds`` rounds, and on while any rank has run less than ``seconds``
+(agreed by an allreduce, so all ranks stop at the same round). The first MPI
 error ends the rounds; the rank then receives from every rank the error
 named what may still come (sent before it failed), and returns what it saw.
 ``futures``: the farm worker, after writing its pid (so a trial may kill it).
 ``slow``: a workflow step that takes a while.
 """
 
+import itertools
 import os
 import re
 import time
@@ -42,8 +45,9 @@ def ranks(comm, params):
     failed_send = {}  # peer -> the sequence number of the first send to it that raised
     error = None
     op, rnd = None, 0
+    until = time.monotonic() + params["seconds"]
     try:
-        for rnd in range(params["rounds"]):
+        for rnd in itertools.count():
             for p in peers:
                 op = ("send", p)
                 try:
@@ -68,6 +72,10 @@ def ranks(comm, params):
                 op = ("bcast", root)
                 if comm.bcast((root, rnd) if me == root else None, root=root) != (root, rnd):
                     bad_collectives += 1
+                if rnd + 1 >= params["rounds"]:
+                    op = ("allreduce", None)
+                    if not comm.allreduce(time.monotonic() < until, op=MPI.LOR):
+                        break
             if rnd % 7 == 0:
                 op = ("barrier", None)
                 comm.Barrier()

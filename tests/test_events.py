@@ -246,3 +246,40 @@ print("OK", flush=True)
 def test_matched_of_a_standard_send_asked_at_the_start_or_late(run, channel):
     env = {"MPIWS_STREAMS": "0"} if channel == "stores" else {}
     assert_ok(run(2, MATCHED, env=env), 2)
+
+
+@pytest.mark.parametrize("channel", ["same-host", "network"])
+def test_a_message_handler_and_a_blocking_receive_from_one_peer_share_its_stream(run, channel):
+    # The handler thread reads the stream of the receive it watches while it
+    # waits (Events.next(reading=...)); the main thread's receives from that
+    # peer are then filed by it: both get every message, once, in order.
+    p = run(
+        2,
+        """
+import threading
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+N = 300
+if comm.rank == 0:
+    for i in range(N):
+        comm.send(i, dest=1, tag=1)
+        comm.send(-i, dest=1, tag=2)
+    assert comm.recv(source=1, tag=3) == "done"
+else:
+    got, done = [], threading.Event()
+    def arrived(r):
+        got.append(r.value)
+        if len(got) == N:
+            done.set()
+    comm.on_message(arrived, source=0, tag=1)
+    main = [comm.recv(source=0, tag=2) for _ in range(N)]
+    assert done.wait(30), len(got)
+    comm.off_message(arrived, source=0, tag=1)
+    assert got == list(range(N)), got[:20]
+    assert main == [-i for i in range(N)], main[:20]
+    comm.send("done", dest=0, tag=3)
+print("OK", flush=True)
+""",
+        env={"MPIWS_NOLOCAL": "1"} if channel == "network" else {},
+    )
+    assert_ok(p, 2)

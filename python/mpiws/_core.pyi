@@ -264,9 +264,15 @@ class Request:
 class Events:
     """Tokens of completed operations, for the handler thread."""
     def __init__(self) -> None: ...
-    def next(self, timeout: float | None = None) -> int | None:
-        """The next token, waiting (GIL released) up to ``timeout`` seconds."""
+    def next(self, timeout: float | None = None, reading: Request | None = None) -> int | None:
+        """The next token, waiting (GIL released) up to ``timeout`` seconds,
+        reading meanwhile the stream the receive ``reading`` expects its message on."""
     def push(self, token: int) -> None: ...
+
+class View:
+    """Received bytes lent read-only through the buffer protocol, not copied."""
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int) -> memoryview: ...
 
 class Message:
     source: int
@@ -275,8 +281,10 @@ class Message:
     cancelled: bool
     nbytes: int
     def bytes(self) -> bytes: ...
+    def view(self) -> View:
+        """The whole payload, read-only, not copied where it came in one piece."""
     def split(self) -> list[Any]:
-        """The parts: the first as bytes, the others as bytearrays."""
+        """The parts: the first a read-only ``View``, the others bytearrays."""
     def blocks(self) -> list[bytes]:
         """Each part as bytes (a collective's result blocks)."""
     def copy_into(self, buffer: Any, offsets: list[int] | None = None) -> int:

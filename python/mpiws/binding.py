@@ -39,7 +39,13 @@ class Bound:
         self.settings = {}
 
 
-_thread = threading.local()
+class _Thread(threading.local):
+    # A class default: a thread not bound finds None here, where a missing
+    # attribute would raise (and catch) an AttributeError at every call.
+    bound = None
+
+
+_thread = _Thread()
 _process = None
 _singleton_lock = threading.Lock()
 _endpoint = None
@@ -47,7 +53,7 @@ _spawner = None
 
 
 def current():
-    b = getattr(_thread, "bound", None) or _process
+    b = _thread.bound or _process
     return b if b is not None else _singleton()
 
 
@@ -88,7 +94,7 @@ def spawner():
 @contextmanager
 def bound_to(instance, loads=None):
     """Bind the calling thread to ``instance`` for the duration of the block."""
-    previous = getattr(_thread, "bound", None)
+    previous = _thread.bound
     _thread.bound = b = Bound(instance, loads)
     try:
         yield b

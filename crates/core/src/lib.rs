@@ -70,7 +70,7 @@ pub use error::{Error, ErrorClass, Result};
 
 // ---- the facade: what the binding, the examples and the tests use ----------
 
-pub use engine::completion::{wait_any, wait_outcome, Completion, Events, Outcome, RecvBuffer, Tracking};
+pub use engine::completion::{wait_any, wait_outcome, Awaited, Completion, Events, Outcome, RecvBuffer, Tracking};
 pub use engine::mailbox::RecvId;
 pub use jobs::cwl::params::{eval as cwl_eval, Mode as CwlMode};
 pub use jobs::template;

@@ -28,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<request::Request>()?;
     m.add_class::<request::Message>()?;
     m.add_class::<request::Events>()?;
+    m.add_class::<request::View>()?;
     m.add_class::<memory::Memory>()?;
     m.add_class::<window::Window>()?;
     m.add_class::<datatype::Layout>()?;

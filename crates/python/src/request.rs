@@ -7,7 +7,11 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use mpiws_core::wire::frame::Payload;
 use mpiws_core::ErrorClass;
-use mpiws_core::{Completion, Outcome, RecvBuffer, Request as CoreRequest};
+use mpiws_core::{Awaited, Completion, Outcome, RecvBuffer, Request as CoreRequest};
+use std::os::raw::c_int;
+
+use pyo3::exceptions::PyBufferError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
@@ -71,16 +75,20 @@ impl Events {
         Events { inner: mpiws_core::Events::new() }
     }
 
-    /// The next token, waiting up to `timeout` seconds (None: for ever).
-    #[pyo3(signature = (timeout=None))]
-    fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<u64>> {
-        let mut got = None;
-        let q = self.inner.clone();
-        wait_in_slices(py, timeout, |slice| {
-            got = q.next(Some(slice));
-            got.is_some()
-        })?;
-        Ok(got)
+    /// The next token, waiting up to `timeout` seconds (None: for ever);
+    /// meanwhile reading the stream that the receive `reading` expects its
+    /// message on (`mpiws_core::Request::wait_other`).
+    #[pyo3(signature = (timeout=None, reading=None))]
+    fn next(&self, py: Python<'_>, timeout: Option<f64>, reading: Option<Bound<'_, Request>>) -> PyResult<Option<u64>> {
+        if let Some(t) = self.inner.try_next() {
+            return Ok(Some(t));
+        }
+        let q: &mpiws_core::Events = &self.inner;
+        match reading.as_ref().map(|r| r.get()) {
+            Some(r) => wait_in_slices(py, timeout, |slice| r.inner.wait_other(q, Some(slice)))?,
+            None => wait_in_slices(py, timeout, |slice| Awaited::wait(q, Some(slice)))?,
+        };
+        Ok(self.inner.try_next())
     }
 
     fn push(&self, token: u64) {
@@ -217,6 +225,11 @@ pub struct Message {
 }
 
 impl Message {
+    /// The parts, sliced where each lies in one chunk (`Payload::into_parts`).
+    fn pieces(&self) -> Vec<Bytes> {
+        self.payload.clone().into_parts(&self.parts)
+    }
+
     fn new(
         source: i64,
         tag: i64,
@@ -248,16 +261,23 @@ impl Message {
         })
     }
 
-    /// The payload split at `parts`: the first as bytes, the rest as
-    /// (writable) bytearrays, ready for `pickle.loads(first, buffers=rest)`.
+    /// The whole payload, read-only, not copied where it came in one piece
+    /// (a pickle stream to load from: unpickling makes the one copy).
+    fn view(&self) -> View {
+        let mut whole = self.payload.clone().into_parts(&[]);
+        View { bytes: whole.pop().unwrap_or_default() }
+    }
+
+    /// The payload split at `parts`: the first read-only (`view`), the rest
+    /// copied into (writable) bytearrays, ready for `pickle.loads(first,
+    /// buffers=rest)`: an array out of band is copied once.
     fn split<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let pieces = py.detach(|| self.payload.split_parts(&self.parts));
         let list = PyList::empty(py);
-        for (i, p) in pieces.iter().enumerate() {
+        for (i, p) in self.pieces().into_iter().enumerate() {
             if i == 0 {
-                list.append(PyBytes::new(py, p))?;
+                list.append(View { bytes: p })?;
             } else {
-                list.append(PyByteArray::new(py, p))?;
+                list.append(PyByteArray::new(py, &p))?;
             }
         }
         Ok(list)
@@ -268,8 +288,7 @@ impl Message {
         if self.parts.is_empty() {
             return Ok(PyList::empty(py));
         }
-        let pieces = py.detach(|| self.payload.split_parts(&self.parts));
-        PyList::new(py, pieces.iter().map(|p| PyBytes::new(py, p)))
+        PyList::new(py, self.pieces().iter().map(|p| PyBytes::new(py, p)))
     }
 
     /// Copy the payload into a writable buffer (the receive's own buffer if
@@ -282,7 +301,7 @@ impl Message {
         }
         let mut dest = Dest::get(buffer)?;
         if let Some(offsets) = offsets {
-            let pieces = py.detach(|| self.payload.split_parts(&self.parts));
+            let pieces = self.pieces();
             let room = dest.len;
             let slice = dest.slice();
             for (p, at) in pieces.iter().zip(offsets) {
@@ -303,6 +322,33 @@ impl Message {
         py.detach(|| self.payload.copy_to(&mut dest.slice()[..n]));
         Ok(n)
     }
+}
+
+/// Received bytes lent read-only through the buffer protocol, not copied.
+#[pyclass(module = "mpiws._core", frozen)]
+pub struct View {
+    bytes: Bytes,
+}
+
+#[pymethods]
+impl View {
+    fn __len__(&self) -> usize {
+        self.bytes.len()
+    }
+
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        let bytes = &slf.get().bytes;
+        let len = ffi::Py_ssize_t::try_from(bytes.len()).map_err(|_| PyBufferError::new_err("buffer too large"))?;
+        // SAFETY: `view` is the caller's. The bytes live as long as this
+        // object, which the view holds (PyBuffer_FillInfo takes a reference),
+        // and are never written: the view is read-only (a writable request fails).
+        match unsafe { ffi::PyBuffer_FillInfo(view, slf.as_ptr(), bytes.as_ptr() as *mut _, len, 1, flags) } {
+            0 => Ok(()),
+            _ => Err(PyErr::fetch(slf.py())),
+        }
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
 }
 
 /// None while `c` is open; then (ok, error message, error class).

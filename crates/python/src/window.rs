@@ -70,7 +70,7 @@ pub struct Window {
 fn wait(py: Python<'_>, win: &CoreWindow, c: Arc<Completion>, target: Option<u32>) -> PyResult<()> {
     let instance = win.comm.instance.clone();
     let cc = c.clone();
-    wait_in_slices(py, None, move |slice| instance.wait_for(&cc, target, Some(slice)))?;
+    wait_in_slices(py, None, move |slice| instance.wait_for(&*cc, target, Some(slice)))?;
     match c.take() {
         Some(Err(e)) => Err(e).py_err(),
         _ => Ok(()),

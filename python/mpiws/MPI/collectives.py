@@ -198,7 +198,7 @@ class Collectives:
                     return None
                 import numpy
 
-                return numpy.frombuffer(bytearray(msg.bytes()), dtype=arr.dtype).reshape(arr.shape)
+                return numpy.frombuffer(bytearray(msg.view()), dtype=arr.dtype).reshape(arr.shape)
 
             return name, post, dict(root=root, data=arr, op=(op._core, code))
         rank = self._core.rank

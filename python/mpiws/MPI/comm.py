@@ -457,15 +457,10 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
 
     def _isend_obj(self, obj, dest, tag, sync, timeout, schedule=None):
         parts = pickled.dumps(obj)
-        r = self._core.isend(
-            dest, tag, parts, split=len(parts) > 1, sync=sync, tell_match=events_.tells_match(schedule)
-        )
-        req = Request(r, deadline=timeout_.deadline(self._limit(timeout)))
-        return self._sent(req, dest, tag, sum(memoryview(p).nbytes for p in parts), sync, schedule)
-
-    def _sent(self, req, dest, tag, size, sync, schedule):
-        """Describe a send request for receipts; attach its schedule."""
-        return req._describe(tag=tag, dest=dest, source=self._core.rank, size=size, sync=sync)._schedule(schedule)
+        core, limit = self._state().core_and_limit(timeout)
+        r = core.isend(dest, tag, parts, split=len(parts) > 1, sync=sync, tell_match=events_.tells_match(schedule))
+        req = Request(r, deadline=timeout_.deadline(limit))
+        return _sent(req, core, dest, tag, sum(memoryview(p).nbytes for p in parts), sync, schedule)
 
     def _send_obj(self, obj, dest, tag, sync, timeout):
         parts = pickled.dumps(obj)
@@ -518,12 +513,10 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
 
         Nonblocking receive.
         """
-        limit = None if buf is None else _buffer_length(buf)
-        req = Request(self._core.irecv(source, tag), _OBJECT, None, limit, timeout_.deadline(self._limit(timeout)))
-        return self._posted(req, source, tag, schedule)
-
-    def _posted(self, req, source, tag, schedule):
-        return req._describe(tag=tag, source=source, dest=self._core.rank)._schedule(schedule)
+        size = None if buf is None else _buffer_length(buf)
+        core, limit = self._state().core_and_limit(timeout)
+        req = Request(core.irecv(source, tag), _OBJECT, None, size, timeout_.deadline(limit))
+        return _posted(req, core, source, tag, schedule)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         """recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None)
@@ -563,9 +556,9 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
 
     def _isend_buf(self, buf, dest, tag, sync, timeout, schedule=None):
         view, _, _ = datatype.parse(buf)
-        r = self._core.isend(dest, tag, [view], sync=sync, tell_match=events_.tells_match(schedule))
-        req = Request(r, deadline=timeout_.deadline(self._limit(timeout)))
-        return self._sent(req, dest, tag, view.nbytes, sync, schedule)
+        core, limit = self._state().core_and_limit(timeout)
+        r = core.isend(dest, tag, [view], sync=sync, tell_match=events_.tells_match(schedule))
+        return _sent(Request(r, deadline=timeout_.deadline(limit)), core, dest, tag, view.nbytes, sync, schedule)
 
     def _send_buf(self, buf, dest, tag, sync, timeout):
         view, _, _ = datatype.parse(buf)
@@ -715,10 +708,9 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
         Nonblocking receive.
         """
         view, _, _ = datatype.parse(buf, writable=True)
-        req = Request(
-            self._core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(self._limit(timeout))
-        )
-        return self._posted(req, source, tag, schedule)
+        core, limit = self._state().core_and_limit(timeout)
+        req = Request(core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(limit))
+        return _posted(req, core, source, tag, schedule)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         """Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None)
@@ -901,6 +893,16 @@ for _name in (
     "iexscan",
 ):
     setattr(Comm, "a" + _name[1:], _async_form(_name))
+
+
+def _sent(req, core, dest, tag, size, sync, schedule):
+    """Describe a send request for receipts; attach its schedule."""
+    return req._describe(tag=tag, dest=dest, source=core.rank, size=size, sync=sync)._schedule(schedule)
+
+
+def _posted(req, core, source, tag, schedule):
+    """Describe a receive request for receipts; attach its schedule."""
+    return req._describe(tag=tag, source=source, dest=core.rank)._schedule(schedule)
 
 
 def _buffer_length(buf):

@@ -36,6 +36,8 @@ from .exception import ERR_CANCELLED, ERR_TIMEOUT, Exception as MPIException
 
 SUBMITTED, COMPLETED, MATCHED, FAILED, TIMED_OUT = "submitted", "completed", "matched", "failed", "timed_out"
 EVENTS = (SUBMITTED, COMPLETED, MATCHED, FAILED, TIMED_OUT)
+_GOOD = frozenset((SUBMITTED, COMPLETED, MATCHED))  # none fires after a failure
+_NOTHING = {}
 # What a send's receiver is asked to tell for a handler of each event.
 _ASKS = {COMPLETED: ("stored",), FAILED: ("stored",), MATCHED: ("stored", "matched")}
 
@@ -158,7 +160,8 @@ class Watch:
                     dispatcher().watch_part(self, what)
         fired = self.fired.get(event)
         if fired is not None:
-            dispatcher().call_soon(lambda: run_handler(handler, fired))
+            receipt = self.receipt(event, fired)
+            dispatcher().call_soon(lambda: run_handler(handler, receipt))
 
     def overdue(self):
         """For the owner, whose wait reached the deadline before the handler
@@ -227,28 +230,37 @@ class Watch:
         self.wake()
 
     def fire(self, event, error=None, status=None):
-        if event in self.fired or (
-            event in (SUBMITTED, COMPLETED, MATCHED) and (FAILED in self.fired or TIMED_OUT in self.fired)
-        ):
+        fired = self.fired
+        if event in fired or (event in _GOOD and (FAILED in fired or TIMED_OUT in fired)):
             return
-        info = dict(self.info or {})
+        # What a receipt tells, kept: most events have no handler, and a
+        # receipt is made only for one (now, or when one is added later).
+        fired[event] = made = (time.time(), error, status)
+        handlers = self.handlers.get(event)
+        if handlers:
+            receipt = self.receipt(event, made)
+            for h in handlers:
+                run_handler(h, receipt)
+
+    def receipt(self, event, made):
+        """The ``Receipt`` of ``event``, fired as ``made`` (time, error, status)."""
+        at, error, status = made
+        info = self.info or _NOTHING
         if status is not None and self.receive:
-            info.update(source=status.source, tag=status.tag, size=status.Get_count())
-        info.pop("sync", None)
-        receipt = Receipt(
+            source, tag, size = status.source, status.tag, status.Get_count()
+        else:
+            source, tag, size = info.get("source"), info.get("tag"), info.get("size")
+        return Receipt(
             event=event,
-            tag=info.get("tag"),
-            size=info.get("size"),
-            source=info.get("source"),
+            tag=tag,
+            size=size,
+            source=source,
             dest=info.get("dest"),
             call=info.get("call"),
-            time=time.time(),
+            time=at,
             error=error,
             request=self.request,
         )
-        self.fired[event] = receipt
-        for h in self.handlers.get(event, ()):
-            run_handler(h, receipt)
 
     def on_settled(self, fn):
         with _settling:
@@ -304,6 +316,11 @@ class _Dispatcher:
         self.timers = []  # heap of (deadline, token, Watch)
         self.soon = deque()  # callables to run on the thread
         self.tokens = itertools.count(1)
+        # The core request of the latest watched receive: the thread reads
+        # the stream its message will come on while it waits (so the message
+        # completes it here, not on the progress thread, which would then
+        # have to wake this one).
+        self.reading = None
         self.thread = threading.Thread(target=self._run, name="mpiws-handlers", daemon=True)
         self.thread.start()
 
@@ -315,6 +332,8 @@ class _Dispatcher:
             if w.deadline is not None:
                 heapq.heappush(self.timers, (w.deadline, done, w))
         w.core.watch(self.events, done)
+        if w.receive and isinstance(w.core, _core.Request):
+            self.reading = w.core
         if w.deadline is not None:
             self.events.push(0)  # recompute the wait
 
@@ -337,7 +356,7 @@ class _Dispatcher:
         while True:
             with self.lock:
                 wait = max(0.0, self.timers[0][0] - time.monotonic()) if self.timers else None
-            token = self.events.next(wait)
+            token = self.events.next(wait, self.reading)
             while self.soon:
                 self.soon.popleft()()
             self._expire_due()

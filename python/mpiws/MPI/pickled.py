@@ -114,6 +114,7 @@ class Restricted(_pickle.Unpickler):
     """An unpickler that builds only the globals in ``allowed``, and changes no class."""
 
     def __init__(self, data, buffers, allowed):
+        data = _as_bytes(data)  # read twice: by pickletools, and unpickled
         super().__init__(io.BytesIO(data), buffers=buffers)
         self.data, self.allowed, self.checked = data, allowed, False
 
@@ -157,6 +158,12 @@ def policy(kind="restricted", allow=()):
         extra.add((module, name))
     allowed = SAFE | extra
     return lambda data, buffers=(): Restricted(data, buffers, allowed).load()
+
+
+def _as_bytes(data):
+    """A received message's read-only view (``_core.View``) as bytes, for
+    what reads only bytes (another serializer's ``loads``, pickletools)."""
+    return data if isinstance(data, (bytes, bytearray)) else bytes(data)
 
 
 def loads_bytes(data, buffers=()):
@@ -237,7 +244,7 @@ class Pickle:
         s = self._now()
         if s.loads is None:
             return loads_bytes(data, buffers)
-        return s.loads(data)
+        return s.loads(_as_bytes(data))
 
     def dumps_oob(self, obj):
         """dumps_oob(self, obj)
@@ -323,7 +330,7 @@ def loads(message):
         return pickle.loads(parts[0], parts[1:])
     if not message.nbytes:
         return None  # an empty message (a buffer send of nothing), as mpi4py has it
-    return pickle.loads(message.bytes())
+    return pickle.loads(message.view())
 
 
 def items(obj, n):

@@ -199,8 +199,9 @@ class Request:
         if schedule is not None:
             if not isinstance(schedule, events_.Schedule):
                 raise TypeError("schedule must be an MPI.Schedule")
+            w = self._watched() if schedule.handlers else None
             for event, handler in schedule.handlers.items():
-                self.on(event, handler)
+                w.on(event, handler)  # checked when the schedule was made
         return self
 
     def _watched(self):

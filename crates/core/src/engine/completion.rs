@@ -21,6 +21,21 @@ pub trait RecvBuffer: Send {
     }
 }
 
+/// What a thread waiting in MPI waits for (`net::reader::Progress` reads a
+/// peer's stream meanwhile): one operation's [`Completion`], or the next
+/// token of a handler thread's [`Events`].
+pub trait Awaited {
+    fn is_done(&self) -> bool;
+    /// Wait up to `timeout` (None: for ever); true once done.
+    fn wait(&self, timeout: Option<Duration>) -> bool;
+    /// Whether a waiter for it polls before it sleeps (`poll_until`): a
+    /// program waiting in MPI has nothing else to do; a handler thread
+    /// waits beside a program that computes.
+    fn polls(&self) -> bool {
+        true
+    }
+}
+
 /// What a finished operation produced.
 pub enum Outcome {
     Sent,
@@ -276,6 +291,16 @@ impl Completion {
     }
 }
 
+impl Awaited for Completion {
+    fn is_done(&self) -> bool {
+        Completion::is_done(self)
+    }
+
+    fn wait(&self, timeout: Option<Duration>) -> bool {
+        Completion::wait(self, timeout)
+    }
+}
+
 /// Block until at least one of `completions` is done or `timeout` passes.
 pub fn wait_any(completions: &[Arc<Completion>], timeout: Option<Duration>) -> bool {
     let signal = Signal::new();
@@ -350,21 +375,40 @@ impl Events {
 
     /// The next token, waiting up to `timeout` (None: for ever).
     pub fn next(&self, timeout: Option<Duration>) -> Option<u64> {
+        Awaited::wait(self, timeout);
+        self.queue.lock().pop_front()
+    }
+
+    /// The next token if one is queued.
+    pub fn try_next(&self) -> Option<u64> {
+        self.queue.lock().pop_front()
+    }
+}
+
+/// Done once a token is queued (taken by `next`).
+impl Awaited for Events {
+    fn is_done(&self) -> bool {
+        !self.queue.lock().is_empty()
+    }
+
+    fn wait(&self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut q = self.queue.lock();
-        loop {
-            if let Some(t) = q.pop_front() {
-                return Some(t);
-            }
+        while q.is_empty() {
             match deadline {
                 None => self.cv.wait(&mut q),
                 Some(d) => {
                     if self.cv.wait_until(&mut q, d).timed_out() {
-                        return q.pop_front();
+                        break;
                     }
                 }
             }
         }
+        !q.is_empty()
+    }
+
+    fn polls(&self) -> bool {
+        false
     }
 }
 
@@ -392,6 +436,23 @@ mod tests {
             c2.complete(Ok(Outcome::Sent));
         });
         assert!(c.wait(None));
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn events_are_awaited_until_a_token_is_queued_and_taken() {
+        let q = Events::new();
+        assert!(!Awaited::is_done(&*q) && !q.polls());
+        assert!(!Awaited::wait(&*q, Some(Duration::from_millis(5))));
+        let q2 = q.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            q2.push(7);
+        });
+        assert!(Awaited::wait(&*q, Some(Duration::from_secs(5))));
+        assert!(Awaited::is_done(&*q), "waiting takes no token");
+        assert_eq!(q.try_next(), Some(7));
+        assert!(!Awaited::is_done(&*q) && q.try_next().is_none());
         t.join().unwrap();
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::engine::completion::{waited_outcome, Completion, Outcome, RecvBuffer, Tracking};
+use crate::engine::completion::{waited_outcome, Awaited, Completion, Outcome, RecvBuffer, Tracking};
 use crate::engine::mailbox::{Pattern, RecvId};
 use crate::error::{err, ErrorClass, Result};
 use crate::mpi::{ANY_SOURCE, ANY_TAG, PROC_NULL};
@@ -352,7 +352,7 @@ impl Comm {
 
     /// `wait_recv`, running `first` once this thread reads the stream (a
     /// `Sendrecv` sends from there: `Instance::wait_for_after`).
-    pub fn wait_recv_after(&self, c: &Completion, source: i64, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
+    pub fn wait_recv_after(&self, c: &dyn Awaited, source: i64, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
         let world = (source >= 0).then(|| self.world_rank(source).ok()).flatten();
         self.instance.wait_for_after(c, world, timeout, first)
     }

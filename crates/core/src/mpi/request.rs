@@ -14,7 +14,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::engine::completion::{Completion, Outcome, Tracking};
+use crate::engine::completion::{Awaited, Completion, Outcome, Tracking};
 use crate::engine::mailbox::RecvId;
 use crate::error::{Error, ErrorClass, Result};
 use crate::mpi::comm::Comm;
@@ -72,8 +72,19 @@ impl Request {
     /// `Sendrecv` sends from there: `Instance::wait_for_after`).
     pub fn wait_after(&self, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
         match self.kind {
-            Kind::Recv { source, .. } => self.comm.wait_recv_after(&self.completion, source, timeout, first),
-            _ => self.comm.instance.wait_for_after(&self.completion, None, timeout, first),
+            Kind::Recv { source, .. } => self.comm.wait_recv_after(&*self.completion, source, timeout, first),
+            _ => self.comm.instance.wait_for_after(&*self.completion, None, timeout, first),
+        }
+    }
+
+    /// Wait up to `timeout` for `other` (a handler thread's events), reading
+    /// meanwhile the stream this receive expects its message on, as its own
+    /// wait would: the message then completes it on this thread, with no
+    /// hand-off from the progress thread. True once `other` is done.
+    pub fn wait_other(&self, other: &dyn Awaited, timeout: Option<Duration>) -> bool {
+        match self.kind {
+            Kind::Recv { source, .. } if !self.completion.is_done() => self.comm.wait_recv_after(other, source, timeout, &mut || {}),
+            _ => other.wait(timeout),
         }
     }
 

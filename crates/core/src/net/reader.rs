@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 use polling::{Event, Events, Poller};
 
 use crate::config::spin_budget;
-use crate::engine::completion::{poll_until, Completion, Outcome, RecvBuffer};
+use crate::engine::completion::{poll_until, Awaited, Completion, Outcome, RecvBuffer};
 use crate::engine::mailbox::Message;
 use crate::error::{Error, ErrorClass, Result};
 use crate::net::polled::{readable, Polled};
@@ -398,7 +398,7 @@ impl Progress {
     /// ourselves while we wait if nobody else is reading it. False if
     /// `timeout` passed first. Falls back to a plain wait when there is no
     /// such stream (yet) or another thread is reading it.
-    pub fn wait_for(&self, c: &Completion, source: u32, timeout: Option<Duration>) -> bool {
+    pub fn wait_for(&self, c: &dyn Awaited, source: u32, timeout: Option<Duration>) -> bool {
         self.wait_for_after(c, source, timeout, &mut || {})
     }
 
@@ -407,7 +407,7 @@ impl Progress {
     /// send from `first`, so the peer's message, which may come at once,
     /// finds this thread reading rather than waking the progress thread
     /// (a third runnable thread when two ranks share two cores).
-    pub fn wait_for_after(&self, c: &Completion, source: u32, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
+    pub fn wait_for_after(&self, c: &dyn Awaited, source: u32, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
         let mut first = Some(first);
         let mut go = || {
             if let Some(f) = first.take() {
@@ -444,7 +444,8 @@ impl Progress {
             // again after each frame read: a peer that just sent is likely to
             // send again (one-sided operations on this rank's window while it
             // waits: each then needs no wake-up).
-            let mut spin_until = Instant::now() + spin_budget();
+            let spin = if c.polls() { spin_budget() } else { Duration::ZERO };
+            let mut spin_until = Instant::now() + spin;
             while !c.is_done() {
                 let window = spin_until.saturating_duration_since(Instant::now()).min(left().unwrap_or(Duration::MAX));
                 let ready = reader.buffered() || poll_until(window, || c.is_done() || reader.arrived(inbound.socket()));
@@ -462,7 +463,7 @@ impl Progress {
                     open = false;
                     break;
                 }
-                spin_until = Instant::now() + spin_budget();
+                spin_until = Instant::now() + spin;
             }
             // Frames already in our buffer raise no readiness event: the
             // progress thread files them. Not this thread: reading on while

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::max_unexpected;
-use crate::engine::completion::{Completion, RecvBuffer};
+use crate::engine::completion::{Awaited, Completion, RecvBuffer};
 use crate::engine::inbox::Waiting;
 use crate::engine::mailbox::{Message, Pattern, RecvId};
 use crate::error::{Error, Result};
@@ -71,14 +71,14 @@ impl Instance {
     /// Wait up to `timeout` for a receive's completion; with the world rank
     /// it expects a message from, read that peer's stream in this thread
     /// while waiting (see `net::reader`). True once done.
-    pub fn wait_for(&self, c: &Completion, source: Option<u32>, timeout: Option<Duration>) -> bool {
+    pub fn wait_for(&self, c: &dyn Awaited, source: Option<u32>, timeout: Option<Duration>) -> bool {
         self.wait_for_after(c, source, timeout, &mut || {})
     }
 
     /// `wait_for`, running `first` once: as soon as this thread reads the
     /// stream, or is about to wait another way (`Progress::wait_for_after`),
     /// or at the end if the wait needed neither.
-    pub fn wait_for_after(&self, c: &Completion, source: Option<u32>, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
+    pub fn wait_for_after(&self, c: &dyn Awaited, source: Option<u32>, timeout: Option<Duration>, first: &mut dyn FnMut()) -> bool {
         let mut ran = false;
         let mut once = || {
             if !std::mem::replace(&mut ran, true) {

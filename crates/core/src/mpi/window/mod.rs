@@ -447,7 +447,7 @@ impl Window {
             };
             let Some((t, c)) = next else { break };
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if !self.instance().wait_for(&c, Some(t), left) {
+            if !self.instance().wait_for(&*c, Some(t), left) {
                 return Ok(false);
             }
             // Done: the reply removed it (or a failed send: remove it here).

@@ -103,6 +103,32 @@ def test_sys_exit_codes(run):
     assert p.returncode == 1 and "rank 0 exited with status 1: bad input" in p.stderr, p.stderr
 
 
+def test_atexit_handlers_run_while_the_ranks_can_still_communicate(run):
+    # mpi4py runs them before MPI_Finalize (dask-mpi stops its scheduler
+    # from one); a rank ends with os._exit, so they run after the program.
+    p = run(
+        2,
+        """
+import atexit, sys
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+def farewell():
+    got = comm.sendrecv(f"bye from {comm.rank}", dest=1 - comm.rank, source=1 - comm.rank)
+    print("atexit:", got, flush=True)
+atexit.register(farewell)
+atexit.register(lambda: 1 / 0)  # runs first; reported, the others still run
+if comm.rank == 1:
+    sys.exit(0)  # a clean exit runs them too
+""",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "[0] atexit: bye from 1" in p.stdout and "[1] atexit: bye from 0" in p.stdout, p.stdout + p.stderr
+    assert "ZeroDivisionError" in p.stderr, p.stderr
+    # A failed program's handlers do not run: its peers are told it failed.
+    p = run(2, "import atexit\natexit.register(print, 'ran anyway')\nraise ValueError('no')")
+    assert p.returncode == 1 and "ran anyway" not in p.stdout, p.stdout
+
+
 def test_python_dash_m_and_usage_errors(tmp_path):
     prog = tmp_path / "p.py"
     prog.write_text("from mpiws import MPI\nprint('size', MPI.COMM_WORLD.Get_size())\n")

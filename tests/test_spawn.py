@@ -16,9 +16,15 @@ import pytest
 MPIWS = Path(sys.executable).with_name("mpiws")
 
 CHILD = """
-import sys
+import atexit, os, sys
 from mpiws import MPI
 parent = MPI.Comm.Get_parent()
+def at_exit():  # runs while the children can still communicate (as under mpi4py)
+    mark = os.environ.get("CHILD_EXIT_DIR")
+    if mark:
+        with open(os.path.join(mark, f"exit{MPI.COMM_WORLD.rank}"), "w") as f:
+            f.write(str(MPI.COMM_WORLD.allreduce(1)))
+atexit.register(at_exit)
 assert parent == MPI.Comm.Get_parent() and parent.Is_inter()
 world = MPI.COMM_WORLD
 job = parent.recv(source=0, tag=1)
@@ -54,8 +60,11 @@ def _write(tmp_path, name, text):
 def test_a_singleton_spawns_children_that_talk_to_it_and_to_each_other(tmp_path):
     child = _write(tmp_path, "child.py", CHILD)
     parent = _write(tmp_path, "parent.py", PARENT)
-    out = subprocess.run([sys.executable, parent, child], capture_output=True, text=True, timeout=120)
+    env = dict(os.environ, CHILD_EXIT_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, parent, child], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.glob("exit*")) == ["exit0", "exit1", "exit2"], out.stderr
+    assert {p.read_text() for p in tmp_path.glob("exit*")} == {"3"}
     lines = [line.split() for line in out.stdout.splitlines() if line.startswith("child")]
     # rank, size, remote size, job, the children's allreduce, argv
     assert lines == [["child", str(r), "3", "1", str(10 * (r + 1)), "60", "['a',", "'b']"] for r in range(3)]

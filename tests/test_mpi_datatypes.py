@@ -123,3 +123,46 @@ print("OK")
 """,
     )
     assert_ok(p, 3)
+
+
+def test_vector_collectives_place_blocks_of_a_derived_type_by_its_extent(run):
+    # Column blocks of a matrix as a resized vector type (mpi4py's transpose
+    # idiom): Scatterv/Gatherv/Allgatherv/Alltoallv displacements count the
+    # type's extent and its items are laid out, as in MPICH (they were read
+    # as packed bytes at multiples of the type's size).
+    p = run(
+        3,
+        """
+import numpy as np
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+p, r = comm.size, comm.rank
+n = 2 * p
+A = np.arange(n * n, dtype="d").reshape(n, n)
+col = MPI.DOUBLE.Create_vector(n, 2, n).Create_resized(0, 2 * 8).Commit()
+counts, displs = [1] * p, list(range(p))
+mine = np.zeros((n, 2))
+comm.Scatterv([A, counts, displs, col] if r == 0 else None, [mine, MPI.DOUBLE], root=0)
+assert (mine == A[:, 2 * r : 2 * r + 2]).all(), mine
+B = np.zeros((n, n))
+comm.Gatherv([mine, MPI.DOUBLE], [B, counts, displs, col] if r == 0 else None, root=0)
+assert r != 0 or (B == A).all(), B
+C = np.zeros((n, n))
+comm.Allgatherv([mine, MPI.DOUBLE], [C, counts, displs, col])
+assert (C == A).all(), C
+# in place at the root: its own block read from the receive buffer
+D = A.copy() if r == 0 else None
+if r == 0:
+    D[:, 0:2] = A[:, 0:2]
+comm.Gatherv(MPI.IN_PLACE if r == 0 else [mine, MPI.DOUBLE], [D, counts, displs, col] if r == 0 else None, root=0)
+assert r != 0 or (D == A).all(), D
+# a transpose by Alltoallv: rank r's rows, each rank's column block sent to it
+rows = A[2 * r : 2 * r + 2, :].copy()
+blk = MPI.DOUBLE.Create_vector(2, 2, n).Create_resized(0, 2 * 8).Commit()
+got = np.zeros((2 * p, 2))
+comm.Alltoallv([rows, counts, displs, blk], [got, [4] * p, [4 * i for i in range(p)], MPI.DOUBLE])
+assert (got == A[:, 2 * r : 2 * r + 2]).all(), got
+print("OK", flush=True)
+""",
+    )
+    assert_ok(p, 3)

@@ -73,6 +73,15 @@ def _placed(view, offsets, sizes):
     return post
 
 
+def _into_blocks_v(spec, n):
+    """Copy result block i where the vector specification ``spec`` puts rank i's."""
+    raw, dt, counts, displs = datatype.parse_v(spec, n, writable=True)
+    if not datatype.is_plain(dt):
+        return _into_each(datatype.blocks_v(spec, n, writable=True))
+    size = dt.Get_size()
+    return _placed(raw, [d * size for d in displs], [k * size for k in counts])
+
+
 def _into_each(views):
     """Copy result block i into ``views[i]``, which it must fill exactly."""
 
@@ -268,12 +277,9 @@ class Collectives:
         post = _nothing
         at_root = c.rank == _root(root)
         if at_root:
-            raw, dt, counts, displs = datatype.parse_v(recvbuf, c.size, writable=True)
-            size = dt.Get_size()
-            post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
+            post = _into_blocks_v(recvbuf, c.size)
             if _in_place(sendbuf):
-                d, k = displs[c.rank] * size, counts[c.rank] * size
-                sendbuf = bytes(raw[d : d + k])
+                sendbuf = bytes(datatype.blocks_v(recvbuf, c.size)[c.rank])
         send = datatype.parse(sendbuf)[0]
         return "gather", post, dict(root=root, data=send)
 
@@ -291,9 +297,7 @@ class Collectives:
         at_root = c.rank == _root(root)
         blocks = None
         if at_root:
-            raw, dt, counts, displs = datatype.parse_v(sendbuf, c.size)
-            size = dt.Get_size()
-            blocks = [raw[d * size : (d + k) * size] for k, d in zip(counts, displs)]
+            blocks = datatype.blocks_v(sendbuf, c.size)
             if _in_place(recvbuf):
                 return "scatter", _nothing, dict(root=root, blocks=blocks)
         rview, _, _ = datatype.parse(recvbuf, writable=True)
@@ -309,13 +313,9 @@ class Collectives:
 
     def _Allgatherv(self, sendbuf, recvbuf):
         c = self._core
-        raw, dt, counts, displs = datatype.parse_v(recvbuf, c.size, writable=True)
-        size = dt.Get_size()
         if _in_place(sendbuf):
-            d, k = displs[c.rank] * size, counts[c.rank] * size
-            sendbuf = bytes(raw[d : d + k])
-        post = _placed(raw, [d * size for d in displs], [k * size for k in counts])
-        return "allgather", post, dict(data=datatype.parse(sendbuf)[0])
+            sendbuf = bytes(datatype.blocks_v(recvbuf, c.size)[c.rank])
+        return "allgather", _into_blocks_v(recvbuf, c.size), dict(data=datatype.parse(sendbuf)[0])
 
     def _Alltoall(self, sendbuf, recvbuf):
         rview, _, _ = datatype.parse(recvbuf, writable=True, blocks=self._core.size)
@@ -327,14 +327,11 @@ class Collectives:
 
     def _Alltoallv(self, sendbuf, recvbuf):
         n = self._core.size
-        rraw, rdt, rcounts, rdispls = datatype.parse_v(recvbuf, n, writable=True)
         if _in_place(sendbuf):
-            sendbuf = [bytes(rraw), rcounts, rdispls, rdt]
-        sraw, sdt, scounts, sdispls = datatype.parse_v(sendbuf, n)
-        ss, rs = sdt.Get_size(), rdt.Get_size()
-        blocks = [sraw[d * ss : (d + k) * ss] for k, d in zip(scounts, sdispls)]
-        post = _placed(rraw, [d * rs for d in rdispls], [k * rs for k in rcounts])
-        return "alltoall", post, dict(blocks=blocks)
+            blocks = [bytes(b) for b in datatype.blocks_v(recvbuf, n)]
+        else:
+            blocks = datatype.blocks_v(sendbuf, n)
+        return "alltoall", _into_blocks_v(recvbuf, n), dict(blocks=blocks)
 
     def _Alltoallw(self, sendbuf, recvbuf):
         n = self._core.size

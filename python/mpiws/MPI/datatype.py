@@ -1085,11 +1085,35 @@ def parse_v(spec, nranks, writable=False):
     displs = [operator.index(d) for d in displs]
     if len(counts) != nranks or len(displs) != nranks:
         raise ValueError(f"counts and displacements need one entry per rank ({nranks})")
-    size = dt.Get_size()
+    # Displacements count extents; a derived datatype's blocks are checked
+    # where they are laid out (``_laid_out``).
+    size = dt.Get_size() if is_plain(dt) else 0
     for c, d in zip(counts, displs):
         if c < 0 or d < 0 or (d + c) * size > raw.nbytes:
             raise ValueError(f"block of {c} x {dt.name} at displacement {d} is outside a buffer of {raw.nbytes} bytes")
     return raw, dt, counts, displs
+
+
+def is_plain(dt):
+    """Whether ``dt``'s items lie side by side from its start, an item's
+    size apart: a count of them is a plain run of bytes."""
+    layout = dt._layout
+    return layout.dense and dt.Get_extent() == (0, layout.size)
+
+
+def blocks_v(spec, nranks, writable=False):
+    """Per rank, its block of a vector specification (``parse_v``'s), where
+    MPI puts it (displacements count the datatype's extent): a slice of the
+    buffer for a plain datatype, else its items laid out (packed for a
+    send; staged for a receive, spread over the buffer by ``settle``)."""
+    raw, dt, counts, displs = parse_v(spec, nranks, writable)
+    if is_plain(dt):
+        size = dt.Get_size()
+        return [raw[d * size : (d + c) * size] for c, d in zip(counts, displs)]
+    extent = _positive_extent(dt, "place blocks") if any(counts) else 0
+    return [
+        _laid_out(raw, dt, c, writable, -d * extent) if c else memoryview(bytearray()) for c, d in zip(counts, displs)
+    ]
 
 
 #: What ``from .datatype import *`` gives: the MPI constants.

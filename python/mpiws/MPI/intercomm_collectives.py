@@ -25,6 +25,7 @@ from .collectives import (
     _first_object,
     _forms,
     _into,
+    _into_blocks_v,
     _into_each,
     _nothing,
     _objects_or_none,
@@ -62,12 +63,6 @@ def _blocks(view, n):
         raise MPIException(ERR_BUFFER, f"a buffer of {view.nbytes} bytes does not split into {n} equal blocks")
     b = view.nbytes // n if n else 0
     return [view[i * b : (i + 1) * b] for i in range(n)]
-
-
-def _v_blocks(dt, counts, displs):
-    """(byte offsets, byte sizes) of a vector specification's blocks."""
-    size = dt.Get_size()
-    return [d * size for d in displs], [k * size for k in counts]
 
 
 def _folded(op):
@@ -159,8 +154,7 @@ class InterCollectives:
         rsize = self.Get_remote_size()
         side = _side(root, rsize)
         if side == "root":
-            raw, dt, counts, displs = datatype.parse_v(recvbuf, rsize, writable=True)
-            return "gather", _placed(raw, *_v_blocks(dt, counts, displs)), dict(root=root)
+            return "gather", _into_blocks_v(recvbuf, rsize), dict(root=root)
         data = datatype.parse(_no_in_place(sendbuf))[0] if side == "remote" else None
         return "gather", _nothing, dict(root=root, data=data)
 
@@ -179,9 +173,7 @@ class InterCollectives:
         rsize = self.Get_remote_size()
         side = _side(root, rsize)
         if side == "root":
-            raw, dt, counts, displs = datatype.parse_v(sendbuf, rsize)
-            blocks = [raw[at : at + n] for at, n in zip(*_v_blocks(dt, counts, displs))]
-            return "scatter", _nothing, dict(root=root, blocks=blocks)
+            return "scatter", _nothing, dict(root=root, blocks=datatype.blocks_v(sendbuf, rsize))
         if side == "remote":
             rview = datatype.parse(_no_in_place(recvbuf), writable=True)[0]
             return "scatter", _into(rview), dict(root=root)
@@ -197,8 +189,7 @@ class InterCollectives:
     def _Allgatherv(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
         sview = datatype.parse(_no_in_place(sendbuf))[0]
-        raw, dt, counts, displs = datatype.parse_v(recvbuf, rsize, writable=True)
-        return "allgather", _placed(raw, *_v_blocks(dt, counts, displs)), dict(data=sview)
+        return "allgather", _into_blocks_v(recvbuf, rsize), dict(data=sview)
 
     def _Alltoall(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
@@ -209,10 +200,8 @@ class InterCollectives:
 
     def _Alltoallv(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()
-        sraw, sdt, scounts, sdispls = datatype.parse_v(_no_in_place(sendbuf), rsize)
-        sends = [sraw[at : at + n] for at, n in zip(*_v_blocks(sdt, scounts, sdispls))]
-        raw, dt, counts, displs = datatype.parse_v(recvbuf, rsize, writable=True)
-        return "alltoall", _placed(raw, *_v_blocks(dt, counts, displs)), dict(blocks=sends)
+        sends = datatype.blocks_v(_no_in_place(sendbuf), rsize)
+        return "alltoall", _into_blocks_v(recvbuf, rsize), dict(blocks=sends)
 
     def _Alltoallw(self, sendbuf, recvbuf):
         rsize = self.Get_remote_size()

@@ -41,12 +41,6 @@ def _equal_blocks(view, n):
     return [view[i * b : (i + 1) * b] for i in range(n)]
 
 
-def _vector_blocks(spec, n, writable=False):
-    raw, dt, counts, displs = datatype.parse_v(spec, n, writable=writable)
-    size = dt.Get_size()
-    return [raw[d * size : (d + k) * size] for k, d in zip(counts, displs)]
-
-
 class Neighborhood:
     __slots__ = ()
 
@@ -113,7 +107,7 @@ class Neighborhood:
         _no_in_place(sendbuf, recvbuf)
         indegree, outdegree = self._degrees()
         send = datatype.parse(sendbuf)[0]
-        return self._into(_vector_blocks(recvbuf, indegree, writable=True), [send] * outdegree)
+        return self._into(datatype.blocks_v(recvbuf, indegree, writable=True), [send] * outdegree)
 
     def _Neighbor_alltoall(self, sendbuf, recvbuf):
         _no_in_place(sendbuf, recvbuf)
@@ -125,7 +119,7 @@ class Neighborhood:
     def _Neighbor_alltoallv(self, sendbuf, recvbuf):
         _no_in_place(sendbuf, recvbuf)
         indegree, outdegree = self._degrees()
-        return self._into(_vector_blocks(recvbuf, indegree, writable=True), _vector_blocks(sendbuf, outdegree))
+        return self._into(datatype.blocks_v(recvbuf, indegree, writable=True), datatype.blocks_v(sendbuf, outdegree))
 
     def _Neighbor_alltoallw(self, sendbuf, recvbuf):
         _no_in_place(sendbuf, recvbuf)

@@ -206,3 +206,64 @@ print("OK")
 """,
     )
     assert_ok(p, 2)
+
+
+def test_non_contiguous_target_datatypes(run):
+    # Put, Get, Accumulate and Get_accumulate with a column type at the
+    # target (a resized vector of doubles): each touches the strided
+    # elements MPI's typemap names, against numpy's slicing of the same.
+    p = run(
+        2,
+        """
+import numpy as np
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+n = 4
+mem = np.zeros((n, n))
+win = MPI.Win.Create(mem, disp_unit=8, comm=comm)
+col = MPI.DOUBLE.Create_vector(n, 1, n).Create_resized(0, 8).Commit()
+rows2 = MPI.DOUBLE.Create_vector(2, 2, n).Commit()
+other = 1 - comm.rank
+win.Fence()
+if comm.rank == 0:
+    win.Put(np.arange(n, dtype="d") + 1, other, [1, 1, col])          # column 1
+    win.Put(np.full(4, 7.0), other, [2 * n + 2, 1, rows2])             # rows 2-3, columns 2-3
+win.Fence()
+want = np.zeros((n, n))
+if comm.rank == 1:
+    want[:, 1] = np.arange(n) + 1
+    want[2:4, 2:4] = 7
+    assert (mem == want).all(), mem
+    mem[:] = np.arange(n * n).reshape(n, n)
+win.Fence()
+if comm.rank == 0:
+    got = np.zeros(2 * n)
+    win.Get(got, other, [2, 2, col])                                   # columns 2 and 3, one after the other
+    src = np.arange(n * n).reshape(n, n)
+win.Fence()
+if comm.rank == 0:
+    assert (got == np.concatenate([src[:, 2], src[:, 3]])).all(), got
+    win.Accumulate(np.ones(n), other, [0, 1, col], op=MPI.SUM)         # column 0 += 1
+    old = np.zeros(4)
+    win.Get_accumulate(np.full(4, 10.0), old, other, [2, 1, rows2], op=MPI.SUM)
+win.Fence()
+if comm.rank == 0:
+    assert (old == src[0:2, 2:4].ravel()).all(), old
+else:
+    want = np.arange(n * n, dtype="d").reshape(n, n)
+    want[:, 0] += 1
+    want[0:2, 2:4] += 10
+    assert (mem == want).all(), mem
+# one request for several pieces is refused before anything is sent
+try:
+    win.Rput(np.zeros(n), other, [0, 1, col])
+    raise SystemExit("Rput of a non-contiguous target was accepted")
+except NotImplementedError as e:
+    assert "Rput" in str(e), e
+win.Fence()
+assert comm.rank == 0 or (mem == want).all(), mem
+win.Free()
+print("OK", flush=True)
+""",
+    )
+    assert_ok(p, 2)

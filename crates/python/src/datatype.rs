@@ -138,6 +138,12 @@ impl Layout {
     }
 
     /// How many basic elements `nbytes` packed bytes hold (None: they end inside one).
+    /// The contiguous pieces of `count` items: (byte offset, length).
+    fn pieces(&self, count: u64) -> PyResult<Vec<(i64, u64)>> {
+        self.0.span(count).py_err()?; // counts that overflow are refused
+        Ok(self.0.pieces(count))
+    }
+
     fn elements_in(&self, nbytes: u64) -> Option<u64> {
         self.0.elements_in(nbytes)
     }

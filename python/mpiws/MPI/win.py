@@ -389,7 +389,7 @@ class Win(Handle, Named, Attributes, Handled):
     # ---- data movement -----------------------------------------------------
 
     def _target(self, origin_count, origin_type, target):
-        """(disp, nbytes) of a target specification, read as mpi4py reads one."""
+        """(disp, nbytes, datatype, count) of a target specification, read as mpi4py reads one."""
         disp, count, dt = 0, origin_count, origin_type
         if target is None:
             pass
@@ -408,12 +408,34 @@ class Win(Handle, Named, Attributes, Handled):
             except TypeError:
                 raise ValueError("target: expecting integral or list/tuple") from None
         if dt is None or not count:
-            return disp, 0
-        if not dt._layout.dense:
+            return disp, 0, dt, 0
+        return disp, count * dt.Get_size(), dt, count
+
+    def _pieces(self, st, rank, disp, nbytes, dt, count, call=None):
+        """(target displacement, offset in the operation's packed bytes,
+        length) of each contiguous piece the target datatype touches (one
+        for a plain datatype), each checked against the target's window. A
+        derived datatype's pieces go as one operation each, in order; a
+        request-based ``call`` (one request for one operation) takes one."""
+        if not count or datatype.is_plain(dt):
+            self._check_range(st, rank, disp, nbytes)
+            return [(disp, 0, nbytes)]
+        unit = st.units[rank] if 0 <= rank < len(st.units) else 1
+        pieces, at = [], 0
+        for offset, n in dt._layout.pieces(count):
+            if offset % unit:
+                raise NotImplementedError(
+                    f"a target datatype piece at byte {offset} is not a multiple of rank {rank}'s displacement unit "
+                    f"{unit}: not in mpiws yet (docs/mpi4py-compat.md)"
+                )
+            self._check_range(st, rank, disp + offset // unit, n)
+            pieces.append((disp + offset // unit, at, n))
+            at += n
+        if call is not None and len(pieces) > 1:
             raise NotImplementedError(
-                "RMA with non-contiguous target datatypes is not in mpiws yet (docs/mpi4py-compat.md)"
+                f"{call} with a non-contiguous target datatype is not in mpiws yet (use {call[1:]})"
             )
-        return disp, count * dt.Get_size()
+        return pieces
 
     def _check_range(self, st, rank, disp, nbytes):
         """_check_range(self, st, rank, disp, nbytes)
@@ -438,44 +460,46 @@ class Win(Handle, Named, Attributes, Handled):
         view, dt, count = datatype.parse(origin, writable=writable)
         return view, dt, count
 
-    def _track(self, st, r, staged=None):
-        st.outstanding = [(q, v) for q, v in st.outstanding if not q.done()]
-        st.outstanding.append((r, staged))
+    def _track(self, st, requests, staged=None):
+        self._settle(st)  # what completed already: spread into place, let go of
+        st.outstanding += [(r, staged) for r in requests]
 
-    def _put(self, origin, target_rank, target):
+    # Each returns the core requests of its pieces ([] for PROC_NULL).
+
+    def _put(self, origin, target_rank, target, call=None):
         st = self._state()
         if target_rank == PROC_NULL:
-            return None
+            return []
         view, dt, count = self._origin(origin)
-        disp, nbytes = self._target(count, dt, target)
+        disp, nbytes, tdt, tcount = self._target(count, dt, target)
         if nbytes != view.nbytes:
             raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
-        self._check_range(st, target_rank, disp, nbytes)
-        return st.core.put(target_rank, disp, view)
+        pieces = self._pieces(st, target_rank, disp, nbytes, tdt, tcount, call)
+        return [st.core.put(target_rank, d, view[at : at + n]) for d, at, n in pieces]
 
     def _get(self, origin, target_rank, target, nonblocking):
         st = self._state()
         if target_rank == PROC_NULL:
-            return None, None
+            return [], None
         view, dt, count = self._origin(origin, writable=True)
-        disp, nbytes = self._target(count, dt, target)
+        disp, nbytes, tdt, tcount = self._target(count, dt, target)
         if nbytes != view.nbytes:
             raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
         staged = view if isinstance(view.obj, datatype._Staged) else None
         if staged is not None and nonblocking:
             raise NotImplementedError("Rget into a non-contiguous origin datatype is not in mpiws yet")
-        self._check_range(st, target_rank, disp, nbytes)
-        return st.core.get(target_rank, disp, view), staged
+        pieces = self._pieces(st, target_rank, disp, nbytes, tdt, tcount, "Rget" if nonblocking else None)
+        return [st.core.get(target_rank, d, view[at : at + n]) for d, at, n in pieces], staged
 
-    def _acc(self, origin, result, target_rank, target, op):
+    def _acc(self, origin, result, target_rank, target, op, call=None):
         st = self._state()
         op = as_op(op)
         if not op or op._core is None:
             raise MPIException(ERR_ARG, f"RMA accumulate needs a predefined operation, got {op.name}")
         if target_rank == PROC_NULL:
-            return None
+            return []
         view, dt, count = self._origin(origin)
-        disp, nbytes = self._target(count, dt, target)
+        disp, nbytes, tdt, tcount = self._target(count, dt, target)
         if op._core != "no_op" and nbytes != view.nbytes:
             raise MPIException(ERR_SIZE, f"origin has {view.nbytes} bytes, target {nbytes}")
         fetch = None
@@ -485,54 +509,57 @@ class Win(Handle, Named, Attributes, Handled):
                 raise NotImplementedError("Get_accumulate into a non-contiguous result datatype is not in mpiws yet")
             if fetch.nbytes != nbytes:
                 raise MPIException(ERR_SIZE, f"result has {fetch.nbytes} bytes, target {nbytes}")
-        self._check_range(st, target_rank, disp, nbytes)
+        pieces = self._pieces(st, target_rank, disp, nbytes, tdt, tcount, call)
         code = _element_code(dt) if dt is not None and nbytes else "u1"
-        if op._core == "no_op":
-            view = memoryview(b"")
-        return st.core.accumulate(target_rank, disp, view, nbytes, op._core, code, fetch)
+        none = op._core == "no_op"
+        return [
+            st.core.accumulate(
+                target_rank,
+                d,
+                memoryview(b"") if none else view[at : at + n],
+                n,
+                op._core,
+                code,
+                None if fetch is None else fetch[at : at + n],
+            )
+            for d, at, n in pieces
+        ]
 
     def Put(self, origin, target_rank, target=None):
         """Put(self, origin, target_rank, target=None)
 
         Put data into a memory window on a remote process.
         """
-        r = self._put(origin, target_rank, target)
-        if r is not None:
-            self._track(self._state(), r)
+        self._track(self._state(), self._put(origin, target_rank, target))
 
     def Get(self, origin, target_rank, target=None):
         """Get(self, origin, target_rank, target=None)
 
         Get data from a memory window on a remote process.
         """
-        r, staged = self._get(origin, target_rank, target, False)
-        if r is not None:
-            self._track(self._state(), r, staged)
+        requests, staged = self._get(origin, target_rank, target, False)
+        self._track(self._state(), requests, staged)
 
     def Accumulate(self, origin, target_rank, target=None, op=SUM):
         """Accumulate(self, origin, target_rank, target=None, op=SUM)
 
         Accumulate data into the target process.
         """
-        r = self._acc(origin, None, target_rank, target, op)
-        if r is not None:
-            self._track(self._state(), r)
+        self._track(self._state(), self._acc(origin, None, target_rank, target, op))
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=SUM):
         """Get_accumulate(self, origin, result, target_rank, target=None, op=SUM)
 
         Fetch-and-accumulate data into the target process.
         """
-        r = self._acc(origin, result, target_rank, target, op)
-        if r is not None:
-            self._track(self._state(), r)
+        self._track(self._state(), self._acc(origin, result, target_rank, target, op))
 
     def Rput(self, origin, target_rank, target=None):
         """Rput(self, origin, target_rank, target=None)
 
         Put data into a memory window on a remote process.
         """
-        return _request(self._put(origin, target_rank, target))
+        return _request(self._put(origin, target_rank, target, "Rput"))
 
     def Rget(self, origin, target_rank, target=None):
         """Rget(self, origin, target_rank, target=None)
@@ -546,14 +573,14 @@ class Win(Handle, Named, Attributes, Handled):
 
         Fetch-and-accumulate data into the target process.
         """
-        return _request(self._acc(origin, None, target_rank, target, op))
+        return _request(self._acc(origin, None, target_rank, target, op, "Raccumulate"))
 
     def Rget_accumulate(self, origin, result, target_rank, target=None, op=SUM):
         """Rget_accumulate(self, origin, result, target_rank, target=None, op=SUM)
 
         Accumulate data into the target process using remote memory access.
         """
-        return _request(self._acc(origin, result, target_rank, target, op))
+        return _request(self._acc(origin, result, target_rank, target, op, "Rget_accumulate"))
 
     @staticmethod
     def _single(what, spec, writable=False):
@@ -581,7 +608,7 @@ class Win(Handle, Named, Attributes, Handled):
         self._check_range(st, target_rank, disp, rview.nbytes)
         data = memoryview(b"") if op._core == "no_op" else oview
         self._track(
-            st, st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, _element_code(otype), rview)
+            st, [st.core.accumulate(target_rank, disp, data, rview.nbytes, op._core, _element_code(otype), rview)]
         )
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
@@ -601,7 +628,7 @@ class Win(Handle, Named, Attributes, Handled):
             raise ValueError("mismatch in origin and result MPI datatypes")
         disp = operator.index(target_disp)
         self._check_range(st, target_rank, disp, rview.nbytes)
-        self._track(st, st.core.compare_and_swap(target_rank, disp, oview, cview, rview))
+        self._track(st, [st.core.compare_and_swap(target_rank, disp, oview, cview, rview)])
 
     # ---- synchronisation ---------------------------------------------------
 
@@ -790,11 +817,9 @@ class Win(Handle, Named, Attributes, Handled):
         return False
 
 
-def _request(core):
-    """An ``MPI.Request`` for an operation (done at once for PROC_NULL)."""
-    if core is None:
-        return Request(None)
-    return Request(core)
+def _request(requests):
+    """An ``MPI.Request`` for an operation of one piece (done at once for PROC_NULL)."""
+    return Request(requests[0] if requests else None)
 
 
 WIN_NULL = predefine(Win(), "WIN_NULL")

@@ -44,6 +44,24 @@ impl Layout {
         }
     }
 
+    /// The contiguous pieces of `count` items: (byte offset from item 0's
+    /// origin, length), in typemap order, adjacent ones merged (what a
+    /// one-sided operation on a derived target datatype touches).
+    pub fn pieces(&self, count: u64) -> Vec<(i64, u64)> {
+        let mut out: Vec<(i64, u64)> = Vec::new();
+        for k in 0..count as i64 {
+            let item = k * self.extent();
+            for b in &self.blocks {
+                let at = item + b.disp;
+                match out.last_mut() {
+                    Some((o, n)) if *o + *n as i64 == at => *n += b.len,
+                    _ => out.push((at, b.len)),
+                }
+            }
+        }
+        out
+    }
+
     /// Pack `count` items of `src` (whose first byte is at displacement
     /// `origin`) into `out`, which holds exactly their bytes.
     pub fn pack(&self, count: u64, src: &[u8], origin: i64, out: &mut [u8]) -> Result<()> {
@@ -123,6 +141,16 @@ mod tests {
             assert_eq!(&back[s..s + 4], &m[s..s + 4]);
         }
         assert_eq!(back[8], 0);
+    }
+
+    #[test]
+    fn pieces_follow_the_typemap_and_merge_what_touches() {
+        let col = int().vector(3, 1, 3).unwrap().resized(0, 4).unwrap();
+        assert_eq!(col.pieces(2), vec![(0, 4), (12, 4), (24, 4), (4, 4), (16, 4), (28, 4)]);
+        // rows of 2 ints, 3 apart: each row one piece; a dense run is one piece
+        assert_eq!(int().vector(2, 2, 3).unwrap().pieces(1), vec![(0, 8), (12, 8)]);
+        assert_eq!(int().contiguous(5).unwrap().pieces(2), vec![(0, 40)]);
+        assert!(int().pieces(0).is_empty());
     }
 
     #[test]

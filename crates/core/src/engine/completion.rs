@@ -1,6 +1,9 @@
 //! Completions: where an operation's outcome lands, and how threads wait for
 //! it without spinning (a condition variable; wait-any uses a shared signal).
 
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -33,6 +36,14 @@ pub trait Awaited {
     /// waits beside a program that computes.
     fn polls(&self) -> bool {
         true
+    }
+
+    /// Before a waiter sleeps in poll(2) on a stream: a descriptor that
+    /// turns readable once this is done, cleared now (then check
+    /// `is_done` before sleeping). None: the waiter looks up from the
+    /// stream every slice (a completion is mostly done by that stream).
+    fn sleep_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
     }
 }
 
@@ -339,10 +350,22 @@ pub fn waited_outcome(c: &Completion, done: bool, timeout: Option<Duration>) -> 
 
 /// A queue of tokens, one pushed per watched completion as it completes:
 /// how a handler thread learns, without polling, which operations finished.
-#[derive(Default)]
 pub struct Events {
     queue: Mutex<std::collections::VecDeque<u64>>,
     cv: Condvar,
+    /// A byte per push while a handler thread sleeps in poll(2) on a stream
+    /// (`Awaited::sleep_fd`): (written, read). None if no socket pair.
+    wake: Option<(UnixStream, UnixStream)>,
+    /// Set before such a sleep (then the queue is checked), cleared when a
+    /// token is taken: a push that finds it clear is seen by that check.
+    sleeping: AtomicBool,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        let wake = UnixStream::pair().ok().filter(|(w, r)| w.set_nonblocking(true).is_ok() && r.set_nonblocking(true).is_ok());
+        Events { queue: Mutex::default(), cv: Condvar::new(), wake, sleeping: AtomicBool::new(false) }
+    }
 }
 
 struct Notify {
@@ -364,6 +387,9 @@ impl Events {
     pub fn push(&self, token: u64) {
         self.queue.lock().push_back(token);
         self.cv.notify_one();
+        if let Some((w, _)) = self.wake.as_ref().filter(|_| self.sleeping.load(Ordering::SeqCst)) {
+            let _ = (&*w).write(&[1]); // full: a wake-up is pending already
+        }
     }
 
     /// Push `token` once `c` completes (at once if it has).
@@ -381,6 +407,7 @@ impl Events {
 
     /// The next token if one is queued.
     pub fn try_next(&self) -> Option<u64> {
+        self.sleeping.store(false, Ordering::SeqCst);
         self.queue.lock().pop_front()
     }
 }
@@ -410,10 +437,20 @@ impl Awaited for Events {
     fn polls(&self) -> bool {
         false
     }
+
+    fn sleep_fd(&self) -> Option<BorrowedFd<'_>> {
+        let (_, r) = self.wake.as_ref()?;
+        let mut bytes = [0u8; 256];
+        while matches!((&*r).read(&mut bytes), Ok(n) if n > 0) {}
+        self.sleeping.store(true, Ordering::SeqCst);
+        Some(r.as_fd())
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd;
+
     use super::*;
 
     #[test]
@@ -453,6 +490,29 @@ mod tests {
         assert!(Awaited::is_done(&*q), "waiting takes no token");
         assert_eq!(q.try_next(), Some(7));
         assert!(!Awaited::is_done(&*q) && q.try_next().is_none());
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_push_wakes_a_sleep_on_the_events_descriptor() {
+        let q = Events::new();
+        let fd = Awaited::sleep_fd(&*q).expect("a wake-up descriptor").as_raw_fd();
+        let q2 = q.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            q2.push(3);
+        });
+        let readable = |fd: i32, ms: i32| {
+            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd; the descriptor stays open while `q` lives.
+            unsafe { libc::poll(&mut p, 1, ms) > 0 }
+        };
+        assert!(readable(fd, 5000) && Awaited::is_done(&*q));
+        assert_eq!(q.try_next(), Some(3));
+        // Cleared by the next sleep; pushes while nobody sleeps write nothing.
+        q.push(4);
+        let fd = Awaited::sleep_fd(&*q).unwrap().as_raw_fd();
+        assert!(!readable(fd, 0));
         t.join().unwrap();
     }
 

@@ -47,11 +47,17 @@ fn poll_first(socket: &Socket, mut op: impl FnMut() -> isize) -> Option<io::Resu
 
 /// Whether `fd` has data (or end of file) within `timeout`.
 pub fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    readable_or(fd, None, timeout)
+}
+
+/// `readable`, the wait also ended (false) when `wake` turns readable.
+pub fn readable_or(fd: BorrowedFd<'_>, wake: Option<BorrowedFd<'_>>, timeout: Duration) -> bool {
+    let entry = |fd: BorrowedFd<'_>| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = [entry(fd), wake.map_or(libc::pollfd { fd: -1, events: 0, revents: 0 }, entry)];
     let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd for the duration of the call.
-    let n = unsafe { libc::poll(&mut p, 1, ms) };
-    n > 0 && p.revents != 0
+    // SAFETY: valid pollfds for the duration of the call (a negative fd is ignored).
+    let n = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
+    n > 0 && p[0].revents != 0
 }
 
 /// A stream socket whose reads and writes poll before they sleep.

@@ -29,7 +29,7 @@ use crate::config::spin_budget;
 use crate::engine::completion::{poll_until, Awaited, Completion, Outcome, RecvBuffer};
 use crate::engine::mailbox::Message;
 use crate::error::{Error, ErrorClass, Result};
-use crate::net::polled::{readable, Polled};
+use crate::net::polled::{readable, readable_or, Polled};
 use crate::net::socket::Socket;
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
@@ -191,13 +191,14 @@ impl Reader {
     /// Whether the stream has data (or its end) within `timeout`. A
     /// same-host stream is looked at in its ring, and arms its wake-up
     /// before this says no (so a poller waiting on it is woken).
-    fn readable(&self, fd: BorrowedFd<'_>, timeout: Duration) -> bool {
-        let Socket::Local(l) = self.socket() else { return readable(fd, timeout) };
+    /// `wake` ends the wait early (`Awaited::sleep_fd`).
+    fn readable(&self, fd: BorrowedFd<'_>, wake: Option<BorrowedFd<'_>>, timeout: Duration) -> bool {
+        let Socket::Local(l) = self.socket() else { return readable_or(fd, wake, timeout) };
         if l.ready() {
             return true;
         }
         if !timeout.is_zero() {
-            readable(fd, timeout);
+            readable_or(fd, wake, timeout);
         }
         l.ready()
     }
@@ -246,7 +247,7 @@ impl Reader {
             if self.parks() {
                 return true; // parked: read again once receives took some
             }
-            if !self.buffered() && !self.readable(fd, Duration::ZERO) {
+            if !self.buffered() && !self.readable(fd, None, Duration::ZERO) {
                 return true;
             }
             if !self.step() {
@@ -337,7 +338,7 @@ impl Progress {
         // A same-host stream may hold data already, which no wake-up announced.
         let early = {
             let reader = inbound.reader.lock();
-            reader.buffered() || reader.is_local() && reader.readable(inbound.socket(), Duration::ZERO)
+            reader.buffered() || reader.is_local() && reader.readable(inbound.socket(), None, Duration::ZERO)
         };
         unsafe { self.poller.add(fd, Event::readable(key))? };
         if early {
@@ -453,7 +454,13 @@ impl Progress {
                     break;
                 }
                 let slice = left().map_or(WAITER_SLICE, |l| l.min(WAITER_SLICE));
-                if !ready && !reader.readable(inbound.socket(), slice) {
+                // What ends this wait another way wakes the sleep below (a
+                // handler thread's next token), once cleared and checked here.
+                let wake = if ready { None } else { c.sleep_fd() };
+                if wake.is_some() && c.is_done() {
+                    break;
+                }
+                if !ready && !reader.readable(inbound.socket(), wake, slice) {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         break;
                     }

@@ -412,11 +412,12 @@ class Win(Handle, Named, Attributes, Handled):
         return disp, count * dt.Get_size(), dt, count
 
     def _pieces(self, st, rank, disp, nbytes, dt, count, call=None):
-        """(target displacement, offset in the operation's packed bytes,
-        length) of each contiguous piece the target datatype touches (one
-        for a plain datatype), each checked against the target's window. A
-        derived datatype's pieces go as one operation each, in order; a
-        request-based ``call`` (one request for one operation) takes one."""
+        # (target displacement, offset in the operation's packed bytes,
+        # length) of each contiguous piece the target datatype touches (one
+        # for a plain datatype), each checked against the target's window. A
+        # derived datatype's pieces go as one operation each, in order; a
+        # request-based ``call`` (one request for one operation) takes one.
+        # (A comment: mpi4py's test_doc holds every docstring here to its rules.)
         if not count or datatype.is_plain(dt):
             self._check_range(st, rank, disp, nbytes)
             return [(disp, 0, nbytes)]

@@ -12,7 +12,7 @@ import threading
 from .. import _core, binding
 from .spawn import sides
 from .program import from_python_argv
-from .worker import _exit_when_closed, _read_all, run_exit_handlers, run_main
+from .worker import _exit_when_closed, _read_all, run_to_end
 
 
 def main():
@@ -37,12 +37,7 @@ def main():
 
     binding.set_process(instance, endpoint=endpoint, world=world, parent=_make(inter, inter_local))
     try:
-        try:
-            run_main(program, args, form)
-        except SystemExit as e:
-            if e.code not in (None, 0):
-                raise
-        run_exit_handlers()
+        run_to_end(program, args, form)
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

@@ -76,24 +76,25 @@ def run_program(endpoint, program, args, wait=120.0, form="path"):
 def _run_and_end_children(program, args, form):
     # A rank that spawned processes ends after them, as mpiexec waits for them.
     try:
-        try:
-            run_main(program, args, form)
-        except SystemExit as e:
-            if e.code not in (None, 0):
-                raise
-        run_exit_handlers()
+        run_to_end(program, args, form)
     finally:
         end_children()
 
 
-def run_exit_handlers():
-    """Run the program's ``atexit`` handlers now, once its main code ended
-    well, while its rank can still communicate: mpi4py runs them before
-    ``MPI_Finalize`` (dask-mpi stops its scheduler from one), and this
-    process ends with ``os._exit``, which runs none. One that raises is
-    reported and the others still run, as at an interpreter's exit."""
+def run_to_end(program, args, form):
+    """``run_main``, then, once the program ended well (``sys.exit(0)``
+    too; another exit is raised), its ``atexit`` handlers, while its rank
+    can still communicate: mpi4py runs them before ``MPI_Finalize``
+    (dask-mpi stops its scheduler from one), and this process ends with
+    ``os._exit``, which runs none. One that raises is reported and the
+    others still run, as at an interpreter's exit."""
     import atexit
 
+    try:
+        run_main(program, args, form)
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            raise
     atexit._run_exitfuncs()
 
 

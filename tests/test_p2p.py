@@ -1,10 +1,14 @@
 """Point-to-point semantics on real domains of rank processes (mpiws run)."""
 
 import functools
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import assert_ok
+from conftest import ROOT, assert_ok
 
 # Rank-to-rank traffic uses streams (HTTP upgrade) unless MPIWS_STREAMS=0,
 # which keeps every message a plain HTTP store: test both channels.
@@ -573,7 +577,7 @@ comm = MPI.COMM_WORLD
 peer = 1 - comm.rank
 # Both ranks at once, more than a ring holds (1 MiB): a send made while
 # this thread holds its peer's stream must not wait for room only it makes.
-for size in (8, 600 << 10, 3 << 20):  # the first opens both streams
+for size in (8, 600 << 10, 3 << 20, 5 << 20):  # the first opens both streams; the last goes by reference
     buf = (np.arange(size) % 251).astype(np.uint8)
     got = np.empty_like(buf)
     comm.Sendrecv(buf, dest=peer, recvbuf=got, source=peer, timeout=30)
@@ -589,3 +593,64 @@ def test_ranks_on_one_host_share_memory_unless_told_not_to(run, nolocal):
     p = run(2, SAME_HOST, env={"MPIWS_NOLOCAL": "1"} if nolocal else {})
     assert_ok(p, 2, "RINGS")
     assert p.stdout.count(f"RINGS {not nolocal}") == 2, p.stdout
+
+
+PULLED = """
+import time
+import numpy as np
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+big = lambda k: (np.arange(4 << 20) % (251 - k)).astype(np.uint8)  # 4 MiB: by reference
+if comm.rank == 0:
+    comm.Send(big(0), dest=1, tag=1)  # a receive waits for it
+    comm.send({"a": big(1), "b": big(2)}, dest=1, tag=2)  # an object with two buffers
+    MPI.Request.Waitall([comm.Isend(big(3), dest=1, tag=3), comm.Isend(big(4), dest=1, tag=4)])
+    comm.Send(big(5), dest=1, tag=5)  # received late
+else:
+    got = np.empty(4 << 20, np.uint8)
+    comm.Recv(got, source=0, tag=1)
+    assert (got == big(0)).all()
+    o = comm.recv(source=0, tag=2)
+    assert (o["a"] == big(1)).all() and (o["b"] == big(2)).all()
+    comm.Recv(got, source=0, tag=4)  # tags select: 4 before 3
+    assert (got == big(4)).all()
+    comm.Recv(got, source=0, tag=3)
+    assert (got == big(3)).all()
+    time.sleep(0.5)
+    comm.Recv(got, source=0, tag=5)
+    assert (got == big(5)).all()
+print("OK", flush=True)
+"""
+
+
+@pytest.mark.parametrize("pull", ["1", "0"], ids=["by-reference", "MPIWS_LOCAL_PULL=0"])
+def test_large_payloads_between_ranks_on_one_host_are_copied_once_from_the_sender(tmp_path, pull):
+    """A large payload between ranks on one host is copied by its receiver
+    straight from the sender's memory (process_vm_readv), one system call per
+    message, into the receive waiting for it or aside; with the pull off it
+    crosses the rings. Either way every byte arrives, tags select, a late
+    receive gets its message (counted under strace)."""
+    from netns import install_packages
+
+    install_packages(strace="strace")
+    script = tmp_path / "pulled.py"
+    script.write_text(PULLED)
+    trace = tmp_path / "trace"
+    env = dict(os.environ, MPIWS_LOCAL_PULL=pull)
+    cmd = [sys.executable, "-m", "mpiws", "run", "-n", "2", "-l", str(script)]
+    p = subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=process_vm_readv", "-o", str(trace), *cmd],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
+    assert_ok(p, 2)
+    copied = [int(m) for m in re.findall(r"process_vm_readv\(.*\) = (\d+)", trace.read_text())]
+    payloads = [n for n in copied if n >= 4 << 20]
+    if pull == "1":
+        # Five messages, each one call (the object's two buffers in one).
+        assert len(payloads) == 5 and sum(payloads) >= 6 * (4 << 20), copied
+    else:
+        assert copied == [], copied

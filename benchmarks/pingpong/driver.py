@@ -388,7 +388,7 @@ def same_host_tables(by, sizes):
         return []
     hdr = ["size", "same host", "network path", "MPI-shm", "MPI-TCP", "same host/shm", "network/TCP"]
     note = (
-        "same host = mpiws's shared-memory rings between two ranks on one host (the default); network path = "
+        "same host = mpiws's same-host channel between two ranks on one host (the default: shared-memory rings, large payloads copied once from the sender's memory); network path = "
         "`MPIWS_NOLOCAL=1` (loopback TCP). "
     )
     return side_by_side(by, sizes, ("mpiws", NET, "mpi-shm", "mpi-tcp"), [(0, 2), (1, 3)], hdr, "Same host", note)

@@ -45,6 +45,27 @@ pub fn streams_enabled() -> bool {
     *ON.get_or_init(|| std::env::var("MPIWS_STREAMS").map_or(true, |v| v != "0"))
 }
 
+/// Whether ranks on one host use the same-host channel (`net::local`;
+/// `MPIWS_NOLOCAL=1`: never, as MPICH's `MPIR_CVAR_NOLOCAL`).
+pub fn local_channel() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("MPIWS_NOLOCAL").as_deref(), Ok("1" | "true" | "yes")))
+}
+
+/// Each same-host ring's data area in KiB (`MPIWS_LOCAL_RING_KIB`, default
+/// 1024; `net::local` rounds it to a power of two within the ring's bounds).
+pub fn local_ring_kib() -> usize {
+    static KIB: OnceLock<usize> = OnceLock::new();
+    *KIB.get_or_init(|| number("MPIWS_LOCAL_RING_KIB").unwrap_or(1024))
+}
+
+/// Whether large payloads between ranks on one host go by reference
+/// (`net::pull`; `MPIWS_LOCAL_PULL=0`: never, they cross the rings).
+pub fn local_pull() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("MPIWS_LOCAL_PULL").as_deref(), Ok("0" | "false" | "no")))
+}
+
 /// The bound on an instance's unexpected messages, in bytes
 /// (`MPIWS_MAX_UNEXPECTED`, default 256 MiB).
 pub fn max_unexpected() -> usize {

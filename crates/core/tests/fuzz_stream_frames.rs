@@ -37,7 +37,7 @@ fn drive(bytes: &[u8], source: u32) -> (Vec<Taken>, Option<Frame>) {
     let mut r = Cursor::new(bytes);
     let mut got = Vec::new();
     loop {
-        let (frame, largest) = fuzz_support::largest_allocation(|| read_frame(&mut r, source, MAX));
+        let (frame, largest) = fuzz_support::largest_allocation(|| read_frame(&mut r, source, MAX, false));
         assert!(largest <= TABLE_BOUND, "read_frame allocated {largest} bytes");
         match frame {
             Err(_) => return (got, None), // closed, or cut off
@@ -219,7 +219,7 @@ fn a_part_table_that_wraps_round_is_refused() {
     };
     let mut bytes = encode_message(&env, 1, true);
     bytes.push(b'x');
-    match read_frame(&mut Cursor::new(bytes), 1, MAX).unwrap() {
+    match read_frame(&mut Cursor::new(bytes), 1, MAX, false).unwrap() {
         Frame::Refused { env: Some(e), error } => {
             assert_eq!((e.seq, error.class), (Some(0), mpiws_core::ErrorClass::Arg));
             assert!(error.message.contains("part lengths"), "{}", error.message);

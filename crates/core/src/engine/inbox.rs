@@ -216,6 +216,11 @@ impl Inbox {
         Some((w, self.take_waiting(matched)))
     }
 
+    /// Whether a posted receive matches `env` (whether or not it could take its payload in place).
+    pub fn has_receive_for(&self, env: &Envelope) -> bool {
+        self.mailbox.has_receive_for(env)
+    }
+
     /// A claimed message was read in full: a retry that came meanwhile was
     /// matched with it.
     pub fn placed(&mut self, source: u32, seq: u64) -> Fires {

@@ -316,6 +316,11 @@ impl Mailbox {
         }
     }
 
+    /// Whether a posted receive matches `env`.
+    pub fn has_receive_for(&self, env: &Envelope) -> bool {
+        self.posted.iter().any(|(_, p)| p.matches(env))
+    }
+
     /// A message whose payload is still on the wire: if it is next in order
     /// from its sender and the first posted receive it matches is one
     /// `accept` approves (it can take the payload in place), take that

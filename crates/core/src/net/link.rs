@@ -31,14 +31,14 @@ use bytes::Bytes;
 use http::StatusCode;
 use parking_lot::{Condvar, Mutex};
 
-use crate::config::{failure_timeout, startup_timeout};
+use crate::config::{self, failure_timeout, startup_timeout};
 use crate::engine::completion::{Completion, Outcome, Tracking};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::net::http::error_from_response;
 use crate::net::polled::Polled;
 use crate::net::pump::pump;
 use crate::net::socket::Socket;
-use crate::net::{local, proxy, rtt, tls, tls_socket, tunnel};
+use crate::net::{local, proxy, pull, rtt, tls, tls_socket, tunnel};
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, ACK_ERROR, ACK_HEADER, ACK_MATCHED, ACK_STORED};
 use crate::wire::head::Head;
@@ -390,7 +390,7 @@ impl Link {
             frame::H_SOURCE
         );
         // Through a relay's tunnel the peer is elsewhere; else an endpoint on this host may take it.
-        let local = AtomicBool::new(tunnel.is_none() && local::enabled() && !local::host().is_empty());
+        let local = AtomicBool::new(tunnel.is_none() && config::local_channel() && !local::host().is_empty());
         let target = Target { addr, tls, tunnel, peer: format!("rank {dest} at {base}"), head, local };
         // The sender waits for the first answer no longer than the failure
         // timeout: an answer slower than that (a booting peer, or a link that
@@ -536,7 +536,14 @@ impl Link {
             return Err(e);
         }
         if let Some(s) = &mut conn.stream {
-            if frame.iter().try_for_each(|b| s.write_all(b)).is_ok() {
+            // On a same-host stream that takes them, a large payload by reference (`net::pull`).
+            let by_reference =
+                matches!(&s.0, Socket::Local(l) if l.pulls() == local::Pulls::Sends).then(|| pull::by_reference(frame)).flatten();
+            let written = match by_reference {
+                Some(header) => s.write_all(&header),
+                None => frame.iter().try_for_each(|b| s.write_all(b)),
+            };
+            if written.is_ok() {
                 return Ok(());
             }
         }

@@ -30,8 +30,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::config;
 use crate::keys::{digest_hex, random_hex};
 use crate::net::descriptor::{recv_with_fd, send_with_fds};
+use crate::net::pull;
 use crate::net::ring::{self, Ring};
 
 /// The upgrade header that offers (request) and accepts (answer) the channel.
@@ -41,15 +43,13 @@ pub const H_LOCAL: &str = "mpiws-local";
 const HELLO: &[u8] = b"mpiws-local/1 ";
 const NAME_HEX: usize = 32;
 const HELLO_LEN: usize = HELLO.len() + NAME_HEX + 1 + NAME_HEX + 1;
+/// The receiver's answer once it mapped the rings: and whether it copies
+/// payloads by reference from the sender (`net::pull`).
+const MAPPED: u8 = 1;
+const MAPPED_AND_PULLS: u8 = 2;
 /// How long a sleeping writer waits on the futex before it looks whether
 /// the reader is still there.
 const WRITER_NAP: Duration = Duration::from_millis(20);
-
-/// Whether ranks on one host use this channel (`MPIWS_NOLOCAL=1`: never).
-pub fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("MPIWS_NOLOCAL").as_deref(), Ok("1" | "true" | "yes")))
-}
 
 /// Each ring's data area (`MPIWS_LOCAL_RING_KIB`, default 1 MiB, a power
 /// of two): two per pair of ranks that talk, touched as they are used.
@@ -58,10 +58,7 @@ pub fn enabled() -> bool {
 /// per pair.
 fn ring_capacity() -> usize {
     static CAP: OnceLock<usize> = OnceLock::new();
-    *CAP.get_or_init(|| {
-        let kib = std::env::var("MPIWS_LOCAL_RING_KIB").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1024);
-        kib.saturating_mul(1024).next_power_of_two().clamp(ring::MIN_CAPACITY, ring::MAX_CAPACITY)
-    })
+    *CAP.get_or_init(|| config::local_ring_kib().saturating_mul(1024).next_power_of_two().clamp(ring::MIN_CAPACITY, ring::MAX_CAPACITY))
 }
 
 /// What two processes on one host, of one user, in one network namespace
@@ -84,7 +81,7 @@ pub fn host() -> &'static str {
 
 /// Whether an upgrade's offer (`mpiws-local` value) comes from this host.
 pub fn same_host(offer: &str) -> bool {
-    enabled() && !host().is_empty() && offer.trim() == host()
+    config::local_channel() && !host().is_empty() && offer.trim() == host()
 }
 
 /// The two rings' shared memory, mapped; unmapped when the last view goes.
@@ -201,13 +198,32 @@ pub struct LocalSocket {
     rx: Ring,
     /// The peer closed its end of `wake` (shared by this end's clones).
     peer_gone: Arc<AtomicBool>,
+    /// How payloads by reference go (`net::pull`): the sender's end knows
+    /// whether its receiver takes them, the receiver's end whom it copies from.
+    pulls: Pulls,
+}
+
+/// Which payloads by reference a same-host stream carries (`net::pull`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pulls {
+    None,
+    /// This end sends them: its receiver copies from this process.
+    Sends,
+    /// This end receives them, copying from process `pid` (the kernel's
+    /// word for who made the stream, `SO_PEERCRED`).
+    From(libc::pid_t),
 }
 
 impl LocalSocket {
-    fn new(wake: UnixStream, memory: Arc<Mapping>, first: bool) -> LocalSocket {
+    fn new(wake: UnixStream, memory: Arc<Mapping>, first: bool, pulls: Pulls) -> LocalSocket {
         // The sender (who made the memory) writes ring 0 and reads ring 1.
         let (tx, rx) = if first { (memory.ring(0), memory.ring(1)) } else { (memory.ring(1), memory.ring(0)) };
-        LocalSocket { wake, memory, tx, rx, peer_gone: Arc::default() }
+        LocalSocket { wake, memory, tx, rx, peer_gone: Arc::default(), pulls }
+    }
+
+    /// Which payloads by reference this stream carries.
+    pub fn pulls(&self) -> Pulls {
+        self.pulls
     }
 
     pub fn try_clone(&self) -> io::Result<LocalSocket> {
@@ -217,6 +233,7 @@ impl LocalSocket {
             tx: self.tx,
             rx: self.rx,
             peer_gone: self.peer_gone.clone(),
+            pulls: self.pulls,
         })
     }
 
@@ -393,22 +410,24 @@ impl Write for LocalSocket {
     }
 }
 
-/// The user of the process at the other end of a Unix socket.
-fn peer_uid(s: &UnixStream) -> io::Result<libc::uid_t> {
+/// The process and user at the other end of a Unix socket.
+fn peer(s: &UnixStream) -> io::Result<libc::ucred> {
     let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: cred and len are valid for the call; the kernel fills cred.
     let r =
         unsafe { libc::getsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, (&mut cred as *mut libc::ucred).cast(), &mut len) };
-    os(r, cred.uid)
+    os(r, cred)
 }
 
-fn same_user(s: &UnixStream) -> io::Result<()> {
+/// The peer's process, once it is known to be this user's.
+fn same_user(s: &UnixStream) -> io::Result<libc::pid_t> {
+    let cred = peer(s)?;
     // SAFETY: geteuid cannot fail.
-    if peer_uid(s)? != unsafe { libc::geteuid() } {
+    if cred.uid != unsafe { libc::geteuid() } {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "same-host channel: the peer is another user"));
     }
-    Ok(())
+    Ok(cred.pid)
 }
 
 fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
@@ -448,14 +467,19 @@ pub fn offer(upgraded: &mut impl Write, limit: Duration) -> io::Result<LocalSock
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "same-host channel: wrong secret"));
     }
     let (fd, memory) = make_memory(ring_capacity())?;
-    send_with_fds(&wake, &[1], &[fd.as_raw_fd()])?;
+    // With the memory, where the receiver may read the probe word (`net::pull`).
+    let mut record = vec![1u8];
+    record.extend_from_slice(&(if config::local_pull() { pull::probe_address() } else { 0 }).to_le_bytes());
+    send_with_fds(&wake, &record, &[fd.as_raw_fd()])?;
     let mut ok = [0u8; 1];
     wake.read_exact(&mut ok)?;
     wake.set_read_timeout(None)?;
-    if ok[0] != 1 {
-        return Err(io::Error::other("same-host channel: the receiver could not map the rings"));
-    }
-    Ok(LocalSocket::new(wake, memory, true))
+    let pulls = match ok[0] {
+        MAPPED => Pulls::None,
+        MAPPED_AND_PULLS => Pulls::Sends,
+        _ => return Err(io::Error::other("same-host channel: the receiver could not map the rings")),
+    };
+    Ok(LocalSocket::new(wake, memory, true, pulls))
 }
 
 /// The receiver's half: read the sender's record (first from `pre`, the
@@ -477,12 +501,15 @@ pub fn accept(upgraded: &mut impl Read, pre: &[u8], limit: Duration) -> io::Resu
     }
     let name = std::str::from_utf8(name).map_err(|_| bad())?;
     let mut wake = UnixStream::connect_addr(&SocketAddr::from_abstract_name(format!("mpiws-local-{name}"))?)?;
-    same_user(&wake)?;
+    let sender = same_user(&wake)?;
     wake.set_read_timeout(Some(limit))?;
     wake.write_all(secret)?;
-    let mut one = [0u8; 1];
-    let (n, fd) = recv_with_fd(&wake, &mut one)?;
-    let fd = fd.filter(|_| n == 1).ok_or_else(|| io::Error::other("same-host channel: no shared memory came"))?;
+    let mut record = [0u8; 9];
+    let (n, fd) = recv_with_fd(&wake, &mut record)?;
+    let fd = fd.filter(|_| n >= 1 && record[0] == 1).ok_or_else(|| io::Error::other("same-host channel: no shared memory came"))?;
+    wake.read_exact(&mut record[n..])?;
+    let probe = u64::from_le_bytes(record[1..].try_into().expect("8 bytes"));
+    let pulls = if config::local_pull() && probe != 0 && pull::probe(sender, probe) { Pulls::From(sender) } else { Pulls::None };
     let memory = match map(&fd) {
         Ok(m) => m,
         Err(e) => {
@@ -490,9 +517,9 @@ pub fn accept(upgraded: &mut impl Read, pre: &[u8], limit: Duration) -> io::Resu
             return Err(e);
         }
     };
-    wake.write_all(&[1])?;
+    wake.write_all(&[if pulls == Pulls::None { MAPPED } else { MAPPED_AND_PULLS }])?;
     wake.set_read_timeout(None)?;
-    Ok((LocalSocket::new(wake, memory, false), rest))
+    Ok((LocalSocket::new(wake, memory, false, pulls), rest))
 }
 
 #[cfg(test)]

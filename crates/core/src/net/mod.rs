@@ -22,6 +22,7 @@ pub mod link;
 pub mod local;
 pub mod polled;
 pub mod proxy;
+pub mod pull;
 pub mod pump;
 pub mod reader;
 pub mod ring;

@@ -31,6 +31,7 @@ use crate::engine::mailbox::Message;
 use crate::error::{Error, ErrorClass, Result};
 use crate::net::polled::{readable, readable_or, Polled};
 use crate::net::socket::Socket;
+use crate::net::{local, pull};
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
 
@@ -52,8 +53,9 @@ pub trait Receiver: Send + Sync {
     /// For a message whose payload is still on the wire: the posted receive
     /// it goes to, if that receive has a buffer of at least `len` bytes to
     /// read it into. The reader then reads the payload and completes the
-    /// receive (`Outcome::Placed`), then says `placed`, or `cut`.
-    fn claim(&self, env: &Envelope, len: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)>;
+    /// receive (`Outcome::Placed`), then says `placed`, or `cut`. Where no
+    /// receive matches yet, one posted within `wait` is taken.
+    fn claim(&self, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)>;
     /// A claimed message was read in full.
     fn placed(&self, source: u32, seq: u64);
     /// A claimed message was cut off mid-read (the sender sends it again).
@@ -119,10 +121,21 @@ impl Reader {
     /// Acknowledgements are cumulative and lazy: every `ACK_EVERY` messages
     /// or `ACK_BYTES` bytes, or when asked; errors and matches (synchronous
     /// sends) are told at once.
-    fn step(&mut self) -> bool {
+    /// `beside`: read beside the program (the progress thread), which may
+    /// then wait briefly for the program to post the receive a payload by
+    /// reference goes to (a thread reading for its own receive may not: the
+    /// receive it waits for would be its own).
+    fn step(&mut self, beside: bool) -> bool {
         let Some(instance) = self.instance.upgrade() else { return false };
         // The header and tables, their lengths checked (`frame::read_frame`).
-        let head = match frame::read_frame(&mut self.r, self.source, self.max) {
+        let sender = match self.socket() {
+            Socket::Local(l) => match l.pulls() {
+                local::Pulls::From(pid) => Some(pid),
+                _ => None,
+            },
+            _ => None,
+        };
+        let head = match frame::read_frame(&mut self.r, self.source, self.max, sender.is_some()) {
             Err(_) => return false,
             Ok(Frame::AckRequest) => {
                 (self.unacked, self.unacked_bytes) = (0, 0);
@@ -137,13 +150,22 @@ impl Reader {
             }
             Ok(Frame::Message(head)) => head,
         };
-        let frame::MessageHeader { env, length: len, ack_now, .. } = head;
+        let frame::MessageHeader { env, length: len, ack_now, refs, .. } = head;
         let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
         let size = len as usize; // read_frame made sure it fits
+                                 // By reference, the payload is copied from the sender's memory (`net::pull`).
+        let pulled = |dst: *mut u8| match sender {
+            // SAFETY: the callers' `dst` holds `size` bytes, the runs' sum (`read_frame` checked).
+            Some(pid) => unsafe { pull::copy_from(pid, &refs, dst, size) }.is_ok(),
+            None => false,
+        };
         if size >= PLACE_FROM && env.forward.is_empty() {
-            if let Some((completion, mut buffer)) = instance.claim(&env, size) {
+            let wait = if beside && !refs.is_empty() { pull::worth_waiting(size) } else { Duration::ZERO };
+            if let Some((completion, mut buffer)) = instance.claim(&env, size, wait) {
                 // A receive is waiting with a big enough buffer: read into it.
-                if self.r.read_exact(&mut buffer.as_mut_slice()[..size]).is_err() {
+                let dst = &mut buffer.as_mut_slice()[..size];
+                let read = if refs.is_empty() { self.r.read_exact(dst).is_ok() } else { pulled(dst.as_mut_ptr()) };
+                if !read {
                     // Cut off: the sender sends it again, to this receive.
                     instance.cut(self.source, seq, completion, buffer);
                     return false;
@@ -156,9 +178,17 @@ impl Reader {
             }
         }
         let mut data = Vec::with_capacity(size);
-        match (&mut self.r).take(len).read_to_end(&mut data) {
-            Ok(n) if n as u64 == len => {}
-            _ => return false, // cut off: the sender sees the connection drop
+        if !refs.is_empty() {
+            if !pulled(data.as_mut_ptr()) {
+                return false; // as a cut off stream
+            }
+            // SAFETY: `pulled` wrote all `size` bytes of the capacity.
+            unsafe { data.set_len(size) };
+        } else {
+            match (&mut self.r).take(len).read_to_end(&mut data) {
+                Ok(n) if n as u64 == len => {}
+                _ => return false, // cut off: the sender sees the connection drop
+            }
         }
         let mut msg = Message::new(env, Payload::from_chunks(vec![Bytes::from(data)]));
         let matched = msg.await_match();
@@ -250,7 +280,7 @@ impl Reader {
             if !self.buffered() && !self.readable(fd, None, Duration::ZERO) {
                 return true;
             }
-            if !self.step() {
+            if !self.step(true) {
                 return false;
             }
         }
@@ -466,7 +496,7 @@ impl Progress {
                     }
                     continue;
                 }
-                if !reader.step() {
+                if !reader.step(false) {
                     open = false;
                     break;
                 }
@@ -552,7 +582,7 @@ mod tests {
             Ok(Delivered::Filed)
         }
         fn skip(&self, _: u32, _: Option<u64>) {}
-        fn claim(&self, _: &Envelope, _: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+        fn claim(&self, _: &Envelope, _: usize, _: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
             None
         }
         fn placed(&self, _: u32, _: u64) {}

@@ -90,6 +90,8 @@ pub struct Instance {
     pub crowded: bool,
     pub(super) inbox: Mutex<Inbox>,
     pub(super) arrived: Condvar,
+    /// Notified when a receive is posted (a reader may wait for one, `claim`).
+    pub(super) posted: Condvar,
     pub(super) next_recv_id: AtomicU64,
     pub(super) send_seq: Vec<AtomicU64>,
     status: watch::Sender<Status>,
@@ -128,6 +130,7 @@ impl Instance {
             inbox: Mutex::new(Inbox::new(binding.rank, size)),
             binding,
             arrived: Condvar::new(),
+            posted: Condvar::new(),
             next_recv_id: AtomicU64::new(1),
             status: watch::channel(status).0,
             in_flight: Arc::new(InFlight::default()),

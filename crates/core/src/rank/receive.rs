@@ -103,6 +103,7 @@ impl Instance {
         let id = self.next_recv_id.fetch_add(1, Ordering::Relaxed);
         let c = Completion::new();
         self.inbox.lock().post(id, pattern, Waiting { completion: c.clone(), buffer }).fire();
+        self.posted.notify_all(); // a reader may wait to place a message in it (`claim`)
         self.consumed(); // the message taken, or the one awaited, may free a parked stream
         (id, c)
     }
@@ -110,10 +111,20 @@ impl Instance {
     /// For a message whose payload is still on the wire: the posted receive
     /// it goes to, if that receive has a buffer big enough to read it into.
     /// The caller reads the payload and completes the receive (`Placed`).
-    pub fn claim(&self, env: &Envelope, len: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
-        let (w, fires) = self.inbox.lock().claim(env, len)?;
-        fires.fire();
-        Some((w.completion, w.buffer?))
+    /// While no posted receive matches it, one posted within `wait` is taken.
+    pub fn claim(&self, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+        let deadline = Instant::now() + wait;
+        let mut inbox = self.inbox.lock();
+        loop {
+            if let Some((w, fires)) = inbox.claim(env, len) {
+                drop(inbox);
+                fires.fire();
+                return Some((w.completion, w.buffer?));
+            }
+            if inbox.has_receive_for(env) || self.posted.wait_until(&mut inbox, deadline).timed_out() {
+                return None; // it matched one that cannot take it in place, or none came
+            }
+        }
     }
 
     /// A claimed message was read in full.
@@ -249,8 +260,8 @@ impl Receiver for Instance {
         Instance::skip(self, source, seq)
     }
 
-    fn claim(&self, env: &Envelope, len: usize) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
-        Instance::claim(self, env, len)
+    fn claim(&self, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+        Instance::claim(self, env, len, wait)
     }
 
     fn placed(&self, source: u32, seq: u64) {

@@ -300,10 +300,14 @@ mod tests {
 // frames one way and acknowledgement frames the other. Little-endian.
 //
 // message: kind=1 u8, flags u8 (1=sync, 2=has seq, 4=acknowledge storing
-//          at once), 0 u16, tag i32,
-//          context u64, seq u64, length u64, nparts u32, nforward u32,
-//          nparts x u64 part lengths, nforward x u32 world ranks (the
-//          broadcast subtree to forward to), then `length` payload bytes.
+//          at once, 8=by reference), nrefs u16 (0 unless by reference),
+//          tag i32, context u64, seq u64, length u64, nparts u32,
+//          nforward u32, nparts x u64 part lengths, nforward x u32 world
+//          ranks (the broadcast subtree to forward to), then `length`
+//          payload bytes; by reference (same-host streams that negotiated
+//          it, `net::local`), nrefs x (address u64, length u64) of the
+//          payload in the sender's memory instead, for the receiver to copy
+//          (`process_vm_readv`) before it acknowledges.
 // ack request: kind=5 u8, then 39 zero bytes (answered by a stored ack).
 // ack:     kind u8 (2=stored, 3=matched, 4=error), 0 u8 x3, class i32,
 //          seq u64, text length u32, 0 u32, then the error text (UTF-8).
@@ -319,8 +323,12 @@ pub const KIND_ACK_REQUEST: u8 = 5;
 const FLAG_SYNC: u8 = 1;
 const FLAG_SEQ: u8 = 2;
 const FLAG_ACK_NOW: u8 = 4;
+const FLAG_BY_REF: u8 = 8;
 /// More parts than this in one message is not a real message.
 pub const MAX_PARTS: u32 = 1 << 16;
+
+/// Where a message's payload lies in its sender's memory: (address, length) runs.
+pub type Refs = Vec<(u64, u64)>;
 
 /// Header (and part table) of a message frame; the payload follows it.
 /// `ack_now`: the receiver acknowledges storing it at once, not lazily.
@@ -361,6 +369,42 @@ pub struct MessageHeader {
     pub nparts: u32,
     pub nforward: u32,
     pub ack_now: bool,
+    /// By reference: the payload's runs in the sender's memory (read with
+    /// the tables); empty when the payload follows in the stream.
+    pub refs: Refs,
+    nrefs: u16,
+}
+
+impl MessageHeader {
+    /// Whether the payload is left in the sender's memory for the receiver to copy.
+    pub fn by_reference(&self) -> bool {
+        self.nrefs > 0
+    }
+}
+
+/// A message frame's header and tables (`encode_message`) made to send its
+/// payload by reference: the runs `refs` (at most `u16::MAX`) of the
+/// sender's memory, which must stay as they are until the receiver
+/// acknowledges the message (stored or matched), are named instead of
+/// written. None when there are too many runs (then send it by value).
+pub fn by_reference(header: &[u8], refs: &[(u64, u64)]) -> Option<Vec<u8>> {
+    let n = u16::try_from(refs.len()).ok().filter(|&n| n > 0)?;
+    let mut h = Vec::with_capacity(header.len() + 16 * refs.len());
+    h.extend_from_slice(header);
+    h[1] |= FLAG_BY_REF;
+    h[2..4].copy_from_slice(&n.to_le_bytes());
+    for (at, len) in refs {
+        h.extend_from_slice(&at.to_le_bytes());
+        h.extend_from_slice(&len.to_le_bytes());
+    }
+    Some(h)
+}
+
+/// Whether a message frame's header asks for its acknowledgement before
+/// the sender completes it (synchronous, or not eager): only such a
+/// message's payload may be left in the sender's memory.
+pub fn acknowledged_first(header: &[u8]) -> bool {
+    header.len() >= 2 && header[0] == KIND_MESSAGE && header[1] & (FLAG_SYNC | FLAG_ACK_NOW) != 0
 }
 
 pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<MessageHeader> {
@@ -384,7 +428,8 @@ pub fn decode_message_header(h: &[u8; MSG_HEADER], source: u32) -> Result<Messag
         parts: Vec::new(),
         forward: Vec::new(),
     };
-    Ok(MessageHeader { env, length: u64_at(h, 24), nparts, nforward, ack_now: h[1] & FLAG_ACK_NOW != 0 })
+    let nrefs = if h[1] & FLAG_BY_REF != 0 { u16::from_le_bytes([h[2], h[3]]).max(1) } else { 0 };
+    Ok(MessageHeader { env, length: u64_at(h, 24), nparts, nforward, ack_now: h[1] & FLAG_ACK_NOW != 0, refs: Vec::new(), nrefs })
 }
 
 /// A frame asking the receiver to acknowledge what it has stored so far.
@@ -423,9 +468,10 @@ fn table_len(nparts: u32, nforward: u32) -> Option<usize> {
 }
 
 /// Read the next frame's header and tables off a stream (not its payload).
-/// `max` is the largest message accepted. An I/O error means the stream is
-/// closed or cut off.
-pub fn read_frame(r: &mut impl Read, source: u32, max: u64) -> std::io::Result<Frame> {
+/// `max` is the largest message accepted; `by_reference`: whether this
+/// stream may carry payloads by reference. An I/O error means the stream
+/// is closed or cut off.
+pub fn read_frame(r: &mut impl Read, source: u32, max: u64, by_reference: bool) -> std::io::Result<Frame> {
     let mut h = [0u8; MSG_HEADER];
     r.read_exact(&mut h)?;
     if h[0] == KIND_ACK_REQUEST {
@@ -444,8 +490,20 @@ pub fn read_frame(r: &mut impl Read, source: u32, max: u64) -> std::io::Result<F
     let (parts, forward) = table.split_at(8 * head.nparts as usize);
     head.env.parts = decode_parts(parts);
     head.env.forward = decode_ranks(forward);
+    if head.by_reference() {
+        if !by_reference {
+            let error = Error::new(ErrorClass::Arg, "stream: a payload by reference on a stream that did not negotiate it");
+            return Ok(Frame::Refused { env: Some(head.env), error });
+        }
+        let mut table = vec![0u8; 16 * head.nrefs as usize];
+        r.read_exact(&mut table)?;
+        head.refs = table.chunks_exact(16).map(|c| (u64_at(c, 0), u64_at(c, 8))).collect();
+    }
     let length = head.length;
-    let error = if length > max || usize::try_from(length).is_err() {
+    let refs_total = head.refs.iter().try_fold(0u64, |sum, &(_, len)| sum.checked_add(len));
+    let error = if head.by_reference() && refs_total != Some(length) {
+        Error::new(ErrorClass::Arg, "stream: the payload's runs do not add up to the message length")
+    } else if length > max || usize::try_from(length).is_err() {
         Error::new(ErrorClass::Count, format!("message of {length} bytes larger than this endpoint's limit of {max} bytes"))
     } else if !parts_fit(&head.env.parts, length) {
         Error::new(ErrorClass::Arg, "part lengths do not add up to the message length")
@@ -481,10 +539,36 @@ mod stream_frame_tests {
         let h = encode_message(&env, 8, true);
         assert_eq!(h.len(), MSG_HEADER + 16 + 12);
         let fixed: [u8; MSG_HEADER] = h[..MSG_HEADER].try_into().unwrap();
-        let MessageHeader { env: mut got, length, nparts, nforward, ack_now } = decode_message_header(&fixed, 4).unwrap();
+        let MessageHeader { env: mut got, length, nparts, nforward, ack_now, .. } = decode_message_header(&fixed, 4).unwrap();
         got.parts = decode_parts(&h[MSG_HEADER..MSG_HEADER + 16]);
         got.forward = decode_ranks(&h[MSG_HEADER + 16..]);
         assert_eq!((got, length, nparts, nforward, ack_now), (env, 8, 2, 3, true));
+    }
+
+    #[test]
+    fn a_payload_by_reference_is_read_as_its_runs_only_where_the_stream_allows_it() {
+        let env = Envelope { source: 2, context: 1, tag: 3, seq: Some(9), sync: false, parts: vec![], forward: vec![] };
+        let header = encode_message(&env, 300, true);
+        assert!(acknowledged_first(&header) && !acknowledged_first(&encode_message(&env, 300, false)));
+        let framed = by_reference(&header, &[(0x1000, 100), (0x9000, 200)]).unwrap();
+        let read = |bytes: &[u8], allowed| read_frame(&mut std::io::Cursor::new(bytes.to_vec()), 2, 1 << 20, allowed).unwrap();
+        match read(&framed, true) {
+            Frame::Message(m) => {
+                assert!(m.by_reference());
+                assert_eq!((m.refs, m.length, m.env.seq), (vec![(0x1000, 100), (0x9000, 200)], 300, Some(9)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(read(&framed, false), Frame::Refused { .. }), "not negotiated");
+        let short = by_reference(&header, &[(0x1000, 100)]).unwrap();
+        assert!(matches!(read(&short, true), Frame::Refused { .. }), "runs must add up to the length");
+        let wraps = by_reference(&header, &[(0, u64::MAX), (0, 301)]).unwrap();
+        assert!(matches!(read(&wraps, true), Frame::Refused { .. }), "the sum is checked, never wrapped");
+        assert!(by_reference(&header, &[]).is_none());
+        match read(&header, false) {
+            Frame::Message(m) => assert!(!m.by_reference() && m.refs.is_empty()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh) and run every test: Rust unit tests, then the
 # pytest suite, which launches real domains of endpoints on loopback, and
-# beside it mpi4py's own test suite against its floor (tests/conformance/run.py).
+# beside it mpi4py's own test suite against its floor (tests/conformance/run.py),
+# then CWL's conformance suite's required tag against its floor (tests/cwl/run).
 # Arguments go to pytest and run it alone (a selection of tests).
 #
 # Each stage prints its time as it ends ("== pytest done in 1234 s"), so a slow
@@ -76,4 +77,6 @@ beside "conformance (mpi4py's own test suite)" .venv/bin/python tests/conformanc
 pytest_rc=0
 stage pytest .venv/bin/python -m pytest -q || pytest_rc=$?
 joined # mpi4py's own suite: fails if a module passes fewer tests than its floor
+# CWL's conformance suite, its required tag (about 10 s): fails below the floor (docs/workflows.md has the full run)
+stage "CWL conformance (required tag)" tests/cwl/run --tags required --floor 35
 exit $pytest_rc

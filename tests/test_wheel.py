@@ -199,3 +199,26 @@ def test_mpiws_bench_quick_says_where_the_suites_are(venv):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "source tree" in lines[0] and "scripts/setup.sh" in lines[0], p.stderr
     assert not (work / "mpiws-bench").exists() and not list(bin_.parent.glob("lib/python*/site-packages/benchmarks"))
+
+
+def test_mpiws_cwl_runner_runs_a_document_as_cwl_runner_does(venv, tmp_path):
+    bin_, work = venv
+    runner = str(bin_ / "mpiws-cwl-runner")
+    version = subprocess.run([runner, "--version"], capture_output=True, text=True, env=_env(), timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("mpiws-cwl-runner "), version
+    p = subprocess.run(
+        [
+            runner,
+            f"--outdir={tmp_path}",
+            "--quiet",
+            "examples/workflows/cwl/chain.cwl",
+            "examples/workflows/cwl/fruit.yml",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
+    assert p.returncode == 0 and p.stderr == "", p
+    assert Path(json.loads(p.stdout)["sorted"]["path"]).read_text().isupper()

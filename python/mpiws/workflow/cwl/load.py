@@ -27,6 +27,11 @@ class CwlError(WorkflowError):
     """A CWL document or job mpiws cannot run, saying why."""
 
 
+class CwlUnsupported(CwlError):
+    """A valid CWL document using a feature mpiws does not run (yet): CWL's
+    runners exit 33 for it, so a test suite tells it from a wrong document."""
+
+
 def read(path):
     import yaml
 
@@ -40,7 +45,9 @@ def read(path):
     if not isinstance(doc, dict):
         raise CwlError(f"{path}: a CWL document is a map")
     if "$graph" in doc:
-        raise CwlError(f"{path}: packed documents ($graph) are not supported")
+        raise CwlUnsupported(f"{path}: packed documents ($graph) are not supported")
+    if doc.get("cwlVersion") in ("v1.0", "v1.1"):
+        raise CwlUnsupported(f"{path}: cwlVersion {doc['cwlVersion']}: mpiws runs CWL v1.2")
     if doc.get("cwlVersion") != "v1.2":
         raise CwlError(f"{path}: cwlVersion {doc.get('cwlVersion')!r}: mpiws runs CWL v1.2")
     return doc
@@ -143,11 +150,13 @@ def load(path):
     stem = os.path.splitext(os.path.basename(path))[0]
     if doc.get("class") == "CommandLineTool":
         return Tool(doc, stem, path)
+    if doc.get("class") in ("ExpressionTool", "Operation"):
+        raise CwlUnsupported(f"{path}: class {doc['class']}: mpiws runs a CommandLineTool or a Workflow")
     if doc.get("class") != "Workflow":
         raise CwlError(f"{path}: class {doc.get('class')!r}: mpiws runs a CommandLineTool or a Workflow")
     for cls, _ in classes(doc.get("requirements")):
         if short(cls) not in WORKFLOW_REQUIREMENTS:
-            raise CwlError(
+            raise CwlUnsupported(
                 f"{path}: requirement {cls} is not supported by the workflow runner "
                 f"(supported: {', '.join(sorted(WORKFLOW_REQUIREMENTS))})"
             )
@@ -178,7 +187,9 @@ def _step(name, s, base, steps, path):
         raise CwlError(f"{path}: step {name} has no run: (a tool's file, or the tool inline)")
     cls = tdoc.get("class")
     if cls == "Workflow":
-        raise CwlError(f"{path}: step {name} runs a Workflow: sub-workflows are not supported")
+        raise CwlUnsupported(f"{path}: step {name} runs a Workflow: sub-workflows are not supported")
+    if cls in ("ExpressionTool", "Operation"):
+        raise CwlUnsupported(f"{path}: step {name} runs a {cls}: only CommandLineTools are run as steps")
     if cls != "CommandLineTool":
         raise CwlError(f"{path}: step {name} runs a {cls}: only CommandLineTools are run as steps")
     ins = {}
@@ -191,7 +202,7 @@ def _step(name, s, base, steps, path):
     scatter = [short(x) for x in (scatter if isinstance(scatter, list) else [scatter])]
     method = s.get("scatterMethod")
     if len(scatter) > 1 and method != "dotproduct":
-        raise CwlError(
+        raise CwlUnsupported(
             f"{path}: step {name}: scatterMethod {method or '(none)'} is not supported: "
             "scatter over several inputs with scatterMethod: dotproduct"
         )

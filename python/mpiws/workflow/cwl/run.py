@@ -22,7 +22,10 @@ from ..programs import Jobs
 from ..record import Record, kept
 from . import steps
 from .job import Wire, final, from_file, job_object
-from .load import CwlError, Step, StepIn, Tool, Workflow, endpoint_hint, entries, load
+from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, endpoint_hint, entries, load
+
+#: The exit status of a CWL runner for a feature it does not run (CWL's convention).
+UNSUPPORTED = 33
 
 #: Jobs (steps and scatter elements) running at once, at most.
 MAX_PARALLEL = 32
@@ -104,7 +107,11 @@ class Runner:
         self.deployed = {}  # local step -> program name
         local = [s for s in wf.steps.values() if self.place[s.name] is None]
         if local:
-            self._start_local(local)
+            try:
+                self._start_local(local)
+            except BaseException:
+                self.close()  # a tool refused: its scratch goes too
+                raise
 
     def _start_local(self, local):
         from ...service.serve import Server
@@ -129,7 +136,9 @@ class Runner:
         try:
             self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts)
         except Exception as e:  # noqa: BLE001 - the endpoint refused a tool: say which, and why
-            raise CwlError(str(e).removeprefix("MPI_ERR_ARG: ")) from None
+            said = str(e).removeprefix("MPI_ERR_ARG: ")
+            # The core names what it does not run "... is not supported" (crates/core/src/jobs/cwl).
+            raise (CwlUnsupported if "is not supported" in said else CwlError)(said) from None
 
     def where(self, step):
         """(endpoint URL, program name) of a step."""
@@ -239,13 +248,16 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
 
 def run_command(a):
     """``mpiws workflow run FLOW.cwl [JOB.yml] [NAME=VALUE | NAME:@PATH ...]``."""
+    prog = getattr(a, "prog", "mpiws workflow")
     for flag, given in (("--mediated", a.mediated), ("--graph", a.graph), ("--advertise", a.advertise)):
         if given:
-            print(f"mpiws workflow: {flag} is not for CWL documents", file=sys.stderr)
+            print(f"{prog}: {flag} is not for CWL documents", file=sys.stderr)
             return 1
     try:
         args = list(a.inputs)
-        path = args.pop(0) if args and args[0].endswith((".yml", ".yaml", ".json")) and "=" not in args[0] else None
+        path = getattr(a, "job", None)  # named (mpiws-cwl-runner), else a first input that is a file
+        if path is None and args and args[0].endswith((".yml", ".yaml", ".json")) and "=" not in args[0]:
+            path = args.pop(0)
         outputs, _ = run(
             a.flow,
             job_object(path, args),
@@ -257,8 +269,8 @@ def run_command(a):
         )
     except Exception as e:  # noqa: BLE001 - a refused document, a failed step: said in one line
         said = str(e) if isinstance(e, CwlError) or type(e).__name__ == "StepFailed" else f"{type(e).__name__}: {e}"
-        print(f"mpiws workflow: {said}", file=sys.stderr)
-        return 1
+        print(f"{prog}: {said}", file=sys.stderr)
+        return UNSUPPORTED if isinstance(e, CwlUnsupported) else 1
     json.dump(outputs, sys.stdout, indent=4)
     print()
     return 0

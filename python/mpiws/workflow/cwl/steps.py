@@ -10,13 +10,13 @@ import json
 
 from ... import _core
 from ..flow import dotproduct
-from .load import CwlError
+from .load import CwlError, CwlUnsupported
 
 
 def evaluate(text, inputs, self=None, condition=False, where=""):
     if not isinstance(text, str) or "$(" not in text:
         if isinstance(text, str) and "${" in text:
-            raise CwlError(f"{where}: JavaScript expressions (${{...}}) are not supported")
+            raise CwlUnsupported(f"{where}: JavaScript expressions (${{...}}) are not supported")
         return text
     try:
         return json.loads(_core.cwl_eval(text, json.dumps({"inputs": inputs, "self": self, "runtime": {}}), condition))
@@ -26,7 +26,7 @@ def evaluate(text, inputs, self=None, condition=False, where=""):
             if condition
             else "a parameter reference"
         )
-        raise CwlError(f"{where}: {e} (mpiws evaluates {forms}, without JavaScript)") from None
+        raise CwlUnsupported(f"{where}: {e} (mpiws evaluates {forms}, without JavaScript)") from None
 
 
 def merge(conn, values):
@@ -59,7 +59,7 @@ def pick(method, v):
         return present[0]
     if method == "all_non_null":
         return present
-    raise CwlError(f"pickValue {method!r} is not supported")
+    raise CwlUnsupported(f"pickValue {method!r} is not supported")
 
 
 def jobs(step, values):

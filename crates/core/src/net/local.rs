@@ -540,6 +540,16 @@ mod tests {
     }
 
     #[test]
+    fn the_handshake_says_who_copies_from_whom() {
+        // Both halves in this process: the receiver probed this process's word.
+        let (s, r) = pair();
+        // SAFETY: getpid cannot fail.
+        let me = unsafe { libc::getpid() };
+        assert_eq!((s.pulls(), r.pulls()), (Pulls::Sends, Pulls::From(me)));
+        assert_eq!(s.try_clone().unwrap().pulls(), Pulls::Sends);
+    }
+
+    #[test]
     fn frames_cross_both_ways_in_order_across_many_ring_turns() {
         let (mut s, mut r) = pair();
         const TOTAL: usize = 8 << 20; // 32 turns of the default ring

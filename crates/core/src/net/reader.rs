@@ -153,7 +153,8 @@ impl Reader {
         let frame::MessageHeader { env, length: len, ack_now, refs, .. } = head;
         let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
         let size = len as usize; // read_frame made sure it fits
-                                 // By reference, the payload is copied from the sender's memory (`net::pull`).
+
+        // By reference, the payload is copied from the sender's memory (`net::pull`).
         let pulled = |dst: *mut u8| match sender {
             // SAFETY: the callers' `dst` holds `size` bytes, the runs' sum (`read_frame` checked).
             Some(pid) => unsafe { pull::copy_from(pid, &refs, dst, size) }.is_ok(),

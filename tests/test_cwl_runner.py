@@ -24,6 +24,17 @@ def test_a_tool_runs_with_its_job_and_prints_its_output_object(tmp_path):
     assert Path(out["sorted"]["path"]).parent == tmp_path and Path(out["sorted"]["path"]).read_text().isupper()
 
 
+def test_a_job_value_the_document_does_not_declare_is_left_out(tmp_path):
+    # CWL: a job object may carry more than the process's inputs (one job file for several tools).
+    job = tmp_path / "job.yml"
+    job.write_text(
+        (EXAMPLES / "fruit.yml").read_text().replace("fruit.txt", str(EXAMPLES / "fruit.txt")) + "unused: 42\n"
+    )
+    p = runner(f"--outdir={tmp_path}", "--quiet", EXAMPLES / "chain.cwl", job)
+    assert p.returncode == 0, p
+    assert Path(json.loads(p.stdout)["sorted"]["path"]).read_text().isupper()
+
+
 def test_an_unsupported_feature_exits_33_and_a_wrong_document_1(tmp_path):
     expression = tmp_path / "expr.cwl"
     expression.write_text(

@@ -170,4 +170,5 @@ def test_failures_say_what_and_where(tmp_path):
     err = fails(tmp_path / "js_when.cwl", CWL / "when.yml", code=33)
     assert "step sort: when" in err and "without JavaScript" in err
     with pytest.raises(CwlError, match="no input colour"):
-        cwl_run(CWL / "sort.cwl", {"colour": "red"}, outdir=str(tmp_path), progress=False)
+        cwl_run(CWL / "sort.cwl", {"colour": "red"}, outdir=str(tmp_path), progress=False, named=["colour"])
+    assert "has no input colour" in fails(CWL / "sort.cwl", "colour=red")

@@ -47,10 +47,12 @@ def optional(t):
     return t == "null" or (isinstance(t, str) and t.endswith("?")) or (isinstance(t, list) and "null" in t)
 
 
-def bind(wf, given):
-    """The workflow's inputs: given, else their default, else null if optional; others missing are an error."""
+def bind(wf, given, named=()):
+    """The workflow's inputs: given, else their default, else null if optional; others missing are an error.
+    A job's values the document does not declare are left out, as CWL says, but those ``named`` on
+    the command line (``NAME=VALUE``: a typo, most likely) are an error."""
     base = os.path.dirname(os.path.abspath(wf.path)) if wf.path else os.getcwd()
-    unknown = sorted(set(given) - set(wf.inputs))
+    unknown = sorted(set(named) - set(wf.inputs))
     if unknown:
         raise CwlError(f"{wf.name} has no input {', '.join(unknown)} (inputs: {', '.join(wf.inputs) or 'none'})")
     values = {}
@@ -231,13 +233,14 @@ class Runner:
             known[(step.name, o)] = v
 
 
-def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, record=None):
+def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, record=None, named=()):
     """Run the CWL document ``flow`` (a path, a ``Tool`` or a ``Workflow``) on the job object
     ``job`` (input name -> value; Files as ``job.local`` makes them): (output object, run record).
-    Output files are downloaded into ``outdir``; ``record``: a path to write the run record to."""
+    Output files are downloaded into ``outdir``; ``record``: a path to write the run record to;
+    ``named``: the inputs the command line names, which must exist (others not declared are left out)."""
     doc = flow if isinstance(flow, (Tool, Workflow)) else load(flow)
     wf = doc if isinstance(doc, Workflow) else as_workflow(doc)
-    values = bind(wf, job or {})
+    values = bind(wf, job or {}, named)
     r = Runner(wf, key=key, endpoints=endpoints, progress=progress)
     with kept(r.record, record, r.close):
         outputs = r.execute(values)
@@ -266,6 +269,7 @@ def run_command(a):
             endpoints=a.endpoint,
             progress=not a.quiet,
             record=a.record,
+            named=[re.split(r"=|:@", x, maxsplit=1)[0] for x in args],
         )
     except Exception as e:  # noqa: BLE001 - a refused document, a failed step: said in one line
         said = str(e) if isinstance(e, CwlError) or type(e).__name__ == "StepFailed" else f"{type(e).__name__}: {e}"

@@ -116,9 +116,17 @@ class Soak:
 
     def settled(self, spares, within=20.0):
         """A sample once the ended instances' processes are gone (each lingers a few
-        seconds for its peers' questions): only the spares left, or ``within`` seconds."""
+        seconds for its peers' questions) and the endpoint has closed what it held of
+        them (its descriptor count has not fallen for a second: on a loaded machine it
+        closes them a while after the processes end); or after ``within`` seconds."""
         deadline = time.monotonic() + within
         while len(marked_processes(self.marker)) - 1 > spares and time.monotonic() < deadline:
+            time.sleep(0.2)
+        lowest, since = None, time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - since < 1.0:
+            fds = proc_status(self.server.pid)["fds"]
+            if lowest is None or fds < lowest:
+                lowest, since = fds, time.monotonic()
             time.sleep(0.2)
         return self.sample(self.domains)
 

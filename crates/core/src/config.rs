@@ -19,6 +19,15 @@ fn number<T: std::str::FromStr>(var: &str) -> Option<T> {
     std::env::var(var).ok().and_then(|v| v.parse().ok())
 }
 
+/// A yes/no setting: `1`, `true`, `yes` or `0`, `false`, `no`; `default` if unset or another value.
+fn switch(var: &str, default: bool) -> bool {
+    match std::env::var(var).as_deref() {
+        Ok("1" | "true" | "yes") => true,
+        Ok("0" | "false" | "no") => false,
+        _ => default,
+    }
+}
+
 /// Threads of the process's tokio runtime (`MPIWS_IO_THREADS`, default 2).
 pub fn io_threads() -> usize {
     number("MPIWS_IO_THREADS").unwrap_or(2)
@@ -49,7 +58,7 @@ pub fn streams_enabled() -> bool {
 /// `MPIWS_NOLOCAL=1`: never, as MPICH's `MPIR_CVAR_NOLOCAL`).
 pub fn local_channel() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("MPIWS_NOLOCAL").as_deref(), Ok("1" | "true" | "yes")))
+    *ON.get_or_init(|| !switch("MPIWS_NOLOCAL", false))
 }
 
 /// Each same-host ring's data area in KiB (`MPIWS_LOCAL_RING_KIB`, default
@@ -63,7 +72,7 @@ pub fn local_ring_kib() -> usize {
 /// (`net::pull`; `MPIWS_LOCAL_PULL=0`: never, they cross the rings).
 pub fn local_pull() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("MPIWS_LOCAL_PULL").as_deref(), Ok("0" | "false" | "no")))
+    *ON.get_or_init(|| switch("MPIWS_LOCAL_PULL", true))
 }
 
 /// The bound on an instance's unexpected messages, in bytes

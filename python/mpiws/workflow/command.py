@@ -109,6 +109,18 @@ def graph_command(a):
     return 0
 
 
+def add_endpoint_options(p, which=""):
+    """``--key`` and ``--endpoint``, as ``mpiws workflow run`` and ``mpiws-cwl-runner`` take them."""
+    p.add_argument("--key", help="endpoint key (default: MPIWS_KEY, else the user's key file)")
+    p.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="[STEP=]URL",
+        help=f"{which}run STEP (every step, without STEP=) as a job on this endpoint (repeatable)",
+    )
+
+
 def add_parser(sub):
     w = sub.add_parser("workflow", help="run a workflow: steps pass data to each other directly (docs/workflows.md)")
     ws = w.add_subparsers(dest="workflow_command", required=True)
@@ -130,14 +142,7 @@ def add_parser(sub):
         metavar="URL",
         help="the URL steps reach this manager at, if not its own (a port forward, a proxy)",
     )
-    r.add_argument("--key", help="endpoint key (default: MPIWS_KEY, else the user's key file)")
-    r.add_argument(
-        "--endpoint",
-        action="append",
-        default=[],
-        metavar="[STEP=]URL",
-        help="CWL: run STEP (every step, without STEP=) as a job on this endpoint (repeatable)",
-    )
+    add_endpoint_options(r, "CWL: ")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     r.set_defaults(func=run_command)
     g = ws.add_parser("graph", help="draw a workflow file (DOT on stdout, or -o .svg/.png/.dot)")

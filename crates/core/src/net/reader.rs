@@ -87,6 +87,9 @@ pub struct Reader {
     max: u64,
     r: BufReader<Chain<Cursor<Bytes>, Polled>>,
     writer: Arc<Mutex<Socket>>,
+    /// The process whose memory payloads by reference are copied from
+    /// (`net::pull`), where this same-host stream negotiated them.
+    sender: Option<libc::pid_t>,
     stored: u64,
     unacked: u32,
     unacked_bytes: u64,
@@ -128,13 +131,7 @@ impl Reader {
     fn step(&mut self, beside: bool) -> bool {
         let Some(instance) = self.instance.upgrade() else { return false };
         // The header and tables, their lengths checked (`frame::read_frame`).
-        let sender = match self.socket() {
-            Socket::Local(l) => match l.pulls() {
-                local::Pulls::From(pid) => Some(pid),
-                _ => None,
-            },
-            _ => None,
-        };
+        let sender = self.sender;
         let head = match frame::read_frame(&mut self.r, self.source, self.max, sender.is_some()) {
             Err(_) => return false,
             Ok(Frame::AckRequest) => {
@@ -349,12 +346,20 @@ impl Progress {
         stream.set_nonblocking(false)?;
         let writer = Arc::new(Mutex::new(stream.try_clone()?));
         let fd = stream.as_raw_fd();
+        let sender = match &stream {
+            Socket::Local(l) => match l.pulls() {
+                local::Pulls::From(pid) => Some(pid),
+                _ => None,
+            },
+            _ => None,
+        };
         let reader = Reader {
             instance: Arc::downgrade(instance) as Weak<dyn Receiver>,
             source,
             max,
             r: BufReader::with_capacity(BUFFER, Cursor::new(pre).chain(Polled(stream))),
             writer,
+            sender,
             stored: 0,
             unacked: 0,
             unacked_bytes: 0,

@@ -73,11 +73,10 @@ def job_object(path=None, args=()):
             raise CwlError(f"{path}: a job file maps input names to values")
         given = from_file(doc, os.path.dirname(os.path.abspath(path)))
     for a in args:
-        if ":@" in a and ("=" not in a or a.index(":@") < a.index("=")):
-            name, _, p = a.partition(":@")
-            given[name] = local("File", p)
+        name, sep, text = split_input(a)
+        if sep == ":@":
+            given[name] = local("File", text)
             continue
-        name, sep, text = a.partition("=")
         if not sep:
             raise CwlError(f"an input is NAME=VALUE or NAME:@PATH, not {a!r}")
         try:
@@ -85,6 +84,15 @@ def job_object(path=None, args=()):
         except ValueError:
             given[name] = text
     return given
+
+
+def split_input(a):
+    """A command line's input, ``NAME=VALUE`` or ``NAME:@PATH``: (name, ``=`` or ``:@``, the rest)
+    by whichever comes first; ("", "", ``a``) for neither."""
+    if ":@" in a and ("=" not in a or a.index(":@") < a.index("=")):
+        return a.partition(":@")
+    name, sep, text = a.partition("=")
+    return (name, sep, text) if sep else ("", "", a)
 
 
 class Wire:

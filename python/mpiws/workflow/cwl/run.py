@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from ..programs import Jobs
 from ..record import Record, kept
 from . import steps
-from .job import Wire, final, from_file, job_object
+from .job import Wire, final, from_file, job_object, split_input
 from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, endpoint_hint, entries, load
 
 #: The exit status of a CWL runner for a feature it does not run (CWL's convention).
@@ -269,7 +269,7 @@ def run_command(a):
             endpoints=a.endpoint,
             progress=not a.quiet,
             record=a.record,
-            named=[re.split(r"=|:@", x, maxsplit=1)[0] for x in args],
+            named=[split_input(x)[0] for x in args],
         )
     except Exception as e:  # noqa: BLE001 - a refused document, a failed step: said in one line
         said = str(e) if isinstance(e, CwlError) or type(e).__name__ == "StepFailed" else f"{type(e).__name__}: {e}"

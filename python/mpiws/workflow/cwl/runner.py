@@ -10,6 +10,7 @@ import argparse
 import sys
 from types import SimpleNamespace
 
+from ..command import add_endpoint_options
 from .run import UNSUPPORTED, run_command
 
 
@@ -23,14 +24,7 @@ def parser():
     p.add_argument("--version", action="version", version=f"mpiws-cwl-runner {__version__}")
     p.add_argument("--outdir", default=".", help="where output files are saved (default: here)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument("--key", help="endpoint key (default: MPIWS_KEY, else the user's key file)")
-    p.add_argument(
-        "--endpoint",
-        action="append",
-        default=[],
-        metavar="[STEP=]URL",
-        help="run STEP (every step, without STEP=) as a job on this endpoint (repeatable)",
-    )
+    add_endpoint_options(p)
     p.add_argument("document", help="the CWL document (a Workflow or a CommandLineTool)")
     p.add_argument("job", nargs="?", help="the job: input values (YAML or JSON)")
     return p

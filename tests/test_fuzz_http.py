@@ -1400,6 +1400,37 @@ def test_raw_socket_junk_leaves_the_endpoints_alive(endpoints):
         assert_nothing_appeared(was, snapshot(s), "after the raw cases")
 
 
+def relayed_status(url, method, name, body=b""):
+    """The status the relay answers ``method /relay/NAME/jobs`` with (None: no answer)."""
+    u = urlparse(url)
+    head = f"{method} /relay/{name}/jobs HTTP/1.1\r\nHost: {u.netloc}\r\nAuthorization: Bearer {KEY_FUZZ}\r\n"
+    head += f"Content-Length: {len(body)}\r\n\r\n" if body else "\r\n"
+    with socket.create_connection((u.hostname, u.port), timeout=RELAY_TIMEOUT) as s:
+        s.sendall(head.encode() + body)
+        m = re.match(rb"HTTP/1\.[01] (\d{3})", s.recv(64))
+    return int(m.group(1)) if m else None
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_request_over_a_connection_that_closes_unanswered_goes_again_over_another_if_it_may(endpoints, method):
+    """The endpoint behind may close an idle connection just as the relay takes
+    it: a GET is sent again over another idle one (RFC 9110 lets a proxy repeat
+    an idempotent request); a POST with a body is not repeated (502)."""
+    main, hidden, _ = endpoints
+    name = f"{MARK}again{method}"
+    ok = false_hidden_endpoint(main.url, name, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    time.sleep(0.3)  # the relay takes the most recent idle connection first: this one
+    closes = false_hidden_endpoint(main.url, name, b"")
+    time.sleep(0.3)
+    status = relayed_status(main.url, method, name, b"{}" if method == "POST" else b"")
+    closes.join(RELAY_TIMEOUT)
+    assert status == (200 if method == "GET" else 502), status
+    if method == "POST":
+        assert relayed_status(main.url, "GET", name) == 200  # the other connection is still there
+    ok.join(RELAY_TIMEOUT)
+    alive([main, hidden], f"after a relayed {method} over a connection that closed")
+
+
 @pytest.mark.parametrize("case", range(len(FALSE_ANSWERS)), ids=[n for n, _, _ in FALSE_ANSWERS])
 def test_a_false_hidden_endpoint_gets_the_relay_to_answer_502(endpoints, case):
     main, hidden, _ = endpoints

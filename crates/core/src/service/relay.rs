@@ -20,10 +20,11 @@
 //! `Retry-After`), as for an endpoint that is starting.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Request, Response, StatusCode};
-use hyper::body::Incoming;
+use hyper::body::{Body, Incoming};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
@@ -139,14 +140,14 @@ impl Relay {
         }
     }
 
-    /// An idle connection of `name`, waiting up to `WAIT` for one (and for
+    /// An idle connection of `name`, waiting up to `wait` for one (and for
     /// the name's first: its endpoint may be connecting just now).
-    async fn take(&self, name: &str) -> Option<SendRequest<Chunks>> {
+    async fn take(&self, name: &str, wait: Duration) -> Option<SendRequest<Chunks>> {
         let known = self.names.lock().contains_key(name) || self.gone.lock().get(name).is_some_and(|at| at.elapsed() < REMEMBER);
         if !known {
             return None;
         }
-        let deadline = tokio::time::Instant::now() + WAIT;
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Listening before looking: a connection freed in between is not missed.
             let freed = self.freed.notified();
@@ -167,15 +168,25 @@ impl Relay {
             }
         }
     }
+
+    /// Send `req` over an idle connection of `name` (None: none came within
+    /// `wait`), which is idle again once this exchange is over (never, if upgraded).
+    async fn pass(self: &Arc<Self>, name: &str, req: Request<Chunks>, wait: Duration) -> Option<hyper::Result<Response<Incoming>>> {
+        let mut sender = self.take(name, wait).await?;
+        let answer = sender.send_request(req).await;
+        let (relay, name) = (self.clone(), name.to_string());
+        runtime().spawn(async move {
+            if sender.ready().await.is_ok() {
+                relay.put(&name, sender, false);
+            }
+        });
+        Some(answer)
+    }
 }
 
 /// `/relay/{name}/{path}`: pass the request on to `name` as `/{path}`, and its answer back.
 pub async fn forward(ep: &Endpoint, name: &str, mut req: Request<Incoming>) -> Reply {
-    let relay = ep.relay.clone();
-    let Some(mut sender) = relay.take(name).await else {
-        let message = format!("no endpoint named {name:?} is connected to this relay (yet)");
-        return retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1));
-    };
+    let relay = &ep.relay;
     let prefix = format!("/relay/{name}");
     let path = req.uri().path_and_query().map_or("", |p| p.as_str()).strip_prefix(&prefix).unwrap_or("");
     let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
@@ -187,24 +198,28 @@ pub async fn forward(ep: &Endpoint, name: &str, mut req: Request<Incoming>) -> R
     let (mut parts, body) = req.into_parts();
     parts.uri = uri;
     strip_hop_by_hop(&mut parts.headers, upgrade.as_ref());
-    let answer = sender.send_request(Request::from_parts(parts, Chunks::relayed(body))).await;
-    let name = name.to_string();
-    runtime().spawn({
-        let (relay, name) = (relay.clone(), name.clone());
-        async move {
-            // Idle again once this exchange is over (never, if upgraded).
-            if sender.ready().await.is_ok() {
-                relay.put(&name, sender, false);
-            }
+    // Sent again, once, over another connection idle now, if the one it went
+    // over closed unanswered (the endpoint behind may close one just as it is
+    // taken): only what RFC 9110 lets a proxy repeat, an idempotent request,
+    // and only with no body to replay. With no other connection: 502 at once.
+    let again = (parts.method.is_idempotent() && body.is_end_stream() && upgrade.is_none()).then(|| head_of(&parts));
+    let mut answer = relay.pass(name, Request::from_parts(parts, Chunks::relayed(body)), WAIT).await;
+    if let (Some(Err(e)), Some(parts)) = (&answer, again) {
+        if e.is_incomplete_message() || e.is_canceled() {
+            answer = relay.pass(name, Request::from_parts(parts, Chunks::empty()), Duration::ZERO).await.or(answer);
         }
-    });
+    }
     let mut answer = match answer {
-        Ok(a) => a,
-        Err(e) if body_broke(&e) => {
+        Some(Ok(a)) => a,
+        None => {
+            let message = format!("no endpoint named {name:?} is connected to this relay (yet)");
+            return retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1));
+        }
+        Some(Err(e)) if body_broke(&e) => {
             let message = format!("the request's body broke off while it was passed on: {e}");
             return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, message);
         }
-        Err(e) => {
+        Some(Err(e)) => {
             let message = format!("the endpoint {name:?} behind this relay did not answer: {e}");
             return error(StatusCode::BAD_GATEWAY, ErrorClass::ProcFailed, message);
         }
@@ -225,6 +240,16 @@ pub async fn forward(ep: &Endpoint, name: &str, mut req: Request<Incoming>) -> R
     let (mut parts, body) = answer.into_parts();
     strip_hop_by_hop(&mut parts.headers, upgrade.as_ref().filter(|_| upgraded));
     Response::from_parts(parts, Chunks::relayed(body))
+}
+
+/// A copy of a request's head, to send it again.
+fn head_of(parts: &http::request::Parts) -> http::request::Parts {
+    let (mut head, ()) = Request::new(()).into_parts();
+    head.method = parts.method.clone();
+    head.uri = parts.uri.clone();
+    head.version = parts.version;
+    head.headers = parts.headers.clone();
+    head
 }
 
 /// Whether passing a request on failed because its own body broke (the

@@ -148,7 +148,11 @@ fn builder(ep: &Endpoint) -> auto::Builder<TokioExecutor> {
 /// waits idle for as long as the relay keeps it, and `used` is told when
 /// its first request comes.
 pub async fn serve_turned<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(ep: Arc<Endpoint>, stream: S, used: oneshot::Sender<()>) {
-    let (closing, builder) = (ep.clone(), builder(&ep));
+    let (closing, mut builder) = (ep.clone(), builder(&ep));
+    // hyper's head timeout also runs while a kept-alive connection waits for
+    // its next request: it would close idle turned connections, and the relay
+    // could pass a request on over one just as it closes.
+    builder.http1().header_read_timeout(None);
     tokio::select! {
         _ = serve_connection(&builder, ep, stream, Idle::new(), Some(used), None) => {}
         _ = closing.closing() => {}

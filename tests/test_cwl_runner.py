@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = str(Path(sys.executable).parent / "mpiws-cwl-runner")
 EXAMPLES = ROOT / "examples" / "workflows" / "cwl"
@@ -35,15 +37,131 @@ def test_a_job_value_the_document_does_not_declare_is_left_out(tmp_path):
     assert Path(json.loads(p.stdout)["sorted"]["path"]).read_text().isupper()
 
 
+# What mpiws's own step engine does not run: JavaScript in a tool and in a workflow step, a file the
+# tool writes from an expression (InitialWorkDirRequirement), a sub-workflow, an ExpressionTool.
+JS_TOOL = """cwlVersion: v1.2
+class: CommandLineTool
+requirements:
+  InlineJavascriptRequirement: {}
+  InitialWorkDirRequirement:
+    listing: [{entryname: greeting.txt, entry: "${return inputs.name.toUpperCase();}"}]
+inputs: {name: string}
+baseCommand: [cat, greeting.txt]
+stdout: out.txt
+outputs:
+  out: {type: File, outputBinding: {glob: out.txt}}
+  n: {type: int, outputBinding: {outputEval: "$(inputs.name.length * 2)"}}
+"""
+
+NESTED = """cwlVersion: v1.2
+class: Workflow
+requirements: {SubworkflowFeatureRequirement: {}, InlineJavascriptRequirement: {}, StepInputExpressionRequirement: {}}
+inputs: {text: File}
+outputs: {count: {type: int, outputSource: inner/count}}
+steps:
+  inner:
+    in: {f: text}
+    out: [count]
+    run:
+      class: Workflow
+      inputs: {f: File}
+      outputs: {count: {type: int, outputSource: parse/n}}
+      steps:
+        wc:
+          in: {f: f}
+          out: [out]
+          run: {class: CommandLineTool, baseCommand: [wc, -l], stdin: $(inputs.f.path), inputs: {f: File},
+                outputs: {out: stdout}}
+        parse:
+          in: {f: wc/out, extra: {valueFrom: "$(1 + 1)"}}
+          out: [n]
+          run:
+            class: ExpressionTool
+            inputs: {f: {type: File, loadContents: true}, extra: int}
+            outputs: {n: int}
+            expression: "${return {n: parseInt(inputs.f.contents) * inputs.extra};}"
+"""
+
+
+def cwltool(*args):
+    p = subprocess.run(
+        [sys.executable, "-m", "cwltool", "--quiet", "--no-container", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)
+
+
+def same_outputs(o):
+    """An output object as two runners agree on it: values, and each file's checksum, size and name."""
+    return {k: (v["checksum"], v["size"], v["basename"]) if isinstance(v, dict) else v for k, v in o.items()}
+
+
+def test_what_the_own_engine_does_not_run_runs_by_the_endpoints_cwl_runner_as_cwltool_does(tmp_path):
+    tool, flow, text = tmp_path / "js.cwl", tmp_path / "nested.cwl", tmp_path / "three.txt"
+    tool.write_text(JS_TOOL)
+    flow.write_text(NESTED)
+    text.write_text("a\nb\nc\n")
+    (tmp_path / "job.yml").write_text("text: {class: File, location: three.txt}\n")
+    p = subprocess.run(  # a job given as NAME=VALUE, through mpiws workflow run
+        [sys.executable, "-m", "mpiws", "workflow", "run", tool, "name=Ada", "--outdir", tmp_path / "mpiws"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0 and "runs whole" not in p.stderr, p.stderr[-3000:]  # decided before anything ran
+    ours = json.loads(p.stdout)
+    assert ours["n"] == 6 and Path(ours["out"]["path"]).read_text() == "ADA", ours
+    assert same_outputs(ours) == same_outputs(cwltool("--outdir", tmp_path / "ref", tool, "--name", "Ada"))
+
+    p = runner(f"--outdir={tmp_path / 'mpiws'}", flow, tmp_path / "job.yml")
+    assert p.returncode == 0 and "runs whole" not in p.stderr, p.stderr[-3000:]
+    assert json.loads(p.stdout) == {"count": 6} == cwltool("--outdir", tmp_path / "ref", flow, tmp_path / "job.yml")
+
+
+def test_the_whole_documents_job_runs_on_the_endpoint_and_its_record_says_so(tmp_path):
+    flow, text = tmp_path / "nested.cwl", tmp_path / "three.txt"
+    flow.write_text(NESTED)
+    text.write_text("a\nb\nc\n")
+    record = tmp_path / "run.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "mpiws", "workflow", "run", flow, f"text:@{text}", "--record", record, "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    steps = json.loads(record.read_text())["steps"]
+    [(name, step)] = steps.items()
+    assert name == "nested" and "/jobs/" in step["units"]["0"]["job"] and step["units"]["0"]["state"] == "done", steps
+
+
 def test_an_unsupported_feature_exits_33_and_a_wrong_document_1(tmp_path):
     expression = tmp_path / "expr.cwl"
     expression.write_text(
-        "cwlVersion: v1.2\nclass: ExpressionTool\ninputs: []\noutputs: []\nexpression: '${return {};}'\n"
+        "cwlVersion: v1.2\nclass: ExpressionTool\ninputs: []\noutputs: {}\nexpression: '${return {};}'\n"
     )
     p = runner("--outdir", tmp_path, expression)
-    assert p.returncode == 33 and "ExpressionTool" in p.stderr and "Traceback" not in p.stderr, p
-    p = runner("--outdir", tmp_path, f"{EXAMPLES / 'chain.cwl'}#main")
-    assert p.returncode == 33 and "#id" in p.stderr, p
+    assert p.returncode == 0 and json.loads(p.stdout) == {}, p  # an ExpressionTool runs (by cwltool)
+    inside = tmp_path / "graph.cwl"
+    inside.write_text(
+        "cwlVersion: v1.2\n$graph:\n- {id: hello, class: CommandLineTool, baseCommand: [echo, hi], stdout: o.txt,"
+        " inputs: [], outputs: {o: stdout}}\n- {id: other, class: CommandLineTool, baseCommand: 'false', inputs: [],"
+        " outputs: []}\n"
+    )
+    p = runner("--outdir", tmp_path, f"{inside}#hello")
+    assert p.returncode == 0 and json.loads(p.stdout)["o"]["size"] == 3, p  # a process of a packed document, by id
+    binary = tmp_path / "bin.cwl"
+    (tmp_path / "blob").write_bytes(bytes(range(256)))
+    binary.write_text(
+        "cwlVersion: v1.2\nclass: CommandLineTool\nbaseCommand: cat\nrequirements: {InlineJavascriptRequirement: {}}\n"
+        "inputs: {f: {type: File, default: {class: File, location: blob}, inputBinding: {}}}\noutputs: {}\n"
+    )
+    p = runner("--outdir", tmp_path, binary)
+    assert p.returncode == 33 and "binary file" in p.stderr and "Traceback" not in p.stderr, p
     wrong = tmp_path / "wrong.cwl"
     wrong.write_text("cwlVersion: v1.2\nclass: Nonsense\n")
     p = runner("--outdir", tmp_path, wrong)
@@ -56,3 +174,39 @@ def test_version_and_help():
     p = runner("--version")
     assert p.returncode == 0 and p.stdout.startswith("mpiws-cwl-runner "), p
     assert "--outdir" in runner("--help").stdout
+
+
+def test_an_endpoint_serves_any_cwl_document_through_its_runner_and_keeps_clients_inside_the_rules(tmp_path):
+    """``mpiws serve --program-cwl flow.cwl`` of a document its own engine does not run: deployed packed,
+    each job one run of the endpoint's CWL runner. A document reaching outside itself is refused at deploy;
+    a job object naming ``cwl:requirements`` or ``$include`` (the client's code, the endpoint's files) at spawn."""
+    from mpiws.jobs import Program
+    from mpiws.service.serve import Server
+    from mpiws.workflow.cwl.whole import tool_spec
+
+    flow = tmp_path / "nested.cwl"
+    flow.write_text(NESTED)
+    server = Server({}, cwl_programs=[tool_spec(f"count={flow}")])
+    try:
+        count = Program(server.url + "/programs/count", key=server.key)
+        assert count.usage()["class"] == "Workflow"
+        job = count.spawn(text={"class": "File", "contents": "a\nb\n", "basename": "t.txt"})
+        assert job.wait(120)["state"] == "done", job.results()
+        assert job.results()["outputs"] == {"count": 4}
+        for bad in (
+            {"cwl:requirements": [{"class": "EnvVarRequirement", "envDef": {}}]},
+            {"x": {"$include": "/etc/passwd"}},
+        ):
+            with pytest.raises(Exception, match="not an input's name"):
+                count.spawn(text={"class": "File", "contents": "a\n"}, **bad)
+        leak = {
+            "cwlVersion": "v1.2",
+            "class": "ExpressionTool",
+            "inputs": [{"id": "f", "type": "File", "default": {"class": "File", "location": "file:///etc/passwd"}}],
+            "outputs": [],
+            "expression": "${return {};}",
+        }
+        with pytest.raises(Exception, match="reaches outside the document"):
+            server.endpoint.deploy_program_cwl("leak", json.dumps(leak))
+    finally:
+        server.stop()

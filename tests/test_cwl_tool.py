@@ -16,7 +16,7 @@ from conftest import mpiws_serve
 from mpiws import _core
 from mpiws.jobs import Program, download, upload
 from mpiws.service.serve import Server
-from mpiws.workflow.cwl.load import tool_spec
+from mpiws.workflow.cwl.whole import tool_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "examples" / "workflows" / "cwl"
@@ -193,12 +193,23 @@ def test_serve_program_cwl_usage_and_call(tmp_path):
         p.wait()
 
 
-def test_a_tool_mpiws_cannot_run_is_refused_at_deploy_by_name():
+def test_a_tool_mpiws_cannot_run_is_refused_at_deploy_by_name_without_a_cwl_runner():
     out = subprocess.run(
-        [str(MPIWS), "serve", "--program-cwl", str(TOOLS / "js.cwl")], capture_output=True, text=True, timeout=60
+        [str(MPIWS), "serve", "--cwl-runner", "none", "--program-cwl", str(TOOLS / "js.cwl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode != 0
     assert "requirement InlineJavascriptRequirement is not supported" in out.stderr, out.stderr
+    # With its CWL runner (cwltool, the default where it is installed) the endpoint serves it.
+    with subprocess.Popen(
+        [str(MPIWS), "serve", "--program-cwl", str(TOOLS / "js.cwl")], stdout=subprocess.PIPE, text=True
+    ) as p:
+        try:
+            assert "serving CWL program js at http" in p.stdout.readline()
+        finally:
+            p.terminate()
     ep = _core.Endpoint("127.0.0.1", 0)
     with pytest.raises(Exception, match="ShellCommandRequirement"):
         ep.deploy_program_cwl("x", json.dumps(dict(LEAK, requirements=[{"class": "ShellCommandRequirement"}])))

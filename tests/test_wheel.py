@@ -222,3 +222,25 @@ def test_mpiws_cwl_runner_runs_a_document_as_cwl_runner_does(venv, tmp_path):
     )
     assert p.returncode == 0 and p.stderr == "", p
     assert Path(json.loads(p.stdout)["sorted"]["path"]).read_text().isupper()
+
+
+def test_cwl_beyond_the_own_engine_needs_the_cwl_extra_and_runs_with_it(venv, wheel, tmp_path):
+    """A document with JavaScript runs by cwltool, the reference runner: without the ``cwl`` extra the runner
+    says how to get it (exit 33: a feature not run here); with ``pip install mpiws[cwl]`` it runs. (Last in
+    this module: it adds cwltool to the venv.)"""
+    bin_, work = venv
+    runner = [str(bin_ / "mpiws-cwl-runner"), f"--outdir={tmp_path}", "--quiet", "examples/workflows/cwl/js.cwl"]
+    job = tmp_path / "job.yml"
+    job.write_text("n: 41\n")
+    p = subprocess.run([*runner, job], cwd=work, capture_output=True, text=True, env=_env(), timeout=300)
+    assert p.returncode == 33 and "pip install 'mpiws[cwl]'" in p.stderr and "Traceback" not in p.stderr, p
+    p = subprocess.run(
+        [str(bin_ / "python"), "-m", "pip", "install", "-q", f"{wheel}[cwl]"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_env(),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    p = subprocess.run([*runner, job], cwd=work, capture_output=True, text=True, env=_env(), timeout=300)
+    assert p.returncode == 0 and json.loads(p.stdout) == {}, p

@@ -116,7 +116,7 @@ def _loopback(host):
 
 def _serve(a):
     from . import _core
-    from .service.serve import Server, load
+    from .service.serve import Server, cwl_runner, load
 
     # Before any thread starts: SIGTERM and SIGINT end the process even while
     # a service holds the GIL (a Python handler would wait for it for ever).
@@ -134,7 +134,7 @@ def _serve(a):
     limits = {
         k: getattr(a, k) for k in (flag[2:].replace("-", "_") for flag, _, _ in LIMITS) if getattr(a, k) is not None
     }
-    from .workflow.cwl.load import tool_spec
+    from .workflow.cwl.whole import tool_spec
 
     cwl = [tool_spec(spec) for spec in a.program_cwl]
     server = Server(
@@ -151,6 +151,7 @@ def _serve(a):
         allow_hosts=a.allow_host,
         allow_origins=a.allow_origin,
         fetch_allow=a.fetch_allow,
+        cwl_runner=cwl_runner(a.cwl_runner),
         tls_cert=a.tls_cert,
         tls_key=a.tls_key,
         tls_self_signed=a.tls_self_signed,
@@ -410,6 +411,13 @@ def main(argv=None):
         default=[],
         metavar="[NAME=]TOOL.cwl",
         help="deploy a CWL v1.2 CommandLineTool as a program (NAME: the file's stem by default; repeatable)",
+    )
+    s.add_argument(
+        "--cwl-runner",
+        metavar="COMMAND",
+        help="the command that runs CWL documents this endpoint's own engine does not (JavaScript, workflows, ...), "
+        "each job one run of it in the job's directory (default: this Python's cwltool, if installed, "
+        "without containers; 'none': refuse such documents)",
     )
     s.add_argument(
         "--workdir",

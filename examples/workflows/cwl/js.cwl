@@ -1,6 +1,6 @@
 cwlVersion: v1.2
 class: CommandLineTool
-doc: Needs JavaScript, which mpiws does not run.
+doc: Needs JavaScript, which the endpoint's CWL runner (cwltool) evaluates, not its own engine.
 requirements:
   - class: InlineJavascriptRequirement
 baseCommand: echo

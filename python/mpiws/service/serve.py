@@ -13,7 +13,10 @@ types the deployer names (``pickle_allow``); ``pickle="full"`` trusts every
 sender with arbitrary code, as mpi4py does.
 """
 
+import importlib.util
 import json
+import shlex
+import sys
 import threading
 
 from .. import _core, keys as keyfiles
@@ -21,6 +24,19 @@ from ..MPI import pickled
 from . import sandbox
 from .names import load  # noqa: F401  (mpiws serve --service NAME=module:function: cli.py)
 from .runner import fail_to_start, run_instance
+
+
+#: How the default CWL runner (cwltool, the reference) runs: without containers (an endpoint runs
+#: a tool as its other programs, in the job's directory), its log only for warnings and errors.
+CWL_RUNNER_ARGS = ["-m", "cwltool", "--no-container", "--disable-color", "--quiet"]
+
+
+def cwl_runner(given=None):
+    """The endpoint's CWL runner, a command as a list: ``given`` (a command line; ``none``: no runner),
+    else this Python's cwltool if it is installed, else none (``[]``)."""
+    if given is not None:
+        return [] if given.strip() == "none" else shlex.split(given)
+    return [sys.executable, *CWL_RUNNER_ARGS] if importlib.util.find_spec("cwltool") else []
 
 
 class Server:
@@ -35,8 +51,10 @@ class Server:
     file (created with a new key if missing: ``mpiws.keys``); ``key`` is
     then the first of them, for this process's own clients. ``pickle`` and
     ``pickle_allow``: what services may unpickle (see the module's doc).
-    ``cwl_programs``: (name, CWL CommandLineTool document as a dict) pairs,
-    deployed as programs (``mpiws.workflow.cwl.load.tool_spec`` reads one).
+    ``cwl_programs``: (name, CWL document as a dict) pairs, deployed as
+    programs (``mpiws.workflow.cwl.whole.tool_spec`` reads one); what the
+    endpoint's own engine does not run, ``cwl_runner`` (a command as a list;
+    default: ``cwl_runner()``) runs.
     Other keyword arguments are the endpoint's limits (``_core.Endpoint``).
     """
 
@@ -54,6 +72,8 @@ class Server:
         **limits,
     ):
         self.services = dict(services)
+        if limits.get("cwl_runner") is None:
+            limits["cwl_runner"] = cwl_runner()
         text, self.key_file, self.key_created = keyfiles.server_keys(keys)
         self.key = keyfiles.first_key(text)
         self.loads = pickled.policy(pickle, pickle_allow)

@@ -76,7 +76,8 @@ class Jobs:
                 if status["state"] == "killed"
                 else status.get("error") or f"exit code {status.get('exit_code')}"
             )
-            raise StepFailed(step, f"{why} (job {job.url})", tail(self._text(results.get("stderr"))))
+            detail = tail(self._text(results.get("stderr")))
+            raise StepFailed(step, f"{why} (job {job.url})", detail, status.get("exit_code"))
         if raw:
             return results["outputs"]
         return {name: (Ref(r["url"], r.get("size", -1)) if r else None) for name, r in results["outputs"].items()}

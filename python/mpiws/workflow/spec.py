@@ -54,9 +54,9 @@ class WorkflowError(ValueError):
 class StepFailed(RuntimeError):
     """A step of the workflow failed: ``step``, and what it said (``detail``: its error and traceback or stderr tail)."""
 
-    def __init__(self, step, message, detail=""):
+    def __init__(self, step, message, detail="", exit_code=None):
         super().__init__(f"step {step} failed: {message}" + (f"\n{detail}" if detail else ""))
-        self.step, self.detail = step, detail
+        self.step, self.detail, self.exit_code = step, detail, exit_code
 
 
 @dataclass(frozen=True)

@@ -361,7 +361,7 @@ impl Job {
     pub fn file_location(&self, rel: &str) -> Option<(PathBuf, String)> {
         match &self.program.runs {
             Runs::Template { .. } => self.file_path(rel).map(|_| (self.dir.clone(), rel.to_string())),
-            Runs::Cwl(_) => Some((self.dir.join(cwl::OUT), rel.to_string())),
+            Runs::Cwl(_) | Runs::CwlRunner { .. } => Some((self.dir.join(cwl::OUT), rel.to_string())),
         }
     }
 
@@ -410,6 +410,18 @@ impl Job {
                 let _ = self.collecting.set(Collecting { ctx, stdout: launch.stdout, stderr: launch.stderr, url: url.to_string() });
                 (launch.argv, stdin, Some(launch.env), self.dir.join(cwl::OUT))
             }
+            (Runs::CwlRunner { document, runner }, Plan::Cwl(job)) => {
+                for d in [cwl::OUT, cwl::TMP] {
+                    make_private_dir(&self.dir.join(d)).map_err(|e| format!("cannot make the job's {d}/: {e}"))?;
+                }
+                let job = cwl::inputs::resolve(&Value::Object(job), &self.dir);
+                for (name, v) in [(cwl::delegate::DOCUMENT, document), (cwl::delegate::JOB, &job)] {
+                    std::fs::write(self.dir.join(name), v.to_string()).map_err(|e| format!("cannot write the job's {name}: {e}"))?;
+                }
+                let _ = self.collecting.set(Collecting { ctx: Value::Null, stdout: None, stderr: None, url: url.to_string() });
+                // The runner's own environment: it clears the tool's, as for the engine here.
+                (cwl::delegate::argv(runner, &self.dir), None, None, self.dir.join(cwl::TMP))
+            }
             _ => return Err("the job's inputs are not of its program's kind".into()),
         };
         // Found now, as the program would have been: what cannot start is
@@ -427,14 +439,22 @@ impl Job {
 
     /// A CWL job's outputs, collected after it exited well.
     async fn collect(&self) -> Result<(), String> {
-        let Runs::Cwl(_) = &self.program.runs else { return Ok(()) };
+        if let Runs::Template { .. } = &self.program.runs {
+            return Ok(());
+        }
         let Some(c) = self.collecting.get().cloned() else { return Err("nothing tells how to collect its outputs".into()) };
-        let program = self.program.clone();
+        let (program, printed) = (self.program.clone(), self.stdout_path());
         let out = self.dir.join(cwl::OUT);
         let url = url::join(&c.url, "/files");
-        let found = tokio::task::spawn_blocking(move || {
-            let Runs::Cwl(tool) = &program.runs else { unreachable!("checked above") };
-            cwl::collect::collect(tool, &out, &c.ctx, (c.stdout.as_deref(), c.stderr.as_deref()), &url)
+        let found = tokio::task::spawn_blocking(move || match &program.runs {
+            Runs::Cwl(tool) => cwl::collect::collect(tool, &out, &c.ctx, (c.stdout.as_deref(), c.stderr.as_deref()), &url),
+            _ => {
+                let mut text = String::new();
+                let file = std::fs::File::open(&printed).map_err(|e| format!("the CWL runner's output: {e}"))?;
+                std::io::Read::read_to_string(&mut std::io::Read::take(file, cwl::delegate::MAX_OUTPUT), &mut text)
+                    .map_err(|e| format!("the CWL runner's output: {e}"))?;
+                cwl::delegate::collect(&text, &out, &url)
+            }
         })
         .await
         .map_err(|e| e.to_string())??;
@@ -536,7 +556,7 @@ impl Job {
         let name = &self.program.name;
         let success = |code: Option<i32>| match &self.program.runs {
             Runs::Cwl(tool) => code.is_some_and(|c| tool.success_codes.contains(&c)),
-            Runs::Template { .. } => code == Some(0),
+            Runs::Template { .. } | Runs::CwlRunner { .. } => code == Some(0),
         };
         match exit {
             Exit::Code(code) if success(code) => match self.collect().await {

@@ -79,13 +79,21 @@ pub enum Runs {
         executable: PathBuf,
     },
     Cwl(cwl::Tool),
+    /// A CWL document this endpoint's own engine does not run, run by its
+    /// CWL runner (`cwl::delegate`): the document, and the runner's command.
+    CwlRunner {
+        document: serde_json::Value,
+        runner: Vec<String>,
+    },
 }
 
 impl Program {
     /// Program `name` made from its template line (`kind` "template") or
-    /// its CWL tool document (`kind` "cwl", JSON text); refused, saying why,
-    /// if it is malformed or uses what mpiws does not support.
-    pub fn parse(name: &str, kind: &str, source: &str) -> Result<Program> {
+    /// its CWL document (`kind` "cwl", JSON text): a CommandLineTool the
+    /// engine here runs, else any CWL document `runner` (the endpoint's CWL
+    /// runner, if it has one) runs. Refused, saying why, if it is malformed
+    /// or uses what neither runs.
+    pub fn parse(name: &str, kind: &str, source: &str, runner: &[String]) -> Result<Program> {
         check_name(name)?;
         let runs = match kind {
             "template" => {
@@ -101,7 +109,15 @@ impl Program {
             "cwl" => {
                 let doc: serde_json::Value =
                     serde_json::from_str(source).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: malformed JSON: {e}")))?;
-                Runs::Cwl(cwl::Tool::parse(&doc).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: {e}")))?)
+                match cwl::Tool::parse(&doc) {
+                    Ok(tool) => Runs::Cwl(tool),
+                    Err(own) if !runner.is_empty() => {
+                        cwl::delegate::check_document(&doc).or_else(|e| err(ErrorClass::Arg, format!("CWL document {name}: {e}")))?;
+                        let _ = own; // what the engine here does not run, the runner does
+                        Runs::CwlRunner { document: doc, runner: runner.to_vec() }
+                    }
+                    Err(own) => return err(ErrorClass::Arg, format!("CWL tool {name}: {own}")),
+                }
             }
             _ => return err(ErrorClass::Arg, format!("program {name}: unknown kind {kind:?}")),
         };
@@ -112,7 +128,7 @@ impl Program {
     pub fn kind(&self) -> &'static str {
         match self.runs {
             Runs::Template { .. } => "template",
-            Runs::Cwl(_) => "cwl",
+            Runs::Cwl(_) | Runs::CwlRunner { .. } => "cwl",
         }
     }
 
@@ -120,7 +136,7 @@ impl Program {
     pub fn template(&self) -> Option<&Template> {
         match &self.runs {
             Runs::Template { template, .. } => Some(template),
-            Runs::Cwl(_) => None,
+            Runs::Cwl(_) | Runs::CwlRunner { .. } => None,
         }
     }
 
@@ -135,6 +151,12 @@ impl Program {
                     d[k] = v.clone();
                 }
                 d
+            }
+            Runs::CwlRunner { document, .. } => {
+                // A packed document's process is its `#main`.
+                let main = document["$graph"].as_array().and_then(|g| g.iter().find(|p| p["id"] == "#main")).unwrap_or(document);
+                serde_json::json!({"name": self.name, "class": main["class"], "inputs": main["inputs"], "outputs": main["outputs"],
+                                   "runner": "the endpoint's CWL runner"})
             }
         }
     }
@@ -171,6 +193,9 @@ pub struct Limits {
     /// How long an ended job, or an upload, is kept before it is removed.
     #[serde(with = "seconds")]
     pub job_ttl: Duration,
+    /// The command that runs the CWL documents the engine here does not
+    /// (`--cwl-runner`; `cwl::delegate`); none if empty.
+    pub cwl_runner: Vec<String>,
 }
 
 impl Default for Limits {
@@ -187,6 +212,7 @@ impl Default for Limits {
             max_jobs_per_key: 500,
             max_uploads_per_key: 1000,
             job_ttl: Duration::from_secs(24 * 3600),
+            cwl_runner: Vec::new(),
         }
     }
 }
@@ -224,6 +250,8 @@ pub struct Jobs {
     max_uploads_per_key: usize,
     /// How long ended jobs and uploads are kept.
     pub ttl: Duration,
+    /// Runs the CWL documents the engine here does not (`Limits::cwl_runner`).
+    cwl_runner: Vec<String>,
 }
 
 /// When to try again when the job table, or a key's uploads, is full and nothing is due to expire soon.
@@ -252,6 +280,7 @@ impl Jobs {
             max_jobs_per_key: limits.max_jobs_per_key,
             max_uploads_per_key: limits.max_uploads_per_key,
             ttl: limits.job_ttl,
+            cwl_runner: limits.cwl_runner.clone(),
         };
         restore::restore(&jobs, keys)?;
         Ok(jobs)
@@ -264,15 +293,15 @@ impl Jobs {
 
     /// Deploy `template` as program `name` (replacing one of that name).
     pub fn deploy(&self, name: &str, template: &str) -> Result<()> {
-        self.install(Program::parse(name, "template", template)?);
+        self.install(Program::parse(name, "template", template, &[])?);
         Ok(())
     }
 
-    /// Deploy the CWL `CommandLineTool` `document` (JSON text) as program
-    /// `name` (replacing one of that name); refused, saying why, if it uses
-    /// what mpiws does not support.
+    /// Deploy the CWL `document` (JSON text) as program `name` (replacing
+    /// one of that name); refused, saying why, if neither the engine here
+    /// nor the endpoint's CWL runner runs it (`Program::parse`).
     pub fn deploy_cwl(&self, name: &str, document: &str) -> Result<()> {
-        self.install(Program::parse(name, "cwl", document)?);
+        self.install(Program::parse(name, "cwl", document, &self.cwl_runner)?);
         Ok(())
     }
 

@@ -109,7 +109,7 @@ fn rebuilt(jobs: &Jobs, row: &Row, owner: KeyId, kept: Kept) -> Option<Arc<Job>>
     if !is_id(&row.id) {
         return None; // its directory is named by it
     }
-    let program = Program::parse(&row.program, &row.kind, &row.source).ok()?;
+    let program = Program::parse(&row.program, &row.kind, &row.source, &jobs.cwl_runner).ok()?;
     Job::from_row(row, Arc::new(program), owner, jobs.job_dir(&row.id).ok()?, jobs.disk.clone(), kept)
 }
 

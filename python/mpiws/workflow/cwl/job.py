@@ -6,6 +6,7 @@ downloaded into ``--outdir`` with their checksums, as cwltool reports it."""
 
 import os
 import shutil
+from urllib.parse import unquote
 
 from ...jobs import download
 from ..values import file_object
@@ -42,18 +43,32 @@ def from_file(v, base):
     if isinstance(v, list):
         return [from_file(x, base) for x in v]
     if isinstance(v, dict) and v.get("class") in ("File", "Directory"):
-        if "contents" in v and v["class"] == "File":
-            return {"class": "File", "contents": v["contents"], "basename": v.get("basename", "contents")}
-        where = v.get("path") or v.get("location")
-        if not where:
-            raise CwlError(f"a {v['class']} in the job has no path or location")
-        if where.startswith(("http://", "https://")):
-            return dict(v, location=where, basename=v.get("basename") or where.rstrip("/").rsplit("/", 1)[-1])
-        where = where[len("file://") :] if where.startswith("file://") else where
-        return local(v["class"], os.path.join(base, where))
+        return dict(_described(v, base), **_beside(v, base))
     if isinstance(v, dict):
         return {k: from_file(x, base) for k, x in v.items()}
     return v
+
+
+def _described(v, base):
+    if "contents" in v and v["class"] == "File":
+        return {"class": "File", "contents": v["contents"], "basename": v.get("basename", "contents")}
+    where = v.get("path") or v.get("location")
+    if not where and v["class"] == "Directory" and "listing" in v:  # a literal: its listing
+        return {"class": "Directory", "basename": v.get("basename", "dir"), "listing": from_file(v["listing"], base)}
+    if not where:
+        raise CwlError(f"a {v['class']} in the job has no path or location")
+    if where.startswith(("http://", "https://")):
+        return dict(v, location=where, basename=v.get("basename") or where.rstrip("/").rsplit("/", 1)[-1])
+    where = unquote(where[len("file://") :]) if where.startswith("file://") else where
+    return local(v["class"], os.path.join(base, where))
+
+
+def _beside(v, base):
+    """What a File or Directory of a job carries besides itself: its format, its secondary files."""
+    out = {"format": v["format"]} if isinstance(v.get("format"), str) else {}
+    if isinstance(v.get("secondaryFiles"), list):
+        out["secondaryFiles"] = from_file(v["secondaryFiles"], base)
+    return out
 
 
 def job_object(path=None, args=()):
@@ -109,14 +124,7 @@ class Wire:
             return v
         cls = v.get("class")
         if cls == "File":
-            if "contents" in v and "path" not in v and "location" not in v:
-                return {"class": "File", "contents": v["contents"], "basename": v["basename"]}
-            if "path" in v:  # local: uploaded to the job's endpoint
-                k = (endpoint, v["path"])
-                if k not in self.uploaded:
-                    self.uploaded[k] = self.upload(endpoint, v["path"])
-                return {"class": "File", "location": self.uploaded[k], "basename": v["basename"]}
-            return {"class": "File", "location": v["location"], "basename": v["basename"]}  # by reference
+            return dict(self._file(v, endpoint), **self._beside(v, endpoint))
         if cls == "Directory":
             if "path" in v:
                 listing = [
@@ -132,6 +140,22 @@ class Wire:
                 "listing": [self.value(x, endpoint) for x in listing],
             }
         return {k: self.value(x, endpoint) for k, x in v.items()}
+
+    def _file(self, v, endpoint):
+        if "contents" in v and "path" not in v and "location" not in v:
+            return {"class": "File", "contents": v["contents"], "basename": v["basename"]}
+        if "path" in v:  # local: uploaded to the job's endpoint
+            k = (endpoint, v["path"])
+            if k not in self.uploaded:
+                self.uploaded[k] = self.upload(endpoint, v["path"])
+            return {"class": "File", "location": self.uploaded[k], "basename": v["basename"]}
+        return {"class": "File", "location": v["location"], "basename": v["basename"]}  # by reference
+
+    def _beside(self, v, endpoint):
+        out = {"format": v["format"]} if isinstance(v.get("format"), str) else {}
+        if v.get("secondaryFiles"):
+            out["secondaryFiles"] = self.value(v["secondaryFiles"], endpoint)
+        return out
 
 
 def final(v, outdir, taken=None):
@@ -185,6 +209,10 @@ def final(v, outdir, taken=None):
     }
     if "contents" in v:
         out["contents"] = v["contents"]
+    if "format" in v:
+        out["format"] = v["format"]
+    if v.get("secondaryFiles"):
+        out["secondaryFiles"] = final(v["secondaryFiles"], outdir, taken)
     return out
 
 

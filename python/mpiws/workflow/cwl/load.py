@@ -105,12 +105,17 @@ class Tool:
     path: str = None
 
     @property
+    def process(self):
+        """The document's process (a packed one's ``#main``)."""
+        return next((p for p in self.doc.get("$graph", ()) if p.get("id") == "#main"), self.doc)
+
+    @property
     def inputs(self):
-        return dict(entries(self.doc.get("inputs"), "inputs"))
+        return dict(entries(self.process.get("inputs"), "inputs"))
 
     @property
     def outputs(self):
-        return [n for n, _ in entries(self.doc.get("outputs"), "outputs")]
+        return [n for n, _ in entries(self.process.get("outputs"), "outputs")]
 
 
 @dataclass
@@ -227,14 +232,3 @@ def _source(src, steps):
     if len(parts) >= 2 and parts[-2] in steps:
         return parts[-2], parts[-1]
     return None, parts[-1]
-
-
-def tool_spec(spec):
-    """``[NAME=]PATH`` of ``mpiws serve --program-cwl``: (name, the CommandLineTool's document)."""
-    name, sep, path = spec.partition("=")
-    if not sep:
-        name, path = "", spec
-    tool = load(path)
-    if not isinstance(tool, Tool):
-        raise CwlError(f"{path}: only a CommandLineTool is deployed as a program")
-    return (name.strip() or tool.name), tool.doc

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from ..programs import Jobs
 from ..record import Record, kept
-from . import steps
+from . import steps, whole
 from .job import Wire, final, from_file, job_object, split_input
 from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, endpoint_hint, entries, load
 
@@ -137,10 +137,8 @@ class Runner:
         hosts = sorted({urlsplit(p[0]).netloc.rpartition("@")[2] for p in self.place.values() if p})
         try:
             self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts)
-        except Exception as e:  # noqa: BLE001 - the endpoint refused a tool: say which, and why
-            said = str(e).removeprefix("MPI_ERR_ARG: ")
-            # The core names what it does not run "... is not supported" (crates/core/src/jobs/cwl).
-            raise (CwlUnsupported if "is not supported" in said else CwlError)(said) from None
+        except Exception as e:  # noqa: BLE001 - the endpoint refused a tool: `run` has the document run whole
+            raise CwlUnsupported(str(e).removeprefix("MPI_ERR_ARG: ")) from None
 
     def where(self, step):
         """(endpoint URL, program name) of a step."""
@@ -167,8 +165,10 @@ class Runner:
         self.record.unit(step.name, index, "running", job=job.url)
         try:
             outputs = self.jobs.finish(step.name, job, raw=True)
-        except Exception:
+        except Exception as e:
             self.record.unit(step.name, index, "failed", job=job.url)
+            if getattr(e, "exit_code", None) == UNSUPPORTED and whole.is_packed(step.tool.doc):
+                raise CwlUnsupported(f"the endpoint's CWL runner does not run it: {e}") from None  # its own 33
             raise
         self.record.unit(step.name, index, "done", job=job.url)
         return outputs
@@ -238,7 +238,23 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
     ``job`` (input name -> value; Files as ``job.local`` makes them): (output object, run record).
     Output files are downloaded into ``outdir``; ``record``: a path to write the run record to;
     ``named``: the inputs the command line names, which must exist (others not declared are left out)."""
-    doc = flow if isinstance(flow, (Tool, Workflow)) else load(flow)
+    if isinstance(flow, (Tool, Workflow)):
+        return _run(flow, job, outdir, key, endpoints, progress, record, named)
+    try:
+        doc = load(flow)
+    except CwlError:
+        # What the step engine here does not read, cwltool's loader does: a wrong
+        # document is refused there, for its reason; a valid one runs whole.
+        return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
+    try:
+        return _run(doc, job, outdir, key, endpoints, progress, record, named)
+    except CwlUnsupported as e:  # found as it ran (JavaScript in a step's valueFrom, say)
+        if progress:
+            print(f"mpiws: {e}: the document runs whole instead, by the endpoint's CWL runner", file=sys.stderr)
+        return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
+
+
+def _run(doc, job, outdir, key, endpoints, progress, record, named):
     wf = doc if isinstance(doc, Workflow) else as_workflow(doc)
     values = bind(wf, job or {}, named)
     r = Runner(wf, key=key, endpoints=endpoints, progress=progress)

@@ -11,7 +11,7 @@ import sys
 from types import SimpleNamespace
 
 from ..command import add_endpoint_options
-from .run import UNSUPPORTED, run_command
+from .run import run_command
 
 
 def parser():
@@ -32,9 +32,6 @@ def parser():
 
 def main(argv=None):
     a = parser().parse_args(argv)
-    if "#" in a.document:
-        print(f"mpiws-cwl-runner: {a.document}: a process inside a document (#id) is not supported", file=sys.stderr)
-        return UNSUPPORTED
     args = SimpleNamespace(
         prog="mpiws-cwl-runner",
         flow=a.document,

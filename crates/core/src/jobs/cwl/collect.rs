@@ -200,7 +200,7 @@ pub fn encode(segment: &str) -> String {
 }
 
 /// The File or Directory object of `rel` in `outdir`.
-fn object(outdir: &Path, rel: &str, files_url: &str, load_contents: bool, budget: &mut usize) -> Result<Value, String> {
+pub(super) fn object(outdir: &Path, rel: &str, files_url: &str, load_contents: bool, budget: &mut usize) -> Result<Value, String> {
     if *budget == 0 {
         return Err(format!("more than {MAX_REPORTED} files and directories"));
     }

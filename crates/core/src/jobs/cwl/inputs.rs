@@ -37,8 +37,9 @@ pub struct Stage {
     pub from: From,
 }
 
-struct Checker {
-    stages: Vec<Stage>,
+#[derive(Default)]
+pub(super) struct Checker {
+    pub(super) stages: Vec<Stage>,
     elements: usize,
     slots: usize,
 }
@@ -137,6 +138,51 @@ impl Checker {
         }
     }
 
+    /// Any value, checked by shape only (`delegate`): each File and Directory
+    /// staged, a File's `secondaryFiles` beside it; records and lists walked.
+    pub(super) fn any(&mut self, v: Value, what: &str) -> Result<Value, String> {
+        match v {
+            Value::Object(mut o) if o.get("class").and_then(Value::as_str) == Some("File") => {
+                let secondary = match o.remove("secondaryFiles") {
+                    None => vec![],
+                    Some(Value::Array(a)) => a,
+                    Some(_) => return Err(format!("{what}: secondaryFiles is a list")),
+                };
+                let mut f = self.file(Value::Object(o), what)?;
+                if !secondary.is_empty() {
+                    let slot = f["path"].as_str().and_then(|p| p.rsplit_once('/')).map(|(dir, _)| dir.to_string()).unwrap_or_default();
+                    let mut staged = vec![];
+                    for (i, x) in secondary.into_iter().enumerate() {
+                        let w = format!("{what}'s secondaryFiles[{i}]");
+                        staged.push(match x {
+                            Value::Object(d) if d.get("class").and_then(Value::as_str) == Some("Directory") => {
+                                self.directory(d, &w, Some(&slot))?
+                            }
+                            x @ Value::Object(_) => self.file_in(x, &w, Some(&slot))?,
+                            _ => return Err(format!("{w} is a File or a Directory")),
+                        });
+                    }
+                    f["secondaryFiles"] = Value::Array(staged);
+                }
+                Ok(f)
+            }
+            Value::Object(o) if o.get("class").and_then(Value::as_str) == Some("Directory") => self.directory(o, what, None),
+            Value::Object(o) => o
+                .into_iter()
+                .map(|(k, x)| Ok((k.clone(), self.any(x, &format!("{what}.{k}"))?)))
+                .collect::<Result<_, String>>()
+                .map(Value::Object),
+            Value::Array(a) => {
+                self.elements += a.len();
+                if self.elements > MAX_ELEMENTS {
+                    return Err(format!("a job's lists hold at most {MAX_ELEMENTS} elements"));
+                }
+                a.into_iter().enumerate().map(|(i, x)| self.any(x, &format!("{what}[{i}]"))).collect::<Result<_, _>>().map(Value::Array)
+            }
+            scalar => Ok(scalar),
+        }
+    }
+
     fn slot(&mut self) -> Result<String, String> {
         self.slots += 1;
         if self.stages.len() >= MAX_STAGED {
@@ -194,7 +240,11 @@ impl Checker {
             None => format!("{}/{basename}", self.slot()?),
         };
         self.stages.push(Stage { what: what.to_string(), rel: rel.clone(), from });
-        Ok(json!({"class": "File", "basename": basename, "path": rel}))
+        let mut f = json!({"class": "File", "basename": basename, "path": rel});
+        if let Some(Value::String(format)) = o.get("format") {
+            f["format"] = json!(format);
+        }
+        Ok(f)
     }
 
     fn directory(&mut self, o: Map<String, Value>, what: &str, parent: Option<&str>) -> Result<Value, String> {
@@ -239,7 +289,7 @@ impl Checker {
 }
 
 /// A basename is one plain path component: it never leads out of its directory.
-fn check_basename(b: &str, what: &str) -> Result<(), String> {
+pub(super) fn check_basename(b: &str, what: &str) -> Result<(), String> {
     // No control characters either: a name with a newline would forge lines
     // in anything that lists files one per line.
     if b.is_empty() || b == "." || b == ".." || b.contains('/') || b.chars().any(char::is_control) || b.len() > 255 {
@@ -297,9 +347,11 @@ pub fn resolve(v: &Value, dir: &Path) -> Value {
             if o["class"] == "File" {
                 o.insert("size".into(), json!(std::fs::symlink_metadata(&path).map(|m| m.len()).unwrap_or(0)));
             }
-            if let Some(Value::Array(l)) = o.get("listing") {
-                let l = l.iter().map(|x| resolve(x, dir)).collect();
-                o.insert("listing".into(), Value::Array(l));
+            for k in ["listing", "secondaryFiles"] {
+                if let Some(Value::Array(l)) = o.get(k) {
+                    let l = l.iter().map(|x| resolve(x, dir)).collect();
+                    o.insert(k.into(), Value::Array(l));
+                }
             }
             Value::Object(o)
         }

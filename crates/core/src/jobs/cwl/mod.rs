@@ -13,6 +13,8 @@
 //!   and where its Files and Directories are staged.
 //! - [`argv`]: the command line, by CWL's binding and ordering rules.
 //! - [`collect`]: the output object, by glob inside the output directory.
+//! - [`delegate`]: what the engine here does not run, run by the CWL runner
+//!   the endpoint was given (cwltool), inside the job's directory.
 //!
 //! Supported: `baseCommand`, `arguments`, `inputBinding` (`position`,
 //! `prefix`, `separate`, `itemSeparator`, `valueFrom` as references),
@@ -34,6 +36,7 @@
 
 pub mod argv;
 pub mod collect;
+pub mod delegate;
 pub mod inputs;
 pub mod params;
 pub mod tool;

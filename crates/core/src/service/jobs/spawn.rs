@@ -70,7 +70,8 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
     };
     let checked = match &program.runs {
         Runs::Template { template, .. } => check_inputs(ep, &program, template, inputs),
-        Runs::Cwl(tool) => check_cwl(ep, tool, inputs),
+        Runs::Cwl(tool) => check_cwl(ep, cwl::inputs::check(tool, inputs)),
+        Runs::CwlRunner { .. } => check_cwl(ep, cwl::delegate::check_job(inputs)),
     };
     let (plan, files) = match checked {
         Ok(x) => x,
@@ -146,8 +147,8 @@ fn check_inputs(
 }
 
 /// A CWL job object, checked against the tool; its files' URLs checked as a template's are.
-fn check_cwl(ep: &Endpoint, tool: &cwl::Tool, inputs: Map<String, Value>) -> Result<(Plan, Vec<Input>), String> {
-    let (job, stages) = cwl::inputs::check(tool, inputs)?;
+fn check_cwl(ep: &Endpoint, checked: Result<(Map<String, Value>, Vec<cwl::inputs::Stage>), String>) -> Result<(Plan, Vec<Input>), String> {
+    let (job, stages) = checked?;
     let mut files = Vec::with_capacity(stages.len());
     for s in stages {
         let source = match s.from {

@@ -1,0 +1,270 @@
+//! CWL documents this endpoint's own engine does not run (JavaScript,
+//! `InitialWorkDirRequirement`, `ShellCommandRequirement`, records,
+//! workflows, `ExpressionTool`s, packed `$graph`s ...) run by the CWL
+//! runner the endpoint was given (`mpiws serve --cwl-runner`; cwltool, the
+//! reference, by default): each job is one run of it, inside the job's
+//! directory, under the job's limits, as any other program's.
+//!
+//! The rules that keep this as safe as the endpoint's own engine:
+//! - The deployed document is the rule, as for every program; it holds no
+//!   way out of the job: no `$import`, `$include`, `$mixin` or `$schemas`
+//!   (a deployer packs the document: `cwltool --pack`), and no File or
+//!   Directory by `location` or `path` (a document's own files travel in it,
+//!   as `contents` or a `listing`). The runner reads nothing but the document
+//!   and the job object.
+//! - The client's job object is checked as for the own engine, but by shape
+//!   rather than type (the runner checks types): each File and Directory is
+//!   staged into `in/K/` (a File's `secondaryFiles` beside it), from an
+//!   upload, a URL under the fetch rules, or its `contents`; the runner sees
+//!   them as paths in the job's directory.
+//! - The runner's options are the deployer's (`--cwl-runner`), and where it
+//!   writes (`--outdir out/`, temporary directories in `tmp/`) this file's;
+//!   nothing from the client becomes one.
+//! - Its output object (its stdout) names files; each must be inside `out/`
+//!   and is described again from the disk (`collect::object`: no symlinks,
+//!   sizes and checksums as they are), its location the job's file URL.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::collect::{object, MAX_REPORTED};
+use super::inputs::{check_basename, split_ext, Checker, Stage};
+use super::{OUT, TMP};
+
+/// The document as the job's directory holds it, for the runner.
+pub const DOCUMENT: &str = "document.cwl";
+/// The job object as the runner reads it.
+pub const JOB: &str = "job.json";
+/// Most of the runner's output object that is read.
+pub const MAX_OUTPUT: u64 = 16 << 20;
+
+/// Keys of a document that would reach outside it.
+const REACHING_OUT: [&str; 4] = ["$import", "$include", "$mixin", "$schemas"];
+
+/// Refused, saying why, if the document reaches outside itself (see the module's doc).
+pub fn check_document(doc: &Value) -> Result<(), String> {
+    fn walk(v: &Value, at: &str) -> Result<(), String> {
+        match v {
+            Value::Object(o) => {
+                if let Some(k) = REACHING_OUT.iter().find(|k| o.contains_key(**k)) {
+                    return Err(format!("{at}: {k} reaches outside the document (deploy it packed: cwltool --pack)"));
+                }
+                let class = o.get("class").and_then(Value::as_str);
+                if matches!(class, Some("File" | "Directory")) {
+                    if let Some(k) = ["location", "path"].iter().find(|k| o.get(**k).is_some_and(Value::is_string)) {
+                        return Err(format!(
+                            "{at}: a {} by {k} reaches outside the document (give it by contents or listing)",
+                            class.unwrap_or_default()
+                        ));
+                    }
+                }
+                o.iter().try_for_each(|(k, x)| walk(x, &format!("{at}/{k}")))
+            }
+            Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| walk(x, &format!("{at}/{i}"))),
+            _ => Ok(()),
+        }
+    }
+    if !doc.is_object() {
+        return Err("a CWL document is an object".into());
+    }
+    walk(doc, "")
+}
+
+/// The client's job object checked by shape, and what to stage (see the module's doc).
+/// Its names are plain: the runner would read `cwl:requirements` (code of the
+/// client's: expressions, environment) and `$include` (a file of the endpoint's).
+pub fn check_job(given: Map<String, Value>) -> Result<(Map<String, Value>, Vec<Stage>), String> {
+    fn plain(v: &Value, at: &str) -> Result<(), String> {
+        match v {
+            Value::Object(o) => o.iter().try_for_each(|(k, x)| {
+                if k.starts_with('$') || k.contains(':') || k.contains('#') {
+                    return Err(format!("{at}: {k:?} is not an input's name or a value's field (no $-directives, no cwl: fields)"));
+                }
+                plain(x, &format!("{at}.{k}"))
+            }),
+            Value::Array(a) => a.iter().try_for_each(|x| plain(x, at)),
+            _ => Ok(()),
+        }
+    }
+    plain(&Value::Object(given.clone()), "the job")?;
+    let mut c = Checker::default();
+    let job = given.into_iter().map(|(k, v)| Ok((k.clone(), c.any(v, &format!("input '{k}'"))?))).collect::<Result<_, String>>()?;
+    Ok((job, c.stages))
+}
+
+/// The command line of a job in `dir`: the runner, where it writes, the document and the job.
+pub fn argv(runner: &[String], dir: &Path) -> Vec<String> {
+    let at = |p: &str| dir.join(p).to_string_lossy().into_owned();
+    let mut argv = runner.to_vec();
+    argv.extend([
+        "--outdir".into(),
+        at(OUT),
+        "--tmpdir-prefix".into(),
+        at(&format!("{TMP}/t")),
+        "--tmp-outdir-prefix".into(),
+        at(&format!("{TMP}/o")),
+        at(DOCUMENT),
+        at(JOB),
+    ]);
+    argv
+}
+
+/// The runner's output object (`printed`, its stdout) with each File and
+/// Directory described again from `outdir`, located under `files_url`.
+pub fn collect(printed: &str, outdir: &Path, files_url: &str) -> Result<Map<String, Value>, String> {
+    let v: Value = serde_json::from_str(printed).map_err(|e| format!("the CWL runner printed no output object: {e}"))?;
+    let Value::Object(o) = v else { return Err("the CWL runner's output is not an object".into()) };
+    let mut budget = MAX_REPORTED;
+    o.into_iter()
+        .map(|(k, v)| Ok((k.clone(), again(v, outdir, files_url, &mut budget).map_err(|e| format!("output '{k}': {e}"))?)))
+        .collect()
+}
+
+fn again(v: Value, outdir: &Path, files_url: &str, budget: &mut usize) -> Result<Value, String> {
+    match v {
+        Value::Array(a) => a.into_iter().map(|x| again(x, outdir, files_url, budget)).collect::<Result<_, _>>().map(Value::Array),
+        Value::Object(o) if matches!(o.get("class").and_then(Value::as_str), Some("File" | "Directory")) => {
+            let rel = inside(&o, outdir)?;
+            let mut fresh = object(outdir, &rel, files_url, false, budget)?;
+            // The name it goes by, where it differs from the file's (cwltool renames
+            // a second `a.txt` in its output directory `a.txt_2`, and says `a.txt`).
+            if let Some(name) = o.get("basename").and_then(Value::as_str).filter(|n| check_basename(n, "").is_ok()) {
+                if fresh["class"] == "File" {
+                    let (root, ext) = split_ext(name);
+                    (fresh["nameroot"], fresh["nameext"]) = (root.into(), ext.into());
+                }
+                fresh["basename"] = name.into();
+            }
+            for k in ["format", "contents"] {
+                if let Some(x) = o.get(k).filter(|x| x.is_string()) {
+                    fresh[k] = x.clone();
+                }
+            }
+            if let Some(Value::Array(s)) = o.get("secondaryFiles") {
+                let s = s.iter().map(|x| again(x.clone(), outdir, files_url, budget)).collect::<Result<Vec<_>, _>>()?;
+                fresh["secondaryFiles"] = Value::Array(s);
+            }
+            Ok(fresh)
+        }
+        Value::Object(o) => {
+            o.into_iter().map(|(k, x)| Ok((k, again(x, outdir, files_url, budget)?))).collect::<Result<_, _>>().map(Value::Object)
+        }
+        other => Ok(other),
+    }
+}
+
+/// Where a reported File or Directory is, relative to `outdir`; an error if it is not inside.
+fn inside(o: &Map<String, Value>, outdir: &Path) -> Result<String, String> {
+    let path = match (o.get("path").and_then(Value::as_str), o.get("location").and_then(Value::as_str)) {
+        (Some(p), _) => p.to_string(),
+        (None, Some(l)) if l.starts_with("file://") => percent_decoded(&l["file://".len()..])?,
+        _ => return Err("a file the CWL runner reported has no local path".into()),
+    };
+    let rel = Path::new(&path).strip_prefix(outdir).map_err(|_| format!("{path:?} is not in the job's output directory"))?;
+    let ok = rel.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+    match rel.to_str() {
+        Some(r) if ok && !r.is_empty() => Ok(r.to_string()),
+        _ => Err(format!("{path:?} is not a file inside the job's output directory")),
+    }
+}
+
+fn percent_decoded(s: &str) -> Result<String, String> {
+    let (b, mut out) = (s.as_bytes(), Vec::with_capacity(s.len()));
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+            out.push(hex.ok_or_else(|| format!("bad percent-encoding in {s:?}"))?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("{s:?} is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_document_that_reaches_outside_itself_is_refused() {
+        let ok = json!({"class": "CommandLineTool", "inputs": [{"id": "#main/f", "type": "File",
+                        "default": {"class": "File", "contents": "x", "basename": "a.py"}}], "outputs": []});
+        assert!(check_document(&ok).is_ok());
+        for (doc, why) in [
+            (json!({"class": "Workflow", "requirements": [{"$import": "types.yml"}]}), "$import"),
+            (json!({"class": "CommandLineTool", "$schemas": ["http://edamontology.org/EDAM.owl"]}), "$schemas"),
+            (json!({"inputs": [{"default": {"class": "File", "location": "file:///etc/passwd"}}]}), "File by location"),
+            (json!({"steps": [{"in": {"d": {"default": {"class": "Directory", "path": "/root"}}}}]}), "Directory by path"),
+            (json!(["a list"]), "an object"),
+        ] {
+            let e = check_document(&doc).unwrap_err();
+            assert!(e.contains(why), "{doc}: {e}");
+        }
+    }
+
+    #[test]
+    fn job_files_anywhere_are_staged_and_secondary_files_beside_theirs() {
+        let given = json!({
+            "n": 3, "rec": {"a": {"class": "File", "contents": "x", "basename": "a.txt", "format": "http://edam/format_1"}},
+            "f": {"class": "File", "location": "http://h/files/u1", "basename": "r.bam",
+                  "secondaryFiles": [{"class": "File", "location": "http://h/files/u2", "basename": "r.bam.bai"}]},
+        });
+        let (job, stages) = check_job(given.as_object().unwrap().clone()).unwrap();
+        assert_eq!(job["n"], json!(3));
+        assert_eq!(job["rec"]["a"]["format"], json!("http://edam/format_1"));
+        let primary = job["f"]["path"].as_str().unwrap();
+        let secondary = job["f"]["secondaryFiles"][0]["path"].as_str().unwrap();
+        assert_eq!(Path::new(primary).parent(), Path::new(secondary).parent(), "{job:?}");
+        assert_eq!(stages.len(), 3);
+        for (bad, why) in [
+            (json!({"f": {"class": "File", "path": "/etc/passwd"}}), "location"),
+            (json!({"f": {"class": "File", "contents": "x", "basename": "../x"}}), "not a plain file name"),
+            (json!({"f": {"class": "File", "contents": "x", "secondaryFiles": "no"}}), "secondaryFiles is a list"),
+            (json!({"cwl:requirements": [{"class": "EnvVarRequirement"}]}), "no cwl: fields"),
+            (json!({"x": {"$include": "/etc/passwd"}}), "no $-directives"),
+            (json!({"x": [{"$import": "/etc/passwd"}]}), "no $-directives"),
+        ] {
+            let e = check_job(bad.as_object().unwrap().clone()).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_runners_outputs_are_described_again_and_only_from_inside_the_output_directory() {
+        let d = std::env::temp_dir().join(format!("mpiws-delegate-{}", std::process::id()));
+        let out = d.join(OUT);
+        std::fs::create_dir_all(out.join("dir")).unwrap();
+        std::fs::write(out.join("a b.txt"), "hello").unwrap();
+        std::fs::write(out.join("dir/x"), "1").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", out.join("leak")).unwrap();
+        let at = |p: &str| format!("file://{}/{p}", out.display());
+        let printed = json!({
+            "t": {"class": "File", "location": at("a%20b.txt"), "size": 999, "format": "fmt", "basename": "a.txt"},
+            "d": {"class": "Directory", "location": at("dir")}, "n": 1, "none": null,
+        })
+        .to_string();
+        let o = collect(&printed, &out, "http://e/jobs/J/files").unwrap();
+        assert_eq!(o["t"]["size"], json!(5), "sizes are the disk's, not the runner's word");
+        assert_eq!(o["t"]["location"], json!("http://e/jobs/J/files/a%20b.txt"));
+        assert_eq!(o["t"]["format"], json!("fmt"));
+        assert_eq!((o["t"]["basename"].clone(), o["t"]["nameroot"].clone()), (json!("a.txt"), json!("a")), "the name it goes by");
+        assert_eq!(o["d"]["listing"][0]["basename"], json!("x"));
+        assert_eq!((o["n"].clone(), o["none"].clone()), (json!(1), json!(null)));
+        for (bad, why) in [
+            (json!({"x": {"class": "File", "location": "file:///etc/passwd"}}), "not in the job's output directory"),
+            (json!({"x": {"class": "File", "location": at("../../etc/passwd")}}), "not a file inside"),
+            (json!({"x": {"class": "File", "location": at("leak")}}), "leak"),
+            (json!({"x": {"class": "File", "location": "http://elsewhere/x"}}), "no local path"),
+            (json!([1]), "not an object"),
+        ] {
+            let e = collect(&bad.to_string(), &out, "http://e/jobs/J/files").unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

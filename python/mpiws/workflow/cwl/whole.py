@@ -1,0 +1,133 @@
+"""A CWL document that mpiws's own step engine does not run (JavaScript in a
+workflow, sub-workflows, ExpressionTools, records, packed ``$graph``
+documents, ``$import``...) is run *whole*, as one job on the run's local
+endpoint, by that endpoint's CWL runner (cwltool, the reference:
+``crates/core/src/jobs/cwl/delegate.rs``).
+
+cwltool's own loader (schema-salad) reads and validates it here, so a wrong
+document is refused before anything starts, for the reason the reference
+gives; it is packed into one self-contained object, the files it names
+itself (a default script, say) carried inside it as their contents, since
+the endpoint runs nothing from outside the document. Files of the job pass
+as for every CWL job: local ones uploaded, outputs downloaded into
+``outdir``."""
+
+import logging
+import os
+import re
+
+from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, load
+
+#: The most a document's own files may weigh, together, to be carried inside it.
+MAX_CARRIED = 16 << 20
+
+
+def pack(path):
+    """The document at ``path`` (a file, or ``FILE#id`` for one process of it) validated and packed
+    into one object by cwltool; CwlError saying why if it is not valid CWL."""
+    path = str(path)
+    try:
+        from cwltool.context import LoadingContext
+        from cwltool.load_tool import fetch_document, resolve_and_validate_document
+        from cwltool.pack import pack as packed
+    except ImportError:
+        raise CwlUnsupported(
+            f"{path}: running it needs cwltool, the reference CWL runner (pip install 'mpiws[cwl]')"
+        ) from None
+    logging.getLogger("cwltool").setLevel(logging.ERROR)  # its warnings are for its own runs
+    file, hash_, process = path.partition("#")
+    if not os.path.isfile(file):
+        raise CwlError(f"{file}: no such file")
+    uri = "file://" + os.path.abspath(file) + hash_ + process
+    try:
+        context, document, uri = fetch_document(uri, LoadingContext())
+        context, uri = resolve_and_validate_document(context, document, uri)
+        return packed(context, uri)
+    except Exception as e:  # noqa: BLE001 - schema-salad's and cwltool's reasons, in their words
+        raise CwlError(f"{path}: {str(e).strip()}") from None
+
+
+def carried(doc):
+    """``doc`` with each File and Directory it names on this machine (``file://``) replaced by its
+    contents or listing, as the endpoint takes them; CwlUnsupported for what cannot travel so."""
+    budget = [MAX_CARRIED]
+
+    def walk(v):
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        if v.get("class") in ("File", "Directory") and str(v.get("location", "")).startswith("file://"):
+            return inline(v)
+        return {k: walk(x) for k, x in v.items()}
+
+    def inline(v):
+        path = v["location"][len("file://") :]
+        from urllib.parse import unquote
+
+        path = unquote(path)
+        basename = v.get("basename") or os.path.basename(path.rstrip("/"))
+        out = {k: walk(x) for k, x in v.items() if k not in ("location", "path", "listing", "contents")}
+        out["basename"] = basename
+        if v["class"] == "Directory":
+            if not os.path.isdir(path):
+                raise CwlError(f"the document names a directory that is not there: {path}")
+            out["listing"] = [
+                inline({"class": "Directory" if os.path.isdir(p) else "File", "location": "file://" + p})
+                for p in (os.path.join(path, n) for n in sorted(os.listdir(path)))
+            ]
+            return out
+        try:
+            with open(path, "rb") as f:
+                data = f.read(budget[0] + 1)
+        except OSError as e:
+            raise CwlError(f"the document names a file it cannot read: {path}: {e.strerror}") from None
+        budget[0] -= len(data)
+        if budget[0] < 0:
+            raise CwlUnsupported(f"the files the document names weigh more than {MAX_CARRIED >> 20} MiB together")
+        try:
+            out["contents"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CwlUnsupported(f"the document names a binary file ({path}): give it as an input instead") from None
+        return out
+
+    return walk(doc)
+
+
+def is_packed(doc):
+    """Whether ``doc`` is a document as ``pack`` makes it (run whole by the endpoint's CWL runner)."""
+    return "$graph" in doc
+
+
+def document(path):
+    """The document at ``path`` as the endpoint takes it (``pack``, then ``carried``)."""
+    return carried(pack(path))
+
+
+def as_workflow(path):
+    """The document at ``path``, run whole: a workflow of one step, the packed document's, named by its file."""
+    path = str(path)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.splitext(os.path.basename(path.partition("#")[0]))[0]) or "cwl"
+    tool = Tool(document(path), name, path.partition("#")[0])
+    ins, outs = list(tool.inputs), tool.outputs
+    step = Step(name, tool, {n: StepIn([(None, n)]) for n in ins}, outs)
+    # Every input optional here: the endpoint's runner fills in defaults and says what is missing.
+    inputs = {n: {"type": ["null", "Any"]} for n in ins}
+    return Workflow(name, tool.path, inputs, {o: StepIn([(name, o)]) for o in outs}, {name: step})
+
+
+def tool_spec(spec):
+    """``[NAME=]PATH`` of ``mpiws serve --program-cwl``: (name, the document to deploy): a
+    CommandLineTool's as it is; any other CWL document packed by cwltool, for the endpoint's
+    CWL runner (``whole``)."""
+    name, sep, path = spec.partition("=")
+    if not sep:
+        name, path = "", spec
+    try:
+        tool = load(path)
+    except CwlError:
+        tool = None
+    if isinstance(tool, Tool):
+        return (name.strip() or tool.name), tool.doc
+    wf = as_workflow(path)
+    return (name.strip() or wf.name), wf.steps[wf.name].tool.doc

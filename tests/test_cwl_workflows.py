@@ -178,7 +178,7 @@ def test_failures_say_what_and_where(tmp_path):
         shutil.copy(CWL / name, tmp_path / name)
     (tmp_path / "js_when.cwl").write_text(yaml.safe_dump(doc))
     _, err = runs(tmp_path / "js_when.cwl", CWL / "when.yml")
-    assert "step sort: when" in err and "without JavaScript" in err and "runs whole instead" in err
+    assert "step sort: when" in err and "without JavaScript" in err and "the document runs whole" in err
     with pytest.raises(CwlError, match="no input colour"):
         cwl_run(CWL / "sort.cwl", {"colour": "red"}, outdir=str(tmp_path), progress=False, named=["colour"])
     assert "has no input colour" in fails(CWL / "sort.cwl", "colour=red")

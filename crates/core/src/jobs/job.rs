@@ -414,7 +414,7 @@ impl Job {
                 for d in [cwl::OUT, cwl::TMP] {
                     make_private_dir(&self.dir.join(d)).map_err(|e| format!("cannot make the job's {d}/: {e}"))?;
                 }
-                let job = cwl::inputs::resolve(&Value::Object(job), &self.dir);
+                let job = cwl::delegate::as_the_runner_reads(cwl::inputs::resolve(&Value::Object(job), &self.dir));
                 for (name, v) in [(cwl::delegate::DOCUMENT, document), (cwl::delegate::JOB, &job)] {
                     std::fs::write(self.dir.join(name), v.to_string()).map_err(|e| format!("cannot write the job's {name}: {e}"))?;
                 }

@@ -4,7 +4,10 @@
   their ids normalized; ``job``: the job object, values on the wire, the
   final output object; ``steps``: a step's jobs from its sources (pure);
   ``run``: a run, each tool an mpiws job of a CWL program (the endpoint
-  builds its command line: ``crates/core/src/jobs/cwl``).
+  builds its command line: ``crates/core/src/jobs/cwl``); ``whole``: what
+  that step engine does not run, packed by cwltool's loader and run whole
+  by the endpoint's CWL runner (cwltool: ``jobs/cwl/delegate.rs``);
+  ``runner``: the ``cwl-runner`` interface.
 
 docs/workflows.md ("CWL") says what of CWL v1.2 is supported.
 """

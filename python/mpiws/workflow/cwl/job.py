@@ -52,14 +52,14 @@ def from_file(v, base):
 def _described(v, base):
     if "contents" in v and v["class"] == "File":
         return {"class": "File", "contents": v["contents"], "basename": v.get("basename", "contents")}
-    where = v.get("path") or v.get("location")
+    where = v.get("path") or v.get("location") and unquote(v["location"])  # a location is a URI
     if not where and v["class"] == "Directory" and "listing" in v:  # a literal: its listing
         return {"class": "Directory", "basename": v.get("basename", "dir"), "listing": from_file(v["listing"], base)}
     if not where:
         raise CwlError(f"a {v['class']} in the job has no path or location")
     if where.startswith(("http://", "https://")):
         return dict(v, location=where, basename=v.get("basename") or where.rstrip("/").rsplit("/", 1)[-1])
-    where = unquote(where[len("file://") :]) if where.startswith("file://") else where
+    where = where[len("file://") :] if where.startswith("file://") else where
     return local(v["class"], os.path.join(base, where))
 
 
@@ -134,10 +134,14 @@ class Wire:
                 ]
             else:
                 listing = v.get("listing", [])
+            # A directory of this machine keeps its location beside its listing: the endpoint's CWL
+            # runner then takes it as a directory (listed as `loadListing` says), not as a literal.
+            where = {"location": v["location"]} if "path" in v else {}
             return {
                 "class": "Directory",
                 "basename": v["basename"],
                 "listing": [self.value(x, endpoint) for x in listing],
+                **where,
             }
         return {k: self.value(x, endpoint) for k, x in v.items()}
 

@@ -219,7 +219,8 @@ def _step(name, s, base, steps, path):
 
 def _connection(e, key, steps):
     src = e.get(key)
-    multi = isinstance(src, list) or "linkMerge" in e
+    # A list of one source without linkMerge is that source's value, not wrapped (CWL v1.2).
+    multi = (isinstance(src, list) and len(src) > 1) or "linkMerge" in e
     sources = [_source(x, steps) for x in (src if isinstance(src, list) else [src] if src is not None else [])]
     return StepIn(
         sources, multi, e.get("linkMerge", "merge_nested"), e.get("pickValue"), e.get("default"), e.get("valueFrom")

@@ -135,8 +135,11 @@ class Runner:
         # Its jobs may pull files by reference from the endpoints the run names, and only those
         # beyond the default public addresses (they may be on loopback or a private network).
         hosts = sorted({urlsplit(p[0]).netloc.rpartition("@")[2] for p in self.place.values() if p})
+        # A packed document is for the endpoint's CWL runner; a step's own tool, for its own engine only:
+        # what that does not run has the whole document run by the runner (`run`), never one step of it.
+        runner = None if any(whole.is_packed(d) for _, d in programs) else []
         try:
-            self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts)
+            self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts, cwl_runner=runner)
         except Exception as e:  # noqa: BLE001 - the endpoint refused a tool: `run` has the document run whole
             raise CwlUnsupported(str(e).removeprefix("MPI_ERR_ARG: ")) from None
 
@@ -248,14 +251,17 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
         return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
     try:
         return _run(doc, job, outdir, key, endpoints, progress, record, named)
-    except CwlUnsupported as e:  # found as it ran (JavaScript in a step's valueFrom, say)
+    except CwlUnsupported as e:  # a tool the engine here refused, or found as it ran (JavaScript in a valueFrom)
         if progress:
-            print(f"mpiws: {e}: the document runs whole instead, by the endpoint's CWL runner", file=sys.stderr)
+            print(f"mpiws: {e}: the document runs whole, by the endpoint's CWL runner", file=sys.stderr)
         return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
 
 
 def _run(doc, job, outdir, key, endpoints, progress, record, named):
     wf = doc if isinstance(doc, Workflow) else as_workflow(doc)
+    for s in wf.steps.values():
+        if whole.is_packed(s.tool.doc):
+            job = whole.with_secondaries(job or {}, s.tool.doc)
     values = bind(wf, job or {}, named)
     r = Runner(wf, key=key, endpoints=endpoints, progress=progress)
     with kept(r.record, record, r.close):

@@ -15,7 +15,9 @@ as for every CWL job: local ones uploaded, outputs downloaded into
 import logging
 import os
 import re
+from urllib.parse import unquote
 
+from .job import local as local_object
 from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, load
 
 #: The most a document's own files may weigh, together, to be carried inside it.
@@ -50,22 +52,30 @@ def pack(path):
 def carried(doc):
     """``doc`` with each File and Directory it names on this machine (``file://``) replaced by its
     contents or listing, as the endpoint takes them; CwlUnsupported for what cannot travel so."""
-    budget = [MAX_CARRIED]
+    budget, found = [MAX_CARRIED], patterns(doc)
+
+    def local(v):
+        """The path of a File or Directory of this machine, if it is one."""
+        if not isinstance(v, dict) or v.get("class") not in ("File", "Directory"):
+            return None
+        where = v.get("location") or v.get("path")
+        if isinstance(where, str) and where.startswith("file://"):
+            return unquote(where[len("file://") :])
+        return None
 
     def walk(v):
         if isinstance(v, list):
             return [walk(x) for x in v]
         if not isinstance(v, dict):
             return v
-        if v.get("class") in ("File", "Directory") and str(v.get("location", "")).startswith("file://"):
+        if local(v):
             return inline(v)
-        return {k: walk(x) for k, x in v.items()}
+        # A default naming a file that is not there is left out, as cwltool only warns of it
+        # (the job may give the value); what it would have been for is then an error there.
+        return {k: walk(x) for k, x in v.items() if not (k == "default" and local(x) and not os.path.exists(local(x)))}
 
     def inline(v):
-        path = v["location"][len("file://") :]
-        from urllib.parse import unquote
-
-        path = unquote(path)
+        path = local(v)
         basename = v.get("basename") or os.path.basename(path.rstrip("/"))
         out = {k: walk(x) for k, x in v.items() if k not in ("location", "path", "listing", "contents")}
         out["basename"] = basename
@@ -89,9 +99,67 @@ def carried(doc):
             out["contents"] = data.decode("utf-8")
         except UnicodeDecodeError:
             raise CwlUnsupported(f"the document names a binary file ({path}): give it as an input instead") from None
+        beside = [os.path.join(os.path.dirname(path), secondary_name(basename, p)) for p in found]
+        if beside and "secondaryFiles" not in v:  # they travel with it, as a job's do (`with_secondaries`)
+            near = [
+                inline({"class": "Directory" if os.path.isdir(b) else "File", "location": "file://" + b})
+                for b in beside
+                if os.path.exists(b)
+            ]
+            if near:
+                out["secondaryFiles"] = near
         return out
 
     return walk(doc)
+
+
+def patterns(doc):
+    """The ``secondaryFiles`` patterns ``doc`` states for its parameters (those that are no expression)."""
+    found = set()
+
+    def walk(v):
+        if isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            given = v.get("secondaryFiles") if v.get("class") not in ("File", "Directory") else None
+            for p in given if isinstance(given, list) else [given] if given else []:
+                p = p.get("pattern") if isinstance(p, dict) else p
+                if isinstance(p, str) and "$(" not in p and "${" not in p:
+                    found.add(p)
+            for x in v.values():
+                walk(x)
+
+    walk(doc)
+    return sorted(found)
+
+
+def secondary_name(basename, pattern):
+    """The name ``pattern`` gives a secondary file of ``basename`` (each leading ``^`` drops an extension)."""
+    while pattern.startswith("^"):
+        pattern, basename = pattern[1:], basename.rsplit(".", 1)[0] if "." in basename else basename
+    return basename + pattern
+
+
+def with_secondaries(v, doc):
+    """The job ``v`` with each local File's secondary files, the files beside it that the document's patterns
+    name: the runner looks for them beside the File, where it will stand alone unless they travel with it."""
+    found = patterns(doc)
+    if not found:
+        return v
+
+    def walk(x):
+        if isinstance(x, list):
+            return [walk(y) for y in x]
+        if not isinstance(x, dict):
+            return x
+        if x.get("class") == "File" and "path" in x and "secondaryFiles" not in x:
+            beside = [os.path.join(os.path.dirname(x["path"]), secondary_name(x["basename"], p)) for p in found]
+            near = [local_object("Directory" if os.path.isdir(b) else "File", b) for b in beside if os.path.exists(b)]
+            return dict(x, secondaryFiles=near) if near else x
+        return {k: walk(y) for k, y in x.items()}
+
+    return walk(v)
 
 
 def is_packed(doc):

@@ -29,7 +29,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::collect::{object, MAX_REPORTED};
-use super::inputs::{check_basename, split_ext, Checker, Stage};
+use super::inputs::{check_basename, split_ext, Checker, Stage, LITERAL};
 use super::{OUT, TMP};
 
 /// The document as the job's directory holds it, for the runner.
@@ -91,6 +91,23 @@ pub fn check_job(given: Map<String, Value>) -> Result<(Map<String, Value>, Vec<S
     let mut c = Checker::default();
     let job = given.into_iter().map(|(k, v)| Ok((k.clone(), c.any(v, &format!("input '{k}'"))?))).collect::<Result<_, String>>()?;
     Ok((job, c.stages))
+}
+
+/// The resolved job object (`inputs::resolve`) as the runner reads it: a Directory
+/// the client gave as a literal (a listing, no location) stays one, so that the
+/// runner makes it from its listing and keeps that listing whatever `loadListing` says.
+pub fn as_the_runner_reads(v: Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.into_iter().map(as_the_runner_reads).collect()),
+        Value::Object(mut o) => {
+            if o.remove(LITERAL).is_some() {
+                o.remove("location");
+                o.remove("path");
+            }
+            Value::Object(o.into_iter().map(|(k, x)| (k, as_the_runner_reads(x))).collect())
+        }
+        other => other,
+    }
 }
 
 /// The command line of a job in `dir`: the runner, where it writes, the document and the job.
@@ -187,6 +204,7 @@ fn percent_decoded(s: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::inputs;
     use super::*;
     use serde_json::json;
 
@@ -221,6 +239,13 @@ mod tests {
         let secondary = job["f"]["secondaryFiles"][0]["path"].as_str().unwrap();
         assert_eq!(Path::new(primary).parent(), Path::new(secondary).parent(), "{job:?}");
         assert_eq!(stages.len(), 3);
+        let dirs = json!({"lit": {"class": "Directory", "basename": "d", "listing": [{"class": "File", "contents": "x", "basename": "a"}]},
+                          "real": {"class": "Directory", "basename": "e", "location": "file:///home/u/e", "listing": []}});
+        let (job, _) = check_job(dirs.as_object().unwrap().clone()).unwrap();
+        let read = as_the_runner_reads(inputs::resolve(&Value::Object(job), Path::new("/w/j")));
+        assert!(read["lit"].get("location").is_none() && read["lit"]["listing"][0]["path"] == json!("/w/j/in/0/d/a"), "{read}");
+        assert_eq!(read["real"]["location"], json!("file:///w/j/in/1/e"), "a directory of the client's stays one");
+        assert!(read["lit"].get(LITERAL).is_none());
         for (bad, why) in [
             (json!({"f": {"class": "File", "path": "/etc/passwd"}}), "location"),
             (json!({"f": {"class": "File", "contents": "x", "basename": "../x"}}), "not a plain file name"),

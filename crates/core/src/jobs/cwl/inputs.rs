@@ -15,6 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::tool::{Tool, Type};
 
+/// Marks a Directory the client gave as a literal (`Checker::any`; see `delegate::as_the_runner_reads`).
+pub(super) const LITERAL: &str = "mpiws:literal";
+
 /// Most files and directories one job stages.
 pub const MAX_STAGED: usize = 10_000;
 /// Most elements all of one job's lists hold together.
@@ -166,7 +169,15 @@ impl Checker {
                 }
                 Ok(f)
             }
-            Value::Object(o) if o.get("class").and_then(Value::as_str) == Some("Directory") => self.directory(o, what, None),
+            Value::Object(o) if o.get("class").and_then(Value::as_str) == Some("Directory") => {
+                // A listing with no location is a literal: the runner makes the directory from it.
+                let literal = !o.contains_key("location");
+                let mut d = self.directory(o, what, None)?;
+                if literal {
+                    d[LITERAL] = Value::Bool(true);
+                }
+                Ok(d)
+            }
             Value::Object(o) => o
                 .into_iter()
                 .map(|(k, x)| Ok((k.clone(), self.any(x, &format!("{what}.{k}"))?)))

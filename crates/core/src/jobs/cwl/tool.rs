@@ -134,6 +134,12 @@ impl Tool {
             Some("v1.2") => {}
             v => return Err(format!("cwlVersion {}: mpiws reads CWL v1.2", v.unwrap_or("missing"))),
         }
+        // runtime.cores, ram and sizes here are cwltool's defaults: a tool that asks for others
+        // and reads them would see the wrong ones.
+        let resources = |v: Option<&Value>| v.is_some_and(|r| r.to_string().contains("ResourceRequirement"));
+        if (resources(d.get("requirements")) || resources(d.get("hints"))) && doc.to_string().contains("runtime.") {
+            return Err("ResourceRequirement with $(runtime...) is not supported (runtime.cores, ram and sizes are fixed here)".into());
+        }
         for key in d.keys() {
             let known = matches!(
                 key.as_str(),
@@ -476,6 +482,12 @@ fn output(name: String, v: Value) -> Result<Output, String> {
     }
     let typ = parse_type(t).map_err(fail)?;
     let ob = v.get("outputBinding");
+    if ob.is_none() {
+        return Err(fail("an output without outputBinding (its value from cwl.output.json) is not supported".into()));
+    }
+    if v.get("format").is_some() {
+        return Err(fail("format on outputs is not supported".into()));
+    }
     let glob = match ob.and_then(|b| b.get("glob")) {
         None => vec![],
         Some(Value::String(s)) => vec![s.clone()],
@@ -488,6 +500,9 @@ fn output(name: String, v: Value) -> Result<Output, String> {
     };
     for g in &glob {
         params::check(g, Mode::Reference).map_err(fail)?;
+        if matches!(g.trim_end_matches('/'), "." | "./" | "$(runtime.outdir)") {
+            return Err(fail("a glob naming the output directory itself is not supported".into()));
+        }
     }
     let load_contents = ob.and_then(|b| b.get("loadContents")).and_then(Value::as_bool).unwrap_or(false);
     let output_eval = match ob.and_then(|b| b.get("outputEval")) {
@@ -579,6 +594,14 @@ mod tests {
             (json!({"class": "Workflow"}), "only a CommandLineTool"),
             (json!({"expression": "x"}), "expression"),
             (json!({"inputs": {"a b": "string"}}), "plain name"),
+            (json!({"outputs": {"o": {"type": "File"}}}), "cwl.output.json"),
+            (json!({"outputs": {"o": {"type": "File", "format": "x", "outputBinding": {"glob": "o"}}}}), "format on outputs"),
+            (json!({"outputs": {"o": {"type": "Directory", "outputBinding": {"glob": "."}}}}), "the output directory itself"),
+            (
+                json!({"outputs": {"o": {"type": "Directory", "outputBinding": {"glob": "$(runtime.outdir)"}}}}),
+                "the output directory itself",
+            ),
+            (json!({"hints": {"ResourceRequirement": {"coresMin": 2}}, "arguments": ["$(runtime.cores)"]}), "ResourceRequirement with"),
         ] {
             let e = Tool::parse(&doc(extra.clone())).unwrap_err();
             assert!(e.contains(why), "{extra}: {e}");

@@ -52,7 +52,7 @@ def from_file(v, base):
 def _described(v, base):
     if "contents" in v and v["class"] == "File":
         return {"class": "File", "contents": v["contents"], "basename": v.get("basename", "contents")}
-    where = v.get("path") or v.get("location") and unquote(v["location"])  # a location is a URI
+    where = v.get("path") or (v.get("location") and unquote(v["location"]))  # a location is a URI
     if not where and v["class"] == "Directory" and "listing" in v:  # a literal: its listing
         return {"class": "Directory", "basename": v.get("basename", "dir"), "listing": from_file(v["listing"], base)}
     if not where:

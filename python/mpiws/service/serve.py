@@ -51,7 +51,7 @@ class Server:
     file (created with a new key if missing: ``mpiws.keys``); ``key`` is
     then the first of them, for this process's own clients. ``pickle`` and
     ``pickle_allow``: what services may unpickle (see the module's doc).
-    ``cwl_programs``: (name, CWL document as a dict) pairs, deployed as
+    ``cwl_programs``: (name, CWL document as a dict or JSON text) pairs, deployed as
     programs (``mpiws.workflow.cwl.whole.tool_spec`` reads one); what the
     endpoint's own engine does not run, ``cwl_runner`` (a command as a list;
     default: ``cwl_runner()``) runs.
@@ -91,8 +91,8 @@ class Server:
             if not sep:
                 raise ValueError(f"program must be NAME=TEMPLATE, got {spec!r}")
             self.endpoint.deploy_program(name.strip(), template)
-        for name, document in cwl_programs:  # (name, the tool document as a dict)
-            self.endpoint.deploy_program_cwl(name, json.dumps(document))
+        for name, document in cwl_programs:  # (name, the document as a dict, or as JSON text)
+            self.endpoint.deploy_program_cwl(name, document if isinstance(document, str) else json.dumps(document))
         self._stop = threading.Event()
         # On threads, a dispatcher starts each instance; in processes the endpoint does.
         self._thread = None

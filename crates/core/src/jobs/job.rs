@@ -410,13 +410,14 @@ impl Job {
                 let _ = self.collecting.set(Collecting { ctx, stdout: launch.stdout, stderr: launch.stderr, url: url.to_string() });
                 (launch.argv, stdin, Some(launch.env), self.dir.join(cwl::OUT))
             }
-            (Runs::CwlRunner { document, runner }, Plan::Cwl(job)) => {
+            (Runs::CwlRunner { runner, .. }, Plan::Cwl(job)) => {
                 for d in [cwl::OUT, cwl::TMP] {
                     make_private_dir(&self.dir.join(d)).map_err(|e| format!("cannot make the job's {d}/: {e}"))?;
                 }
                 let job = cwl::delegate::as_the_runner_reads(cwl::inputs::resolve(&Value::Object(job), &self.dir));
-                for (name, v) in [(cwl::delegate::DOCUMENT, document), (cwl::delegate::JOB, &job)] {
-                    std::fs::write(self.dir.join(name), v.to_string()).map_err(|e| format!("cannot write the job's {name}: {e}"))?;
+                // The document as deployed, its text: the runner reads numbers as written there.
+                for (name, text) in [(cwl::delegate::DOCUMENT, self.program.source.clone()), (cwl::delegate::JOB, job.to_string())] {
+                    std::fs::write(self.dir.join(name), text).map_err(|e| format!("cannot write the job's {name}: {e}"))?;
                 }
                 let _ = self.collecting.set(Collecting { ctx: Value::Null, stdout: None, stderr: None, url: url.to_string() });
                 // The runner's own environment: it clears the tool's, as for the engine here.

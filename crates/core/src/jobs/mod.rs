@@ -196,6 +196,11 @@ pub struct Limits {
     /// The command that runs the CWL documents the engine here does not
     /// (`--cwl-runner`; `cwl::delegate`); none if empty.
     pub cwl_runner: Vec<String>,
+    /// Whether a job object given to the CWL runner may add requirements of
+    /// its own (`cwl:requirements`: the client's expressions and environment,
+    /// code run here); only where the client is this endpoint's own user
+    /// (the endpoint `mpiws workflow run` starts for itself).
+    pub cwl_client_requirements: bool,
 }
 
 impl Default for Limits {
@@ -213,6 +218,7 @@ impl Default for Limits {
             max_uploads_per_key: 1000,
             job_ttl: Duration::from_secs(24 * 3600),
             cwl_runner: Vec::new(),
+            cwl_client_requirements: false,
         }
     }
 }

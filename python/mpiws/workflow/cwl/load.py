@@ -46,11 +46,23 @@ def read(path):
         raise CwlError(f"{path}: a CWL document is a map")
     if "$graph" in doc:
         raise CwlUnsupported(f"{path}: packed documents ($graph) are not supported")
+    if _references(doc):
+        raise CwlUnsupported(f"{path}: {_references(doc)} is not read by the step engine")
     if doc.get("cwlVersion") in ("v1.0", "v1.1"):
         raise CwlUnsupported(f"{path}: cwlVersion {doc['cwlVersion']}: mpiws runs CWL v1.2")
     if doc.get("cwlVersion") != "v1.2":
         raise CwlError(f"{path}: cwlVersion {doc.get('cwlVersion')!r}: mpiws runs CWL v1.2")
     return doc
+
+
+def _references(v):
+    """The first ``$import``, ``$include`` or ``$mixin`` in a document, if any (schema-salad resolves them)."""
+    if isinstance(v, dict):
+        found = next((k for k in ("$import", "$include", "$mixin") if k in v), None)
+        return found or next((r for r in map(_references, v.values()) if r), None)
+    if isinstance(v, list):
+        return next((r for r in map(_references, v) if r), None)
+    return None
 
 
 def short(id_):
@@ -191,6 +203,8 @@ def _step(name, s, base, steps, path):
     else:
         raise CwlError(f"{path}: step {name} has no run: (a tool's file, or the tool inline)")
     cls = tdoc.get("class")
+    if s.get("requirements"):
+        raise CwlUnsupported(f"{path}: step {name} states requirements: the step engine does not apply them")
     if cls == "Workflow":
         raise CwlUnsupported(f"{path}: step {name} runs a Workflow: sub-workflows are not supported")
     if cls in ("ExpressionTool", "Operation"):

@@ -125,7 +125,7 @@ class Runner:
                 name = f"{name}.{s.name}"
             if name not in docs:
                 docs[name] = s.tool.doc
-                programs.append((name, s.tool.doc))
+                programs.append((name, whole.json_text(s.tool.doc) if whole.is_packed(s.tool.doc) else s.tool.doc))
             self.deployed[s.name] = name
         keys = None
         if self.key:  # the local endpoint takes the key given for the others
@@ -137,9 +137,11 @@ class Runner:
         hosts = sorted({urlsplit(p[0]).netloc.rpartition("@")[2] for p in self.place.values() if p})
         # A packed document is for the endpoint's CWL runner; a step's own tool, for its own engine only:
         # what that does not run has the whole document run by the runner (`run`), never one step of it.
-        runner = None if any(whole.is_packed(d) for _, d in programs) else []
+        runner = None if any(whole.is_packed(d) for d in docs.values()) else []
+        # Its client is its own user: a job may add requirements of its own (code of the user's, run as the user).
+        own = {"cwl_runner": runner, "cwl_client_requirements": runner is None}
         try:
-            self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts, cwl_runner=runner)
+            self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts, **own)
         except Exception as e:  # noqa: BLE001 - the endpoint refused a tool: `run` has the document run whole
             raise CwlUnsupported(str(e).removeprefix("MPI_ERR_ARG: ")) from None
 
@@ -156,9 +158,11 @@ class Runner:
     def unit(self, step, index, inputs):
         """One job of ``step``: its output object, files by reference (their URLs)."""
         url, program = self.where(step)
-        declared = step.tool.inputs
+        declared = set(step.tool.inputs) | ({whole.JOB_REQUIREMENTS} if whole.is_packed(step.tool.doc) else set())
         try:
             wire = {n: self.wire.value(v, url) for n, v in inputs.items() if n in declared}
+            if wire.get(whole.JOB_REQUIREMENTS, 0) is None:  # none given (cwltool reads even a null one)
+                del wire[whole.JOB_REQUIREMENTS]
             job = self.jobs.spawn_object(url, program, wire)
         except CwlError:
             raise
@@ -244,6 +248,8 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
     if isinstance(flow, (Tool, Workflow)):
         return _run(flow, job, outdir, key, endpoints, progress, record, named)
     try:
+        if whole.JOB_REQUIREMENTS in (job or {}):  # the job's own requirements: cwltool's to apply
+            raise CwlUnsupported("a job with requirements of its own")
         doc = load(flow)
     except CwlError:
         # What the step engine here does not read, cwltool's loader does: a wrong

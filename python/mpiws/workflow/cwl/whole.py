@@ -12,6 +12,7 @@ the endpoint runs nothing from outside the document. Files of the job pass
 as for every CWL job: local ones uploaded, outputs downloaded into
 ``outdir``."""
 
+import json
 import logging
 import os
 import re
@@ -19,6 +20,9 @@ from urllib.parse import unquote
 
 from .job import local as local_object
 from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, load
+
+#: A job object's own requirements (CWL: ``cwl:requirements`` in a job file), which cwltool reads.
+JOB_REQUIREMENTS = "cwl:requirements"
 
 #: The most a document's own files may weigh, together, to be carried inside it.
 MAX_CARRIED = 16 << 20
@@ -70,9 +74,27 @@ def carried(doc):
             return v
         if local(v):
             return inline(v)
+        ref = next(iter(v.values())) if len(v) == 1 and next(iter(v)) in ("$import", "$include") else None
+        if ref is not None and not str(ref).startswith("#"):  # what pack left outside (not a part of the document)
+            return walk(reference(*next(iter(v.items()))))
         # A default naming a file that is not there is left out, as cwltool only warns of it
         # (the job may give the value); what it would have been for is then an error there.
         return {k: walk(x) for k, x in v.items() if not (k == "default" and local(x) and not os.path.exists(local(x)))}
+
+    def reference(kind, uri):
+        """The document (``$import``) or text (``$include``) a reference of this machine names."""
+        if not str(uri).startswith("file://"):
+            raise CwlUnsupported(f"the document {kind}s {uri}: only files of this machine are carried")
+        path = unquote(uri[len("file://") :])
+        try:
+            with open(path, encoding="utf-8") as f:
+                if kind == "$include":
+                    return f.read()
+                import yaml
+
+                return yaml.safe_load(f)
+        except (OSError, ValueError) as e:
+            raise CwlError(f"the document {kind}s {path}: {e}") from None
 
     def inline(v):
         path = local(v)
@@ -162,6 +184,26 @@ def with_secondaries(v, doc):
     return walk(v)
 
 
+_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\Z")
+
+
+def json_text(v):
+    """``v`` as JSON text, each float as the document wrote it: cwltool prints a float of a
+    document on a command line as written (``0.00001``, never ``1e-05``), which it reads from the
+    text (ruamel keeps it), so the text travels, not Python's float."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {json_text(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(map(json_text, v)) + "]"
+    if isinstance(v, float) and type(v) is not float:  # ruamel's ScalarFloat, which knows its text
+        from ruamel.yaml.representer import RoundTripRepresenter
+
+        text = RoundTripRepresenter().represent_scalar_float(v).value
+        if _NUMBER.match(text):
+            return text
+    return json.dumps(v)
+
+
 def is_packed(doc):
     """Whether ``doc`` is a document as ``pack`` makes it (run whole by the endpoint's CWL runner)."""
     return "$graph" in doc
@@ -178,6 +220,7 @@ def as_workflow(path):
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.splitext(os.path.basename(path.partition("#")[0]))[0]) or "cwl"
     tool = Tool(document(path), name, path.partition("#")[0])
     ins, outs = list(tool.inputs), tool.outputs
+    ins.append(JOB_REQUIREMENTS)  # a job's own requirements, for the runner (on the run's own endpoint)
     step = Step(name, tool, {n: StepIn([(None, n)]) for n in ins}, outs)
     # Every input optional here: the endpoint's runner fills in defaults and says what is missing.
     inputs = {n: {"type": ["null", "Any"]} for n in ins}
@@ -198,4 +241,4 @@ def tool_spec(spec):
     if isinstance(tool, Tool):
         return (name.strip() or tool.name), tool.doc
     wf = as_workflow(path)
-    return (name.strip() or wf.name), wf.steps[wf.name].tool.doc
+    return (name.strip() or wf.name), json_text(wf.steps[wf.name].tool.doc)

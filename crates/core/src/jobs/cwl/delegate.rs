@@ -47,7 +47,9 @@ pub fn check_document(doc: &Value) -> Result<(), String> {
     fn walk(v: &Value, at: &str) -> Result<(), String> {
         match v {
             Value::Object(o) => {
-                if let Some(k) = REACHING_OUT.iter().find(|k| o.contains_key(**k)) {
+                // `$import: "#id"` names a part of this document (as `cwltool --pack` writes them).
+                let outside = |k: &&&str| o.get(**k).is_some_and(|v| !(**k == "$import" && v.as_str().is_some_and(|r| r.starts_with('#'))));
+                if let Some(k) = REACHING_OUT.iter().find(outside) {
                     return Err(format!("{at}: {k} reaches outside the document (deploy it packed: cwltool --pack)"));
                 }
                 let class = o.get("class").and_then(Value::as_str);
@@ -71,10 +73,15 @@ pub fn check_document(doc: &Value) -> Result<(), String> {
     walk(doc, "")
 }
 
+/// The key of a job object's own requirements, as the runner reads it.
+pub const JOB_REQUIREMENTS: &str = "cwl:requirements";
+
 /// The client's job object checked by shape, and what to stage (see the module's doc).
 /// Its names are plain: the runner would read `cwl:requirements` (code of the
-/// client's: expressions, environment) and `$include` (a file of the endpoint's).
-pub fn check_job(given: Map<String, Value>) -> Result<(Map<String, Value>, Vec<Stage>), String> {
+/// client's: expressions, environment), unless `own_requirements` lets it
+/// (`Limits::cwl_client_requirements`), and `$include` (a file of the endpoint's).
+pub fn check_job(mut given: Map<String, Value>, own_requirements: bool) -> Result<(Map<String, Value>, Vec<Stage>), String> {
+    let requirements = if own_requirements { given.remove(JOB_REQUIREMENTS) } else { None };
     fn plain(v: &Value, at: &str) -> Result<(), String> {
         match v {
             Value::Object(o) => o.iter().try_for_each(|(k, x)| {
@@ -88,8 +95,15 @@ pub fn check_job(given: Map<String, Value>) -> Result<(Map<String, Value>, Vec<S
         }
     }
     plain(&Value::Object(given.clone()), "the job")?;
+    if let Some(r) = &requirements {
+        plain(r, JOB_REQUIREMENTS)?;
+    }
     let mut c = Checker::default();
-    let job = given.into_iter().map(|(k, v)| Ok((k.clone(), c.any(v, &format!("input '{k}'"))?))).collect::<Result<_, String>>()?;
+    let mut job: Map<String, Value> =
+        given.into_iter().map(|(k, v)| Ok((k.clone(), c.any(v, &format!("input '{k}'"))?))).collect::<Result<_, String>>()?;
+    if let Some(r) = requirements {
+        job.insert(JOB_REQUIREMENTS.into(), r);
+    }
     Ok((job, c.stages))
 }
 
@@ -213,6 +227,7 @@ mod tests {
         let ok = json!({"class": "CommandLineTool", "inputs": [{"id": "#main/f", "type": "File",
                         "default": {"class": "File", "contents": "x", "basename": "a.py"}}], "outputs": []});
         assert!(check_document(&ok).is_ok());
+        assert!(check_document(&json!({"requirements": [{"class": "SchemaDefRequirement", "types": [{"$import": "#types.yml"}]}]})).is_ok());
         for (doc, why) in [
             (json!({"class": "Workflow", "requirements": [{"$import": "types.yml"}]}), "$import"),
             (json!({"class": "CommandLineTool", "$schemas": ["http://edamontology.org/EDAM.owl"]}), "$schemas"),
@@ -232,16 +247,21 @@ mod tests {
             "f": {"class": "File", "location": "http://h/files/u1", "basename": "r.bam",
                   "secondaryFiles": [{"class": "File", "location": "http://h/files/u2", "basename": "r.bam.bai"}]},
         });
-        let (job, stages) = check_job(given.as_object().unwrap().clone()).unwrap();
+        let (job, stages) = check_job(given.as_object().unwrap().clone(), false).unwrap();
         assert_eq!(job["n"], json!(3));
         assert_eq!(job["rec"]["a"]["format"], json!("http://edam/format_1"));
         let primary = job["f"]["path"].as_str().unwrap();
         let secondary = job["f"]["secondaryFiles"][0]["path"].as_str().unwrap();
         assert_eq!(Path::new(primary).parent(), Path::new(secondary).parent(), "{job:?}");
         assert_eq!(stages.len(), 3);
+        let own = json!({"n": 1, "cwl:requirements": [{"class": "EnvVarRequirement", "envDef": {"X": "$(1 + 1)"}}]});
+        let (job, _) = check_job(own.as_object().unwrap().clone(), true).unwrap();
+        assert_eq!(job["cwl:requirements"][0]["envDef"]["X"], json!("$(1 + 1)"), "the endpoint's own user's");
+        let sneaky = json!({"cwl:requirements": [{"$include": "/etc/passwd"}]});
+        assert!(check_job(sneaky.as_object().unwrap().clone(), true).unwrap_err().contains("no $-directives"));
         let dirs = json!({"lit": {"class": "Directory", "basename": "d", "listing": [{"class": "File", "contents": "x", "basename": "a"}]},
                           "real": {"class": "Directory", "basename": "e", "location": "file:///home/u/e", "listing": []}});
-        let (job, _) = check_job(dirs.as_object().unwrap().clone()).unwrap();
+        let (job, _) = check_job(dirs.as_object().unwrap().clone(), false).unwrap();
         let read = as_the_runner_reads(inputs::resolve(&Value::Object(job), Path::new("/w/j")));
         assert!(read["lit"].get("location").is_none() && read["lit"]["listing"][0]["path"] == json!("/w/j/in/0/d/a"), "{read}");
         assert_eq!(read["real"]["location"], json!("file:///w/j/in/1/e"), "a directory of the client's stays one");
@@ -254,7 +274,7 @@ mod tests {
             (json!({"x": {"$include": "/etc/passwd"}}), "no $-directives"),
             (json!({"x": [{"$import": "/etc/passwd"}]}), "no $-directives"),
         ] {
-            let e = check_job(bad.as_object().unwrap().clone()).unwrap_err();
+            let e = check_job(bad.as_object().unwrap().clone(), false).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
     }

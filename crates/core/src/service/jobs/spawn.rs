@@ -71,7 +71,7 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
     let checked = match &program.runs {
         Runs::Template { template, .. } => check_inputs(ep, &program, template, inputs),
         Runs::Cwl(tool) => check_cwl(ep, cwl::inputs::check(tool, inputs)),
-        Runs::CwlRunner { .. } => check_cwl(ep, cwl::delegate::check_job(inputs)),
+        Runs::CwlRunner { .. } => check_cwl(ep, cwl::delegate::check_job(inputs, ep.config.jobs.cwl_client_requirements)),
     };
     let (plan, files) = match checked {
         Ok(x) => x,

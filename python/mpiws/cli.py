@@ -152,6 +152,7 @@ def _serve(a):
         allow_origins=a.allow_origin,
         fetch_allow=a.fetch_allow,
         cwl_runner=cwl_runner(a.cwl_runner),
+        cwl_client_requirements=a.cwl_client_requirements or None,
         tls_cert=a.tls_cert,
         tls_key=a.tls_key,
         tls_self_signed=a.tls_self_signed,
@@ -418,6 +419,12 @@ def main(argv=None):
         help="the command that runs CWL documents this endpoint's own engine does not (JavaScript, workflows, ...), "
         "each job one run of it in the job's directory (default: this Python's cwltool, if installed, "
         "without containers; 'none': refuse such documents)",
+    )
+    s.add_argument(
+        "--cwl-client-requirements",
+        action="store_true",
+        help="let a job object given to the CWL runner add requirements of its own (cwl:requirements: the "
+        "client's expressions and environment, run here as code): only for an endpoint whose clients are its own user",
     )
     s.add_argument(
         "--workdir",

@@ -28,7 +28,14 @@ from .runner import fail_to_start, run_instance
 
 #: How the default CWL runner (cwltool, the reference) runs: without containers (an endpoint runs
 #: a tool as its other programs, in the job's directory), its log only for warnings and errors.
-CWL_RUNNER_ARGS = ["-m", "cwltool", "--no-container", "--disable-color", "--quiet"]
+#: (Not ``-m cwltool``: its ``__main__`` drops the exit status, so a failed run would look like a run.)
+CWL_RUNNER_ARGS = [
+    "-c",
+    "import sys, cwltool.main; sys.exit(cwltool.main.main())",
+    "--no-container",
+    "--disable-color",
+    "--quiet",
+]
 
 
 def cwl_runner(given=None):

@@ -121,6 +121,16 @@ def add_endpoint_options(p, which=""):
     )
 
 
+def add_steps_option(p):
+    """``--steps``, as ``mpiws workflow run`` and ``mpiws-cwl-runner`` take it."""
+    p.add_argument(
+        "--steps",
+        action="store_true",
+        help="CWL: run each step as a job of its own (mpiws's step engine: per-step progress and record) though "
+        "none is placed; by default an unplaced document runs whole by the endpoint's CWL runner (cwltool)",
+    )
+
+
 def add_parser(sub):
     w = sub.add_parser("workflow", help="run a workflow: steps pass data to each other directly (docs/workflows.md)")
     ws = w.add_subparsers(dest="workflow_command", required=True)
@@ -143,6 +153,7 @@ def add_parser(sub):
         help="the URL steps reach this manager at, if not its own (a port forward, a proxy)",
     )
     add_endpoint_options(r, "CWL: ")
+    add_steps_option(r)
     r.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     r.set_defaults(func=run_command)
     g = ws.add_parser("graph", help="draw a workflow file (DOT on stdout, or -o .svg/.png/.dot)")

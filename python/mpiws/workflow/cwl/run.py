@@ -240,27 +240,35 @@ class Runner:
             known[(step.name, o)] = v
 
 
-def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, record=None, named=()):
+def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, record=None, named=(), steps=False):
     """Run the CWL document ``flow`` (a path, a ``Tool`` or a ``Workflow``) on the job object
     ``job`` (input name -> value; Files as ``job.local`` makes them): (output object, run record).
     Output files are downloaded into ``outdir``; ``record``: a path to write the run record to;
-    ``named``: the inputs the command line names, which must exist (others not declared are left out)."""
+    ``named``: the inputs the command line names, which must exist (others not declared are left out).
+
+    Where it runs: a document whose steps are placed (``endpoints``: ``--endpoint``; or
+    ``mpiws:Endpoint`` hints), or any with ``steps``, by mpiws's step engine, each step a job
+    of its own; any other whole, by the run's endpoint's CWL runner (cwltool: the reference's
+    semantics, to the letter). What the step engine does not run is then an error (exit 33)
+    where steps are placed, and runs whole where they are not."""
     if isinstance(flow, (Tool, Workflow)):
         return _run(flow, job, outdir, key, endpoints, progress, record, named)
+
+    def whole_run():
+        return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
+
+    if whole.JOB_REQUIREMENTS in (job or {}):  # the job's own requirements: cwltool's to apply
+        return whole_run()
     try:
-        if whole.JOB_REQUIREMENTS in (job or {}):  # the job's own requirements: cwltool's to apply
-            raise CwlUnsupported("a job with requirements of its own")
         doc = load(flow)
     except CwlError:
-        # What the step engine here does not read, cwltool's loader does: a wrong
-        # document is refused there, for its reason; a valid one runs whole.
-        return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
-    try:
-        return _run(doc, job, outdir, key, endpoints, progress, record, named)
-    except CwlUnsupported as e:  # a tool the engine here refused, or found as it ran (JavaScript in a valueFrom)
-        if progress:
-            print(f"mpiws: {e}: the document runs whole, by the endpoint's CWL runner", file=sys.stderr)
-        return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
+        if endpoints or steps:
+            raise
+        return whole_run()  # cwltool's loader then says whether it is a wrong document, and why
+    wf = doc if isinstance(doc, Workflow) else as_workflow(doc)
+    if not (endpoints or steps or any(placements(wf, endpoints).values())):
+        return whole_run()
+    return _run(doc, job, outdir, key, endpoints, progress, record, named)
 
 
 def _run(doc, job, outdir, key, endpoints, progress, record, named):
@@ -298,6 +306,7 @@ def run_command(a):
             progress=not a.quiet,
             record=a.record,
             named=[split_input(x)[0] for x in args],
+            steps=getattr(a, "steps", False),
         )
     except Exception as e:  # noqa: BLE001 - a refused document, a failed step: said in one line
         said = str(e) if isinstance(e, CwlError) or type(e).__name__ == "StepFailed" else f"{type(e).__name__}: {e}"

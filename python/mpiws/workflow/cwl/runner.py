@@ -10,7 +10,7 @@ import argparse
 import sys
 from types import SimpleNamespace
 
-from ..command import add_endpoint_options
+from ..command import add_endpoint_options, add_steps_option
 from .run import run_command
 
 
@@ -25,6 +25,7 @@ def parser():
     p.add_argument("--outdir", default=".", help="where output files are saved (default: here)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_endpoint_options(p)
+    add_steps_option(p)
     p.add_argument("document", help="the CWL document (a Workflow or a CommandLineTool)")
     p.add_argument("job", nargs="?", help="the job: input values (YAML or JSON)")
     return p
@@ -40,6 +41,7 @@ def main(argv=None):
         outdir=a.outdir,
         key=a.key,
         endpoint=a.endpoint,
+        steps=a.steps,
         quiet=a.quiet,
         record=None,
         mediated=False,

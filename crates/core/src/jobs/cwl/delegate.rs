@@ -144,6 +144,9 @@ pub fn argv(runner: &[String], dir: &Path) -> Vec<String> {
 /// The runner's output object (`printed`, its stdout) with each File and
 /// Directory described again from `outdir`, located under `files_url`.
 pub fn collect(printed: &str, outdir: &Path, files_url: &str) -> Result<Map<String, Value>, String> {
+    if printed.trim().is_empty() {
+        return Err("the CWL runner gave no output object (its stderr says why)".into());
+    }
     let v: Value = serde_json::from_str(printed).map_err(|e| format!("the CWL runner printed no output object: {e}"))?;
     let Value::Object(o) = v else { return Err("the CWL runner's output is not an object".into()) };
     let mut budget = MAX_REPORTED;

@@ -249,8 +249,9 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
     Where it runs: a document whose steps are placed (``endpoints``: ``--endpoint``; or
     ``mpiws:Endpoint`` hints), or any with ``steps``, by mpiws's step engine, each step a job
     of its own; any other whole, by the run's endpoint's CWL runner (cwltool: the reference's
-    semantics, to the letter). What the step engine does not run is then an error (exit 33)
-    where steps are placed, and runs whole where they are not."""
+    semantics, to the letter; where cwltool is not installed, the step engine). What the step
+    engine does not run is then an error (exit 33) where steps are placed, and runs whole where
+    they are not."""
     if isinstance(flow, (Tool, Workflow)):
         return _run(flow, job, outdir, key, endpoints, progress, record, named)
 
@@ -266,9 +267,15 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
             raise
         return whole_run()  # cwltool's loader then says whether it is a wrong document, and why
     wf = doc if isinstance(doc, Workflow) else as_workflow(doc)
-    if not (endpoints or steps or any(placements(wf, endpoints).values())):
+    placed = endpoints or steps or any(placements(wf, endpoints).values())
+    if not placed and whole.available():
         return whole_run()
-    return _run(doc, job, outdir, key, endpoints, progress, record, named)
+    try:
+        return _run(doc, job, outdir, key, endpoints, progress, record, named)
+    except CwlUnsupported as e:
+        if placed:
+            raise
+        raise CwlUnsupported(f"{e} (with cwltool, pip install 'mpiws[cwl]', it would run whole)") from None
 
 
 def _run(doc, job, outdir, key, endpoints, progress, record, named):

@@ -28,6 +28,13 @@ JOB_REQUIREMENTS = "cwl:requirements"
 MAX_CARRIED = 16 << 20
 
 
+def available():
+    """Whether cwltool, which packs and runs a document whole, is installed (the ``cwl`` extra)."""
+    import importlib.util
+
+    return importlib.util.find_spec("cwltool") is not None
+
+
 def pack(path):
     """The document at ``path`` (a file, or ``FILE#id`` for one process of it) validated and packed
     into one object by cwltool; CwlError saying why if it is not valid CWL."""

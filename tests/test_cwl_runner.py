@@ -155,14 +155,23 @@ def test_an_unsupported_feature_exits_33_and_a_wrong_document_1(tmp_path):
     )
     p = runner("--outdir", tmp_path, f"{inside}#hello")
     assert p.returncode == 0 and json.loads(p.stdout)["o"]["size"] == 3, p  # a process of a packed document, by id
-    binary = tmp_path / "bin.cwl"
-    (tmp_path / "blob").write_bytes(bytes(range(256)))
+    binary = tmp_path / "bin.cwl"  # a default the document names travels with it, bytes as they are
+    blob = bytes(range(256)) * 4
+    (tmp_path / "blob").write_bytes(blob)
     binary.write_text(
         "cwlVersion: v1.2\nclass: CommandLineTool\nbaseCommand: cat\nrequirements: {InlineJavascriptRequirement: {}}\n"
-        "inputs: {f: {type: File, default: {class: File, location: blob}, inputBinding: {}}}\noutputs: {}\n"
+        "inputs: {f: {type: File, default: {class: File, location: blob}, inputBinding: {}}}\n"
+        "stdout: out.bin\noutputs: {o: stdout}\n"
     )
-    p = runner("--outdir", tmp_path, binary)
-    assert p.returncode == 33 and "binary file" in p.stderr and "Traceback" not in p.stderr, p
+    p = runner("--outdir", tmp_path / "out", binary)
+    assert p.returncode == 0 and (tmp_path / "out" / "out.bin").read_bytes() == blob, p
+    container = tmp_path / "container.cwl"
+    container.write_text(
+        "cwlVersion: v1.2\nclass: CommandLineTool\nbaseCommand: 'true'\n"
+        "requirements: {DockerRequirement: {dockerPull: debian:stable-slim}}\ninputs: []\noutputs: []\n"
+    )
+    p = runner("--outdir", tmp_path, container)  # the runner's own 33: no container runtime here
+    assert p.returncode == 33 and "DockerRequirement" in p.stderr and "Traceback" not in p.stderr, p
     wrong = tmp_path / "wrong.cwl"
     wrong.write_text("cwlVersion: v1.2\nclass: Nonsense\n")
     p = runner("--outdir", tmp_path, wrong)

@@ -33,6 +33,7 @@ CWL_RUNNER_ARGS = [
     "-c",
     "import sys, cwltool.main; sys.exit(cwltool.main.main())",
     "--no-container",
+    "--relax-path-checks",  # names with spaces and '#', as the endpoint stages them (plain names, nothing more)
     "--disable-color",
     "--quiet",
 ]

@@ -410,14 +410,19 @@ impl Job {
                 let _ = self.collecting.set(Collecting { ctx, stdout: launch.stdout, stderr: launch.stderr, url: url.to_string() });
                 (launch.argv, stdin, Some(launch.env), self.dir.join(cwl::OUT))
             }
-            (Runs::CwlRunner { runner, .. }, Plan::Cwl(job)) => {
-                for d in [cwl::OUT, cwl::TMP] {
+            (Runs::CwlRunner { document, attached, runner }, Plan::Cwl(job)) => {
+                for d in [cwl::OUT, cwl::TMP, cwl::delegate::DOCUMENT_DIR] {
                     make_private_dir(&self.dir.join(d)).map_err(|e| format!("cannot make the job's {d}/: {e}"))?;
                 }
                 let job = cwl::delegate::as_the_runner_reads(cwl::inputs::resolve(&Value::Object(job), &self.dir));
-                // The document as deployed, its text: the runner reads numbers as written there.
-                for (name, text) in [(cwl::delegate::DOCUMENT, self.program.source.clone()), (cwl::delegate::JOB, job.to_string())] {
-                    std::fs::write(self.dir.join(name), text).map_err(|e| format!("cannot write the job's {name}: {e}"))?;
+                // Numbers as the document wrote them (serde_json keeps their text): the runner prints them so.
+                let own = attached.iter().map(|(n, b)| (format!("{}/{n}", cwl::delegate::DOCUMENT_DIR), b.clone()));
+                let files = [
+                    (cwl::delegate::DOCUMENT.to_string(), document.to_string().into_bytes()),
+                    (cwl::delegate::JOB.to_string(), job.to_string().into_bytes()),
+                ];
+                for (name, bytes) in files.into_iter().chain(own) {
+                    std::fs::write(self.dir.join(&name), bytes).map_err(|e| format!("cannot write the job's {name}: {e}"))?;
                 }
                 let _ = self.collecting.set(Collecting { ctx: Value::Null, stdout: None, stderr: None, url: url.to_string() });
                 // The runner's own environment: it clears the tool's, as for the engine here.

@@ -83,6 +83,8 @@ pub enum Runs {
     /// CWL runner (`cwl::delegate`): the document, and the runner's command.
     CwlRunner {
         document: serde_json::Value,
+        /// Its own files (`cwl::delegate::ATTACHED`), written beside it for each job.
+        attached: Vec<(String, Vec<u8>)>,
         runner: Vec<String>,
     },
 }
@@ -111,10 +113,13 @@ impl Program {
                     serde_json::from_str(source).or_else(|e| err(ErrorClass::Arg, format!("CWL tool {name}: malformed JSON: {e}")))?;
                 match cwl::Tool::parse(&doc) {
                     Ok(tool) => Runs::Cwl(tool),
-                    Err(own) if !runner.is_empty() => {
-                        cwl::delegate::check_document(&doc).or_else(|e| err(ErrorClass::Arg, format!("CWL document {name}: {e}")))?;
-                        let _ = own; // what the engine here does not run, the runner does
-                        Runs::CwlRunner { document: doc, runner: runner.to_vec() }
+                    Err(_) if !runner.is_empty() => {
+                        // What the engine here does not run, the runner does.
+                        let refused = |e: String| crate::error::Error::new(ErrorClass::Arg, format!("CWL document {name}: {e}"));
+                        let mut document = doc;
+                        let attached = cwl::delegate::take_attached(&mut document).map_err(refused)?;
+                        cwl::delegate::check_document(&document, &attached).map_err(refused)?;
+                        Runs::CwlRunner { document, attached, runner: runner.to_vec() }
                     }
                     Err(own) => return err(ErrorClass::Arg, format!("CWL tool {name}: {own}")),
                 }

@@ -12,6 +12,7 @@ the endpoint runs nothing from outside the document. Files of the job pass
 as for every CWL job: local ones uploaded, outputs downloaded into
 ``outdir``."""
 
+import base64
 import json
 import logging
 import os
@@ -24,8 +25,9 @@ from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, load
 #: A job object's own requirements (CWL: ``cwl:requirements`` in a job file), which cwltool reads.
 JOB_REQUIREMENTS = "cwl:requirements"
 
-#: The most a document's own files may weigh, together, to be carried inside it.
-MAX_CARRIED = 16 << 20
+#: Where a document carries its own files, and the most they may weigh together (as the endpoint takes them).
+ATTACHED = "mpiws:attached"
+MAX_CARRIED = 64 << 20
 
 
 def available():
@@ -61,9 +63,24 @@ def pack(path):
 
 
 def carried(doc):
-    """``doc`` with each File and Directory it names on this machine (``file://``) replaced by its
-    contents or listing, as the endpoint takes them; CwlUnsupported for what cannot travel so."""
-    budget, found = [MAX_CARRIED], patterns(doc)
+    """``doc`` carrying the files it names on this machine (``file://``: a default's File, a
+    Directory's, an ontology of ``$schemas``) under ``mpiws:attached`` (name -> base64), each
+    reference then that name, as the endpoint takes them (``crates/core/src/jobs/cwl/delegate.rs``)."""
+    budget, found, attached = [MAX_CARRIED], patterns(doc), {}
+
+    def attach(path, kind="f"):
+        """``path``'s bytes carried under a plain name of their own (its extension kept: rdflib reads by it)."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read(budget[0] + 1)
+        except OSError as e:
+            raise CwlError(f"the document names a file it cannot read: {path}: {e.strerror}") from None
+        budget[0] -= len(data)
+        if budget[0] < 0:
+            raise CwlUnsupported(f"the files the document names weigh more than {MAX_CARRIED >> 20} MiB together")
+        name = kind + str(len(attached)) + re.sub(r"[^A-Za-z0-9.]", "", os.path.splitext(path)[1])[:16]
+        attached[name] = base64.b64encode(data).decode()
+        return name
 
     def local(v):
         """The path of a File or Directory of this machine, if it is one."""
@@ -81,6 +98,9 @@ def carried(doc):
             return v
         if local(v):
             return inline(v)
+        if isinstance(v.get("$schemas"), list):  # ontologies for format checks: carried too, if this machine's
+            schemas = [attach(unquote(u[7:]), "s") if str(u).startswith("file://") else u for u in v["$schemas"]]
+            v = dict(v, **{"$schemas": schemas})
         ref = next(iter(v.values())) if len(v) == 1 and next(iter(v)) in ("$import", "$include") else None
         if ref is not None and not str(ref).startswith("#"):  # what pack left outside (not a part of the document)
             return walk(reference(*next(iter(v.items()))))
@@ -116,18 +136,7 @@ def carried(doc):
                 for p in (os.path.join(path, n) for n in sorted(os.listdir(path)))
             ]
             return out
-        try:
-            with open(path, "rb") as f:
-                data = f.read(budget[0] + 1)
-        except OSError as e:
-            raise CwlError(f"the document names a file it cannot read: {path}: {e.strerror}") from None
-        budget[0] -= len(data)
-        if budget[0] < 0:
-            raise CwlUnsupported(f"the files the document names weigh more than {MAX_CARRIED >> 20} MiB together")
-        try:
-            out["contents"] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise CwlUnsupported(f"the document names a binary file ({path}): give it as an input instead") from None
+        out["location"] = attach(path)
         beside = [os.path.join(os.path.dirname(path), secondary_name(basename, p)) for p in found]
         if beside and "secondaryFiles" not in v:  # they travel with it, as a job's do (`with_secondaries`)
             near = [
@@ -139,7 +148,10 @@ def carried(doc):
                 out["secondaryFiles"] = near
         return out
 
-    return walk(doc)
+    out = walk(doc)
+    if attached:
+        out[ATTACHED] = attached
+    return out
 
 
 def patterns(doc):

@@ -7,11 +7,12 @@
 //!
 //! The rules that keep this as safe as the endpoint's own engine:
 //! - The deployed document is the rule, as for every program; it holds no
-//!   way out of the job: no `$import`, `$include`, `$mixin` or `$schemas`
-//!   (a deployer packs the document: `cwltool --pack`), and no File or
-//!   Directory by `location` or `path` (a document's own files travel in it,
-//!   as `contents` or a `listing`). The runner reads nothing but the document
-//!   and the job object.
+//!   way out of the job: no `$include` or `$mixin`, `$import` only of a part
+//!   of itself (`#id`: a deployer packs the document, `cwltool --pack`), and
+//!   `$schemas` and a File's or Directory's `location` only as the name of one
+//!   of its own files, which it carries (`ATTACHED`) and which are written
+//!   beside it in the job's `doc/`. The runner reads nothing but the document,
+//!   its files and the job object.
 //! - The client's job object is checked as for the own engine, but by shape
 //!   rather than type (the runner checks types): each File and Directory is
 //!   staged into `in/K/` (a File's `secondaryFiles` beside it), from an
@@ -32,45 +33,81 @@ use super::collect::{object, MAX_REPORTED};
 use super::inputs::{check_basename, split_ext, Checker, Stage, LITERAL};
 use super::{OUT, TMP};
 
-/// The document as the job's directory holds it, for the runner.
-pub const DOCUMENT: &str = "document.cwl";
+/// Where the job's directory holds the document and its own files, for the runner.
+pub const DOCUMENT_DIR: &str = "doc";
+/// The document there.
+pub const DOCUMENT: &str = "doc/document.cwl";
 /// The job object as the runner reads it.
 pub const JOB: &str = "job.json";
 /// Most of the runner's output object that is read.
 pub const MAX_OUTPUT: u64 = 16 << 20;
 
-/// Keys of a document that would reach outside it.
-const REACHING_OUT: [&str; 4] = ["$import", "$include", "$mixin", "$schemas"];
+/// The key under which a document carries its own files (`{NAME: BASE64}`): taken
+/// out of it at deploy and written beside it for each job, where its
+/// references (`location: NAME`, `$schemas: [NAME]`) find them.
+pub const ATTACHED: &str = "mpiws:attached";
+/// Most a document's own files may weigh together.
+pub const MAX_ATTACHED: usize = 64 << 20;
 
-/// Refused, saying why, if the document reaches outside itself (see the module's doc).
-pub fn check_document(doc: &Value) -> Result<(), String> {
-    fn walk(v: &Value, at: &str) -> Result<(), String> {
-        match v {
-            Value::Object(o) => {
-                // `$import: "#id"` names a part of this document (as `cwltool --pack` writes them).
-                let outside = |k: &&&str| o.get(**k).is_some_and(|v| !(**k == "$import" && v.as_str().is_some_and(|r| r.starts_with('#'))));
-                if let Some(k) = REACHING_OUT.iter().find(outside) {
-                    return Err(format!("{at}: {k} reaches outside the document (deploy it packed: cwltool --pack)"));
-                }
-                let class = o.get("class").and_then(Value::as_str);
-                if matches!(class, Some("File" | "Directory")) {
-                    if let Some(k) = ["location", "path"].iter().find(|k| o.get(**k).is_some_and(Value::is_string)) {
-                        return Err(format!(
-                            "{at}: a {} by {k} reaches outside the document (give it by contents or listing)",
-                            class.unwrap_or_default()
-                        ));
+/// The document's own files (`ATTACHED`), taken out of it; refused, saying why,
+/// if one is not a plain name or not base64, or they weigh too much.
+pub fn take_attached(doc: &mut Value) -> Result<Vec<(String, Vec<u8>)>, String> {
+    use base64::Engine;
+    let Some(Value::Object(files)) = doc.as_object_mut().and_then(|d| d.remove(ATTACHED)) else { return Ok(vec![]) };
+    let mut total = 0usize;
+    let mut out = vec![];
+    for (name, data) in files {
+        check_basename(&name, ATTACHED)?;
+        let bytes = data
+            .as_str()
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .ok_or_else(|| format!("{ATTACHED}: {name:?} is not base64"))?;
+        total = total.saturating_add(bytes.len());
+        if total > MAX_ATTACHED {
+            return Err(format!("{ATTACHED}: a document's own files weigh at most {} MiB together", MAX_ATTACHED >> 20));
+        }
+        out.push((name, bytes));
+    }
+    Ok(out)
+}
+
+/// Refused, saying why, if the document reaches outside itself and its own
+/// files `attached` (see the module's doc).
+pub fn check_document(doc: &Value, attached: &[(String, Vec<u8>)]) -> Result<(), String> {
+    let own = |v: &Value| v.as_str().is_some_and(|n| attached.iter().any(|(a, _)| a == n));
+    let walk = |v: &Value| -> Result<(), String> {
+        let mut stack = vec![(v, String::new())];
+        while let Some((v, at)) = stack.pop() {
+            match v {
+                Value::Object(o) => {
+                    for (k, x) in o {
+                        // `$import: "#id"` names a part of this document (as `cwltool --pack` writes them);
+                        // `$schemas` and a File's or Directory's `location` may name its own files.
+                        let fine = match k.as_str() {
+                            "$import" => x.as_str().is_some_and(|r| r.starts_with('#')),
+                            "$schemas" => x.as_array().is_some_and(|a| a.iter().all(own)),
+                            "$include" | "$mixin" => false,
+                            "location" | "path" if matches!(o.get("class").and_then(Value::as_str), Some("File" | "Directory")) => own(x),
+                            _ => true,
+                        };
+                        if !fine {
+                            return Err(format!(
+                                "{at}: {k} reaches outside the document (pack it: cwltool --pack; its own files under {ATTACHED})"
+                            ));
+                        }
+                        stack.push((x, format!("{at}/{k}")));
                     }
                 }
-                o.iter().try_for_each(|(k, x)| walk(x, &format!("{at}/{k}")))
+                Value::Array(a) => stack.extend(a.iter().enumerate().map(|(i, x)| (x, format!("{at}/{i}")))),
+                _ => {}
             }
-            Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| walk(x, &format!("{at}/{i}"))),
-            _ => Ok(()),
         }
-    }
+        Ok(())
+    };
     if !doc.is_object() {
         return Err("a CWL document is an object".into());
     }
-    walk(doc, "")
+    walk(doc)
 }
 
 /// The key of a job object's own requirements, as the runner reads it.
@@ -99,6 +136,7 @@ pub fn check_job(mut given: Map<String, Value>, own_requirements: bool) -> Resul
         plain(r, JOB_REQUIREMENTS)?;
     }
     let mut c = Checker::default();
+    c.literals = true;
     let mut job: Map<String, Value> =
         given.into_iter().map(|(k, v)| Ok((k.clone(), c.any(v, &format!("input '{k}'"))?))).collect::<Result<_, String>>()?;
     if let Some(r) = requirements {
@@ -229,16 +267,26 @@ mod tests {
     fn a_document_that_reaches_outside_itself_is_refused() {
         let ok = json!({"class": "CommandLineTool", "inputs": [{"id": "#main/f", "type": "File",
                         "default": {"class": "File", "contents": "x", "basename": "a.py"}}], "outputs": []});
-        assert!(check_document(&ok).is_ok());
-        assert!(check_document(&json!({"requirements": [{"class": "SchemaDefRequirement", "types": [{"$import": "#types.yml"}]}]})).is_ok());
+        assert!(check_document(&ok, &[]).is_ok());
+        assert!(check_document(&json!({"requirements": [{"class": "SchemaDefRequirement", "types": [{"$import": "#types.yml"}]}]}), &[])
+            .is_ok());
+        let mut with_files = json!({"$schemas": ["EDAM.owl"], "inputs": [{"default": {"class": "File", "location": "a.py"}}],
+                                    "mpiws:attached": {"EDAM.owl": "PHJkZi8+", "a.py": "cHJpbnQoMSk="}});
+        let files = take_attached(&mut with_files).unwrap();
+        assert!(with_files.get(ATTACHED).is_none() && files[1] == ("a.py".to_string(), b"print(1)".to_vec()));
+        assert!(check_document(&with_files, &files).is_ok(), "its own files");
+        assert!(check_document(&with_files, &files[..1]).unwrap_err().contains("location reaches outside"));
+        for bad in [json!({ATTACHED: {"../x": ""}}), json!({ATTACHED: {"x": "%%%"}})] {
+            assert!(take_attached(&mut bad.clone()).is_err(), "{bad}");
+        }
         for (doc, why) in [
             (json!({"class": "Workflow", "requirements": [{"$import": "types.yml"}]}), "$import"),
             (json!({"class": "CommandLineTool", "$schemas": ["http://edamontology.org/EDAM.owl"]}), "$schemas"),
-            (json!({"inputs": [{"default": {"class": "File", "location": "file:///etc/passwd"}}]}), "File by location"),
-            (json!({"steps": [{"in": {"d": {"default": {"class": "Directory", "path": "/root"}}}}]}), "Directory by path"),
+            (json!({"inputs": [{"default": {"class": "File", "location": "file:///etc/passwd"}}]}), "location reaches outside"),
+            (json!({"steps": [{"in": {"d": {"default": {"class": "Directory", "path": "/root"}}}}]}), "path reaches outside"),
             (json!(["a list"]), "an object"),
         ] {
-            let e = check_document(&doc).unwrap_err();
+            let e = check_document(&doc, &[]).unwrap_err();
             assert!(e.contains(why), "{doc}: {e}");
         }
     }

@@ -43,6 +43,8 @@ pub struct Stage {
 #[derive(Default)]
 pub(super) struct Checker {
     pub(super) stages: Vec<Stage>,
+    /// Whether Directories given as a listing are marked literals (`LITERAL`; for the runner only).
+    pub(super) literals: bool,
     elements: usize,
     slots: usize,
 }
@@ -50,7 +52,7 @@ pub(super) struct Checker {
 /// The job object with defaults, each File and Directory replaced by
 /// `{"class", "basename", "path": REL}`, and what to stage.
 pub fn check(tool: &Tool, mut given: Map<String, Value>) -> Result<(Map<String, Value>, Vec<Stage>), String> {
-    let mut c = Checker { stages: vec![], elements: 0, slots: 0 };
+    let mut c = Checker::default();
     let mut job = Map::new();
     for input in &tool.inputs {
         let v = match given.remove(&input.name) {
@@ -169,15 +171,7 @@ impl Checker {
                 }
                 Ok(f)
             }
-            Value::Object(o) if o.get("class").and_then(Value::as_str) == Some("Directory") => {
-                // A listing with no location is a literal: the runner makes the directory from it.
-                let literal = !o.contains_key("location");
-                let mut d = self.directory(o, what, None)?;
-                if literal {
-                    d[LITERAL] = Value::Bool(true);
-                }
-                Ok(d)
-            }
+            Value::Object(o) if o.get("class").and_then(Value::as_str) == Some("Directory") => self.directory(o, what, None),
             Value::Object(o) => o
                 .into_iter()
                 .map(|(k, x)| Ok((k.clone(), self.any(x, &format!("{what}.{k}"))?)))
@@ -295,7 +289,12 @@ impl Checker {
             names.push(name);
             out.push(v);
         }
-        Ok(json!({"class": "Directory", "basename": basename, "path": rel, "listing": out}))
+        let mut d = json!({"class": "Directory", "basename": basename, "path": rel, "listing": out});
+        // A listing with no location is a literal (`any`: for the runner, which makes it from its listing).
+        if self.literals && !o.contains_key("location") {
+            d[LITERAL] = Value::Bool(true);
+        }
+        Ok(d)
     }
 }
 
@@ -352,7 +351,9 @@ pub fn resolve(v: &Value, dir: &Path) -> Value {
             let basename = o["basename"].as_str().unwrap_or_default().to_string();
             let (root, ext) = split_ext(&basename);
             o.insert("path".into(), json!(path.to_string_lossy()));
-            o.insert("location".into(), json!(format!("file://{}", path.to_string_lossy())));
+            // A URI: a name with `#` or `%` must not read as a fragment or an escape.
+            let encoded: Vec<String> = path.to_string_lossy().split('/').map(super::collect::encode).collect();
+            o.insert("location".into(), json!(format!("file://{}", encoded.join("/"))));
             o.insert("nameroot".into(), json!(root));
             o.insert("nameext".into(), json!(ext));
             if o["class"] == "File" {

@@ -1,5 +1,7 @@
-"""Running a CWL v1.2 document: each tool run as an mpiws job of a CWL
-program (the endpoint builds its command line from the tool document), on
+"""Running a CWL v1.2 document: whole, by the run's endpoint's CWL runner
+(``whole``), unless its steps are placed or ``--steps`` asks for the step
+engine (``run`` decides). On the step engine each tool runs as an mpiws job
+of a CWL program (the endpoint builds its command line from the tool document), on
 the endpoint a hint (``mpiws:Endpoint``) or a flag (``--endpoint
 STEP=URL``) names, else on a local endpoint started for the run with the
 tools deployed on it. Steps start as soon as their sources are known; a

@@ -1,16 +1,14 @@
-"""A CWL document that mpiws's own step engine does not run (JavaScript in a
-workflow, sub-workflows, ExpressionTools, records, packed ``$graph``
-documents, ``$import``...) is run *whole*, as one job on the run's local
-endpoint, by that endpoint's CWL runner (cwltool, the reference:
-``crates/core/src/jobs/cwl/delegate.rs``).
+"""A CWL document whose steps are not placed (``run.run`` says when) is run
+*whole*, as one job on the run's local endpoint, by that endpoint's CWL
+runner (cwltool, the reference: ``crates/core/src/jobs/cwl/delegate.rs``).
 
 cwltool's own loader (schema-salad) reads and validates it here, so a wrong
 document is refused before anything starts, for the reason the reference
-gives; it is packed into one self-contained object, the files it names
-itself (a default script, say) carried inside it as their contents, since
-the endpoint runs nothing from outside the document. Files of the job pass
-as for every CWL job: local ones uploaded, outputs downloaded into
-``outdir``."""
+gives; it is packed into one self-contained object carrying the files it
+names itself (a default script, a ``$schemas`` ontology) under
+``mpiws:attached``, since the endpoint runs nothing from outside the
+document. Files of the job pass as for every CWL job: local ones uploaded
+(their secondary files with them), outputs downloaded into ``outdir``."""
 
 import base64
 import json

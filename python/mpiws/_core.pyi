@@ -77,6 +77,8 @@ class Endpoint:
         max_jobs_per_key: int | None = None,
         max_uploads_per_key: int | None = None,
         job_ttl: float | None = None,
+        cwl_runner: list[str] = [],
+        cwl_client_requirements: bool | None = None,
         max_spawn_body: int | None = None,
         sandbox: list[str] | None = None,
         max_instance_memory: int | None = None,

@@ -246,6 +246,32 @@ fn host_and_port(authority: &str) -> Result<(String, Option<u16>), String> {
     Ok((host.to_ascii_lowercase(), port))
 }
 
+/// URL path segments (percent-encoded) as a relative path of plain names, or None.
+pub fn decode_path(segments: &[&str]) -> Option<String> {
+    let mut names = Vec::with_capacity(segments.len());
+    for seg in segments {
+        let b = seg.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        let name = String::from_utf8(out).ok()?;
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+            return None;
+        }
+        names.push(name);
+    }
+    Some(names.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

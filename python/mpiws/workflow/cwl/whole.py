@@ -135,15 +135,9 @@ def carried(doc):
             ]
             return out
         out["location"] = attach(path)
-        beside = [os.path.join(os.path.dirname(path), secondary_name(basename, p)) for p in found]
-        if beside and "secondaryFiles" not in v:  # they travel with it, as a job's do (`with_secondaries`)
-            near = [
-                inline({"class": "Directory" if os.path.isdir(b) else "File", "location": "file://" + b})
-                for b in beside
-                if os.path.exists(b)
-            ]
-            if near:
-                out["secondaryFiles"] = near
+        near = beside(path, basename, found) if "secondaryFiles" not in v else []
+        if near:  # they travel with it, as a job's do (`with_secondaries`)
+            out["secondaryFiles"] = [inline({"class": kind, "location": "file://" + b}) for kind, b in near]
         return out
 
     out = walk(doc)
@@ -180,6 +174,12 @@ def secondary_name(basename, pattern):
     return basename + pattern
 
 
+def beside(path, basename, found):
+    """(class, path) of each file or directory next to ``path`` that a pattern of ``found`` names."""
+    near = (os.path.join(os.path.dirname(path), secondary_name(basename, p)) for p in found)
+    return [("Directory" if os.path.isdir(b) else "File", b) for b in near if os.path.exists(b)]
+
+
 def with_secondaries(v, doc):
     """The job ``v`` with each local File's secondary files, the files beside it that the document's patterns
     name: the runner looks for them beside the File, where it will stand alone unless they travel with it."""
@@ -193,8 +193,7 @@ def with_secondaries(v, doc):
         if not isinstance(x, dict):
             return x
         if x.get("class") == "File" and "path" in x and "secondaryFiles" not in x:
-            beside = [os.path.join(os.path.dirname(x["path"]), secondary_name(x["basename"], p)) for p in found]
-            near = [local_object("Directory" if os.path.isdir(b) else "File", b) for b in beside if os.path.exists(b)]
+            near = [local_object(kind, b) for kind, b in beside(x["path"], x["basename"], found)]
             return dict(x, secondaryFiles=near) if near else x
         return {k: walk(y) for k, y in x.items()}
 

@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 use super::collect::{object, MAX_REPORTED};
 use super::inputs::{check_basename, split_ext, Checker, Stage, LITERAL};
 use super::{OUT, TMP};
+use crate::wire::url::decode_path;
 
 /// Where the job's directory holds the document and its own files, for the runner.
 pub const DOCUMENT_DIR: &str = "doc";
@@ -230,7 +231,10 @@ fn again(v: Value, outdir: &Path, files_url: &str, budget: &mut usize) -> Result
 fn inside(o: &Map<String, Value>, outdir: &Path) -> Result<String, String> {
     let path = match (o.get("path").and_then(Value::as_str), o.get("location").and_then(Value::as_str)) {
         (Some(p), _) => p.to_string(),
-        (None, Some(l)) if l.starts_with("file://") => percent_decoded(&l["file://".len()..])?,
+        (None, Some(l)) if l.starts_with("file:///") => {
+            let segments: Vec<&str> = l["file:///".len()..].split('/').collect();
+            format!("/{}", decode_path(&segments).ok_or_else(|| format!("{l:?} is not a file inside the job's output directory"))?)
+        }
         _ => return Err("a file the CWL runner reported has no local path".into()),
     };
     let rel = Path::new(&path).strip_prefix(outdir).map_err(|_| format!("{path:?} is not in the job's output directory"))?;
@@ -239,22 +243,6 @@ fn inside(o: &Map<String, Value>, outdir: &Path) -> Result<String, String> {
         Some(r) if ok && !r.is_empty() => Ok(r.to_string()),
         _ => Err(format!("{path:?} is not a file inside the job's output directory")),
     }
-}
-
-fn percent_decoded(s: &str) -> Result<String, String> {
-    let (b, mut out) = (s.as_bytes(), Vec::with_capacity(s.len()));
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
-            out.push(hex.ok_or_else(|| format!("bad percent-encoding in {s:?}"))?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| format!("{s:?} is not UTF-8"))
 }
 
 #[cfg(test)]

@@ -25,11 +25,11 @@ use crate::error::ErrorClass;
 use crate::jobs::new_id;
 use crate::jobs::safe_file::{create_new, open_beneath, open_regular};
 use crate::keys::{Key, KeyId};
-use crate::service::jobs::spawn::decode_path;
 use crate::service::jobs::{insufficient_storage, refused};
 use crate::service::reply::{error, json, no_content, HttpError, Reply};
 use crate::service::Endpoint;
 use crate::wire::url;
+use crate::wire::url::decode_path;
 
 pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Reply {
     let max = ep.config.jobs.max_upload;

@@ -38,6 +38,7 @@ use crate::service::jobs::refused;
 use crate::service::jobs::results::{by_param, results, By};
 use crate::service::reply::{error, json, read_body, Reply};
 use crate::service::Endpoint;
+use crate::wire::url::decode_path;
 
 pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>, call: bool) -> Reply {
     if let Err(e) = guard::json_body(req.headers()) {
@@ -188,30 +189,4 @@ fn reference(ep: &Endpoint, url: &str) -> Result<Source, String> {
         Some((root, rel)) if open_beneath(&root, &rel).is_ok() => Ok(Source::Local { root, rel }),
         _ => Err(format!("{url} is not a file of this endpoint")),
     }
-}
-
-/// URL path segments (percent-encoded) as a relative path of plain names, or None.
-pub fn decode_path(segments: &[&str]) -> Option<String> {
-    let mut names = Vec::with_capacity(segments.len());
-    for seg in segments {
-        let b = seg.as_bytes();
-        let mut out = Vec::with_capacity(b.len());
-        let mut i = 0;
-        while i < b.len() {
-            if b[i] == b'%' {
-                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            } else {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-        let name = String::from_utf8(out).ok()?;
-        if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-            return None;
-        }
-        names.push(name);
-    }
-    Some(names.join("/"))
 }

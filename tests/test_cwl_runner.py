@@ -180,6 +180,96 @@ def test_an_unsupported_feature_exits_33_and_a_wrong_document_1(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr, p
 
 
+# Who runs the runner: the tool's grandparent (cwltool's parent), its command line; after a pause.
+WHO = r"""cwlVersion: v1.2
+class: CommandLineTool
+requirements: {InlineJavascriptRequirement: {}}
+inputs: {seconds: int}
+baseCommand: [sh, -c, 'sleep "$0"; gp=$(cut -d" " -f4 /proc/$PPID/stat); tr "\0" " " < /proc/$gp/cmdline']
+arguments: ["$(inputs.seconds)"]
+stdout: who.txt
+outputs:
+  who: {type: string, outputBinding: {glob: who.txt, loadContents: true, outputEval: "$(self[0].contents)"}}
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_the_runners_jobs_are_forked_from_its_warm_fork_server_and_end_as_started_ones(tmp_path, warm):
+    """By default the endpoint's cwltool runs each job in a child of its fork server (cwltool and the
+    CWL schema loaded once); without one (``cwl_runner_forks=[]``), in a fresh interpreter under the
+    job wrapper. Either way the job's outputs are collected and a kill ends it."""
+    import time
+
+    from mpiws.jobs import Program
+    from mpiws.service.serve import Server
+    from mpiws.workflow.cwl.whole import tool_spec
+
+    doc = tmp_path / "who.cwl"
+    doc.write_text(WHO)
+    server = Server({}, cwl_programs=[tool_spec(f"who={doc}")], **({} if warm else {"cwl_runner_forks": []}))
+    try:
+        who = Program(server.url + "/programs/who", key=server.key)
+        job = who.spawn(seconds=0)
+        assert job.wait(120)["state"] == "done", job.results()
+        parent = job.results()["outputs"]["who"]
+        assert ("-m mpiws.service.cwl_runner" in parent) == warm and ("mpiws-job" in parent) != warm, parent
+        slow = who.spawn(seconds=120)
+        deadline = time.monotonic() + 60
+        while slow.status()["state"] != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)  # cwltool has started the tool
+        began = time.monotonic()
+        slow.kill()
+        assert slow.wait(30)["state"] == "killed"
+        assert time.monotonic() - began < 15, "a kill ends the runner's process group at once"
+    finally:
+        server.stop()
+
+
+SUITE = ROOT / "tests" / "cwl" / "v1.2" / "tests"
+
+
+def as_compared(v):
+    """An output value as two runners must agree on it: each File's and Directory's name, the last
+    segment of its location (two outputs of one file are one file), size, checksum, listing and
+    secondary files; everything else as it is."""
+    if isinstance(v, list):
+        return [as_compared(x) for x in v]
+    if isinstance(v, dict) and v.get("class") in ("File", "Directory"):
+        keep = {k: v[k] for k in ("class", "basename", "size", "checksum") if k in v}
+        keep["at"] = v["location"].rsplit("/", 1)[-1]
+        for k in ("listing", "secondaryFiles"):
+            if k in v:
+                keep[k] = sorted((as_compared(x) for x in v[k]), key=json.dumps)
+        return keep
+    if isinstance(v, dict):
+        return {k: as_compared(x) for k, x in v.items()}
+    return v
+
+
+@pytest.mark.parametrize(
+    "document, job",
+    [
+        # a secondary Directory the job names differently from its location, beside a primary in another directory
+        ("dir4.cwl", "dir4-subdir-1-job.yml"),
+        # a Directory and a File the document names, staged by InitialWorkDirRequirement (the runner links them)
+        ("iwd/iwd-fileobjs1.cwl", None),
+        # an output's secondaryFiles pattern (.fai) is not the input's: ref.fasta.fai stays where it is
+        ("initialworkdir-glob-fullpath.cwl", "initialworkdirrequirement-docker-out-job.json"),
+        # two outputs of one file updated in place are one file
+        ("inpdir_update_wf.cwl", "empty.json"),
+        # a tool whose output has its input's name, in a file of its own (packing must keep both)
+        ("iwd/iwd-subdir-wf.cwl", "iwd/iwd-subdir-job.yml"),
+    ],
+)
+def test_documents_of_the_cwl_suite_give_cwltools_outputs(tmp_path, document, job):
+    args = [SUITE / document] + ([SUITE / job] if job else [])
+    p = runner(f"--outdir={tmp_path / 'mpiws'}", "--quiet", *args)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ours = json.loads(p.stdout)
+    assert as_compared(ours) == as_compared(cwltool("--outdir", tmp_path / "ref", *args))
+
+
 def test_version_and_help():
     p = runner("--version")
     assert p.returncode == 0 and p.stdout.startswith("mpiws-cwl-runner "), p

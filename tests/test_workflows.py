@@ -185,6 +185,29 @@ def test_the_command_line_prints_the_output_object_and_draws_the_graph(tmp_path)
     assert bad.returncode == 1 and "has no input ys" in bad.stderr
 
 
+def test_a_picture_that_cannot_be_drawn_is_refused_in_one_line_before_any_step_runs(tmp_path):
+    # No Graphviz on this PATH (the interpreter's own directory only): .svg cannot be drawn.
+    env = dict(os.environ, PATH=str(MPIWS.parent))
+    record = tmp_path / "r.json"
+    run = [str(MPIWS), "workflow", "run", str(FLOWS / "squares.yml"), "xs=[2,3]", "--record", str(record)]
+    p = subprocess.run([*run, "--graph", str(tmp_path / "g.svg")], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 1 and p.stdout == "", p
+    assert p.stderr.strip().splitlines() == [
+        f"mpiws workflow: drawing {tmp_path / 'g.svg'} needs Graphviz's dot (apt-get install graphviz), or ask for a .dot file"
+    ]
+    assert not record.exists(), "no step ran"
+    p = subprocess.run([*run, "--graph", str(tmp_path / "g.gif")], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 1 and "is .svg, .png or .dot" in p.stderr and len(p.stderr.splitlines()) == 1
+    g = subprocess.run(
+        [str(MPIWS), "workflow", "graph", str(FLOWS / "squares.yml"), "-o", str(tmp_path / "g.png")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert g.returncode == 1 and "Traceback" not in g.stderr and "needs Graphviz's dot" in g.stderr, g
+
+
 def test_a_loop_iterates_inside_the_domain_and_its_mediated_form_reinvokes_every_iteration(tmp_path):
     blocks = [[1, 2], [30, 40], [500], [6000, 7000, 8000]]
     got = both(FLOWS / "relax.yml", {"blocks": blocks, "tolerance": 0.01}, tmp_path)

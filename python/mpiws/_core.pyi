@@ -79,6 +79,8 @@ class Endpoint:
         job_ttl: float | None = None,
         cwl_runner: list[str] = [],
         cwl_client_requirements: bool | None = None,
+        cwl_runner_forks: list[str] = [],
+        cwl_runner_wire: int | None = None,
         max_spawn_body: int | None = None,
         sandbox: list[str] | None = None,
         max_instance_memory: int | None = None,

@@ -116,7 +116,8 @@ def _loopback(host):
 
 def _serve(a):
     from . import _core
-    from .service.serve import Server, cwl_runner, load
+    from .service import cwl_runner
+    from .service.serve import Server, load
 
     # Before any thread starts: SIGTERM and SIGINT end the process even while
     # a service holds the GIL (a Python handler would wait for it for ever).
@@ -151,7 +152,7 @@ def _serve(a):
         allow_hosts=a.allow_host,
         allow_origins=a.allow_origin,
         fetch_allow=a.fetch_allow,
-        cwl_runner=cwl_runner(a.cwl_runner),
+        cwl_runner=None if a.cwl_runner is None else cwl_runner.command(a.cwl_runner),  # None: the default, warm
         cwl_client_requirements=a.cwl_client_requirements or None,
         tls_cert=a.tls_cert,
         tls_key=a.tls_key,

@@ -13,38 +13,14 @@ types the deployer names (``pickle_allow``); ``pickle="full"`` trusts every
 sender with arbitrary code, as mpi4py does.
 """
 
-import importlib.util
 import json
-import shlex
-import sys
 import threading
 
 from .. import _core, keys as keyfiles
 from ..MPI import pickled
-from . import sandbox
+from . import cwl_runner, sandbox
 from .names import load  # noqa: F401  (mpiws serve --service NAME=module:function: cli.py)
 from .runner import fail_to_start, run_instance
-
-
-#: How the default CWL runner (cwltool, the reference) runs: without containers (an endpoint runs
-#: a tool as its other programs, in the job's directory), its log only for warnings and errors.
-#: (Not ``-m cwltool``: its ``__main__`` drops the exit status, so a failed run would look like a run.)
-CWL_RUNNER_ARGS = [
-    "-c",
-    "import sys, cwltool.main; sys.exit(cwltool.main.main())",
-    "--no-container",
-    "--relax-path-checks",  # names with spaces and '#', as the endpoint stages them (plain names, nothing more)
-    "--disable-color",
-    "--quiet",
-]
-
-
-def cwl_runner(given=None):
-    """The endpoint's CWL runner, a command as a list: ``given`` (a command line; ``none``: no runner),
-    else this Python's cwltool if it is installed, else none (``[]``)."""
-    if given is not None:
-        return [] if given.strip() == "none" else shlex.split(given)
-    return [sys.executable, *CWL_RUNNER_ARGS] if importlib.util.find_spec("cwltool") else []
 
 
 class Server:
@@ -62,7 +38,7 @@ class Server:
     ``cwl_programs``: (name, CWL document as a dict or JSON text) pairs, deployed as
     programs (``mpiws.workflow.cwl.whole.tool_spec`` reads one); what the
     endpoint's own engine does not run, ``cwl_runner`` (a command as a list;
-    default: ``cwl_runner()``) runs.
+    default: ``cwl_runner.command()``, with its fork server) runs.
     Other keyword arguments are the endpoint's limits (``_core.Endpoint``).
     """
 
@@ -80,8 +56,10 @@ class Server:
         **limits,
     ):
         self.services = dict(services)
-        if limits.get("cwl_runner") is None:
-            limits["cwl_runner"] = cwl_runner()
+        if limits.get("cwl_runner") is None:  # cwltool, and its fork server unless one is given
+            limits["cwl_runner"] = cwl_runner.command()
+            if limits.get("cwl_runner_wire") is None:
+                limits.setdefault("cwl_runner_forks", cwl_runner.forks_command())
         text, self.key_file, self.key_created = keyfiles.server_keys(keys)
         self.key = keyfiles.first_key(text)
         self.loads = pickled.policy(pickle, pickle_allow)

@@ -53,6 +53,8 @@ def run_command(a):
         return run_cwl(a)
 
     try:
+        if a.graph:
+            graph.drawer(a.graph)  # before any step runs
         wf = load(a.flow)
         args = list(a.inputs)
         job = args.pop(0) if args and args[0].endswith((".yml", ".yaml", ".json")) and "=" not in args[0] else None
@@ -72,7 +74,7 @@ def run_command(a):
         finally:
             if a.graph:
                 graph.draw(wf, a.graph, record or _read(a.record))
-    except WorkflowError as e:
+    except (WorkflowError, graph.CannotDraw) as e:
         print(f"mpiws workflow: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - a failed step (StepFailed), an endpoint that refused: said in one line
@@ -99,13 +101,13 @@ def graph_command(a):
 
     try:
         wf = load(a.flow)
-    except WorkflowError as e:
+        if a.output:
+            graph.draw(wf, a.output, _read(a.record) if a.record else None)
+        else:
+            sys.stdout.write(graph.dot(wf, _read(a.record) if a.record else None))
+    except (WorkflowError, graph.CannotDraw) as e:
         print(f"mpiws workflow: {e}", file=sys.stderr)
         return 1
-    if a.output:
-        graph.draw(wf, a.output, _read(a.record) if a.record else None)
-    else:
-        sys.stdout.write(graph.dot(wf, _read(a.record) if a.record else None))
     return 0
 
 

@@ -57,18 +57,33 @@ def dot(wf, record=None):
     return "\n".join(lines) + "\n"
 
 
-def draw(wf, path, record=None):
-    """Write the picture to ``path``: .dot as text; .svg or .png drawn by Graphviz (``dot``)."""
-    text = dot(wf, record)
+class CannotDraw(Exception):
+    """A picture that cannot be drawn here: said before a run starts, in one line."""
+
+
+def drawer(path):
+    """(format, Graphviz's ``dot`` or None for .dot) for a picture at ``path``; CannotDraw if it cannot be
+    drawn here, so that a run asked to draw itself is refused before any step runs."""
     fmt = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if fmt == "dot":
+        return fmt, None
+    if fmt not in ("svg", "png"):
+        raise CannotDraw(f"a workflow picture is .svg, .png or .dot, not {path!r}")
+    exe = shutil.which("dot")
+    if exe is None:
+        raise CannotDraw(f"drawing {path} needs Graphviz's dot (apt-get install graphviz), or ask for a .dot file")
+    return fmt, exe
+
+
+def draw(wf, path, record=None):
+    """Write the picture to ``path``: .dot as text; .svg or .png drawn by Graphviz (``dot``)."""
+    fmt, exe = drawer(path)
+    text = dot(wf, record)
+    if exe is None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         return path
-    if fmt not in ("svg", "png"):
-        raise ValueError(f"a workflow picture is .svg, .png or .dot, not {path!r}")
-    exe = shutil.which("dot")
-    if exe is None:
-        raise RuntimeError("drawing a workflow needs Graphviz's dot (apt-get install graphviz; or ask for a .dot file)")
-    subprocess.run([exe, f"-T{fmt}", "-o", path], input=text.encode(), check=True, capture_output=True)
+    p = subprocess.run([exe, f"-T{fmt}", "-o", path], input=text.encode(), capture_output=True)
+    if p.returncode:
+        raise CannotDraw(f"Graphviz's dot could not draw {path}: {p.stderr.decode(errors='replace').strip()}")
     return path

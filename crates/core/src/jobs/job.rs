@@ -27,7 +27,9 @@ use tokio::sync::{watch, Notify};
 use crate::jobs::cwl;
 use crate::jobs::disk::Disk;
 use crate::jobs::fetch::Fetcher;
+use crate::jobs::forks::{Exit as Told, ForkServer};
 use crate::jobs::ledger::{Ledger, Row};
+use crate::jobs::process::Process as ChildProcess;
 use crate::jobs::process_group::{self, Process};
 use crate::jobs::safe_file::{bytes_under, create_new, inside, make_private_dir, open_beneath};
 use crate::jobs::stage::{stage, Input};
@@ -449,7 +451,7 @@ impl Job {
             return Ok(());
         }
         let Some(c) = self.collecting.get().cloned() else { return Err("nothing tells how to collect its outputs".into()) };
-        let (program, printed) = (self.program.clone(), self.stdout_path());
+        let (program, printed, dir) = (self.program.clone(), self.stdout_path(), self.dir.clone());
         let out = self.dir.join(cwl::OUT);
         let url = url::join(&c.url, "/files");
         let found = tokio::task::spawn_blocking(move || match &program.runs {
@@ -459,6 +461,7 @@ impl Job {
                 let file = std::fs::File::open(&printed).map_err(|e| format!("the CWL runner's output: {e}"))?;
                 std::io::Read::read_to_string(&mut std::io::Read::take(file, cwl::delegate::MAX_OUTPUT), &mut text)
                     .map_err(|e| format!("the CWL runner's output: {e}"))?;
+                cwl::delegate::settle_links(&dir, &out)?;
                 cwl::delegate::collect(&text, &out, &url)
             }
         })
@@ -470,8 +473,9 @@ impl Job {
 
     /// Stage, run, record. `plan` holds what the command line is made of,
     /// `inputs` the input files to bring; `url` is the job's own URL (a CWL
-    /// job's output files are located under it).
-    pub async fn run(self: Arc<Self>, plan: Plan, inputs: Vec<Input>, fetcher: Arc<Fetcher>, url: String) {
+    /// job's output files are located under it); `forks`, the fork server a
+    /// job of the CWL runner is forked from, if there is one.
+    pub async fn run(self: Arc<Self>, plan: Plan, inputs: Vec<Input>, fetcher: Arc<Fetcher>, url: String, forks: Option<Arc<ForkServer>>) {
         let claim = |n| self.claim(n);
         let staged = tokio::select! {
             r = stage(&self.dir, inputs, &fetcher, &claim) => r,
@@ -491,22 +495,48 @@ impl Job {
             (Ok(o), Ok(e)) => (o.into_std().await, e.into_std().await),
             (Err(e), _) | (_, Err(e)) => return self.set(Phase::Failed, None, Some(format!("cannot create the job's output files: {e}"))),
         };
-        let child = command
-            .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
-            .stdout(stdout)
-            .stderr(stderr)
-            .process_group(0) // its own group, which a kill ends whole
-            .kill_on_drop(true)
-            .spawn();
-        let child = match child {
-            Ok(c) => c,
-            Err(e) => return self.set(Phase::Failed, None, Some(format!("cannot start {}: {e}", self.program.name))),
+        let child = match forks {
+            Some(forks) => self.fork(forks, &stdout, &stderr).await.map(|(pid, exit)| ChildProcess::Forked { pid, exit }),
+            None => None,
         };
-        let group = process_group::group_of(&child);
+        let child = match child {
+            Some(forked) => forked,
+            None => match command
+                .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
+                .stdout(stdout)
+                .stderr(stderr)
+                .process_group(0) // its own group, which a kill ends whole
+                .kill_on_drop(true)
+                .spawn()
+            {
+                Ok(c) => ChildProcess::Started(c),
+                Err(e) => return self.set(Phase::Failed, None, Some(format!("cannot start {}: {e}", self.program.name))),
+            },
+        };
+        let group = child.group();
         *self.process.lock() = group.and_then(Process::of);
         self.set(Phase::Running, None, None);
-        let ending = self.watch(Watched::Child(child), group).await;
+        let ending = self.watch(Watched::Running(child, self.dir.join(EXIT_FILE)), group).await;
         self.conclude(ending).await;
+    }
+
+    /// The CWL runner's job forked by `forks` (its request on its stdin:
+    /// `service/cwl_runner.py`): its pid and end; None if it was not forked
+    /// (it is then started afresh).
+    async fn fork(&self, forks: Arc<ForkServer>, stdout: &std::fs::File, stderr: &std::fs::File) -> Option<(libc::pid_t, Told)> {
+        use std::io::Write;
+        let at = |p: PathBuf| p.to_string_lossy().into_owned();
+        let request = json!({
+            "argv": cwl::delegate::argv(&[], &self.dir),
+            "cwd": at(self.dir.join(cwl::TMP)),
+            "exit": at(self.dir.join(EXIT_FILE)),
+        });
+        let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().ok()?;
+        ours.write_all(request.to_string().as_bytes()).ok()?; // a few paths: the socket's buffer holds them
+        drop(ours);
+        let fds = [theirs.into(), stdout.try_clone().ok()?.into(), stderr.try_clone().ok()?.into()];
+        let fds: [std::os::fd::OwnedFd; 3] = fds;
+        tokio::task::spawn_blocking(move || forks.fork(None, [&fds[0], &fds[1], &fds[2]])).await.ok()?.ok()
     }
 
     /// Go on watching a job that ran when the endpoint stopped, and record
@@ -531,7 +561,7 @@ impl Job {
                     return Ending::Exited(exit);
                 }
                 _ = self.kill.notified() => {
-                    process.end(group).await;
+                    process.end().await;
                     let _ = self.account_disk();
                     return Ending::Killed;
                 }
@@ -541,7 +571,7 @@ impl Job {
                         continue;
                     }
                     if let Err(over) = self.account_disk() {
-                        process.end(group).await;
+                        process.end().await;
                         return Ending::OverQuota(over);
                     }
                 }
@@ -594,11 +624,13 @@ enum Exit {
     Unknown,
 }
 
-/// The process a job runs in: the endpoint's child, or one adopted after a
-/// restart (no longer anyone's child we can wait for: it is watched, and
-/// its exit status read from the file the wrapper writes).
+/// The process a job runs in: the endpoint's (its child, or forked for it
+/// by a fork server), or one adopted after a restart (no longer anyone's
+/// child we can wait for: it is watched). Each writes its exit status to
+/// the job's exit file (the wrapper; a forked runner itself), read where
+/// nobody else can tell it.
 enum Watched {
-    Child(tokio::process::Child),
+    Running(ChildProcess, PathBuf),
     Adopted(Process, PathBuf),
 }
 
@@ -608,9 +640,9 @@ const ADOPTED_CHECK: Duration = Duration::from_millis(250);
 impl Watched {
     async fn exited(&mut self) -> Exit {
         match self {
-            Watched::Child(child) => match child.wait().await {
-                Ok(status) => Exit::Code(status.code()),
-                Err(e) => Exit::Error(e.to_string()),
+            Watched::Running(child, exit_file) => match child.wait().await {
+                Some(status) => Exit::Code(status.code()),
+                None => read_exit(exit_file).map_or(Exit::Error("nothing tells how it ended".into()), |code| Exit::Code(Some(code))),
             },
             Watched::Adopted(process, exit_file) => {
                 while process.alive() {
@@ -621,9 +653,9 @@ impl Watched {
         }
     }
 
-    async fn end(&mut self, group: Option<libc::pid_t>) {
+    async fn end(&mut self) {
         match self {
-            Watched::Child(child) => process_group::end(group, child).await,
+            Watched::Running(child, _) => child.end().await,
             Watched::Adopted(process, _) => process_group::end_group(process.pid).await,
         }
     }

@@ -26,6 +26,9 @@
 //! ends everything a job started), and a bounded job table whose ended
 //! jobs and uploads [`expiry`] removes after their time to live.
 //!
+//! [`forks`] is the fork server's endpoint half (instances' children and
+//! the CWL runner's jobs are forked from a warm interpreter).
+//!
 //! In a work directory given with `--workdir`, the table is kept in a
 //! [`ledger`] (SQLite): an endpoint started again on it answers for every
 //! job and upload it kept ([`restore`]).
@@ -34,8 +37,10 @@ pub mod cwl;
 pub mod disk;
 pub mod expiry;
 pub mod fetch;
+pub mod forks;
 pub mod job;
 pub mod ledger;
+pub mod process;
 pub mod process_group;
 pub mod restore;
 pub mod safe_file;
@@ -44,6 +49,8 @@ pub mod template;
 pub mod workdir;
 
 use std::collections::{BTreeMap, HashMap};
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,8 +61,10 @@ use serde::{Deserialize, Serialize};
 use crate::config::seconds;
 use crate::error::{err, ErrorClass, Result};
 use crate::keys::{Key, KeyId, Keys, Scope};
+use crate::runtime::runtime;
 use disk::Disk;
 use fetch::Fetcher;
+use forks::ForkServer;
 use job::{Job, Kept};
 use ledger::Ledger;
 use template::{Template, Word};
@@ -206,6 +215,14 @@ pub struct Limits {
     /// code run here); only where the client is this endpoint's own user
     /// (the endpoint `mpiws workflow run` starts for itself).
     pub cwl_client_requirements: bool,
+    /// The command of the CWL runner's fork server (`forks`; `python -m
+    /// mpiws.service.cwl_runner`), started when the first document for the
+    /// runner is deployed: each job is then forked from it, cwltool and the
+    /// CWL schema already loaded. None if empty: each job starts `cwl_runner`.
+    pub cwl_runner_forks: Vec<String>,
+    /// Or one already running: the descriptor of its wire, which the
+    /// endpoint takes (the one a client forks from itself for its own endpoint).
+    pub cwl_runner_wire: Option<i32>,
 }
 
 impl Default for Limits {
@@ -224,6 +241,8 @@ impl Default for Limits {
             job_ttl: Duration::from_secs(24 * 3600),
             cwl_runner: Vec::new(),
             cwl_client_requirements: false,
+            cwl_runner_forks: Vec::new(),
+            cwl_runner_wire: None,
         }
     }
 }
@@ -263,6 +282,15 @@ pub struct Jobs {
     pub ttl: Duration,
     /// Runs the CWL documents the engine here does not (`Limits::cwl_runner`).
     cwl_runner: Vec<String>,
+    /// Where the runner's jobs are forked from (`Limits::cwl_runner_forks`).
+    cwl_forks: Mutex<CwlForks>,
+}
+
+/// The CWL runner's fork server: to start, running, or none (given up, or never given).
+enum CwlForks {
+    ToStart(Vec<String>),
+    Running(Arc<ForkServer>),
+    None,
 }
 
 /// When to try again when the job table, or a key's uploads, is full and nothing is due to expire soon.
@@ -292,6 +320,12 @@ impl Jobs {
             max_uploads_per_key: limits.max_uploads_per_key,
             ttl: limits.job_ttl,
             cwl_runner: limits.cwl_runner.clone(),
+            cwl_forks: Mutex::new(match (limits.cwl_runner_wire, &limits.cwl_runner_forks) {
+                // SAFETY: the descriptor is given to the endpoint to own (`Limits::cwl_runner_wire`).
+                (Some(fd), _) => ForkServer::on(unsafe { UnixStream::from_raw_fd(fd) }).map_or(CwlForks::None, CwlForks::Running),
+                (None, command) if !command.is_empty() => CwlForks::ToStart(command.clone()),
+                _ => CwlForks::None,
+            }),
         };
         restore::restore(&jobs, keys)?;
         Ok(jobs)
@@ -317,7 +351,29 @@ impl Jobs {
     }
 
     fn install(&self, program: Program) {
+        if let Runs::CwlRunner { .. } = program.runs {
+            self.cwl_forks(); // warm by the time its first job comes
+        }
         self.programs.write().insert(program.name.clone(), Arc::new(program));
+    }
+
+    /// The CWL runner's fork server, started now if it was not yet; None
+    /// if there is none (its jobs then each start the runner afresh).
+    pub fn cwl_forks(&self) -> Option<Arc<ForkServer>> {
+        let mut forks = self.cwl_forks.lock();
+        if let CwlForks::ToStart(command) = &*forks {
+            let started = command.split_first().and_then(|(program, args)| {
+                let _in_runtime = runtime().enter();
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args).process_group(0).kill_on_drop(true);
+                ForkServer::start(cmd)
+            });
+            *forks = started.map_or(CwlForks::None, CwlForks::Running);
+        }
+        match &*forks {
+            CwlForks::Running(server) => Some(server.clone()),
+            _ => None,
+        }
     }
 
     /// A new job of `program` for `owner` (its id, its directory's path, and

@@ -60,7 +60,11 @@ def _described(v, base):
     if where.startswith(("http://", "https://")):
         return dict(v, location=where, basename=v.get("basename") or where.rstrip("/").rsplit("/", 1)[-1])
     where = where[len("file://") :] if where.startswith("file://") else where
-    return local(v["class"], os.path.join(base, where))
+    out = local(v["class"], os.path.join(base, where))
+    if isinstance(v.get("basename"), str):  # the name the job gives it, where it differs from the file's
+        out["basename"] = v["basename"]
+        out["nameroot"], out["nameext"] = _names(v["basename"])
+    return out
 
 
 def _beside(v, base):
@@ -165,8 +169,9 @@ class Wire:
 def final(v, outdir, taken=None):
     """The output object for the client: files of endpoints downloaded into ``outdir``
     (a name another output of the run took gets ``_2``, ``_3``... after it, as cwltool
-    does; its basename stays), each with its checksum."""
-    taken = set() if taken is None else taken
+    does; its basename stays; a file two outputs report is fetched once), each with its
+    checksum. ``taken`` maps each path given so far to what it holds."""
+    taken = {} if taken is None else taken
     if isinstance(v, list):
         return [final(x, outdir, taken) for x in v]
     if not isinstance(v, dict):
@@ -175,7 +180,8 @@ def final(v, outdir, taken=None):
     if cls not in ("File", "Directory"):
         return {k: final(x, outdir, taken) for k, x in v.items()}
     os.makedirs(outdir, exist_ok=True)
-    dest = _free(os.path.join(outdir, v["basename"]), taken)
+    source = v.get("location") or v.get("path")
+    dest, fresh = _free(os.path.join(outdir, v["basename"]), taken, source)
     if cls == "Directory":
         shutil.rmtree(dest, ignore_errors=True)  # a run's output replaces an earlier run's, as a file does
         os.makedirs(dest)
@@ -185,7 +191,7 @@ def final(v, outdir, taken=None):
                 local("Directory" if os.path.isdir(p) else "File", p)
                 for p in (os.path.join(v["path"], n) for n in sorted(os.listdir(v["path"])))
             ]
-        inner = set()
+        inner = {}
         items = [final(x, dest, inner) for x in listing or []]
         path = os.path.abspath(dest)
         return {
@@ -195,7 +201,9 @@ def final(v, outdir, taken=None):
             "listing": items,
             "path": path,
         }
-    if "path" in v:
+    if not fresh:
+        pass  # another output's, already here
+    elif "path" in v:
         shutil.copyfile(v["path"], dest)
     elif "contents" in v and "location" not in v:
         with open(dest, "w", encoding="utf-8") as f:
@@ -220,10 +228,14 @@ def final(v, outdir, taken=None):
     return out
 
 
-def _free(path, taken):
+def _free(path, taken, source):
+    """(``path``, or the first of ``path_2``, ``path_3``... not taken, True), or (the path ``source``
+    was given, False) when it has one: an output that two outputs report (an in-place update) is one file."""
     base, n = path, 1
     while path in taken:
+        if source is not None and taken[path] == source:
+            return path, False
         n += 1
         path = f"{base}_{n}"
-    taken.add(path)
-    return path
+    taken[path] = source
+    return path, True

@@ -20,6 +20,7 @@ import tempfile
 from types import SimpleNamespace
 from urllib.parse import urlsplit
 
+from ...service import cwl_runner
 from ..programs import Jobs
 from ..record import Record, kept
 from . import steps, whole
@@ -98,6 +99,10 @@ class Runner:
     def __init__(self, wf, key=None, endpoints=None, progress=True):
         self.wf, self.key = wf, key
         self.place = placements(wf, endpoints)
+        # A document run whole here: its runner's jobs are forked from this process, which has just
+        # loaded cwltool and the CWL schema to pack it (first: before this process starts any thread).
+        whole_here = any(self.place[s.name] is None and whole.is_packed(s.tool.doc) for s in wf.steps.values())
+        self.forks = cwl_runner.fork_here() if whole_here else None
         view = SimpleNamespace(
             name=wf.name,
             path=wf.path,
@@ -141,7 +146,7 @@ class Runner:
         # what that does not run has the whole document run by the runner (`run`), never one step of it.
         runner = None if any(whole.is_packed(d) for d in docs.values()) else []
         # Its client is its own user: a job may add requirements of its own (code of the user's, run as the user).
-        own = {"cwl_runner": runner, "cwl_client_requirements": runner is None}
+        own = {"cwl_runner": runner, "cwl_client_requirements": runner is None, "cwl_runner_wire": self.forks}
         try:
             self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts, **own)
         except Exception as e:  # noqa: BLE001 - the endpoint refused a tool: `run` has the document run whole
@@ -289,7 +294,7 @@ def _run(doc, job, outdir, key, endpoints, progress, record, named):
     r = Runner(wf, key=key, endpoints=endpoints, progress=progress)
     with kept(r.record, record, r.close):
         outputs = r.execute(values)
-        taken = set()  # one output's file name is not another's (in name order, as cwltool)
+        taken = {}  # one output's file name is not another's (in name order, as cwltool)
         r.record.outputs = {n: final(outputs[n], outdir, taken) for n in sorted(outputs)}
         return r.record.outputs, r.record.as_json()
 

@@ -11,6 +11,7 @@ document. Files of the job pass as for every CWL job: local ones uploaded
 (their secondary files with them), outputs downloaded into ``outdir``."""
 
 import base64
+import copy
 import json
 import logging
 import os
@@ -55,9 +56,36 @@ def pack(path):
     try:
         context, document, uri = fetch_document(uri, LoadingContext())
         context, uri = resolve_and_validate_document(context, document, uri)
-        return packed(context, uri)
+        import cwltool.pack
+
+        theirs, cwltool.pack.import_embed = cwltool.pack.import_embed, lambda d, _seen: _embed_once(d, {})
+        try:
+            return packed(context, uri)
+        finally:
+            cwltool.pack.import_embed = theirs
     except Exception as e:  # noqa: BLE001 - schema-salad's and cwltool's reasons, in their words
         raise CwlError(f"{path}: {str(e).strip()}") from None
+
+
+def _embed_once(d, seen):
+    """cwltool's ``import_embed`` (the last step of its pack), but an object becomes an ``$import`` of
+    an earlier one with its id only when it is that one (a process embedded twice), not when it only
+    shares its id: cwltool's turns a tool's output named as its input into the input, losing its glob."""
+    if isinstance(d, list):
+        for v in d:
+            _embed_once(v, seen)
+    elif isinstance(d, dict):
+        for n in ("id", "name"):
+            ident = d.get(n)
+            if isinstance(ident, str):
+                if ident in seen and seen[ident] == d:
+                    d.clear()
+                    d["$import"] = ident
+                    return
+                seen.setdefault(ident, copy.deepcopy(d))
+                break
+        for k in sorted(d):
+            _embed_once(d[k], seen)
 
 
 def carried(doc):
@@ -147,7 +175,8 @@ def carried(doc):
 
 
 def patterns(doc):
-    """The ``secondaryFiles`` patterns ``doc`` states for its parameters (those that are no expression)."""
+    """The ``secondaryFiles`` patterns ``doc`` states for its input parameters (those that are no
+    expression): an output's are what the tool writes, not what travels to it."""
     found = set()
 
     def walk(v):
@@ -160,8 +189,9 @@ def patterns(doc):
                 p = p.get("pattern") if isinstance(p, dict) else p
                 if isinstance(p, str) and "$(" not in p and "${" not in p:
                     found.add(p)
-            for x in v.values():
-                walk(x)
+            for k, x in v.items():
+                if k != "outputs":
+                    walk(x)
 
     walk(doc)
     return sorted(found)

@@ -24,6 +24,10 @@
 //! - Its output object (its stdout) names files; each must be inside `out/`
 //!   and is described again from the disk (`collect::object`: no symlinks,
 //!   sizes and checksums as they are), its location the job's file URL.
+//! - The runner links what it stages into `out/` (an `InitialWorkDirRequirement`
+//!   entry) to the job's own files; such a link becomes the file it names
+//!   ([`settle_links`]) when that is inside the job's directory, and stays a
+//!   link, never reported nor served, when it leads anywhere else.
 
 use std::path::Path;
 
@@ -178,6 +182,71 @@ pub fn argv(runner: &[String], dir: &Path) -> Vec<String> {
         at(JOB),
     ]);
     argv
+}
+
+/// Each symlink under `outdir` that leads to a file or directory inside `job_dir`
+/// replaced by a copy of it (a hard link for a file), so that it is reported and
+/// served as the job's own; links leading elsewhere, or to what holds them, stay.
+pub fn settle_links(job_dir: &Path, outdir: &Path) -> Result<(), String> {
+    let root = std::fs::canonicalize(job_dir).map_err(|e| format!("the job's directory: {e}"))?;
+    let mut budget = MAX_REPORTED;
+    settle_in(&root, outdir, &mut budget)
+}
+
+fn settle_in(root: &Path, dir: &Path, budget: &mut usize) -> Result<(), String> {
+    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+        count(budget)?;
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            if let Some(target) = leads_inside(root, &path) {
+                std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                copy_in(root, &target, &path, budget)?;
+            }
+        }
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            settle_in(root, &path, budget)?;
+        }
+    }
+    Ok(())
+}
+
+/// Where the link `path` leads, if that is inside `root` and does not hold the link itself.
+fn leads_inside(root: &Path, path: &Path) -> Option<std::path::PathBuf> {
+    let target = std::fs::canonicalize(path).ok()?; // none when dangling
+    let holder = std::fs::canonicalize(path.parent()?).ok()?;
+    (target.starts_with(root) && !holder.starts_with(&target)).then_some(target)
+}
+
+fn count(budget: &mut usize) -> Result<(), String> {
+    *budget = budget.checked_sub(1).ok_or_else(|| format!("more than {MAX_REPORTED} files and directories"))?;
+    Ok(())
+}
+
+/// `from` (a file or a directory) made at `to`, the links inside it settled as above.
+fn copy_in(root: &Path, from: &Path, to: &Path, budget: &mut usize) -> Result<(), String> {
+    let m = std::fs::metadata(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    let at = |e: std::io::Error| format!("{}: {e}", to.display());
+    if m.is_file() {
+        return std::fs::hard_link(from, to).or_else(|_| std::fs::copy(from, to).map(drop)).map_err(at);
+    }
+    if !m.is_dir() {
+        return Ok(()); // a FIFO or a socket: nothing to report
+    }
+    std::fs::create_dir(to).map_err(at)?;
+    for e in std::fs::read_dir(from).map_err(at)?.flatten() {
+        count(budget)?;
+        let src = e.path();
+        let src = if e.file_type().is_ok_and(|t| t.is_symlink()) {
+            match leads_inside(root, &src) {
+                Some(t) => t,
+                None => continue,
+            }
+        } else {
+            src
+        };
+        copy_in(root, &src, &to.join(e.file_name()), budget)?;
+    }
+    Ok(())
 }
 
 /// The runner's output object (`printed`, its stdout) with each File and
@@ -349,6 +418,34 @@ mod tests {
             let e = collect(&bad.to_string(), &out, "http://e/jobs/J/files").unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn links_to_the_jobs_own_files_become_files_and_others_stay_links() {
+        let d = std::env::temp_dir().join(format!("mpiws-settle-{}", std::process::id()));
+        let (out, doc) = (d.join(OUT), d.join(DOCUMENT_DIR));
+        std::fs::create_dir_all(out.join("dir")).unwrap();
+        std::fs::create_dir_all(doc.join("tree/sub")).unwrap();
+        std::fs::write(doc.join("f1"), "one").unwrap();
+        std::fs::write(doc.join("tree/sub/f2"), "two").unwrap();
+        std::os::unix::fs::symlink(doc.join("f1"), doc.join("tree/to-f1")).unwrap();
+        std::os::unix::fs::symlink(&d, doc.join("tree/up")).unwrap(); // holds the tree: not copied
+        std::os::unix::fs::symlink(doc.join("f1"), out.join("dir/a")).unwrap();
+        std::os::unix::fs::symlink("../../doc/tree", out.join("dir/t")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", out.join("leak")).unwrap();
+        std::os::unix::fs::symlink(&d, out.join("whole")).unwrap();
+        std::os::unix::fs::symlink(out.join("nowhere"), out.join("dangling")).unwrap();
+        settle_links(&d, &out).unwrap();
+        let kind = |p: &str| std::fs::symlink_metadata(out.join(p)).unwrap().file_type();
+        assert!(kind("dir/a").is_file() && std::fs::read_to_string(out.join("dir/a")).unwrap() == "one");
+        assert!(kind("dir/t").is_dir() && kind("dir/t/to-f1").is_file() && kind("dir/t/sub/f2").is_file());
+        assert!(std::fs::symlink_metadata(out.join("dir/t/up")).is_err(), "a link to what holds it is left out");
+        for link in ["leak", "whole", "dangling"] {
+            assert!(kind(link).is_symlink(), "{link} stays a link (collect neither reports nor follows it)");
+        }
+        let printed = json!({"a": {"class": "File", "path": out.join("dir/a")}}).to_string();
+        assert_eq!(collect(&printed, &out, "http://e/jobs/J/files").unwrap()["a"]["size"], json!(3));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

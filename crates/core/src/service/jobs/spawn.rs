@@ -98,7 +98,8 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         ep.jobs.forget(&job.id); // it never started: nothing to end
         return no_dir(e.to_string());
     }
-    tokio::spawn(job.clone().run(plan, files, ep.jobs.fetcher.clone(), job.url(&ep.url())));
+    let forks = matches!(job.program.runs, Runs::CwlRunner { .. }).then(|| ep.jobs.cwl_forks()).flatten();
+    tokio::spawn(job.clone().run(plan, files, ep.jobs.fetcher.clone(), job.url(&ep.url()), forks));
     if call {
         job.wait(Duration::MAX).await;
         return results(ep, &job, by).await;

@@ -27,10 +27,8 @@
 //!   the endpoint is gone.
 
 pub mod child;
-pub mod forks;
 pub mod handover;
 pub mod memory;
-pub mod process;
 pub mod relay;
 pub mod start;
 

@@ -17,14 +17,14 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::error::ErrorClass;
+use crate::jobs::forks::ForkServer;
+use crate::jobs::process::Process;
 use crate::keys::KeyId;
 use crate::rank::instance::{ErrorReport, InstanceState};
 use crate::rank::Instance;
 use crate::runtime::runtime;
-use crate::service::sandbox::forks::ForkServer;
 use crate::service::sandbox::handover::CHILD_FDS;
 use crate::service::sandbox::memory::{Budget, Watched};
-use crate::service::sandbox::process::Process;
 use crate::service::sandbox::{Sandbox, SandboxSetting};
 
 /// How long a child that reported its outcome may take to exit.
@@ -70,7 +70,7 @@ impl Spares {
             refilling: AtomicBool::new(false),
             budget: Budget::new(setting.max_total_memory, setting.max_key_memory),
             closed: AtomicBool::new(false),
-            forks: ForkServer::start(setting),
+            forks: fork_server(setting),
         });
         spares.refill();
         spares
@@ -205,6 +205,16 @@ fn spawn(setting: &SandboxSetting, forks: Option<&ForkServer>) -> io::Result<Spa
     }
     let child = cmd.spawn()?;
     Ok(Spare { child: Process::Started(child), binding, handover, reports })
+}
+
+/// What the endpoint sets to start a fork server rather than a child (`forks.FORKS_ENV`).
+const FORKS_ENV: &str = "MPIWS_SANDBOX_FORKS";
+
+/// The fork server of the children (`python/mpiws/service/forks.py`); None if it cannot start.
+fn fork_server(setting: &SandboxSetting) -> Option<Arc<ForkServer>> {
+    let mut cmd = command(setting).ok()?;
+    cmd.env(FORKS_ENV, "1");
+    ForkServer::start(cmd)
 }
 
 /// The command of a child, and of the fork server its children inherit

@@ -1,7 +1,9 @@
-//! The endpoint's half of the fork server (`python/mpiws/service/forks.py`):
-//! one interpreter per endpoint, its services imported, that forks each
-//! instance's child from itself, in milliseconds where a new interpreter
-//! takes hundreds.
+//! A fork server (`python/mpiws/service/forks.py`): one interpreter, its
+//! imports done once, that forks each child from itself, in milliseconds
+//! where a new interpreter takes hundreds (an instance's import of its
+//! services; the CWL runner's of cwltool and the CWL schema). The endpoint
+//! starts it (`start`), or is given one already running (`on`: the one a
+//! client forked from itself, warm with what it already loaded).
 //!
 //! Rules:
 //! - One request at a time, answered in order: the lock on the wire is held
@@ -19,8 +21,8 @@
 //! Wire (descriptor 3 of the server): 9-byte messages `[kind u8][pid i32 LE][status i32 LE]`
 //! from the server (`W` once warm, `P` the answer to a request: the pid, 0 if
 //! not forked, `X` a child ended with its wait status); requests are 8 bytes
-//! (the child's address-space bound, 0: none) with three descriptors (stdin,
-//! hand-over wire, reports wire).
+//! (the child's address-space bound, 0: none) with three descriptors (the
+//! child's stdin, and its descriptors 3 and 4).
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -35,10 +37,6 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::net::descriptor::send_with_fds;
-use crate::service::sandbox::SandboxSetting;
-
-/// What the endpoint sets to start a fork server rather than a child (`forks.FORKS_ENV`).
-const FORKS_ENV: &str = "MPIWS_SANDBOX_FORKS";
 
 /// Where the server finds its wire.
 const WIRE_FD: RawFd = 3;
@@ -58,8 +56,8 @@ pub struct ForkServer {
     wire: Mutex<Option<Requests>>,
     /// Each child's end, by pid, until it is told.
     exits: Arc<Mutex<HashMap<i32, watch::Sender<Option<ExitStatus>>>>>,
-    /// The server's own process: killed if it is still there when the endpoint lets go of it.
-    _process: tokio::process::Child,
+    /// The server's own process, if the endpoint started it: killed if it is still there when the endpoint lets go of it.
+    _process: Option<tokio::process::Child>,
 }
 
 struct Requests {
@@ -75,11 +73,10 @@ enum Answer {
 }
 
 impl ForkServer {
-    /// Start the server (a command like a child's, told by `FORKS_ENV`); None if it cannot start.
-    pub fn start(setting: &SandboxSetting) -> Option<Arc<ForkServer>> {
+    /// Start the server: `cmd`, given its wire at descriptor 3; None if it cannot start.
+    pub fn start(mut cmd: tokio::process::Command) -> Option<Arc<ForkServer>> {
         let (ours, theirs) = UnixStream::pair().ok()?;
-        let mut cmd = super::start::command(setting).ok()?;
-        cmd.env(FORKS_ENV, "1").stdin(Stdio::null());
+        cmd.stdin(Stdio::null());
         let fd = theirs.as_raw_fd();
         // SAFETY: between fork and exec the closure only calls dup2 (async-signal-safe) and allocates nothing.
         unsafe {
@@ -87,10 +84,19 @@ impl ForkServer {
         }
         let process = cmd.spawn().ok()?;
         drop(theirs);
-        let reader = ours.try_clone().ok()?;
+        ForkServer::serving(ours, Some(process))
+    }
+
+    /// A server already running at the other end of `wire` (its process not the endpoint's to end).
+    pub fn on(wire: UnixStream) -> Option<Arc<ForkServer>> {
+        ForkServer::serving(wire, None)
+    }
+
+    fn serving(wire: UnixStream, process: Option<tokio::process::Child>) -> Option<Arc<ForkServer>> {
+        let reader = wire.try_clone().ok()?;
         let (tx, answers) = mpsc::channel();
         let server = Arc::new(ForkServer {
-            wire: Mutex::new(Some(Requests { wire: ours, answers, warm: false })),
+            wire: Mutex::new(Some(Requests { wire, answers, warm: false })),
             exits: Arc::default(),
             _process: process,
         });
@@ -99,7 +105,7 @@ impl ForkServer {
         Some(server)
     }
 
-    /// Fork a child with `stdin`, `handover` and `reports` as its wire, its
+    /// Fork a child with `fds` as its stdin and its descriptors 3 and 4, its
     /// address space bounded to `memory`: its pid and its end.
     /// Err: not forked (the caller starts an interpreter instead).
     pub fn fork(&self, memory: Option<u64>, fds: [&OwnedFd; 3]) -> io::Result<(i32, Exit)> {

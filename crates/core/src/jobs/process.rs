@@ -1,15 +1,15 @@
-//! An instance's child process, started by the endpoint or forked by the
-//! fork server (`forks`): one way to name its group, ask whether it runs,
-//! wait for its end and end it. Each leads a process group of its own; a
-//! child dropped before its end is killed with its group.
+//! A child process, started by the endpoint or forked by a fork server
+//! (`forks`): an instance's, or a job's. One way to name its group, ask
+//! whether it runs, wait for its end and end it. Each leads a process group
+//! of its own; a child dropped before its end is killed with its group.
 
 use std::process::ExitStatus;
 use std::time::Duration;
 
 use tokio::process::Child;
 
-use crate::jobs::process_group;
-use crate::service::sandbox::forks::Exit;
+use super::forks::Exit;
+use super::process_group;
 
 /// How often a forked child whose server is gone is looked at.
 const POLL: Duration = Duration::from_millis(20);

@@ -18,6 +18,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the user's (mpiws.keys).
 os.environ["MPIWS_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="mpiws-test-keys-"), "key")
 os.environ.pop("MPIWS_KEY", None)
+# The warm CWL runners that runs start (mpiws.workflow.cwl.warm) listen here: the session's own,
+# never the user's; each ends once its socket is gone (the directory is removed at the session's end).
+RUNTIME_DIR = tempfile.mkdtemp(prefix="mpiws-test-run-")
+os.environ["XDG_RUNTIME_DIR"] = RUNTIME_DIR
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import shutil
+
+    shutil.rmtree(RUNTIME_DIR, ignore_errors=True)
 
 
 def mpiws_run(n, code, tmp_path, args=(), timeout=120, env=None, keep_going=False):

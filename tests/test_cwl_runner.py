@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mpiws.service import cwl_runner
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = str(Path(sys.executable).parent / "mpiws-cwl-runner")
 EXAMPLES = ROOT / "examples" / "workflows" / "cwl"
@@ -170,8 +172,11 @@ def test_an_unsupported_feature_exits_33_and_a_wrong_document_1(tmp_path):
         "cwlVersion: v1.2\nclass: CommandLineTool\nbaseCommand: 'true'\n"
         "requirements: {DockerRequirement: {dockerPull: debian:stable-slim}}\ninputs: []\noutputs: []\n"
     )
-    p = runner("--outdir", tmp_path, container)  # the runner's own 33: no container runtime here
-    assert p.returncode == 33 and "DockerRequirement" in p.stderr and "Traceback" not in p.stderr, p
+    p = runner("--outdir", tmp_path, container)
+    if cwl_runner.containers() == ["--no-container"]:  # the runner's own 33: no container runtime here
+        assert p.returncode == 33 and "DockerRequirement" in p.stderr and "Traceback" not in p.stderr, p
+    else:  # in a container of the image
+        assert p.returncode == 0, p
     wrong = tmp_path / "wrong.cwl"
     wrong.write_text("cwlVersion: v1.2\nclass: Nonsense\n")
     p = runner("--outdir", tmp_path, wrong)
@@ -224,6 +229,70 @@ def test_the_runners_jobs_are_forked_from_its_warm_fork_server_and_end_as_starte
         assert time.monotonic() - began < 15, "a kill ends the runner's process group at once"
     finally:
         server.stop()
+
+
+def test_a_users_warm_runner_packs_and_forks_the_next_runs_and_ends_with_its_socket(tmp_path, monkeypatch):
+    """The first run starts the user's warm runner (and forks its jobs from itself); later runs have it
+    pack the document and fork their jobs, with the same outputs and exits; it ends when its socket is
+    removed; it is not started where it is turned off or its directory is not private."""
+    import os
+    import time
+
+    from mpiws.workflow.cwl import warm
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    env = dict(os.environ)
+    doc, job = tmp_path / "who.cwl", tmp_path / "job.yml"
+    doc.write_text(WHO)
+    job.write_text("seconds: 0\n")
+
+    def who(**more):
+        p = subprocess.run(
+            [RUNNER, "--quiet", f"--outdir={tmp_path / 'out'}", doc, job],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(env, **more),
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        return json.loads(p.stdout)["who"]
+
+    assert "mpiws-cwl-runner" in who()  # forked from the run itself
+    sockets = lambda: list((run / "mpiws").glob("cwl-*.sock"))  # noqa: E731
+    deadline = time.monotonic() + 60
+    while not sockets() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (socket_path,) = sockets()
+    assert warm.socket_path() == str(socket_path), "named by the interpreter and the versions"
+    time.sleep(0.5)  # it listens once warm
+    assert "-m mpiws.workflow.cwl.whole" in who(), "forked by the warm runner"
+    wrong = tmp_path / "wrong.cwl"
+    wrong.write_text("cwlVersion: v1.2\nclass: Nonsense\n")
+    p = subprocess.run([RUNNER, "--outdir", tmp_path, wrong], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 1 and "Nonsense" in p.stderr and "Traceback" not in p.stderr, p
+
+    def runners():
+        return [q for q in Path("/proc").iterdir() if q.name.isdigit() and str(socket_path) in _cmdline(q)]
+
+    assert len(runners()) == 1
+    socket_path.unlink()
+    deadline = time.monotonic() + 15
+    while runners() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not runners(), "it ends with its socket"
+
+    assert "mpiws-cwl-runner" in who(MPIWS_CWL_WARM="0") and not sockets(), "turned off: none started"
+    (run / "mpiws").chmod(0o755)
+    assert "mpiws-cwl-runner" in who() and not sockets(), "a directory others may enter: none started"
+
+
+def _cmdline(proc):
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 SUITE = ROOT / "tests" / "cwl" / "v1.2" / "tests"

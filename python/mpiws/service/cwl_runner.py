@@ -6,7 +6,7 @@ reference, and its fork server.
 A fresh cwltool pays for its imports and for loading the CWL schema (about a
 second here) before it reads a document; the fork server pays once. It is a
 fork server of ``forks`` (the same wire as the instances' one), warm with
-cwltool and the CWL v1.2 schema, started by the endpoint when the first
+cwltool and the CWL schemas every job loads, started by the endpoint when the first
 document for the runner is deployed (``python -m mpiws.service.cwl_runner``),
 or forked by a client from itself, where it has just loaded them to pack the
 document (``fork_here``). Each job is a child of it, which:
@@ -25,30 +25,33 @@ options and files; the request is the endpoint's only (the wire is a socket
 pair between the endpoint and this process).
 """
 
+import functools
 import importlib.util
 import json
 import logging
 import os
 import shlex
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 import traceback
 
 from . import forks
 
-#: How the endpoint's cwltool runs: without containers (an endpoint runs a tool as its other programs,
-#: in the job's directory), its log only for warnings and errors.
+#: How the endpoint's cwltool runs (besides its container runtime, ``containers``): its log only
+#: for warnings and errors.
 OPTIONS = [
-    "--no-container",
     "--relax-path-checks",  # names with spaces and '#', as the endpoint stages them (plain names, nothing more)
     "--disable-color",
     "--quiet",
 ]
 #: A fresh cwltool. (Not ``-m cwltool``: its ``__main__`` drops the exit status, so a failed run would look like a run.)
-FRESH = ["-c", "import sys, cwltool.main; sys.exit(cwltool.main.main())", *OPTIONS]
-#: The CWL version a packed document has (cwltool's pack updates to it): its schema is loaded ahead.
-VERSION = "v1.2"
+FRESH = ["-c", "import sys, cwltool.main; sys.exit(cwltool.main.main())"]
+#: The CWL schemas every job loads, loaded ahead: a packed document's version (cwltool's pack writes
+#: v1.2), the one cwltool's types come from (v1.0), and the one it updates a document to (its own).
+VERSIONS = ("v1.2", "v1.0", "INTERNAL")
 #: The most a job's request may hold.
 MAX_REQUEST = 1 << 20
 
@@ -57,12 +60,32 @@ def available():
     return importlib.util.find_spec("cwltool") is not None
 
 
+@functools.cache
+def containers():
+    """cwltool's option for this machine's container runtime: podman, or docker (each if it answers:
+    a docker command without its daemon is none), else singularity or apptainer; else ``--no-container``:
+    a tool is run on the host as any other program, and a ``DockerRequirement`` exits 33."""
+    for exe, option in (("podman", "--podman"), ("docker", None)):
+        try:
+            if shutil.which(exe) and subprocess.run([exe, "info"], capture_output=True, timeout=10).returncode == 0:
+                return [option] if option else []
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    if shutil.which("apptainer") or shutil.which("singularity"):
+        return ["--singularity"]
+    return ["--no-container"]
+
+
+def options():
+    return [*containers(), *OPTIONS]
+
+
 def command(given=None):
     """The endpoint's CWL runner, a command as a list: ``given`` (a command line; ``none``: no runner),
     else this Python's cwltool if it is installed, else none (``[]``)."""
     if given is not None:
         return [] if given.strip() == "none" else shlex.split(given)
-    return [sys.executable, *FRESH] if available() else []
+    return [sys.executable, *FRESH, *options()] if available() else []
 
 
 def forks_command():
@@ -71,11 +94,14 @@ def forks_command():
 
 
 def warm():
-    """Load what every job would: cwltool, and the CWL schema of packed documents."""
+    """Load what every job would: cwltool, and the CWL schema of packed documents (and find the container runtime)."""
     import cwltool.main  # noqa: F401
     from cwltool.process import get_schema
+    from cwltool.update import INTERNAL_VERSION
 
-    get_schema(VERSION)
+    for version in VERSIONS:
+        get_schema(INTERNAL_VERSION if version == "INTERNAL" else version)
+    containers()
 
 
 def fork_here():
@@ -84,6 +110,7 @@ def fork_here():
     process runs threads (a fork of it would hold locks nobody releases)."""
     if threading.active_count() != 1:
         return None
+    containers()  # found once, for the server and the endpoint both
     ours, theirs = socket.socketpair()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -96,7 +123,8 @@ def fork_here():
             null = os.open(os.devnull, os.O_RDWR)  # not the client's terminal or pipes: they end with the client
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            _serve()
+            warm()
+            serve()
         finally:
             os._exit(70)
     theirs.close()
@@ -104,9 +132,8 @@ def fork_here():
     return ours.detach()
 
 
-def _serve():
-    """Serve forks; each child runs its job and exits."""
-    warm()
+def serve():
+    """Serve forks on the wire at descriptor 3 (warm already); each child runs its job and exits. Never returns."""
     forks.serve()  # returns only in a child
     _run_job()
 
@@ -127,7 +154,7 @@ def _run_job():
 
         logging.getLogger("cwltool").setLevel(logging.NOTSET)  # as a fresh runner's (a client's pack quiets it)
         # The callback keeps the standard schemas loaded (cwltool's own setup would drop them).
-        code = cwltool.main.main(argsl=[*OPTIONS, *request["argv"]], custom_schema_callback=lambda: None)
+        code = cwltool.main.main(argsl=[*options(), *request["argv"]], custom_schema_callback=lambda: None)
     except BaseException:  # noqa: BLE001 - said on the job's stderr; the job fails
         traceback.print_exc()
     finally:
@@ -165,4 +192,5 @@ def _write_exit(path, code):
 
 
 if __name__ == "__main__":
-    _serve()
+    warm()
+    serve()

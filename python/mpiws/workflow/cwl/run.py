@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from ...service import cwl_runner
 from ..programs import Jobs
 from ..record import Record, kept
-from . import steps, whole
+from . import steps, warm, whole
 from .job import Wire, final, from_file, job_object, split_input
 from .load import CwlError, CwlUnsupported, Step, StepIn, Tool, Workflow, endpoint_hint, entries, load
 
@@ -99,10 +99,10 @@ class Runner:
     def __init__(self, wf, key=None, endpoints=None, progress=True):
         self.wf, self.key = wf, key
         self.place = placements(wf, endpoints)
-        # A document run whole here: its runner's jobs are forked from this process, which has just
-        # loaded cwltool and the CWL schema to pack it (first: before this process starts any thread).
+        # A document run whole here: its runner's jobs are forked by the user's warm runner (`warm`), or
+        # else from this process, which has loaded cwltool to pack it (before it starts any thread).
         whole_here = any(self.place[s.name] is None and whole.is_packed(s.tool.doc) for s in wf.steps.values())
-        self.forks = cwl_runner.fork_here() if whole_here else None
+        self.forks = (warm.fork_server() or cwl_runner.fork_here()) if whole_here else None
         view = SimpleNamespace(
             name=wf.name,
             path=wf.path,
@@ -146,7 +146,9 @@ class Runner:
         # what that does not run has the whole document run by the runner (`run`), never one step of it.
         runner = None if any(whole.is_packed(d) for d in docs.values()) else []
         # Its client is its own user: a job may add requirements of its own (code of the user's, run as the user).
-        own = {"cwl_runner": runner, "cwl_client_requirements": runner is None, "cwl_runner_wire": self.forks}
+        own = {"cwl_runner": runner, "cwl_client_requirements": runner is None}
+        if self.forks is not None:  # the endpoint's own copy of the wire; this one is closed with the run
+            own["cwl_runner_wire"] = os.dup(self.forks)
         try:
             self.server = Server({}, cwl_programs=programs, keys=keys, fetch_allow=hosts, **own)
         except Exception as e:  # noqa: BLE001 - the endpoint refused a tool: `run` has the document run whole
@@ -160,6 +162,9 @@ class Runner:
         self.jobs.remove_all()
         if self.server is not None:
             self.server.stop()
+        if self.forks is not None:  # the fork server then ends (its wire's last copy)
+            os.close(self.forks)
+            self.forks = None
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def unit(self, step, index, inputs):

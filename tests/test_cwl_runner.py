@@ -339,6 +339,18 @@ def test_documents_of_the_cwl_suite_give_cwltools_outputs(tmp_path, document, jo
     assert as_compared(ours) == as_compared(cwltool("--outdir", tmp_path / "ref", *args))
 
 
+def test_a_steps_secondary_files_do_not_travel_with_the_workflows_inputs(tmp_path):
+    # The workflow's input declares none; its step's tool does: the files beside the job's are not
+    # the workflow's to bring, so the step lacks them and the run fails, as cwltool's does.
+    args = [SUITE / "record-in-secondaryFiles-missing-wf.cwl", SUITE / "record-secondaryFiles-job.yml"]
+    p = runner(f"--outdir={tmp_path}", "--quiet", *args)
+    assert p.returncode == 1 and "A.s2" in p.stderr, p
+    ref = subprocess.run([sys.executable, "-c", "import sys, cwltool.main; sys.exit(cwltool.main.main())",  # its status
+                          "--quiet", "--no-container", "--outdir", tmp_path, *args],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert ref.returncode == 1 and "A.s2" in ref.stderr
+
+
 def test_version_and_help():
     p = runner("--version")
     assert p.returncode == 0 and p.stdout.startswith("mpiws-cwl-runner "), p

@@ -14,8 +14,9 @@ Rules:
   user's own, mode 0700, not a link) and each peer's credentials are
   checked (``SO_PEERCRED``): the same user, who may read the documents it
   packs and run the tools it forks.
-- Its socket is named by the interpreter, mpiws's and cwltool's versions:
-  an upgraded installation starts a runner of its own.
+- Its socket is named by the interpreter, mpiws's and cwltool's versions
+  and its own code's files: an upgraded installation starts a runner of its
+  own.
 - Each connection is served by a fork of it, which answers one request
   (4-byte length, JSON): ``{"pack": PATH}``, answered with the packed
   document as the endpoint takes it (``whole.document``, JSON text:
@@ -67,8 +68,16 @@ def socket_path():
 
     from ... import __version__
 
-    mark = f"{sys.executable}|{__version__}|{version('cwltool')}".encode()
+    mark = f"{sys.executable}|{__version__}|{version('cwltool')}|{_code()}".encode()
     return os.path.join(where, f"cwl-{hashlib.sha256(mark).hexdigest()[:16]}.sock")
+
+
+def _code():
+    """The runner's own code as it is on disk (each file's size and time): a changed one is another runner."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    files = [os.path.join(here, n) for n in sorted(os.listdir(here)) if n.endswith(".py")]
+    files += [os.path.abspath(m.__file__) for m in (cwl_runner, forks)]
+    return ",".join(f"{st.st_size}:{st.st_mtime_ns}" for st in map(os.stat, files))
 
 
 def _send(sock, obj):

@@ -213,9 +213,12 @@ def beside(path, basename, found):
 
 
 def with_secondaries(v, doc):
-    """The job ``v`` with each local File's secondary files, the files beside it that the document's patterns
-    name: the runner looks for them beside the File, where it will stand alone unless they travel with it."""
-    found = patterns(doc)
+    """The job ``v`` with each local File's secondary files, the files beside it that the patterns of the
+    document's own inputs name (its ``#main``'s: a step's are for what the workflow hands it): the runner
+    looks for them beside the File, where it will stand alone unless they travel with it."""
+    graph = doc.get("$graph")
+    main = next((p for p in graph if p.get("id") == "#main"), {}) if isinstance(graph, list) else doc
+    found = patterns(main.get("inputs", []))
     if not found:
         return v
 

@@ -218,7 +218,10 @@ def with_secondaries(v, doc):
     looks for them beside the File, where it will stand alone unless they travel with it."""
     graph = doc.get("$graph")
     main = next((p for p in graph if p.get("id") == "#main"), {}) if isinstance(graph, list) else doc
-    found = patterns(main.get("inputs", []))
+    named = [
+        r for r in main.get("requirements") or [] if isinstance(r, dict) and r.get("class") == "SchemaDefRequirement"
+    ]
+    found = patterns([main.get("inputs", []), named])  # its inputs, and the record types they may name
     if not found:
         return v
 

@@ -91,6 +91,47 @@ print("OK")
     assert_ok(p, 3)
 
 
+@pytest.mark.parametrize("path", ["local", "network"])
+def test_large_replies_are_read_straight_into_the_origins_memory(run, path):
+    """A get's answer from 64 KiB up is read off the stream into the origin's buffer: every byte right,
+    several in flight at once, a get-accumulate's old values too; on one host and over the network path."""
+    p = run(
+        2,
+        """
+import numpy as np
+from mpiws import MPI
+world = MPI.COMM_WORLD
+rank = world.rank
+n = 1 << 20  # doubles: 8 MiB
+mem = np.arange(n, dtype="d") + 1000.0 * rank
+win = MPI.Win.Create(mem, mem.itemsize, comm=world)
+other = 1 - rank
+win.Lock(other, MPI.LOCK_SHARED)
+sizes = [1 << 13, 1 << 16, 1 << 17, n // 2]
+gots = [np.zeros(k, dtype="d") for k in sizes]
+for k, got in zip(sizes, gots):
+    win.Get(got, other, (n - k, k, MPI.DOUBLE))  # the last k of the other's window, all in flight
+win.Flush(other)
+for k, got in zip(sizes, gots):
+    want = np.arange(n - k, n, dtype="d") + 1000.0 * other
+    assert np.array_equal(got, want), (k, got[:3], want[:3])
+win.Unlock(other)
+world.Barrier()
+win.Lock(other, MPI.LOCK_EXCLUSIVE)
+old = np.zeros(1 << 14, dtype="d")
+win.Get_accumulate(np.ones(1 << 14, dtype="d"), old, other, op=MPI.SUM)
+win.Unlock(other)
+assert np.array_equal(old, np.arange(1 << 14, dtype="d") + 1000.0 * other), old[:3]
+world.Barrier()
+assert np.array_equal(mem[: 1 << 14], np.arange(1 << 14, dtype="d") + 1000.0 * rank + 1), mem[:3]
+win.Free()
+print("OK")
+""",
+        env={"MPIWS_NOLOCAL": "1"} if path == "network" else None,
+    )
+    assert_ok(p, 2)
+
+
 def test_passive_target_completes_while_the_target_sleeps(run):
     p = run(
         2,

@@ -34,6 +34,7 @@ use crate::net::socket::Socket;
 use crate::net::{local, pull};
 use crate::runtime::runtime;
 use crate::wire::frame::{self, Envelope, Frame, Payload, ACK_ERROR, ACK_MATCHED, ACK_STORED};
+use crate::wire::reserved::is_rma;
 
 /// What a message did to the receive state: filed, or dropped as a copy
 /// of one filed before (a retry).
@@ -62,6 +63,23 @@ pub trait Receiver: Send + Sync {
     fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>);
     /// Whether to stop reading `source`'s stream for now (flow control).
     fn holds_back(&self, source: u32) -> bool;
+    /// How many bytes open a one-sided frame (what it is, which operation).
+    fn window_head(&self) -> usize;
+    /// For a one-sided frame on `key` whose head is `head` and whose body
+    /// (`len` bytes) is still on the wire: where an operation here takes that
+    /// body (a get's memory), if it is a reply one waits for. The operation
+    /// is then the reader's to finish.
+    fn place_reply(&self, key: u64, head: &[u8], len: usize) -> Option<ReplyPlace>;
+}
+
+/// Where a one-sided reply's body is read to (`Receiver::place_reply`).
+pub struct ReplyPlace {
+    /// Valid for `len` bytes until `finish` is called.
+    pub ptr: usize,
+    pub len: usize,
+    /// Completes the operation: true once the body was read in full; false
+    /// fails it (the read was cut off).
+    pub finish: Box<dyn FnOnce(bool) + Send>,
 }
 
 /// Read buffer size; small messages are read many at a time.
@@ -175,7 +193,31 @@ impl Reader {
                 return told.is_ok();
             }
         }
+        // A one-sided reply an operation here waits for: its body straight into the operation's memory.
         let mut data = Vec::with_capacity(size);
+        if size >= PLACE_FROM && refs.is_empty() && env.forward.is_empty() && is_rma(&env) {
+            data.resize(instance.window_head().min(size), 0);
+            if self.r.read_exact(&mut data).is_err() {
+                return false; // cut off: the sender sees the connection drop
+            }
+            if let Some(place) = instance.place_reply(env.context, &data, size - data.len()) {
+                let body = size - data.len();
+                let n = place.len.min(body);
+                // SAFETY: `ReplyPlace`'s contract: `ptr` is valid for `len` bytes until `finish`.
+                let dst = unsafe { std::slice::from_raw_parts_mut(place.ptr as *mut u8, n) };
+                let rest = (body - n) as u64;
+                let read = self.r.read_exact(dst).is_ok()
+                    && std::io::copy(&mut (&mut self.r).take(rest), &mut std::io::sink()).is_ok_and(|c| c == rest);
+                (place.finish)(read);
+                if !read {
+                    return false;
+                }
+                // Taken here: its sender's later messages do not wait for it; a retry of it is dropped.
+                instance.skip(self.source, env.seq);
+                self.stored(seq, len);
+                return self.ack_if_due(ack_now).is_ok();
+            }
+        }
         if !refs.is_empty() {
             if !pulled(data.as_mut_ptr()) {
                 return false; // as a cut off stream
@@ -183,8 +225,9 @@ impl Reader {
             // SAFETY: `pulled` wrote all `size` bytes of the capacity.
             unsafe { data.set_len(size) };
         } else {
-            match (&mut self.r).take(len).read_to_end(&mut data) {
-                Ok(n) if n as u64 == len => {}
+            let head = data.len() as u64; // read already (a one-sided frame's head)
+            match (&mut self.r).take(len - head).read_to_end(&mut data) {
+                Ok(n) if n as u64 == len - head => {}
                 _ => return false, // cut off: the sender sees the connection drop
             }
         }
@@ -595,6 +638,12 @@ mod tests {
         fn cut(&self, _: u32, _: u64, _: Arc<Completion>, _: Box<dyn RecvBuffer>) {}
         fn holds_back(&self, _: u32) -> bool {
             false
+        }
+        fn window_head(&self) -> usize {
+            0
+        }
+        fn place_reply(&self, _: u64, _: &[u8], _: usize) -> Option<ReplyPlace> {
+            None
         }
     }
 

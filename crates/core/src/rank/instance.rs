@@ -16,7 +16,7 @@ use crate::engine::completion::{fit_spin, Completion};
 use crate::engine::inbox::Inbox;
 use crate::error::{Error, ErrorClass};
 use crate::net::link::{InFlight, Link, Undelivered};
-use crate::net::reader::Progress;
+use crate::net::reader::{Progress, ReplyPlace};
 use crate::net::stores::Stores;
 use crate::rank::{liveness, Binding};
 use crate::wire::frame::Payload;
@@ -75,6 +75,10 @@ pub trait WindowFrames: Send + Sync + 'static {
     fn awaited(&self) -> Vec<u32>;
     /// Peer `rank` is gone (`why`): what waits for it fails or goes on without it.
     fn peer_gone(&self, instance: &Arc<Instance>, rank: u32, why: &Error);
+    /// How many bytes open a window frame (`net::reader::Receiver::window_head`).
+    fn head(&self) -> usize;
+    /// Where a reply's body still on the wire goes (`net::reader::Receiver::place_reply`).
+    fn place_reply(&self, key: u64, head: &[u8], len: usize) -> Option<ReplyPlace>;
 }
 
 /// The installed `WindowFrames`, kept also as `Any` to be handed back as its own type.

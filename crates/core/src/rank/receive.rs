@@ -15,7 +15,7 @@ use crate::engine::completion::{Awaited, Completion, RecvBuffer};
 use crate::engine::inbox::Waiting;
 use crate::engine::mailbox::{Message, Pattern, RecvId};
 use crate::error::{Error, Result};
-use crate::net::reader::{Delivered, Receiver};
+use crate::net::reader::{Delivered, Receiver, ReplyPlace};
 use crate::rank::Instance;
 use crate::wire::frame::{Envelope, Payload};
 
@@ -274,5 +274,13 @@ impl Receiver for Instance {
 
     fn holds_back(&self, source: u32) -> bool {
         Instance::holds_back(self, source)
+    }
+
+    fn window_head(&self) -> usize {
+        self.window_frames().map_or(0, |w| w.head())
+    }
+
+    fn place_reply(&self, key: u64, head: &[u8], len: usize) -> Option<ReplyPlace> {
+        self.window_frames()?.place_reply(key, head, len)
     }
 }

@@ -31,6 +31,7 @@ use crate::engine::completion::{Completion, Outcome, Watcher};
 use crate::error::{err, Error, ErrorClass, Result};
 use crate::mpi::comm::Comm;
 use crate::mpi::PROC_NULL;
+use crate::net::reader::ReplyPlace;
 use crate::rank::instance::WindowFrames;
 use crate::rank::Instance;
 use crate::wire::frame::{Envelope, Payload};
@@ -188,6 +189,38 @@ impl WindowFrames for Registry {
                 reply(instance, source, key, h.id, out);
             }
         }
+    }
+
+    fn head(&self) -> usize {
+        op::HEADER
+    }
+
+    /// A reply whose body is still on the wire, to an operation that takes
+    /// bytes (a get): taken out of the table (nobody else finishes it), its
+    /// memory lent to the reader, then completed, or failed if the read was
+    /// cut off (its sender may send it again, but nothing waits for that).
+    fn place_reply(&self, key: u64, head: &[u8], len: usize) -> Option<ReplyPlace> {
+        let (h, _) = Header::decode(head).ok()?;
+        if h.kind != Kind::Reply || h.class != 0 || h.len != len as u64 {
+            return None;
+        }
+        let w = self.get(key)?;
+        let p = {
+            let mut pending = w.pending.lock();
+            pending.get(&h.id)?.dest?;
+            pending.remove(&h.id)?
+        };
+        let dest = p.dest.expect("checked above");
+        let finish = move |read: bool| {
+            if read {
+                p.completion.complete(Ok(Outcome::Sent));
+            } else {
+                let e = Error::new(ErrorClass::Other, "the target's answer was cut off mid-read");
+                w.failed.lock().get_or_insert(e.clone());
+                p.completion.complete(Err(e));
+            }
+        };
+        Some(ReplyPlace { ptr: dest.ptr, len: dest.len, finish: Box::new(finish) })
     }
 
     /// The targets of this rank's operations in flight, and the holders of

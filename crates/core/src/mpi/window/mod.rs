@@ -62,6 +62,9 @@ struct Pending {
     target: u32,
     completion: Arc<Completion>,
     dest: Option<RawDest>,
+    /// Its reply's body is being read into `dest` (`place_reply`): the
+    /// reader finishes it; nothing else does, and flush still waits for it.
+    placing: bool,
 }
 
 /// Post/complete notices of general active target synchronisation, by
@@ -196,22 +199,25 @@ impl WindowFrames for Registry {
     }
 
     /// A reply whose body is still on the wire, to an operation that takes
-    /// bytes (a get): taken out of the table (nobody else finishes it), its
-    /// memory lent to the reader, then completed, or failed if the read was
-    /// cut off (its sender may send it again, but nothing waits for that).
+    /// bytes (a get): marked as placing (nobody else finishes it; flush still
+    /// waits for it), its memory lent to the reader, then completed, or
+    /// failed if the read was cut off (its sender may send it again, but
+    /// nothing waits for that).
     fn place_reply(&self, key: u64, head: &[u8], len: usize) -> Option<ReplyPlace> {
         let (h, _) = Header::decode(head).ok()?;
         if h.kind != Kind::Reply || h.class != 0 || h.len != len as u64 {
             return None;
         }
         let w = self.get(key)?;
-        let p = {
+        let dest = {
             let mut pending = w.pending.lock();
-            pending.get(&h.id)?.dest?;
-            pending.remove(&h.id)?
+            let p = pending.get_mut(&h.id).filter(|p| !p.placing)?;
+            p.placing = p.dest.is_some();
+            p.dest?
         };
-        let dest = p.dest.expect("checked above");
+        let id = h.id;
         let finish = move |read: bool| {
+            let Some(p) = w.pending.lock().remove(&id) else { return };
             if read {
                 p.completion.complete(Ok(Outcome::Sent));
             } else {
@@ -246,7 +252,8 @@ impl WindowFrames for Registry {
         for w in windows {
             let lost: Vec<Pending> = {
                 let mut pending = w.pending.lock();
-                let ids: Vec<u64> = pending.iter().filter(|(_, p)| p.target == rank).map(|(id, _)| *id).collect();
+                // One being placed is the reader's to finish (its stream ends: the read is cut off).
+                let ids: Vec<u64> = pending.iter().filter(|(_, p)| p.target == rank && !p.placing).map(|(id, _)| *id).collect();
                 ids.into_iter().filter_map(|id| pending.remove(&id)).collect()
             };
             if !lost.is_empty() {
@@ -295,7 +302,12 @@ impl Shared {
 
     /// The answer to one of this origin's operations.
     fn replied(&self, h: &Header, data: &[u8]) {
-        let Some(p) = self.pending.lock().remove(&h.id) else { return };
+        let Some(p) = ({
+            let mut pending = self.pending.lock();
+            pending.get(&h.id).is_some_and(|p| !p.placing).then(|| pending.remove(&h.id)).flatten()
+        }) else {
+            return; // answered already, or being placed (a copy of it)
+        };
         if h.class != 0 {
             let e = Error::new(ErrorClass::from_code(h.class as i64), String::from_utf8_lossy(data).into_owned());
             self.failed.lock().get_or_insert(e.clone());
@@ -376,6 +388,8 @@ impl Window {
     /// Start an operation on local rank `target`: the completion of its
     /// reply (done at once for PROC_NULL).
     fn start(&self, target: i64, mut h: Header, data: Vec<Bytes>, dest: Option<RawDest>) -> Result<Arc<Completion>> {
+        // Peers' operations on this rank's windows that wait on its same-host streams: answered here.
+        self.instance().read_ready();
         let c = Completion::new();
         if target == PROC_NULL {
             c.complete(Ok(Outcome::Sent));
@@ -389,7 +403,7 @@ impl Window {
             return Err(gone);
         }
         h.id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        self.shared.pending.lock().insert(h.id, Pending { target: world, completion: c.clone(), dest });
+        self.shared.pending.lock().insert(h.id, Pending { target: world, completion: c.clone(), dest, placing: false });
         let mut frame = vec![Bytes::from(h.encode())];
         frame.extend(data);
         if let Some(sent) = send_frame(self.instance(), world, self.shared.key, frame) {
@@ -484,7 +498,7 @@ impl Window {
                 return Ok(false);
             }
             // Done: the reply removed it (or a failed send: remove it here).
-            self.shared.pending.lock().retain(|_, p| !Arc::ptr_eq(&p.completion, &c));
+            self.shared.pending.lock().retain(|_, p| !Arc::ptr_eq(&p.completion, &c) || p.placing);
         }
         match self.shared.failed.lock().take() {
             Some(e) => Err(e),

@@ -94,13 +94,14 @@ def _receive(sock):
 
 
 def _exactly(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
+    data = bytearray(n)
+    view, got = memoryview(data), 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if not k:
             raise ConnectionError("the other side closed")
-        data += chunk
-    return data
+        got += k
+    return bytes(data)
 
 
 def _connect():
@@ -138,7 +139,8 @@ def pack(path):
         return None
     with sock:
         try:
-            _send(sock, {"pack": os.path.abspath(path.partition("#")[0]) + path[len(path.partition("#")[0]) :]})
+            file, hash_, process = path.partition("#")  # DOC.cwl#id: the file's path made absolute
+            _send(sock, {"pack": os.path.abspath(file) + hash_ + process})
             answer = _receive(sock)
         except (OSError, ValueError):
             return None

@@ -571,40 +571,6 @@ impl Progress {
         }
     }
 
-    /// Read in this thread what the same-host streams hold now, without
-    /// waiting (a stream another thread reads is left to it). Why: a rank
-    /// busy in one-sided calls of its own answers its peers' operations on
-    /// its window there, as MPI's progress inside calls does, rather than
-    /// waking the progress thread for each (a context switch each way).
-    /// A ring is memory: looking costs no system call.
-    pub fn read_ready(&self) {
-        let local: Vec<Arc<Inbound>> = self.by_source.lock().values().filter(|i| i.local).cloned().collect();
-        for inbound in local {
-            let Some(mut reader) = inbound.reader.try_lock() else { continue };
-            if !(reader.buffered() || reader.arrived(inbound.socket())) {
-                continue;
-            }
-            reader.reading();
-            let mut open = true;
-            while reader.buffered() || reader.arrived(inbound.socket()) {
-                if reader.parks() {
-                    break;
-                }
-                if !reader.step(false) {
-                    open = false;
-                    break;
-                }
-            }
-            let more = open && (reader.buffered() || reader.released());
-            drop(reader);
-            self.settle(&inbound, open);
-            if more {
-                self.buffered.lock().push(inbound.key);
-                let _ = self.poller.notify();
-            }
-        }
-    }
-
     /// Stop reading `inbound` until `unpark` (its poller registration stays
     /// disarmed).
     fn park(&self, inbound: &Arc<Inbound>, instance: &Weak<dyn Receiver>, source: u32) {

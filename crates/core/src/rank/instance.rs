@@ -178,14 +178,6 @@ impl Instance {
         self.windows.get().map(|w| w.frames.clone())
     }
 
-    /// Read what this instance's same-host streams hold now, in this thread (`Progress::read_ready`).
-    pub fn read_ready(&self) {
-        let progress = self.progress.lock().clone();
-        if let Some(p) = progress {
-            p.read_ready();
-        }
-    }
-
     /// The reader of this instance's incoming streams (started on first use).
     pub fn progress(&self) -> std::io::Result<Arc<Progress>> {
         let mut p = self.progress.lock();

@@ -118,13 +118,11 @@ def fork_here():
     if pid == 0:  # the server: never returns
         try:
             ours.close()
-            os.dup2(theirs.fileno(), forks.WIRE_FD)
-            theirs.close()
             null = os.open(os.devnull, os.O_RDWR)  # not the client's terminal or pipes: they end with the client
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
             warm()
-            serve()
+            serve(theirs)
         finally:
             os._exit(70)
     theirs.close()
@@ -132,8 +130,12 @@ def fork_here():
     return ours.detach()
 
 
-def serve():
-    """Serve forks on the wire at descriptor 3 (warm already); each child runs its job and exits. Never returns."""
+def serve(wire=None):
+    """Serve forks on ``wire`` (a socket, placed at descriptor 3), else on descriptor 3 as it is (warm
+    already); each child runs its job and exits. Never returns."""
+    if wire is not None:
+        os.dup2(wire.fileno(), forks.WIRE_FD)
+        wire.close()
     forks.serve()  # returns only in a child
     _run_job()
 

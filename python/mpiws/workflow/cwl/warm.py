@@ -224,8 +224,6 @@ def _answer(conn, packed):
         os.environ.clear()
         os.environ.update(given["env"])
         os.umask(given["umask"])
-        os.dup2(conn.fileno(), forks.WIRE_FD)
-        conn.close()
-        cwl_runner.serve()  # returns never: each job's child runs it and exits
+        cwl_runner.serve(conn)  # returns never: each job's child runs it and exits
     finally:
         os._exit(70)

@@ -5,6 +5,8 @@ spread into place on arrival (point-to-point, collectives, BOTTOM
 addresses), Pack/Unpack, and the MPI-4 persistent collectives and
 partitioned point-to-point that ride on them."""
 
+import array
+import ctypes
 import pickle
 
 import numpy as np
@@ -34,6 +36,96 @@ def test_bounds_envelope_and_decode_as_mpich():
     assert big.size == 2**31 + 10
     for t in (s, v, sub, back, big):
         t.Free()
+
+
+def _buffers():
+    """Buffers a program may give alone: plain formats, and what only the full rules read."""
+    plain = [np.arange(5).astype(t) for t in ("i1", "u2", "i4", "i8", "f4", "f8", "c8", "c16", "?", "e")]
+    readonly = np.arange(4.0)
+    readonly.flags.writeable = False
+    others = [
+        np.arange(12.0).reshape(3, 4),
+        np.arange(12.0).reshape(3, 4).T,  # Fortran order
+        np.arange(16.0).reshape(4, 4)[:, ::2],  # strided
+        np.zeros(0),
+        readonly,
+        bytearray(b"abcdef"),
+        b"xyz",
+        array.array("d", [1.0, 2.0]),
+        (ctypes.c_int * 3)(1, 2, 3),  # format "<i"
+        memoryview(bytearray(8)).cast("i"),
+    ]
+    return plain + others
+
+
+def test_a_buffer_alone_is_decided_in_the_core_exactly_where_the_full_rules_take_it_as_given():
+    """`Comm.Send`/`Recv` of a buffer given alone go through `send_plain`/
+    `recv_plain` (the format rule registered by MPI/datatype.py): the core
+    takes a buffer exactly where `datatype._plain` would, moves the same
+    bytes, and leaves the rest to the full rules untouched."""
+    from mpiws.MPI import datatype
+
+    core, _ = MPI.COMM_SELF._state().core_and_limit(None)
+    common = (np.ndarray, bytearray, bytes, array.array)
+    for buf in _buffers():
+        raw = bytes(memoryview(buf).cast("B")) if memoryview(buf).c_contiguous else None
+        # send
+        taken = core.send_plain(0, 7, buf)
+        # Never what the full rules must read; always the common buffers
+        # (a buffer whose exporter gives no strides, as ctypes', may go either way).
+        assert not taken or datatype._plain(buf, False) is not None, (type(buf), memoryview(buf).format)
+        assert taken or not isinstance(buf, common) or datatype._plain(buf, False) is None
+        if taken:
+            assert core.recv(0, 7).bytes() == raw
+        assert core.probe(0, 7, 0) is None, "nothing sent where the core declined"
+        # receive
+        sent = bytes(range(len(raw))) if raw else b"\x01"
+        core.send(0, 8, [sent])
+        got = core.recv_plain(0, 8, buf)
+        if got is None:
+            assert datatype._plain(buf, True) is None or not isinstance(buf, common)
+            assert core.probe(0, 8, 0) is not None, "the message is left for the full rules"
+            core.recv(0, 8)
+            continue
+        assert datatype._plain(buf, True) is not None
+        assert got == (0, 8, len(sent)) and bytes(memoryview(buf).cast("B")) == sent
+    # and through the API, with the full rules' errors where they apply
+    got = np.zeros(3, "i")
+    MPI.COMM_SELF.Send(np.array([4, 5, 6], "i"), 0, 3)
+    status = MPI.Status()
+    MPI.COMM_SELF.Recv(got, 0, 3, status)
+    assert list(got) == [4, 5, 6] and (status.source, status.tag, status.Get_count(MPI.INT)) == (0, 3, 3)
+    MPI.COMM_SELF.Send(np.arange(8, dtype="i"), 0, 4)
+    with pytest.raises(MPI.Exception) as e:
+        MPI.COMM_SELF.Recv(got, 0, 4)
+    assert e.value.Get_error_class() == MPI.ERR_TRUNCATE
+    with pytest.raises(TypeError, match="read-only"):
+        MPI.COMM_SELF.Recv(b"immutable", 0, 4)
+
+
+def test_a_buffer_with_its_datatype_is_read_as_the_full_rules_read_it():
+    """``[buf, datatype]`` of a plain datatype (`datatype._plain_typed`)
+    gives what the full rules give, and declines what they must decide."""
+    from mpiws.MPI import datatype
+
+    a = np.arange(6, dtype="f8")
+    for dt in (MPI.BYTE, MPI.DOUBLE, MPI.INT, MPI.FLOAT):
+        fast = datatype._plain_typed(a, dt, False)
+        full = datatype.parse([a, None, None, dt])  # the full rules (a 4-item spec)
+        assert fast is not None and bytes(fast[0]) == bytes(full[0]) and fast[1:] == full[1:]
+    odd = np.zeros(7, "u1")
+    assert datatype._plain_typed(odd, MPI.INT, False) is None  # 7 bytes of 4-byte items: the rules' error
+    with pytest.raises(ValueError):
+        datatype.parse([odd, MPI.INT])
+    pair = MPI.INT.Create_contiguous(2).Commit()
+    resized = MPI.INT.Create_resized(0, 8).Commit()
+    try:
+        assert datatype._plain_typed(np.zeros(4, "i"), pair, False) is not None
+        assert datatype._plain_typed(np.zeros(4, "i"), resized, False) is None  # items 8 bytes apart
+    finally:
+        pair.Free()
+        resized.Free()
+    assert datatype._plain_typed(a, MPI.DATATYPE_NULL, False) is None
 
 
 def test_non_contiguous_messages_on_one_rank():

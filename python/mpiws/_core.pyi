@@ -20,6 +20,9 @@ class Error(RuntimeError):
 def set_error_type(cls: type) -> None:
     """Register the exception class core errors are raised as: ``cls(error_class, message)``."""
 
+def set_plain_formats(formats: dict[str, int]) -> None:
+    """Register the buffer formats (with item sizes) a send or receive takes as given (``Comm.send_plain``)."""
+
 def wait_any(requests: Sequence[Request], timeout: float | None = None) -> bool:
     """Block until one of ``requests`` is complete; False if ``timeout`` passed first."""
 
@@ -187,6 +190,13 @@ class Comm:
         timeout: float | None = None,
     ) -> None:
         """``isend`` and its wait in one call; ERR_TIMEOUT if not sent within ``timeout`` s."""
+    def send_plain(self, dest: int, tag: int, buffer: Any, sync: bool = False, timeout: float | None = None) -> bool:
+        """``send`` of a buffer given alone whose format is registered (``set_plain_formats``);
+        False, having done nothing, when the buffer rules must read ``buffer``."""
+    def recv_plain(
+        self, source: int, tag: int, buffer: Any, timeout: float | None = None
+    ) -> tuple[int, int, int] | None:
+        """``recv`` into a buffer given alone, as ``send_plain``: (source, tag, bytes received), or None."""
     def irecv(self, source: int, tag: int, buffer: Any | None = None) -> Request:
         """Post a receive; a large message may be read straight into ``buffer``."""
     def sendrecv(

@@ -4,11 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use mpiws_core::{Comm as CoreComm, Completion, Instance as CoreInstance, RecvBuffer, Request as CoreRequest};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::buffers::{to_bytes, Dest};
+use crate::buffers::{bytes_of, plain, to_bytes, Dest};
 use crate::errors::IntoPy;
 use crate::request::{Message, Request};
 use crate::wait::{secs, wait_in_slices};
@@ -72,7 +74,7 @@ impl Comm {
         sync: bool,
         tell_match: bool,
     ) -> PyResult<Request> {
-        self.start_send(py, dest, tag, buffers, split, sync, false, tell_match)
+        self.start_send(py, dest, tag, chunks_of(&buffers)?, split, sync, false, tell_match)
     }
 
     /// A blocking send: `isend` and its wait in one call (the common case,
@@ -92,8 +94,46 @@ impl Comm {
         sync: bool,
         timeout: Option<f64>,
     ) -> PyResult<()> {
-        let r = self.start_send(py, dest, tag, buffers, split, sync, true, false)?;
+        let r = self.start_send(py, dest, tag, chunks_of(&buffers)?, split, sync, true, false)?;
         r.finish(py, "send", timeout).map(|_| ())
+    }
+
+    /// `send` of a buffer given alone, when the buffer rules take it as
+    /// given (`buffers::plain`: a send's common case, without a Python
+    /// call); false, having done nothing, when they must read it.
+    #[pyo3(signature = (dest, tag, buffer, sync=false, timeout=None))]
+    fn send_plain(
+        &self,
+        py: Python<'_>,
+        dest: i64,
+        tag: i64,
+        buffer: &Bound<'_, PyAny>,
+        sync: bool,
+        timeout: Option<f64>,
+    ) -> PyResult<bool> {
+        let Some(buf) = plain(buffer, false) else { return Ok(false) };
+        let r = self.start_send(py, dest, tag, vec![bytes_of(buf)], false, sync, true, false)?;
+        r.finish(py, "send", timeout)?;
+        Ok(true)
+    }
+
+    /// `recv` into a buffer given alone, as `send_plain`: (source, tag,
+    /// bytes received), or None, having done nothing, when the buffer rules
+    /// must read it.
+    #[pyo3(signature = (source, tag, buffer, timeout=None))]
+    fn recv_plain(
+        &self,
+        py: Python<'_>,
+        source: i64,
+        tag: i64,
+        buffer: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<(i64, i64, usize)>> {
+        let Some(buf) = plain(buffer, true) else { return Ok(None) };
+        let r = self.post_recv(source, tag, Some(Box::new(Dest::of(buf))))?;
+        let msg = r.finish(py, "receive", timeout)?.expect("a receive yields a message");
+        let n = msg.copy_into(py, buffer, None)?;
+        Ok(Some((msg.source, msg.tag, n)))
     }
 
     /// `Sendrecv` in one call: the receive is posted, then the send is
@@ -114,7 +154,7 @@ impl Comm {
         timeout: Option<f64>,
         split: bool,
     ) -> PyResult<Message> {
-        let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
+        let chunks = chunks_of(&buffers)?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
         let r = self.irecv(source, recvtag, buffer)?;
         let (comm, keep) = (&self.inner, chunks.clone());
@@ -145,8 +185,7 @@ impl Comm {
             Some(b) => Some(Box::new(Dest::get(b)?) as Box<dyn RecvBuffer>),
             None => None,
         };
-        let (id, c) = self.inner.irecv_into(source, tag, buffer).py_err()?;
-        Ok(Request::new(CoreRequest::recv(self.inner.clone(), c, id, source), Vec::new()))
+        self.post_recv(source, tag, buffer)
     }
 
     /// (source, tag, nbytes) of the next matching message, or None if none
@@ -255,6 +294,11 @@ impl Comm {
 }
 
 impl Comm {
+    fn post_recv(&self, source: i64, tag: i64, buffer: Option<Box<dyn RecvBuffer>>) -> PyResult<Request> {
+        let (id, c) = self.inner.irecv_into(source, tag, buffer).py_err()?;
+        Ok(Request::new(CoreRequest::recv(self.inner.clone(), c, id, source), Vec::new()))
+    }
+
     /// `inline`: a blocking send, which writes a large message itself.
     #[allow(clippy::too_many_arguments)]
     fn start_send(
@@ -262,13 +306,12 @@ impl Comm {
         py: Python<'_>,
         dest: i64,
         tag: i64,
-        buffers: Vec<Bound<'_, PyAny>>,
+        chunks: Vec<Bytes>,
         split: bool,
         sync: bool,
         inline: bool,
         tell_match: bool,
     ) -> PyResult<Request> {
-        let chunks = buffers.iter().map(to_bytes).collect::<PyResult<Vec<_>>>()?;
         let parts = if split { chunks.iter().map(|c| c.len() as u64).collect() } else { Vec::new() };
         // The send may write to a socket from this thread: without the GIL.
         // A non-blocking send is tracked: its "completed" event may be asked for.
@@ -282,6 +325,10 @@ impl Comm {
         let (c, track) = py.detach(|| start(&self.inner)).py_err()?;
         Ok(Request::new(CoreRequest::send(self.inner.clone(), c, dest, track), chunks))
     }
+}
+
+fn chunks_of(buffers: &[Bound<'_, PyAny>]) -> PyResult<Vec<Bytes>> {
+    buffers.iter().map(to_bytes).collect()
 }
 
 /// Wait until every send of `instance` is acknowledged or failed, in slices

@@ -35,6 +35,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::DomainClient>()?;
     m.add_class::<jobs::JobsClient>()?;
     m.add_function(wrap_pyfunction!(errors::set_error_type, m)?)?;
+    m.add_function(wrap_pyfunction!(buffers::set_plain_formats, m)?)?;
     m.add("Error", m.py().get_type::<errors::CoreError>())?;
     m.add_function(wrap_pyfunction!(endpoint::sandbox_begin, m)?)?;
     m.add_function(wrap_pyfunction!(endpoint::sandbox_report, m)?)?;

@@ -210,9 +210,9 @@ pub fn wait_any(py: Python<'_>, requests: Vec<PyRef<'_, Request>>, timeout: Opti
 #[pyclass(module = "mpiws._core", frozen)]
 pub struct Message {
     #[pyo3(get)]
-    source: i64,
+    pub(crate) source: i64,
     #[pyo3(get)]
-    tag: i64,
+    pub(crate) tag: i64,
     #[pyo3(get)]
     parts: Vec<u64>,
     #[pyo3(get)]
@@ -295,7 +295,7 @@ impl Message {
     /// it was read there already); MPI_ERR_TRUNCATE if it does not fit.
     /// With `offsets`, part i goes to byte offset `offsets[i]`.
     #[pyo3(signature = (buffer, offsets=None))]
-    fn copy_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, offsets: Option<Vec<usize>>) -> PyResult<usize> {
+    pub(crate) fn copy_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, offsets: Option<Vec<usize>>) -> PyResult<usize> {
         if let Some(len) = self.placed {
             return Ok(len);
         }

@@ -561,9 +561,9 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
         return _sent(Request(r, deadline=timeout_.deadline(limit)), core, dest, tag, view.nbytes, sync, schedule)
 
     def _send_buf(self, buf, dest, tag, sync, timeout):
-        view, _, _ = datatype.parse(buf)
         core, limit = self._state().core_and_limit(timeout)
-        core.send(dest, tag, [view], sync=sync, timeout=limit)
+        if not core.send_plain(dest, tag, buf, sync, limit):  # a buffer alone, decided in the core
+            core.send(dest, tag, [datatype.parse(buf)[0]], sync=sync, timeout=limit)
 
     def Send(self, buf, dest, tag=0, timeout=None):
         """Send(self, buf, dest, tag=0, timeout=None)
@@ -717,8 +717,12 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
 
         Blocking receive.
         """
-        view, _, _ = datatype.parse(buf, writable=True)
         core, limit = self._state().core_and_limit(timeout)
+        got = core.recv_plain(source, tag, buf, limit)  # a buffer alone, decided in the core
+        if got is not None:
+            fill(status, *got)
+            return
+        view, _, _ = datatype.parse(buf, writable=True)
         received_buffer(core.recv(source, tag, view, limit), status, view)
 
     def Sendrecv(

@@ -56,13 +56,17 @@ class _TypeState:
     """``typecode``: the struct/numpy format of its elements where they
     have one (casts, reductions); ``char``/``code``: mpi4py's ``typechar``
     and ``tocode()`` (None: none); ``combiner``, ``params`` (decode's) and
-    ``children`` (states it was made from): how it was made."""
+    ``children`` (states it was made from): how it was made; ``item``: the
+    size of an item if items lie side by side from its start, an item's
+    size apart (a count of them is a plain run of bytes), else None."""
 
-    __slots__ = ("name", "typecode", "char", "code", "layout", "combiner", "params", "children", "committed")
+    __slots__ = ("name", "typecode", "char", "code", "layout", "combiner", "params", "children", "committed", "item")
 
     def __init__(self, name, typecode, char, code, layout, combiner=derived.COMBINER_NAMED, params=None, children=()):
         self.name, self.typecode, self.char, self.code, self.layout = name, typecode, char, code, layout
         self.combiner, self.params, self.children, self.committed = combiner, params or {}, tuple(children), False
+        lb, ub, _, _ = layout.bounds
+        self.item = layout.size if layout.dense and lb == 0 and ub == layout.size else None
 
 
 #: The predefined object for each predefined state (``decode`` gives them back).
@@ -845,16 +849,50 @@ def _plain_type(fmt):
         dt = _format_type(fmt)
     except (KeyError, BufferError):
         return False
-    layout = dt._layout
-    return (dt, layout.size) if layout.dense and dt.Get_extent() == (0, layout.size) else False
+    return (dt, dt.Get_size()) if is_plain(dt) else False
+
+
+def _plain_typed(buf, dt, writable):
+    """``parse`` of ``[buf, dt]`` where ``buf`` is taken as given (`_plain`)
+    and ``dt`` is plain (`is_plain`) and fills it whole: the full rules'
+    result, without them (many programs name the datatype of every call)."""
+    if buf is None or not dt:
+        return None
+    try:
+        item = dt._state().item
+    except MPIException:
+        return None  # the full rules say what is wrong
+    plain = _plain(buf, writable)
+    if not item or plain is None or plain[0].nbytes % item:
+        return None
+    view = plain[0]
+    return view, dt, view.nbytes // item
+
+
+def _register_plain_formats():
+    """Tell the core which buffer formats `_plain` takes as given, with
+    their item sizes: a send or receive of such a buffer given alone is
+    then decided there (``Comm.send_plain``), by this module's rule."""
+    found = {}
+    for code in ["", *_typedict]:
+        for fmt in (code, "@" + code, "<" + code, "=" + code):
+            known = _plain_type(fmt)
+            if known:
+                found[fmt] = known[1]
+    _core.set_plain_formats(found)
 
 
 def parse(spec, writable=False, blocks=1):
     """(bytes view, datatype, count) for a buffer specification, with
     mpi4py's rules and errors; for a collective's buffer of ``blocks``
     blocks (one per rank), the count is per block, as mpi4py reads it."""
-    if blocks == 1 and spec is not None and not isinstance(spec, (list, tuple, int)):
-        fast = _plain(spec, writable)
+    if blocks == 1 and spec is not None:
+        if not isinstance(spec, (list, tuple, int)):
+            fast = _plain(spec, writable)
+        elif type(spec) is not int and len(spec) == 2 and isinstance(spec[1], Datatype):
+            fast = _plain_typed(spec[0], spec[1], writable)
+        else:
+            fast = None
         if fast is not None:
             return fast
     buf, count, displ, dt = _simple(spec)
@@ -1097,8 +1135,7 @@ def parse_v(spec, nranks, writable=False):
 def is_plain(dt):
     """Whether ``dt``'s items lie side by side from its start, an item's
     size apart: a count of them is a plain run of bytes."""
-    layout = dt._layout
-    return layout.dense and dt.Get_extent() == (0, layout.size)
+    return dt._state().item is not None
 
 
 def blocks_v(spec, nranks, writable=False):
@@ -1115,6 +1152,8 @@ def blocks_v(spec, nranks, writable=False):
         _laid_out(raw, dt, c, writable, -d * extent) if c else memoryview(bytearray()) for c, d in zip(counts, displs)
     ]
 
+
+_register_plain_formats()
 
 #: What ``from .datatype import *`` gives: the MPI constants.
 __all__ = [n for n in list(globals()) if n.isupper() and not n.startswith("_")]

@@ -121,6 +121,17 @@ impl Pending {
     fn awaits_match(&self) -> bool {
         self.sync || self.track.as_ref().is_some_and(|t| t.matched.is_some())
     }
+
+    /// The receiver stored it: a standard send completes (a synchronous one
+    /// waits for "matched"), and a tracked one is told.
+    fn stored(&self) {
+        if let Some(t) = &self.track {
+            t.stored.complete(Ok(Outcome::Sent));
+        }
+        if !self.sync {
+            self.completion.complete(Ok(Outcome::Sent));
+        }
+    }
 }
 
 /// Failures of sends that already completed, per peer, waiting to be
@@ -660,17 +671,29 @@ impl Link {
                 let mut pending = self.pending.lock();
                 match kind {
                     ACK_STORED => {
-                        // Stored, all of them; those that await a match wait on for it.
-                        for (_, p) in pending.range(..=seq) {
-                            if let Some(t) = &p.track {
-                                t.stored.complete(Ok(Outcome::Sent));
-                            }
-                            if !p.sync {
-                                p.completion.complete(Ok(Outcome::Sent));
-                            }
+                        // Stored, all of them, taken out at once: sends wait
+                        // for this lock, and an acknowledgement settles
+                        // hundreds. Those that await a match stay, told
+                        // "stored" here, and wait on for it.
+                        let rest = match seq.checked_add(1) {
+                            Some(next) => pending.split_off(&next),
+                            None => BTreeMap::new(),
+                        };
+                        let mut stored = std::mem::replace(&mut *pending, rest);
+                        let waiting: Vec<u64> = stored.iter().filter(|(_, p)| p.awaits_match()).map(|(s, _)| *s).collect();
+                        for s in waiting {
+                            let p = stored.remove(&s).expect("listed just now");
+                            p.stored();
+                            pending.insert(s, p);
                         }
-                        let done: Vec<u64> = pending.range(..=seq).filter(|(_, p)| !p.awaits_match()).map(|(s, _)| *s).collect();
-                        done.into_iter().filter_map(|s| pending.remove(&s)).map(|p| (p, Ok(()))).collect()
+                        drop(pending);
+                        stored
+                            .into_values()
+                            .map(|p| {
+                                p.stored();
+                                (p, Ok(()))
+                            })
+                            .collect()
                     }
                     ACK_MATCHED => pending.remove(&seq).map(|p| (p, Ok(()))).into_iter().collect(),
                     ACK_ERROR => {

@@ -30,7 +30,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::config;
+use crate::config::{self, spin_budget};
+use crate::engine::completion::poll_until;
 use crate::keys::{digest_hex, random_hex};
 use crate::net::descriptor::{recv_with_fd, send_with_fds};
 use crate::net::pull;
@@ -40,13 +41,17 @@ use crate::net::ring::{self, Ring};
 pub const H_LOCAL: &str = "mpiws-local";
 /// The record the sender writes on the upgraded connection: this, the
 /// socket's name and the secret (hex), a newline.
-const HELLO: &[u8] = b"mpiws-local/1 ";
+const HELLO: &[u8] = b"mpiws-local/2 ";
 const NAME_HEX: usize = 32;
 const HELLO_LEN: usize = HELLO.len() + NAME_HEX + 1 + NAME_HEX + 1;
 /// The receiver's answer once it mapped the rings: and whether it copies
 /// payloads by reference from the sender (`net::pull`).
 const MAPPED: u8 = 1;
 const MAPPED_AND_PULLS: u8 = 2;
+/// How long a writer gives a reader that just let go (`wake_reader`) to
+/// come back before waking its stand-in. 8 B ping-pong, two ranks on two
+/// cores: see docs/performance.md.
+const LET_GO_GRACE: Duration = Duration::from_micros(10);
 /// How long a sleeping writer waits on the futex before it looks whether
 /// the reader is still there.
 const WRITER_NAP: Duration = Duration::from_millis(20);
@@ -108,6 +113,14 @@ impl Mapping {
         // SAFETY: ring i lies within the mapping (page-aligned base, HEADER a multiple of 64).
         unsafe { Ring::at(self.base.add(i * (ring::HEADER + self.capacity)), self.capacity) }
     }
+}
+
+/// Nanoseconds of the clock every process on this host shares.
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec for the call; CLOCK_MONOTONIC cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
 }
 
 fn os<T>(r: libc::c_int, v: T) -> io::Result<T> {
@@ -258,9 +271,10 @@ impl LocalSocket {
         self.rx.reader_wakes();
     }
 
-    /// The reader stops polling: ask for wake-ups; whether data came already.
+    /// The reader stops polling: ask for wake-ups (marked as let go just
+    /// now, `wake_reader`); whether data came already.
     pub fn released(&self) -> bool {
-        self.rx.reader_sleeps();
+        self.rx.reader_lets_go(monotonic_ns());
         self.has_data()
     }
 
@@ -304,6 +318,17 @@ impl LocalSocket {
     }
 
     fn wake_reader(&self) -> io::Result<()> {
+        // A reader that let go within `LET_GO_GRACE` is a rank between two
+        // calls: it is given that moment to come back and read, where a
+        // wake-up would wake its progress thread (a third thread for two
+        // ranks on two cores). Only where polling is allowed at all.
+        if let Some(at) = self.tx.reader_let_go_at() {
+            let since = Duration::from_nanos(monotonic_ns().saturating_sub(at));
+            let grace = LET_GO_GRACE.min(spin_budget()).saturating_sub(since);
+            if !grace.is_zero() {
+                poll_until(grace, || self.tx.reader_let_go_at().is_none());
+            }
+        }
         if self.tx.reader_to_wake() {
             // SAFETY: one byte from a valid buffer.
             let n = unsafe { libc::send(self.wake.as_raw_fd(), [1u8].as_ptr().cast(), 1, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };

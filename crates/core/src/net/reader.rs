@@ -85,7 +85,11 @@ pub struct ReplyPlace {
 /// Read buffer size; small messages are read many at a time.
 const BUFFER: usize = 64 * 1024;
 /// A receiver acknowledges (cumulatively) after this many messages or bytes.
-const ACK_EVERY: u32 = 64;
+/// Each acknowledgement wakes the sender's acknowledgement thread, a third
+/// thread where two ranks share two cores: 8 B ping-pong, stalls over 100 us
+/// per 100,000 round trips, 282-821 at 64, 36-89 at 256, 612-1086 at 1024
+/// (docs/performance.md).
+const ACK_EVERY: u32 = 256;
 const ACK_BYTES: u64 = 256 << 10;
 /// Messages from this size are read straight into a waiting receive's buffer.
 const PLACE_FROM: usize = 64 * 1024;

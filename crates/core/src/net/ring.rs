@@ -17,6 +17,12 @@
 //!   (`net::local` says how). A SeqCst fence sits between each side's store
 //!   and its following load, so one of them sees the other's: either the
 //!   sleeper's last look finds the bytes, or the other side finds the flag.
+//! - A reader that read while it waited (a rank in a receive) and now lets
+//!   go raises its flag as "let go", with the time (a clock both processes
+//!   share): it is likely back within microseconds, for its next call. A
+//!   writer that finds it so may first give it that moment to come back
+//!   (its flag then goes down as it reads) before waking its stand-in; the
+//!   flag still ends up taken by one side, as above.
 //! - `closed`: the writer will write no more; the reader reads what is
 //!   left, then sees the end.
 
@@ -30,6 +36,11 @@ const TAIL: usize = 64;
 const READER_WAITING: usize = 128;
 const WRITER_WAITING: usize = 192;
 const CLOSED: usize = 256;
+const LET_GO_AT: usize = 320;
+
+/// The reader's flag: reading (0), asleep, or let go by a waiter.
+const ASLEEP: u32 = 1;
+const LET_GO: u32 = 2;
 
 /// Smallest and largest data area of a ring.
 pub const MIN_CAPACITY: usize = 4096;
@@ -134,8 +145,8 @@ impl Ring {
 
     /// Raise a sleeper's flag; the fence orders it before the caller's
     /// next look at the other side's counter.
-    fn raise(&self, flag: usize) {
-        self.u32_at(flag).store(1, Ordering::SeqCst);
+    fn raise(&self, flag: usize, how: u32) {
+        self.u32_at(flag).store(how, Ordering::SeqCst);
         fence(Ordering::SeqCst);
     }
 
@@ -148,13 +159,25 @@ impl Ring {
     fn take(&self, flag: usize) -> bool {
         fence(Ordering::SeqCst);
         let f = self.u32_at(flag);
-        f.load(Ordering::SeqCst) == 1 && f.swap(0, Ordering::SeqCst) == 1
+        f.load(Ordering::SeqCst) != 0 && f.swap(0, Ordering::SeqCst) != 0
     }
 
     /// The reader is about to sleep: raise its flag. The caller then looks
     /// at `available` once more before sleeping.
     pub fn reader_sleeps(&self) {
-        self.raise(READER_WAITING);
+        self.raise(READER_WAITING, ASLEEP);
+    }
+
+    /// A reader that read while it waited lets go at `now` (nanoseconds of
+    /// a clock both sides share): as `reader_sleeps`, marked likely back soon.
+    pub fn reader_lets_go(&self, now: u64) {
+        self.u64_at(LET_GO_AT).store(now, Ordering::Relaxed);
+        self.raise(READER_WAITING, LET_GO);
+    }
+
+    /// When the reader let go, if it did and has neither read nor slept since.
+    pub fn reader_let_go_at(&self) -> Option<u64> {
+        (self.u32_at(READER_WAITING).load(Ordering::SeqCst) == LET_GO).then(|| self.u64_at(LET_GO_AT).load(Ordering::Relaxed))
     }
 
     /// The reader is reading again: a writer need not wake it.
@@ -172,7 +195,7 @@ impl Ring {
 
     /// The writer is about to sleep for room: raise its flag (then look again).
     pub fn writer_sleeps(&self) {
-        self.raise(WRITER_WAITING);
+        self.raise(WRITER_WAITING, ASLEEP);
     }
 
     /// After a read: whether the writer was asleep (it must be woken).
@@ -232,6 +255,28 @@ mod tests {
         }
         assert!(out.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
         assert_eq!(out.len(), 150_000);
+    }
+
+    /// A reader that lets go is seen so, with its time, until it reads
+    /// again (then no wake-up is due) or sleeps (then one is, as for any
+    /// sleeper); a wake-up is taken once.
+    #[test]
+    fn a_reader_that_lets_go_is_seen_until_it_reads_or_sleeps() {
+        let mut mem = memory(MIN_CAPACITY);
+        let r = ring(&mut mem, MIN_CAPACITY);
+        assert_eq!(r.reader_let_go_at(), None);
+        r.reader_lets_go(42);
+        assert_eq!(r.reader_let_go_at(), Some(42));
+        r.reader_wakes(); // back, reading
+        assert_eq!(r.reader_let_go_at(), None);
+        assert!(!r.reader_to_wake(), "a reader that came back needs no wake-up");
+        r.reader_lets_go(43);
+        r.reader_sleeps();
+        assert_eq!(r.reader_let_go_at(), None, "asleep now");
+        assert!(r.reader_to_wake());
+        r.reader_lets_go(44);
+        assert!(r.reader_to_wake(), "a reader let go is woken like a sleeper once the writer stops waiting");
+        assert!(!r.reader_to_wake(), "taken once");
     }
 
     #[test]

@@ -106,9 +106,11 @@ class _Bound:
         return found if found is not None else kept.setdefault(self.which, _Settings())
 
     def core_and_limit(self, timeout):
-        """`_Context.core_and_limit`, with one look-up of the calling thread's instance."""
+        """`_Context.core_and_limit`, with one look-up of the calling thread's
+        instance (every call on COMM_WORLD makes it: kept to one dict look-up)."""
         bound = binding.current()
-        return getattr(bound, self.which), timeout_.resolve(timeout, self._settings_of(bound).timeout)
+        found = bound.settings.get(self.which)
+        return getattr(bound, self.which), timeout_.resolve(timeout, timeout_.UNSET if found is None else found.timeout)
 
 
 class Comm(Handle, Named, Attributes, Handled, Collectives):

@@ -51,7 +51,7 @@ const MAPPED_AND_PULLS: u8 = 2;
 /// How long a writer gives a reader that just let go (`wake_reader`) to
 /// come back before waking its stand-in. 8 B ping-pong, two ranks on two
 /// cores: see docs/performance.md.
-const LET_GO_GRACE: Duration = Duration::from_micros(10);
+const LET_GO_GRACE: Duration = Duration::from_micros(30);
 /// How long a sleeping writer waits on the futex before it looks whether
 /// the reader is still there.
 const WRITER_NAP: Duration = Duration::from_millis(20);

@@ -12,12 +12,17 @@
 //! The progress thread is kept off a stream while a waiter reads it: its
 //! poller registration is one-shot, and the waiter disarms it on taking the
 //! reader and re-arms it after letting go (whoever held a reader re-arms it
-//! after releasing, so readiness is never lost).
+//! after releasing, so readiness is never lost). A network stream a waiter
+//! lets go is re-armed only after [`LINGER`], by the progress thread, unless
+//! a waiter took it again first: a rank between two receives (microseconds
+//! apart) then costs no system call to disarm and re-arm, and its next
+//! message does not wake the progress thread. A message that comes to a
+//! rank that does not wait again is read at most `LINGER` later.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Chain, Cursor, Read, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -93,6 +98,9 @@ const ACK_EVERY: u32 = 256;
 const ACK_BYTES: u64 = 256 << 10;
 /// Messages from this size are read straight into a waiting receive's buffer.
 const PLACE_FROM: usize = 64 * 1024;
+/// How long a network stream a waiter let go stays disarmed for the next
+/// waiter (module doc). The progress thread looks this often while any does.
+const LINGER: Duration = Duration::from_millis(1);
 /// A waiter reading a stream looks up from it at least this often (to see a
 /// completion that came another way, or its deadline).
 const WAITER_SLICE: Duration = Duration::from_millis(10);
@@ -342,6 +350,9 @@ pub struct Inbound {
     local: bool,
     /// Whether its one-shot registration is armed (no event taken since).
     armed: AtomicBool,
+    /// When a waiter let it go, disarmed (`Progress::since` + 1); 0: not
+    /// lingering. Changed only by whoever holds the reader.
+    let_go: AtomicU64,
 }
 
 impl Inbound {
@@ -367,6 +378,12 @@ pub struct Progress {
     parked: Mutex<Vec<usize>>,
     any_parked: AtomicBool,
     stopped: AtomicBool,
+    /// The progress thread wakes every `LINGER` (some stream lingers).
+    ticking: AtomicBool,
+    /// When a stream last lingered (`since`): while a rank keeps letting
+    /// streams go, the thread ticks on rather than be told each time.
+    lingered: AtomicU64,
+    epoch: Instant,
 }
 
 impl Progress {
@@ -381,6 +398,9 @@ impl Progress {
             parked: Mutex::default(),
             any_parked: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            ticking: AtomicBool::new(false),
+            lingered: AtomicU64::new(0),
+            epoch: Instant::now(),
         });
         let me = p.clone();
         std::thread::Builder::new().name("mpiws-progress".into()).spawn(move || me.run())?;
@@ -413,7 +433,8 @@ impl Progress {
         };
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let local = reader.is_local();
-        let inbound = Arc::new(Inbound { key, fd, reader: Mutex::new(reader), local, armed: AtomicBool::new(true) });
+        let inbound =
+            Arc::new(Inbound { key, fd, reader: Mutex::new(reader), local, armed: AtomicBool::new(true), let_go: AtomicU64::new(0) });
         self.streams.lock().insert(key, inbound.clone());
         self.by_source.lock().insert(source, inbound.clone());
         // SAFETY: the socket stays open while registered: it is deleted from
@@ -437,7 +458,8 @@ impl Progress {
         // close them: what they sent is acknowledged (or refused) properly.
         while !(self.stopped.load(Ordering::Acquire) && self.streams.lock().is_empty()) {
             events.clear();
-            if self.poller.wait(&mut events, None).is_err() {
+            let tick = self.ticking.load(Ordering::SeqCst).then_some(LINGER);
+            if self.poller.wait(&mut events, tick).is_err() {
                 break;
             }
             let mut keys: Vec<usize> = events.iter().map(|e| e.key).collect();
@@ -448,6 +470,7 @@ impl Progress {
                 inbound.armed.store(false, Ordering::SeqCst);
                 // A waiter holds it: it reads, and re-arms when done.
                 let Some(mut reader) = inbound.reader.try_lock() else { continue };
+                inbound.let_go.store(0, Ordering::SeqCst); // armed or parked below, as any
                 let open = reader.drain(inbound.socket());
                 let park = (open && reader.parks()).then(|| (reader.instance.clone(), reader.source));
                 drop(reader);
@@ -456,6 +479,59 @@ impl Progress {
                     continue;
                 }
                 self.settle(&inbound, open);
+            }
+            self.tick();
+        }
+    }
+
+    /// Nanoseconds since this Progress started, plus one (never 0).
+    fn since(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64 + 1
+    }
+
+    /// A waiter lets a network stream go (its reader still held): it stays
+    /// disarmed for `LINGER`, for the next waiter; the progress thread is
+    /// made to look after it then.
+    fn linger(&self, inbound: &Inbound) {
+        let now = self.since();
+        self.lingered.store(now, Ordering::Relaxed);
+        inbound.let_go.store(now, Ordering::SeqCst);
+        // Against `tick` stopping meanwhile: one of the two sees the other.
+        if !self.ticking.load(Ordering::SeqCst) {
+            let _ = self.poller.notify();
+        }
+    }
+
+    /// Re-arm the streams let go over `LINGER` ago whose waiter did not come
+    /// back; keep waking every `LINGER` while any stream lingers.
+    fn tick(&self) {
+        self.ticking.store(true, Ordering::SeqCst);
+        let lingering: Vec<Arc<Inbound>> = self.streams.lock().values().filter(|i| i.let_go.load(Ordering::SeqCst) != 0).cloned().collect();
+        let (now, linger) = (self.since(), LINGER.as_nanos() as u64);
+        let mut left = now.saturating_sub(self.lingered.load(Ordering::Relaxed)) < 2 * linger;
+        for inbound in lingering {
+            // A waiter holds it: it disarms or lets go again itself.
+            let Some(_reader) = inbound.reader.try_lock() else {
+                left = true;
+                continue;
+            };
+            let at = inbound.let_go.load(Ordering::SeqCst);
+            if at == 0 {
+                continue;
+            }
+            if now.saturating_sub(at) < linger {
+                left = true;
+                continue;
+            }
+            inbound.let_go.store(0, Ordering::SeqCst);
+            inbound.armed.store(true, Ordering::SeqCst);
+            // Armed again, readiness is looked at anew: what came meanwhile is an event now.
+            let _ = self.poller.modify(inbound.socket(), Event::readable(inbound.key));
+        }
+        if !left {
+            self.ticking.store(false, Ordering::SeqCst);
+            if self.streams.lock().values().any(|i| i.let_go.load(Ordering::SeqCst) != 0) {
+                self.ticking.store(true, Ordering::SeqCst);
             }
         }
     }
@@ -517,7 +593,8 @@ impl Progress {
                 go();
                 return c.wait(left());
             };
-            if !inbound.local {
+            // A stream let go by the last waiter and not re-armed since is still disarmed.
+            if !inbound.local && inbound.let_go.swap(0, Ordering::SeqCst) == 0 {
                 inbound.armed.store(false, Ordering::SeqCst);
                 let _ = self.poller.modify(inbound.socket(), Event::none(inbound.key));
             }
@@ -562,8 +639,14 @@ impl Progress {
             // A same-host stream is told to wake its poller first (`readable`), else
             // what came after this thread's last look would never be announced.
             let more = open && (reader.buffered() || reader.is_local() && reader.released());
+            let lingers = open && !more && !inbound.local;
+            if lingers {
+                self.linger(&inbound);
+            }
             drop(reader);
-            self.settle(&inbound, open);
+            if !lingers {
+                self.settle(&inbound, open);
+            }
             if more {
                 self.buffered.lock().push(inbound.key);
                 let _ = self.poller.notify();
@@ -627,11 +710,14 @@ impl Progress {
 mod tests {
     use super::*;
 
-    /// A receiver that files nothing (the test sends no message).
-    struct Nobody;
+    /// A receiver that counts what it files (and keeps nothing).
+    struct Counting {
+        filed: AtomicUsize,
+    }
 
-    impl Receiver for Nobody {
+    impl Receiver for Counting {
         fn deliver(self: Arc<Self>, _: Message) -> Result<Delivered> {
+            self.filed.fetch_add(1, Ordering::SeqCst);
             Ok(Delivered::Filed)
         }
         fn skip(&self, _: u32, _: Option<u64>) {}
@@ -651,6 +737,46 @@ mod tests {
         }
     }
 
+    fn message(seq: u64) -> Vec<u8> {
+        let env = Envelope { source: 1, context: 0, tag: 5, seq: Some(seq), sync: false, parts: Vec::new(), forward: Vec::new() };
+        let mut m = frame::encode_message(&env, 3, false);
+        m.extend_from_slice(b"abc");
+        m
+    }
+
+    /// A network stream a waiter read and let go lingers disarmed (`LINGER`),
+    /// but what comes on it after is still read, by the progress thread,
+    /// soon after: nobody waits for it.
+    #[test]
+    fn a_message_after_the_waiter_let_go_is_read_by_the_progress_thread() {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let progress = Progress::start().unwrap();
+        let receiver = Arc::new(Counting { filed: AtomicUsize::new(0) });
+        progress.add(&receiver, 1, Socket::Tcp(accepted), Bytes::new(), 1 << 20).unwrap();
+        for round in 0..20u64 {
+            let before = receiver.filed.load(Ordering::SeqCst);
+            peer.write_all(&message(2 * round + 1)).unwrap();
+            // A waiter reads the stream itself until the message is filed, then lets go.
+            let filed = || receiver.filed.load(Ordering::SeqCst) > before;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !filed() && Instant::now() < deadline {
+                progress.wait_for(&*Completion::new(), 1, Some(Duration::from_millis(1)));
+            }
+            assert!(filed(), "round {round}: the waiter's message");
+            // Then one more, with nobody waiting: the progress thread reads it.
+            peer.write_all(&message(2 * round + 2)).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while receiver.filed.load(Ordering::SeqCst) < before + 2 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            assert_eq!(receiver.filed.load(Ordering::SeqCst), before + 2, "round {round}: the message after the waiter left");
+        }
+        progress.stop();
+    }
+
     /// A stream whose end came while its reader was held (by `stop`, say)
     /// is still read to its end once stopped, and the thread ends: its
     /// one-shot event was passed over, and nothing else would look again.
@@ -660,7 +786,7 @@ mod tests {
         let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (accepted, _) = listener.accept().unwrap();
         let progress = Progress::start().unwrap();
-        let receiver = Arc::new(Nobody);
+        let receiver = Arc::new(Counting { filed: AtomicUsize::new(0) });
         progress.add(&receiver, 1, Socket::Tcp(accepted), Bytes::new(), 1 << 20).unwrap();
         let inbound = progress.streams.lock().values().next().unwrap().clone();
         {

@@ -126,6 +126,9 @@ def test_a_buffer_with_its_datatype_is_read_as_the_full_rules_read_it():
         pair.Free()
         resized.Free()
     assert datatype._plain_typed(a, MPI.DATATYPE_NULL, False) is None
+    # what is no buffer at all keeps the full rules' error (a bool is an int)
+    with pytest.raises(TypeError, match="expected a buffer object, got bool"):
+        datatype.parse(True)
 
 
 def test_non_contiguous_messages_on_one_rank():

@@ -849,7 +849,8 @@ def _plain_type(fmt):
         dt = _format_type(fmt)
     except (KeyError, BufferError):
         return False
-    return (dt, dt.Get_size()) if is_plain(dt) else False
+    item = dt._state().item  # `is_plain`'s rule, with the item's size
+    return (dt, item) if item is not None else False
 
 
 def _plain_typed(buf, dt, writable):
@@ -887,12 +888,12 @@ def parse(spec, writable=False, blocks=1):
     mpi4py's rules and errors; for a collective's buffer of ``blocks``
     blocks (one per rank), the count is per block, as mpi4py reads it."""
     if blocks == 1 and spec is not None:
-        if not isinstance(spec, (list, tuple, int)):
-            fast = _plain(spec, writable)
-        elif type(spec) is not int and len(spec) == 2 and isinstance(spec[1], Datatype):
-            fast = _plain_typed(spec[0], spec[1], writable)
+        if isinstance(spec, (list, tuple)):
+            fast = (
+                _plain_typed(spec[0], spec[1], writable) if len(spec) == 2 and isinstance(spec[1], Datatype) else None
+            )
         else:
-            fast = None
+            fast = None if isinstance(spec, int) else _plain(spec, writable)
         if fast is not None:
             return fast
     buf, count, displ, dt = _simple(spec)

@@ -317,6 +317,13 @@ impl Target {
             if let Err(e) = s.set_read_timeout(None) {
                 return lost(e);
             }
+            // The server's session tickets came before its answer: the
+            // stream's records are its own now.
+            if let Socket::Tls(t) = &s {
+                if let Err(e) = t.own_records() {
+                    return lost(e);
+                }
+            }
             rtt::record(asked.elapsed());
             if head.local && !offer.is_empty() {
                 return match local::offer(&mut s, failure_timeout()) {

@@ -30,5 +30,6 @@ pub mod rtt;
 pub mod socket;
 pub mod stores;
 pub mod tls;
+pub mod tls_records;
 pub mod tls_socket;
 pub mod tunnel;

@@ -71,11 +71,16 @@ impl Read for Polled {
         }
         let fd = self.0.as_raw_fd();
         if let Socket::Tls(s) = &mut self.0 {
-            // Polled for plaintext or ciphertext, then read through the session.
-            // SAFETY: the socket is open for as long as `self` holds it.
-            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-            poll_until(spin_budget(), || s.pending() || readable(borrowed, Duration::ZERO));
-            return s.read(buf);
+            // Tried without waiting (plaintext held, or records the socket has).
+            let mut result = None;
+            poll_until(spin_budget(), || match s.try_read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+                done => {
+                    result = Some(done);
+                    true
+                }
+            });
+            return result.unwrap_or_else(|| s.read(buf));
         }
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
         let op = || unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };

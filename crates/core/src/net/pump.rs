@@ -98,7 +98,10 @@ where
     C: Into<rustls::Connection>,
 {
     if direct {
-        tls_socket::take_over(session(stream)).ok().map(Socket::Tls)
+        // The upgrade is answered: the stream's records are its own now.
+        let taken = tls_socket::take_over(session(stream)).ok()?;
+        taken.own_records().ok()?;
+        Some(Socket::Tls(taken))
     } else {
         pump(stream).ok()
     }

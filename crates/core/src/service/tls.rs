@@ -76,6 +76,9 @@ impl ServerTls {
             .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
             .map_err(|e| Error::new(ErrorClass::Arg, format!("unusable TLS certificate or key: {e}")))?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // A stream takes its session's keys to seal and open its own records
+        // (`net::tls_socket`); nothing else reads them.
+        config.enable_secret_extraction = true;
         Ok(ServerTls { acceptor: TlsAcceptor::from(Arc::new(config)), fingerprint, certificate_file, made_dir })
     }
 

@@ -68,6 +68,14 @@ pub fn local_ring_kib() -> usize {
     *KIB.get_or_init(|| number("MPIWS_LOCAL_RING_KIB").unwrap_or(1024))
 }
 
+/// The buffers kept for large gets' replies, at most, in bytes
+/// (`MPIWS_RMA_REPLY_KEEP_MIB`, default 32; 0 keeps none):
+/// `mpi::window::replies`.
+pub fn rma_reply_keep_bytes() -> usize {
+    static BYTES: OnceLock<usize> = OnceLock::new();
+    *BYTES.get_or_init(|| number::<usize>("MPIWS_RMA_REPLY_KEEP_MIB").unwrap_or(32).saturating_mul(1 << 20))
+}
+
 /// Whether large payloads between ranks on one host go by reference
 /// (`net::pull`; `MPIWS_LOCAL_PULL=0`: never, they cross the rings).
 pub fn local_pull() -> bool {

@@ -52,7 +52,8 @@ const COALESCE_UP_TO: usize = 64 * 1024;
 /// non-blocking send returns at once. On a same-host stream, also every
 /// message that might not fit its ring (half its capacity): a send made
 /// while this thread holds the stream from its peer (`Sendrecv`) must not
-/// wait for room that only this thread's reading would make.
+/// wait for room that only this thread's reading would make. Not one that
+/// goes by reference (`net::pull`): its frame is small.
 const BACKGROUND_FROM: usize = 1 << 20;
 
 /// Sends still waiting for their acknowledgement, shared with the instance
@@ -221,6 +222,9 @@ pub struct Link {
     gone: OnGone,
     /// `BACKGROUND_FROM`, or less on a same-host stream.
     background_from: AtomicUsize,
+    /// The stream takes payloads by reference (`net::pull`): a frame that
+    /// goes so is small on the stream, written at once whatever its length.
+    pulls: AtomicBool,
 }
 
 /// `host:port` of an endpoint URL, the path its upgrade goes to (an
@@ -431,6 +435,7 @@ impl Link {
             undelivered,
             gone,
             background_from: BACKGROUND_FROM.into(),
+            pulls: AtomicBool::new(false),
         });
         let mut conn = link.conn.lock();
         match first {
@@ -446,6 +451,7 @@ impl Link {
         let reader = s.try_clone().map_err(|e| Error::new(ErrorClass::Intern, format!("cannot clone a socket: {e}")))?;
         let from = if let Socket::Local(l) = &s { BACKGROUND_FROM.min(l.capacity() / 2) } else { BACKGROUND_FROM };
         self.background_from.store(from, Ordering::Relaxed);
+        self.pulls.store(matches!(&s, Socket::Local(l) if l.pulls() == local::Pulls::Sends), Ordering::Relaxed);
         conn.generation += 1;
         conn.stream = Some(Polled(s));
         let (me, generation) = (self.clone(), conn.generation);
@@ -507,6 +513,9 @@ impl Link {
             self.in_flight.started();
             pending.insert(seq, Pending { completion: completion.clone(), sync: env.sync, track, frame: frame.clone() });
         }
+        let background = len >= self.background_from.load(Ordering::Relaxed)
+            && !inline
+            && !(self.pulls.load(Ordering::Relaxed) && pull::goes_by_reference(&frame));
         let me = self.clone();
         let send = move || {
             // A failure here settled the pending message already (`fail`).
@@ -515,7 +524,7 @@ impl Link {
             }
         };
         let mut writes = self.writes.lock();
-        if writes.busy || (len >= self.background_from.load(Ordering::Relaxed) && !inline) {
+        if writes.busy || background {
             writes.queue.push_back(Box::new(send));
             if !writes.busy {
                 writes.busy = true;

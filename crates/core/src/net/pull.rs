@@ -14,10 +14,12 @@
 //!   used, nothing else changes). The sender's process is the one the
 //!   kernel names for the stream's Unix socket (`SO_PEERCRED`), never one
 //!   a frame names.
-//! - Only for a payload of at least `PULL_FROM` bytes whose sender waits
-//!   for the acknowledgement before it completes the send (synchronous, or
-//!   not eager: `frame::acknowledged_first`): its memory stays as it is
-//!   until the receiver has copied it. The receiver acknowledges only after.
+//! - Only for a payload of at least `PULL_FROM` bytes (`RMA_PULL_FROM` for
+//!   a one-sided operation's reply, read by the origin straight into its
+//!   memory) whose sender waits for the acknowledgement before it completes
+//!   the send (synchronous, or not eager: `frame::acknowledged_first`): its
+//!   memory stays as it is until the receiver has copied it. The receiver
+//!   acknowledges only after.
 //! - The receiver copies at most the frame's length, which its lengths
 //!   checks (`frame::read_frame`) bound like any payload; a run it cannot
 //!   read (the sender ended, or named memory it does not have) cuts the
@@ -28,13 +30,19 @@ use std::io;
 
 use bytes::Bytes;
 
-use crate::wire::frame;
+use crate::wire::{frame, reserved};
 
 /// Payloads from this size go by reference. Below it two copies through a
 /// ring, pipelined on two cores, were as fast or faster (measured 1-3 MiB:
 /// the kernel's copy pins and maps each 4 KiB page; numpy puts arrays from
 /// 4 MiB on huge pages, where it copies at memory speed).
 pub const PULL_FROM: usize = 4 << 20;
+
+/// A one-sided operation's reply goes by reference from this size (when
+/// it is acknowledged first: from `net::link::EAGER_BELOW`). Through the
+/// ring it crossed as a large frame written by a background thread, a
+/// third thread for two ranks on two cores: docs/performance.md.
+pub const RMA_PULL_FROM: usize = 512 * 1024;
 
 /// How fast a copy goes, roughly (bytes per microsecond): what a reader
 /// waiting for a payload's receive to be posted may spend (`worth_waiting`).
@@ -73,12 +81,40 @@ pub fn probe(pid: libc::pid_t, address: u64) -> bool {
 /// `net::link` builds it) made to go by reference, if it should.
 pub fn by_reference(frame: &[Bytes]) -> Option<Vec<u8>> {
     let (header, payload) = frame.split_first()?;
-    let total: usize = payload.iter().map(Bytes::len).sum();
-    if total < PULL_FROM || !frame::acknowledged_first(header) {
+    if !goes_by_reference(frame) {
         return None;
     }
     let refs: Vec<(u64, u64)> = payload.iter().filter(|c| !c.is_empty()).map(|c| (c.as_ptr() as u64, c.len() as u64)).collect();
     frame::by_reference(header, &refs)
+}
+
+/// Whether a message frame should go by reference (on a stream that takes
+/// payloads so): large enough, and acknowledged before its sender completes it.
+pub fn goes_by_reference(frame: &[Bytes]) -> bool {
+    let Some((header, payload)) = frame.split_first() else { return false };
+    let total: usize = payload.iter().map(Bytes::len).sum();
+    let rma = frame::tag_and_context(header).is_some_and(|(tag, context)| reserved::is_rma_key(tag, context));
+    total >= if rma { RMA_PULL_FROM } else { PULL_FROM } && frame::acknowledged_first(header)
+}
+
+/// The runs of `refs` that hold bytes `skip..skip + len` of their
+/// concatenation (fewer bytes where the runs end first).
+pub fn runs_within(refs: &[(u64, u64)], skip: u64, len: u64) -> Vec<(u64, u64)> {
+    let (mut skip, mut len) = (skip, len);
+    let mut out = Vec::new();
+    for &(at, n) in refs {
+        if len == 0 {
+            break;
+        }
+        if skip >= n {
+            skip -= n;
+            continue;
+        }
+        let take = (n - skip).min(len);
+        out.push((at.wrapping_add(skip), take));
+        (skip, len) = (0, len - take);
+    }
+    out
 }
 
 /// Copy the runs `refs` of process `pid`'s memory, `len` bytes in all, to `dst`.
@@ -156,6 +192,34 @@ mod tests {
         // SAFETY: dst holds 16 bytes.
         let r = unsafe { copy_from(me(), &[(8, 16)], dst.as_mut_ptr(), 16) };
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn runs_within_a_range_of_the_runs() {
+        let refs = [(100, 10), (500, 0), (1000, 20)];
+        assert_eq!(runs_within(&refs, 0, 30), vec![(100, 10), (1000, 20)]);
+        assert_eq!(runs_within(&refs, 4, 8), vec![(104, 6), (1000, 2)]);
+        assert_eq!(runs_within(&refs, 10, 5), vec![(1000, 5)]);
+        assert_eq!(runs_within(&refs, 25, 100), vec![(1015, 5)], "as far as the runs go");
+        assert!(runs_within(&refs, 30, 1).is_empty());
+    }
+
+    /// A window's reply goes by reference from a smaller size than a
+    /// message: its alternative is a background writer's frame.
+    #[test]
+    fn a_large_one_sided_reply_goes_by_reference_from_its_own_size() {
+        let rma = frame::Envelope {
+            source: 0,
+            context: 1 | crate::wire::reserved::COLLECTIVE_BIT,
+            tag: reserved::RMA_TAG,
+            seq: Some(1),
+            sync: false,
+            parts: vec![],
+            forward: vec![],
+        };
+        let header = Bytes::from(frame::encode_message(&rma, RMA_PULL_FROM as u64, true));
+        assert!(goes_by_reference(&[header.clone(), Bytes::from(vec![0u8; RMA_PULL_FROM])]));
+        assert!(!goes_by_reference(&[header, Bytes::from(vec![0u8; RMA_PULL_FROM - 1])]));
     }
 
     #[test]

@@ -205,11 +205,21 @@ impl Reader {
                 return told.is_ok();
             }
         }
+        // Bytes `skip..` of a payload by reference, into `dst`.
+        let pulled_range = |skip: usize, dst: &mut [u8]| match sender {
+            Some(pid) => {
+                let runs = pull::runs_within(&refs, skip as u64, dst.len() as u64);
+                // SAFETY: `dst` holds its length; the runs hold as much (`read_frame` checked their sum, `skip + len <= size`).
+                unsafe { pull::copy_from(pid, &runs, dst.as_mut_ptr(), dst.len()) }.is_ok()
+            }
+            None => false,
+        };
         // A one-sided reply an operation here waits for: its body straight into the operation's memory.
         let mut data = Vec::with_capacity(size);
-        if size >= PLACE_FROM && refs.is_empty() && env.forward.is_empty() && is_rma(&env) {
+        if size >= PLACE_FROM && env.forward.is_empty() && is_rma(&env) {
             data.resize(instance.window_head().min(size), 0);
-            if self.r.read_exact(&mut data).is_err() {
+            let head = if refs.is_empty() { self.r.read_exact(&mut data).is_ok() } else { pulled_range(0, &mut data) };
+            if !head {
                 return false; // cut off: the sender sees the connection drop
             }
             if let Some(place) = instance.place_reply(env.context, &data, size - data.len()) {
@@ -218,8 +228,12 @@ impl Reader {
                 // SAFETY: `ReplyPlace`'s contract: `ptr` is valid for `len` bytes until `finish`.
                 let dst = unsafe { std::slice::from_raw_parts_mut(place.ptr as *mut u8, n) };
                 let rest = (body - n) as u64;
-                let read = self.r.read_exact(dst).is_ok()
-                    && std::io::copy(&mut (&mut self.r).take(rest), &mut std::io::sink()).is_ok_and(|c| c == rest);
+                let read = if refs.is_empty() {
+                    self.r.read_exact(dst).is_ok()
+                        && std::io::copy(&mut (&mut self.r).take(rest), &mut std::io::sink()).is_ok_and(|c| c == rest)
+                } else {
+                    pulled_range(data.len(), dst)
+                };
                 (place.finish)(read);
                 if !read {
                     return false;
@@ -231,6 +245,7 @@ impl Reader {
             }
         }
         if !refs.is_empty() {
+            // (Over the head a one-sided reply's look may have pulled.)
             if !pulled(data.as_mut_ptr()) {
                 return false; // as a cut off stream
             }

@@ -400,6 +400,12 @@ pub fn by_reference(header: &[u8], refs: &[(u64, u64)]) -> Option<Vec<u8>> {
     Some(h)
 }
 
+/// A message frame's tag and context, read from its header.
+pub fn tag_and_context(header: &[u8]) -> Option<(i32, u64)> {
+    (header.len() >= MSG_HEADER && header[0] == KIND_MESSAGE)
+        .then(|| (i32::from_le_bytes(header[4..8].try_into().unwrap()), u64_at(header, 8)))
+}
+
 /// Whether a message frame's header asks for its acknowledgement before
 /// the sender completes it (synchronous, or not eager): only such a
 /// message's payload may be left in the sender's memory.

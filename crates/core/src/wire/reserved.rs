@@ -31,7 +31,12 @@ pub fn is_revoke(env: &Envelope) -> bool {
 
 /// Whether `env` is window traffic, for the windows, not a mailbox.
 pub fn is_rma(env: &Envelope) -> bool {
-    env.tag == RMA_TAG && env.context & COLLECTIVE_BIT != 0
+    is_rma_key(env.tag, env.context)
+}
+
+/// `is_rma` of a message's tag and context.
+pub fn is_rma_key(tag: i32, context: u64) -> bool {
+    tag == RMA_TAG && context & COLLECTIVE_BIT != 0
 }
 
 const OK: &[u8] = &[0];

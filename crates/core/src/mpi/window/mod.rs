@@ -18,6 +18,7 @@
 pub mod extended;
 pub mod lock;
 pub mod op;
+mod replies;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -125,17 +126,17 @@ fn send_frame(instance: &Arc<Instance>, dest: u32, key: u64, frame: Vec<Bytes>) 
     Some(instance.send(dest, env, frame, false, None))
 }
 
-fn reply(instance: &Arc<Instance>, dest: u32, key: u64, id: u64, outcome: Result<Vec<u8>>) {
+fn reply(instance: &Arc<Instance>, dest: u32, key: u64, id: u64, outcome: Result<Bytes>) {
     let mut h = Header::new(Kind::Reply, id);
     let body = match outcome {
         Ok(data) => data,
         Err(e) => {
             h.class = e.class.code();
-            e.message.into_bytes()
+            e.message.into_bytes().into()
         }
     };
     h.len = body.len() as u64;
-    send_frame(instance, dest, key, vec![h.encode().into(), body.into()]);
+    send_frame(instance, dest, key, vec![h.encode().into(), body]);
 }
 
 impl Registry {
@@ -172,16 +173,16 @@ impl WindowFrames for Registry {
                 let kind = if h.op == 1 { lock::Kind::Exclusive } else { lock::Kind::Shared };
                 let granted = w.lock.lock().request(lock::Request { origin: source, kind, id: h.id });
                 if let Some(g) = granted {
-                    reply(instance, g.origin, key, g.id, Ok(Vec::new()));
+                    reply(instance, g.origin, key, g.id, Ok(Bytes::new()));
                 }
             }
             Kind::Unlock => {
                 let released = w.lock.lock().release(source);
                 match released {
                     Ok(granted) => {
-                        reply(instance, source, key, h.id, Ok(Vec::new()));
+                        reply(instance, source, key, h.id, Ok(Bytes::new()));
                         for g in granted {
-                            reply(instance, g.origin, key, g.id, Ok(Vec::new()));
+                            reply(instance, g.origin, key, g.id, Ok(Bytes::new()));
                         }
                     }
                     Err(e) => reply(instance, source, key, h.id, Err(e)),
@@ -264,7 +265,7 @@ impl WindowFrames for Registry {
             }
             let granted = w.lock.lock().forget(rank);
             for g in granted {
-                reply(instance, g.origin, w.key, g.id, Ok(Vec::new()));
+                reply(instance, g.origin, w.key, g.id, Ok(Bytes::new()));
             }
             let mut pscw = w.pscw.lock();
             if pscw.awaiting.contains_key(&rank) {
@@ -277,7 +278,7 @@ impl WindowFrames for Registry {
 
 impl Shared {
     /// Apply a data operation to this rank's memory, bounds checked.
-    fn access(&self, h: &Header, data: &[u8]) -> Result<Vec<u8>> {
+    fn access(&self, h: &Header, data: &[u8]) -> Result<Bytes> {
         let guard = self.memory.lock();
         let Some(m) = guard.as_ref() else {
             return err(ErrorClass::Win, "the target window was freed");
@@ -291,13 +292,16 @@ impl Shared {
         };
         let len = h.len as usize; // within a span: fits
         if len == 0 {
-            return op::apply(h, data, &mut []);
+            return op::apply(h, data, &mut []).map(Bytes::from);
         }
         // SAFETY: the span is registered memory its binding keeps alive
         // until `free`, which takes this lock first; `offset + len` lies
         // within it (checked above); writers are serialised by the lock.
         let mem = unsafe { std::slice::from_raw_parts_mut((base + offset) as *mut u8, len) };
-        op::apply(h, data, mem)
+        if h.kind == Kind::Get {
+            return Ok(replies::copy_of(mem)); // what `op::apply` gives, in a buffer used again
+        }
+        op::apply(h, data, mem).map(Bytes::from)
     }
 
     /// The answer to one of this origin's operations.

@@ -15,8 +15,8 @@
 //!   kernel names for the stream's Unix socket (`SO_PEERCRED`), never one
 //!   a frame names.
 //! - Only for a payload of at least `PULL_FROM` bytes (`RMA_PULL_FROM` for
-//!   a one-sided operation's reply, read by the origin straight into its
-//!   memory) whose sender waits for the acknowledgement before it completes
+//!   one-sided traffic: a get's reply is read by the origin straight into
+//!   its memory) whose sender waits for the acknowledgement before it completes
 //!   the send (synchronous, or not eager: `frame::acknowledged_first`): its
 //!   memory stays as it is until the receiver has copied it. The receiver
 //!   acknowledges only after.
@@ -38,10 +38,10 @@ use crate::wire::{frame, reserved};
 /// 4 MiB on huge pages, where it copies at memory speed).
 pub const PULL_FROM: usize = 4 << 20;
 
-/// A one-sided operation's reply goes by reference from this size (when
-/// it is acknowledged first: from `net::link::EAGER_BELOW`). Through the
-/// ring it crossed as a large frame written by a background thread, a
-/// third thread for two ranks on two cores: docs/performance.md.
+/// One-sided frames (a get's reply, a put's data) go by reference from
+/// this size (when acknowledged first: from `net::link::EAGER_BELOW`).
+/// Through the ring they crossed as large frames written by a background
+/// thread, a third thread for two ranks on two cores: docs/performance.md.
 pub const RMA_PULL_FROM: usize = 512 * 1024;
 
 /// How fast a copy goes, roughly (bytes per microsecond): what a reader

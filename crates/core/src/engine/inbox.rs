@@ -195,25 +195,42 @@ impl Inbox {
 
     /// The message `seq` from `source` was refused here (and its sender
     /// told): later ones go on.
-    pub fn skip(&mut self, source: u32, seq: u64) -> Fires {
+    /// Returns also the window traffic this lets go (held behind the gap
+    /// it closes), for the windows.
+    pub fn skip(&mut self, source: u32, seq: u64) -> (Fires, Vec<Message>) {
+        let early = self.mailbox.holds_early(source);
         let matched = self.mailbox.skip(source, seq);
-        self.take_waiting(matched)
+        let fires = self.take_waiting(matched);
+        (fires, self.released_rma(early))
+    }
+
+    /// Window traffic messages let go from behind a sender's gap are, taken
+    /// out for the windows as `arrive` does (no receive ever takes it).
+    fn released_rma(&mut self, had_early: bool) -> Vec<Message> {
+        if had_early {
+            self.mailbox.take_where(is_rma)
+        } else {
+            Vec::new()
+        }
     }
 
     /// For a message whose payload is still on the wire: the posted receive
     /// it goes to, if that receive has a buffer of at least `len` bytes. The
     /// reader then reads the payload into it and completes it (`Placed`),
     /// then says [`placed`](Inbox::placed), or [`cut`](Inbox::cut).
-    pub fn claim(&mut self, env: &Envelope, len: usize) -> Option<(Waiting, Fires)> {
+    /// The window traffic it lets go comes with it (as `skip`'s).
+    pub fn claim(&mut self, env: &Envelope, len: usize) -> Option<(Waiting, Fires, Vec<Message>)> {
         if self.closed.is_some() {
             return None;
         }
         let waiting = &self.waiting;
         let fits = |id: RecvId| waiting.get(&id).and_then(|w| w.buffer.as_ref()).is_some_and(|b| b.len() >= len);
+        let early = self.mailbox.holds_early(env.source);
         let (id, matched) = self.mailbox.claim(env, fits)?;
         let w = self.waiting.remove(&id)?;
         self.claims.insert((env.source, env.seq?), Claim::Reading);
-        Some((w, self.take_waiting(matched)))
+        let fires = self.take_waiting(matched);
+        Some((w, fires, self.released_rma(early)))
     }
 
     /// Whether a posted receive matches `env` (whether or not it could take its payload in place).
@@ -627,7 +644,7 @@ mod tests {
         let mut inbox = Inbox::new(0, 2);
         let (w, c) = with_buffer(8);
         assert!(inbox.post(1, from(Some(1), None), w).is_empty());
-        let (claimed, fires) = inbox.claim(&env(1, 5, 0), 8).expect("claimed");
+        let (claimed, fires, _) = inbox.claim(&env(1, 5, 0), 8).expect("claimed");
         assert!(fires.is_empty() && Arc::ptr_eq(&claimed.completion, &c));
         inbox.placed(1, 0).fire();
         // the next message from that sender is received normally
@@ -643,7 +660,7 @@ mod tests {
         let mut inbox = Inbox::new(0, 2);
         let (w, c) = with_buffer(8);
         assert!(inbox.post(1, from(Some(1), None), w).is_empty());
-        let (claimed, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
+        let (claimed, _, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
         assert!(inbox.cut(1, 0, claimed).is_empty());
         assert!(!c.is_done());
         let a = arrive(&mut inbox, msg(1, 5, 0, b"retried!"));
@@ -654,7 +671,7 @@ mod tests {
         let mut inbox = Inbox::new(0, 2);
         let (w, c) = with_buffer(8);
         assert!(inbox.post(1, from(Some(1), None), w).is_empty());
-        let (claimed, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
+        let (claimed, _, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
         assert!(arrive(&mut inbox, msg(1, 5, 0, b"early co")).fires.is_empty());
         inbox.cut(1, 0, claimed).fire();
         assert_eq!(got(&c).unwrap().2, b"early co");
@@ -666,7 +683,7 @@ mod tests {
         let mut inbox = Inbox::new(0, 3);
         let (w, c) = with_buffer(8);
         assert!(inbox.post(1, from(None, None), w).is_empty());
-        let (claimed, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
+        let (claimed, _, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
         assert!(inbox.cut(1, 0, claimed).is_empty());
         inbox.peer_gone(1, gone_error()).unwrap().fire();
         assert_eq!(got(&c), Err(ErrorClass::ProcFailed));
@@ -674,7 +691,7 @@ mod tests {
         let mut inbox = Inbox::new(0, 3);
         let (w, c) = with_buffer(8);
         assert!(inbox.post(1, from(None, None), w).is_empty());
-        let (claimed, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
+        let (claimed, _, _) = inbox.claim(&env(1, 5, 0), 8).unwrap();
         inbox.peer_gone(1, gone_error()).unwrap().fire();
         inbox.cut(1, 0, claimed).fire();
         assert_eq!(got(&c), Err(ErrorClass::ProcFailed));
@@ -753,6 +770,22 @@ mod tests {
         let later = arrive(&mut inbox, msg(1, 5, 0, b"p2p"));
         assert_eq!(later.rma.len(), 1);
         assert_eq!(inbox.unexpected_bytes(), 3, "only the point-to-point message stays");
+    }
+
+    /// A skipped message (refused, or a one-sided reply read in place) that
+    /// closes a gap lets go the window traffic held behind it: it goes to
+    /// the windows then, not to wait unexpected for the next window frame.
+    #[test]
+    fn window_traffic_let_go_by_a_skip_is_taken_out_for_the_windows() {
+        let mut inbox = Inbox::new(0, 2);
+        let key = 9 | COLLECTIVE_BIT;
+        let rma = |seq| Envelope { source: 1, context: key, tag: RMA_TAG, seq: Some(seq), sync: false, parts: vec![], forward: vec![] };
+        assert!(arrive(&mut inbox, Message::new(rma(1), payload(b"reply"))).rma.is_empty(), "held behind 0");
+        let (_, rma_out) = inbox.skip(1, 0);
+        assert_eq!(rma_out.len(), 1, "let go with the skip");
+        assert_eq!(inbox.unexpected_bytes(), 0);
+        let (_, none) = inbox.skip(1, 5); // ahead: nothing let go
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -55,13 +55,13 @@ pub trait Receiver: Send + Sync {
     fn deliver(self: Arc<Self>, msg: Message) -> Result<Delivered>;
     /// The message with sequence number `seq` from `source` was refused
     /// here (and its sender told): later ones go on.
-    fn skip(&self, source: u32, seq: Option<u64>);
+    fn skip(self: Arc<Self>, source: u32, seq: Option<u64>);
     /// For a message whose payload is still on the wire: the posted receive
     /// it goes to, if that receive has a buffer of at least `len` bytes to
     /// read it into. The reader then reads the payload and completes the
     /// receive (`Outcome::Placed`), then says `placed`, or `cut`. Where no
     /// receive matches yet, one posted within `wait` is taken.
-    fn claim(&self, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)>;
+    fn claim(self: Arc<Self>, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)>;
     /// A claimed message was read in full.
     fn placed(&self, source: u32, seq: u64);
     /// A claimed message was cut off mid-read (the sender sends it again).
@@ -170,7 +170,7 @@ impl Reader {
             }
             Ok(Frame::Refused { env, error }) => {
                 if let Some(env) = &env {
-                    instance.skip(self.source, env.seq);
+                    instance.clone().skip(self.source, env.seq);
                 }
                 let _ = write_ack(&self.writer, ACK_ERROR, env.and_then(|e| e.seq).unwrap_or(0), Some(&error));
                 return false;
@@ -189,7 +189,7 @@ impl Reader {
         };
         if size >= PLACE_FROM && env.forward.is_empty() {
             let wait = if beside && !refs.is_empty() { pull::worth_waiting(size) } else { Duration::ZERO };
-            if let Some((completion, mut buffer)) = instance.claim(&env, size, wait) {
+            if let Some((completion, mut buffer)) = instance.clone().claim(&env, size, wait) {
                 // A receive is waiting with a big enough buffer: read into it.
                 let dst = &mut buffer.as_mut_slice()[..size];
                 let read = if refs.is_empty() { self.r.read_exact(dst).is_ok() } else { pulled(dst.as_mut_ptr()) };
@@ -239,7 +239,7 @@ impl Reader {
                     return false;
                 }
                 // Taken here: its sender's later messages do not wait for it; a retry of it is dropped.
-                instance.skip(self.source, env.seq);
+                instance.clone().skip(self.source, env.seq);
                 self.stored(seq, len);
                 return self.ack_if_due(ack_now).is_ok();
             }
@@ -735,8 +735,8 @@ mod tests {
             self.filed.fetch_add(1, Ordering::SeqCst);
             Ok(Delivered::Filed)
         }
-        fn skip(&self, _: u32, _: Option<u64>) {}
-        fn claim(&self, _: &Envelope, _: usize, _: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+        fn skip(self: Arc<Self>, _: u32, _: Option<u64>) {}
+        fn claim(self: Arc<Self>, _: &Envelope, _: usize, _: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
             None
         }
         fn placed(&self, _: u32, _: u64) {}

@@ -38,16 +38,7 @@ impl Instance {
             arrived.fires.fire();
             return Ok(Delivered::Duplicate);
         }
-        // No window was ever made here: nobody can be waiting for an answer.
-        if let Some(windows) = self.window_frames().filter(|_| !arrived.rma.is_empty()) {
-            // Answering may open a stream to the origin (a store served here,
-            // on a runtime worker, waits for that).
-            crate::runtime::blocking(|| {
-                for m in arrived.rma {
-                    windows.handle(self, m.env.source, m.env.context, m.payload);
-                }
-            });
-        }
+        self.to_windows(arrived.rma);
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.
         if let Some((env, payload)) = tree {
@@ -59,11 +50,27 @@ impl Instance {
         Ok(Delivered::Filed)
     }
 
+    /// Window traffic taken out of the mailbox, to the windows.
+    fn to_windows(self: &Arc<Self>, rma: Vec<Message>) {
+        // No window was ever made here: nobody can be waiting for an answer.
+        if let Some(windows) = self.window_frames().filter(|_| !rma.is_empty()) {
+            // Answering may open a stream to the origin (a store served here,
+            // on a runtime worker, waits for that).
+            crate::runtime::blocking(|| {
+                for m in rma {
+                    windows.handle(self, m.env.source, m.env.context, m.payload);
+                }
+            });
+        }
+    }
+
     /// A message from `source` with sequence number `seq` was refused by
-    /// this endpoint (and reported to its sender): later ones go on.
-    pub fn skip(&self, source: u32, seq: Option<u64>) {
+    /// this endpoint (and reported to its sender), or taken another way:
+    /// later ones go on.
+    pub fn skip(self: &Arc<Self>, source: u32, seq: Option<u64>) {
         let Some(seq) = seq else { return };
-        let fires = self.inbox.lock().skip(source, seq);
+        let (fires, rma) = self.inbox.lock().skip(source, seq);
+        self.to_windows(rma);
         self.arrived.notify_all();
         fires.fire();
     }
@@ -112,12 +119,13 @@ impl Instance {
     /// it goes to, if that receive has a buffer big enough to read it into.
     /// The caller reads the payload and completes the receive (`Placed`).
     /// While no posted receive matches it, one posted within `wait` is taken.
-    pub fn claim(&self, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+    pub fn claim(self: &Arc<Self>, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
         let deadline = Instant::now() + wait;
         let mut inbox = self.inbox.lock();
         loop {
-            if let Some((w, fires)) = inbox.claim(env, len) {
+            if let Some((w, fires, rma)) = inbox.claim(env, len) {
                 drop(inbox);
+                self.to_windows(rma);
                 fires.fire();
                 return Some((w.completion, w.buffer?));
             }
@@ -256,12 +264,12 @@ impl Receiver for Instance {
         Instance::deliver(&self, msg)
     }
 
-    fn skip(&self, source: u32, seq: Option<u64>) {
-        Instance::skip(self, source, seq)
+    fn skip(self: Arc<Self>, source: u32, seq: Option<u64>) {
+        Instance::skip(&self, source, seq)
     }
 
-    fn claim(&self, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
-        Instance::claim(self, env, len, wait)
+    fn claim(self: Arc<Self>, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)> {
+        Instance::claim(&self, env, len, wait)
     }
 
     fn placed(&self, source: u32, seq: u64) {

@@ -17,9 +17,9 @@ use crate::config::spin_budget;
 use crate::engine::completion::poll_until;
 use crate::net::socket::Socket;
 
-/// Try `op` (a non-blocking socket call returning a count or -1) until it
-/// makes progress or the spin budget is spent; None: fall back to blocking.
-fn poll_first(socket: &Socket, mut op: impl FnMut() -> isize) -> Option<io::Result<usize>> {
+/// Try `op` (a read or write that does not wait) until it makes progress
+/// or the spin budget is spent; None: fall back to blocking.
+fn poll_first(socket: &Socket, mut op: impl FnMut() -> io::Result<usize>) -> Option<io::Result<usize>> {
     // A pumped socket's other end is a task of this process's runtime,
     // which needs the core that polling would take from it.
     let budget = if matches!(socket, Socket::Pumped(_)) { std::time::Duration::ZERO } else { spin_budget() };
@@ -27,22 +27,23 @@ fn poll_first(socket: &Socket, mut op: impl FnMut() -> isize) -> Option<io::Resu
         return None;
     }
     let mut result = None;
-    poll_until(budget, || {
-        let n = op();
-        if n >= 0 {
-            result = Some(Ok(n as usize));
-            return true;
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => false,
-            _ => {
-                result = Some(Err(e));
-                true
-            }
+    poll_until(budget, || match op() {
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => false,
+        done => {
+            result = Some(done);
+            true
         }
     });
     result
+}
+
+/// A socket call's count, or its error (-1 and errno).
+fn counted(n: isize) -> io::Result<usize> {
+    if n >= 0 {
+        Ok(n as usize)
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Whether `fd` has data (or end of file) within `timeout`.
@@ -70,21 +71,13 @@ impl Read for Polled {
             return s.read(buf);
         }
         let fd = self.0.as_raw_fd();
-        if let Socket::Tls(s) = &mut self.0 {
-            // Tried without waiting (plaintext held, or records the socket has).
-            let mut result = None;
-            poll_until(spin_budget(), || match s.try_read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-                done => {
-                    result = Some(done);
-                    true
-                }
-            });
-            return result.unwrap_or_else(|| s.read(buf));
-        }
-        // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
-        let op = || unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
-        match poll_first(&self.0, op) {
+        let tried = match &self.0 {
+            // Plaintext held, or records the socket has.
+            Socket::Tls(s) => poll_first(&self.0, || s.try_read(buf)),
+            // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
+            _ => poll_first(&self.0, || counted(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) })),
+        };
+        match tried {
             Some(r) => r,
             None => self.0.read(buf),
         }
@@ -102,7 +95,7 @@ impl Write for Polled {
         }
         let fd = self.0.as_raw_fd();
         // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
-        let op = || unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+        let op = || counted(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) });
         match poll_first(&self.0, op) {
             Some(r) => r,
             None => self.0.write(buf),

@@ -146,10 +146,10 @@ impl Opener {
     pub fn open_at(&mut self, buf: &mut [u8], at: usize, to: usize) -> Result<Opened, String> {
         assert!(to <= at + HEADER, "plaintext is put at or before the record's body");
         let rest = &buf[at..];
-        let Some(len) = whole_record(rest)? else {
-            let need = if rest.len() < HEADER { HEADER } else { HEADER + usize::from(u16::from_be_bytes([rest[3], rest[4]])) };
-            return Ok(Opened::Need(need));
-        };
+        let len = declared(rest)?.unwrap_or(HEADER);
+        if rest.len() < len {
+            return Ok(Opened::Need(len));
+        }
         if rest[0] != APP_DATA {
             return Err(format!("a TLS record of type {} after the handshake", rest[0]));
         }
@@ -177,15 +177,18 @@ impl Opener {
 /// The length of the whole record at the start of `buf`, if it is all there;
 /// an error for a length no record may have.
 pub fn whole_record(buf: &[u8]) -> Result<Option<usize>, String> {
-    if buf.len() < HEADER {
-        return Ok(None);
-    }
-    let body = usize::from(u16::from_be_bytes([buf[3], buf[4]]));
+    Ok(declared(buf)?.filter(|&len| buf.len() >= len))
+}
+
+/// The length (header included) the record at the start of `buf` declares,
+/// once its header is there; an error for a length no record may have.
+fn declared(buf: &[u8]) -> Result<Option<usize>, String> {
+    let Some(&[_, _, _, hi, lo]) = buf.get(..HEADER) else { return Ok(None) };
+    let body = usize::from(u16::from_be_bytes([hi, lo]));
     if body > MAX_CIPHER {
         return Err(format!("a TLS record of {body} bytes (at most {MAX_CIPHER})"));
     }
-    let len = HEADER + body;
-    Ok((buf.len() >= len).then_some(len))
+    Ok(Some(HEADER + body))
 }
 
 /// Whether handshake bytes are whole NewSessionTicket messages only.

@@ -96,8 +96,9 @@ pub struct TlsSocket {
     shared: Arc<Shared>,
 }
 
-fn broken(e: rustls::Error) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"))
+/// The error of a stream whose TLS broke (the session's, or a record's).
+fn broken(why: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {why}"))
 }
 
 fn would_block() -> io::Error {
@@ -140,7 +141,7 @@ impl Inbound {
     }
 
     fn whole_record(&self) -> io::Result<Option<usize>> {
-        tls_records::whole_record(&self.buf[self.start..self.end]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        tls_records::whole_record(&self.buf[self.start..self.end]).map_err(broken)
     }
 
     /// Give the session the next whole record held; false if none is (or
@@ -194,7 +195,7 @@ impl Inbound {
     /// the end; WouldBlock when the socket must be read.
     fn read_own(&mut self, dst: &mut [u8]) -> io::Result<usize> {
         if let Some(why) = &self.failed {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {why}")));
+            return Err(broken(why));
         }
         if self.held_at < self.held.len() {
             let n = give(&self.held[self.held_at..], dst);
@@ -222,8 +223,9 @@ impl Inbound {
                     self.start = self.end; // what follows is dropped
                 }
                 Err(why) => {
+                    let e = broken(&why);
                     self.failed = Some(why);
-                    return if got > 0 { Ok(got) } else { self.read_own(dst) };
+                    return if got > 0 { Ok(got) } else { Err(e) };
                 }
             }
         }
@@ -354,9 +356,8 @@ impl TlsSocket {
         }
         let conn = session.take().expect("checked above");
         let secrets = conn.dangerous_extract_secrets().map_err(broken)?;
-        let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}"));
-        inbound.opener = Some(Opener::new(secrets.rx, u64::MAX).map_err(bad)?);
-        outbound.sealer = Some(Sealer::new(secrets.tx, suite.common.confidentiality_limit).map_err(bad)?);
+        inbound.opener = Some(Opener::new(secrets.rx, u64::MAX).map_err(broken)?);
+        outbound.sealer = Some(Sealer::new(secrets.tx, suite.common.confidentiality_limit).map_err(broken)?);
         (inbound.held, inbound.held_at) = (held, 0);
         self.shared.ready.store(inbound.ready(None), Ordering::Release);
         Ok(())
@@ -525,7 +526,7 @@ impl Write for TlsSocket {
         let n = match sealer {
             Some(sealer) => {
                 let n = buf.len().min(QUEUE);
-                sealer.seal(&buf[..n], out).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {e}")))?;
+                sealer.seal(&buf[..n], out).map_err(broken)?;
                 n
             }
             None => {
@@ -609,6 +610,16 @@ mod tests {
         c.read_exact(&mut first).unwrap();
         assert_eq!((&answer, &first), (b"101", b"first"));
         assert!(owns(&c) && owns(&s));
+        (c, s)
+    }
+
+    /// `pair`, the server's records its own or not (the client's session
+    /// does them either way).
+    fn server_owning(owned: bool) -> (TlsSocket, TlsSocket) {
+        let (c, s) = pair();
+        if owned {
+            s.own_records().unwrap();
+        }
         (c, s)
     }
 
@@ -781,10 +792,7 @@ mod tests {
     #[test]
     fn bytes_after_close_notify_end_the_stream_without_a_spin() {
         for owned in [false, true] {
-            let (c, mut s) = pair();
-            if owned {
-                s.own_records().unwrap();
-            }
+            let (c, mut s) = server_owning(owned);
             let mut out = sealed_by_session(&c, b"bye", true);
             out.extend_from_slice(&[0x17, 3, 3, 0, 40]);
             out.extend_from_slice(&[0u8; 40]);
@@ -816,10 +824,7 @@ mod tests {
     #[test]
     fn tampered_ciphertext_or_a_key_update_is_an_error() {
         for owned in [false, true] {
-            let (c, mut s) = pair();
-            if owned {
-                s.own_records().unwrap();
-            }
+            let (c, mut s) = server_owning(owned);
             let mut out = sealed_by_session(&c, b"secret message", false);
             let last = out.len() - 1;
             out[last] ^= 1;
@@ -829,8 +834,7 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
             assert!(s.read(&mut got).is_err(), "and stays broken");
         }
-        let (mut c, mut s) = pair();
-        s.own_records().unwrap();
+        let (mut c, mut s) = server_owning(true);
         c.shared.session.lock().as_mut().unwrap().refresh_traffic_keys().unwrap();
         c.write_all(b"after").unwrap();
         let e = s.read_exact(&mut [0u8; 5]).unwrap_err();

@@ -3,6 +3,7 @@ and every documented operation, called with plain http.client, answers a
 documented status code with a body that fits the documented schema. Answers
 the document does not list (status codes, paths, methods, fields) fail."""
 
+import base64
 import contextlib
 import http.client
 import json
@@ -33,18 +34,21 @@ NOT_PROVOKED = {
     ("relayed", "502"),
 }
 
-#: The endpoint's keys: every scope, `run` only, `files` only, `relay` only.
-KEY, KEY_RUN, KEY_FILES, KEY_RELAY = ("k" * 16 + secrets.token_hex(8) for _ in range(4))
+#: The endpoint's keys: every scope, `run` only, `files` only, `relay` only, `jobs` only.
+KEY, KEY_RUN, KEY_FILES, KEY_RELAY, KEY_JOBS = ("k" * 16 + secrets.token_hex(8) for _ in range(5))
 #: Paths that take an endpoint key (the rest take a domain token, or nothing).
-KEYED = ("/run", "/rendezvous", "/programs", "/jobs", "/files")
+KEYED = ("/run", "/rendezvous", "/programs", "/jobs", "/files", "/ogcapi/processes", "/ogcapi/jobs")
 
 #: The jobs layer's programs (NAME=TEMPLATE; {dir} is the fixture's directory).
 COUNT = "#!/bin/sh\necho counting\necho 'a note' >&2\nwc -c < \"$1\" | tr -d ' ' > \"$2\"\n"
+#: Two outputs, a text and an XML document (the OGC face's multipart and XML answers).
+TWO = '#!/bin/sh\nprintf %s "$1" > "$2"\necho \'<a/>\' > "$3"\n'
 PROGRAMS = [
     "count={dir}/count.sh [in:file:text:string] [out:file:n:int]",
     "copy=cp [in:file:src:binary] [out:file:dst:binary]",
     "toint=cp [in:file:src:string] [out:file:dst:int]",
     "sleep=sleep [in:val:seconds:float]",
+    "two={dir}/two.sh [in:val:text:string] [out:file:first:string] [out:file:second:xml]",
 ]
 
 
@@ -56,9 +60,10 @@ def server(tmp_path_factory):
     from mpiws.service.serve import Server
 
     d = tmp_path_factory.mktemp("openapi")
-    (d / "count.sh").write_text(COUNT)
-    (d / "count.sh").chmod(0o755)
-    (d / "keys").write_text(f"{KEY}\n{KEY_RUN} run\n{KEY_FILES} files\n{KEY_RELAY} relay\n")
+    for name, script in (("count.sh", COUNT), ("two.sh", TWO)):
+        (d / name).write_text(script)
+        (d / name).chmod(0o755)
+    (d / "keys").write_text(f"{KEY}\n{KEY_RUN} run\n{KEY_FILES} files\n{KEY_RELAY} relay\n{KEY_JOBS} jobs\n")
     (d / "keys").chmod(0o600)
     s = Server(
         services.ALL,
@@ -152,6 +157,16 @@ def test_every_reference_resolves(spec):
 def check(spec, schema, value, at="$"):
     """Raise AssertionError if ``value`` does not fit ``schema``."""
     schema = resolve(spec, schema)
+    if "anyOf" in schema:
+        why = []
+        for alt in schema["anyOf"]:
+            try:
+                check(spec, alt, value, at)
+                break
+            except AssertionError as e:
+                why.append(str(e))
+        else:
+            raise AssertionError(f"{at}: {value!r} fits none of anyOf: {why}")
     if "oneOf" in schema:
         fits = 0
         for alt in schema["oneOf"]:
@@ -223,6 +238,17 @@ def test_checker_refuses_what_it_should(spec):
     for bad in ({"n": True}, {"n": {"url": "http://h/f"}}, {"n": {"base64": "AP8=", "size": 2}}):
         with pytest.raises(AssertionError):
             check(spec, outputs, bad)
+    # the OGC face's: an exception document, and anyOf (an output value fits at least one form)
+    exc = {"$ref": "#/components/schemas/OgcException"}
+    check(spec, exc, {"type": "about:blank", "title": "Not Found", "status": 404, "detail": "d"})
+    for bad in ({"title": "t"}, {"type": "about:blank", "status": "404"}, {"type": "x", "detail": "d"}, {"error": {}}):
+        with pytest.raises(AssertionError):
+            check(spec, exc, bad)
+    results = {"$ref": "#/components/schemas/OgcResults"}
+    check(spec, results, {"n": 5, "s": "t", "b": {"value": "AP8=", "encoding": "base64", "mediaType": "x/y"}})
+    check(spec, results, {"f": {"href": "http://h/f", "type": "text/plain"}, "l": [1, {"href": "http://h/g"}]})
+    with pytest.raises(AssertionError):
+        check(spec, {"anyOf": [{"type": "string"}, {"type": "integer"}]}, 1.5)
 
 
 # ---- the document against the server ----------------------------------------
@@ -238,8 +264,9 @@ class Api:
         self.seen = set()  # (operationId, status) answered
 
     def find(self, method, path):
-        """The documented operation for a concrete request, or None."""
-        route = urlparse(path).path
+        """The documented operation for a concrete request, or None (the
+        endpoint routes a path trimmed of a trailing `/`)."""
+        route = urlparse(path).path.rstrip("/") or "/"
         for template, item in self.spec["paths"].items():
             rx = "^" + re.sub(r"{\w+}", "[^/]+", template) + "$"
             if re.match(rx, route) and method.lower() in item:
@@ -290,21 +317,27 @@ class Api:
             assert status == expect, (method, path, status, expect, data[:300])
         resp = resolve(self.spec, responses[code])
         content = resp.get("content")
-        if content and "application/json" in content:
-            assert "application/json" in hdrs.get("content-type", ""), (method, path, status, hdrs)
-            value = json.loads(data)
-            check(self.spec, content["application/json"]["schema"], value)
-        elif content and "application/octet-stream" in content:
-            assert hdrs.get("content-type") == "application/octet-stream", (method, path, status, hdrs)
-            value = data
+        if content:
+            # the documented media type the answer's Content-Type names (parameters aside)
+            essence = hdrs.get("content-type", "").split(";")[0].strip().lower()
+            media = next((m for m in content if m.split(";")[0].strip().lower() == essence), None)
+            assert media is not None, f"{method} {path} {status}: Content-Type {essence!r}, documented {list(content)}"
+            if essence == "application/json" or essence.endswith("+json"):
+                value = json.loads(data)
+                check(self.spec, content[media]["schema"], value)
+            else:
+                value = data
         else:
             assert data == b"", f"{method} {path} {status}: documented without a body, got {data[:200]!r}"
             value = None
         for name, h in (resp.get("headers") or {}).items():
             got = hdrs.get(name.lower())
+            if got is None and h.get("required") is False:
+                continue
             assert got is not None, f"{method} {path} {status}: documented header {name} missing"
             check(self.spec, h["schema"], got.lower())
         self.seen.add((op["operationId"], code))
+        self.headers = hdrs  # the last answer's, for the tests that look at them
         return status, value
 
     def undocumented(self, method, path, expect):
@@ -312,7 +345,8 @@ class Api:
         assert self.find(method, path) is None, f"{method} {path} is documented"
         status, _hdrs, data = self.raw(method, path)
         assert status == expect, (method, path, status, data)
-        check(self.spec, {"$ref": "#/components/schemas/Error"}, json.loads(data))
+        error = "OgcException" if path.startswith("/ogcapi") else "Error"  # each face refuses in its own terms
+        check(self.spec, {"$ref": f"#/components/schemas/{error}"}, json.loads(data))
 
 
 @pytest.fixture(scope="module")
@@ -778,6 +812,285 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
         api.call("POST", f"/programs/count/{how}", b'{"inputs"', JSON, announce=100, expect=408)  # stalls
 
 
+# ---- OGC API - Processes over the same programs, services and jobs ----------
+
+OGC = "http://www.opengis.net/def/exceptions/ogcapi-processes-1/1.0/"
+JOB_FAILED = "https://mpiws.org/ogcapi/exceptions/job-failed"
+RESULTS_REL = "http://www.opengis.net/def/rel/ogc/1.0/results"
+ASYNC = {**JSON, "prefer": "respond-async"}
+
+
+def execute(api, process, body, headers=JSON, expect=None, **kw):
+    """``POST /ogcapi/processes/{process}/execution``; ``body`` a dict (sent as JSON) or bytes."""
+    data = body if isinstance(body, bytes) else json.dumps(body)
+    return api.call("POST", f"/ogcapi/processes/{process}/execution", data, headers, expect=expect, **kw)
+
+
+def exception(api, method, path, body=None, headers=None, expect=None, kind=None):
+    """A refusal, an exception document (of ``kind``, one of the standard's types, if given)."""
+    _, e = api.call(method, path, body, headers, expect=expect)
+    assert e["status"] == expect and e["detail"], e
+    if kind:
+        assert e["type"] == (kind if kind.startswith("http") else OGC + kind), e
+    return e
+
+
+def ogc_path(api, url):
+    """A URL the face gave, as a path of this endpoint."""
+    assert url.startswith(api.url + "/"), (url, api.url)
+    return url[len(api.url) :]
+
+
+def ogc_wait(api, job, states=("successful", "failed", "dismissed")):
+    """Poll ``job`` (its path) until its status is one of ``states``; its status document."""
+    deadline = time.monotonic() + 30
+    while True:
+        _, info = api.call("GET", job, expect=200)
+        if info["status"] in states:
+            return info
+        assert time.monotonic() < deadline, info
+        time.sleep(0.05)
+
+
+def multipart(content_type, data):
+    """A multipart/related answer's parts, each (headers, body)."""
+    boundary = content_type.split("boundary=")[1].encode()
+    chunks = data.split(b"--" + boundary)
+    assert chunks[0] == b"" and chunks[-1] == b"--\r\n", data
+    parts = []
+    for chunk in chunks[1:-1]:
+        head, _, body = chunk[2:].partition(b"\r\n\r\n")
+        fields = dict(line.split(": ", 1) for line in head.decode().split("\r\n"))
+        parts.append((fields, body[:-2]))
+    return parts
+
+
+def test_ogc_landing_conformance_and_api(api):
+    _, landing = api.call("GET", "/ogcapi", expect=200)  # no key: what the face is
+    assert api.call("GET", "/ogcapi/", expect=200)[1] == landing, "the trailing slash: the same page"
+    rels = {link["rel"]: link["href"] for link in landing["links"]}
+    assert rels["self"] == f"{api.url}/ogcapi/" and rels["service-desc"] == f"{api.url}/ogcapi/api"
+    for rel in ("conformance", "processes", "job-list"):
+        assert rels[f"http://www.opengis.net/def/rel/ogc/1.0/{rel}"].startswith(f"{api.url}/ogcapi/")
+    _, c = api.call("GET", "/ogcapi/conformance", expect=200)
+    assert {u.rsplit("/", 1)[1] for u in c["conformsTo"]} == {
+        "core",
+        "json",
+        "oas30",
+        "ogc-process-description",
+        "job-list",
+        "dismiss",
+    }
+    _, face = api.call("GET", "/ogcapi/api", expect=200)
+    assert face["servers"] == [{"url": f"{api.url}/ogcapi"}]
+    assert api.headers["content-type"] == "application/vnd.oai.openapi+json;version=3.0"
+
+
+def test_ogc_processes(api):
+    import services
+
+    _, listed = api.call("GET", "/ogcapi/processes", expect=200)
+    programs = sorted(p.split("=")[0] for p in PROGRAMS)
+    assert [p["id"] for p in listed["processes"]] == programs + sorted(services.ALL), "the programs, then the services"
+    assert [link["rel"] for link in listed["links"]] == ["self"], "one page: no next"
+    _, page = api.call("GET", "/ogcapi/processes?limit=2", expect=200)
+    assert [p["id"] for p in page["processes"]] == programs[:2]
+    following = next(link["href"] for link in page["links"] if link["rel"] == "next")
+    _, page = api.call("GET", ogc_path(api, following), expect=200)
+    assert [p["id"] for p in page["processes"]] == programs[2:4]
+    for bad in ("limit=0", "limit=x", "limit=-1", "offset=x", "offset=-1", f"offset={1 << 70}"):
+        exception(api, "GET", f"/ogcapi/processes?{bad}", expect=400)
+    _, count = api.call("GET", "/ogcapi/processes/count", expect=200)
+    (text,) = count["inputs"].values()
+    assert list(count["inputs"]) == ["text"] and (text["schema"], text["minOccurs"], text["maxOccurs"]) == (
+        {"type": "string"},
+        1,
+        1,
+    )
+    assert list(count["outputs"]) == ["n"] and count["outputs"]["n"]["schema"] == {"type": "integer"}
+    assert count["links"][1]["href"] == f"{api.url}/ogcapi/processes/count/execution"
+    _, service = api.call("GET", "/ogcapi/processes/array_sum", expect=200)
+    assert (service["inputs"], list(service["outputs"])) == ({}, ["result"])
+    exception(api, "GET", "/ogcapi/processes/nope", expect=404, kind="no-such-process")
+
+
+def test_ogc_execute_synchronously(api):
+    """Raw (the default): one output's bytes, as its type says; several in
+    multipart/related; links alone in a 204. A document on request."""
+    execute(api, "count", {"inputs": {"text": "hello"}}, expect=200)
+    assert api.headers["content-type"] == "text/plain"
+    blob = bytes(range(256))
+    b64 = {"value": base64.b64encode(blob).decode(), "format": {"encoding": "base64"}}
+    assert execute(api, "copy", {"inputs": {"src": b64}}, expect=200)[1] == blob
+    assert api.headers["content-type"] == "application/octet-stream"
+    _, data = execute(api, "two", {"inputs": {"text": "teststring"}, "outputs": {"second": {}}}, expect=200)
+    assert (api.headers["content-type"], data) == ("application/xml", b"<a/>\n")
+    body = {"inputs": {"text": "teststring"}, "outputs": {"first": {}, "second": {"transmissionMode": "reference"}}}
+    _, data = execute(api, "two", body, expect=200)
+    (first, one), (second, none) = multipart(api.headers["content-type"], data)
+    assert (first["Content-ID"], first["Content-Type"], one) == ("<first>", "text/plain; charset=utf-8", b"teststring")
+    assert (second["Content-ID"], none) == ("<second>", b"")
+    assert api.call("GET", ogc_path(api, second["Content-Location"]), expect=200)[1] == b"<a/>\n"
+    # every output by reference: a Link each, no body; no output at all: nothing
+    execute(api, "copy", {"inputs": {"src": "x"}, "outputs": {"dst": {"transmissionMode": "reference"}}}, expect=204)
+    href = re.fullmatch(r'<([^>]+)>; rel="dst"; type="application/octet-stream"', api.headers["link"]).group(1)
+    assert api.call("GET", ogc_path(api, href), expect=200)[1] == b"x"
+    execute(api, "sleep", {"inputs": {"seconds": 0}}, expect=204)
+    assert re.fullmatch(r'<[^>]+/ogcapi/jobs/[0-9a-f]{32}>; rel="monitor"', api.headers["link"]), "the job's link alone"
+    # a document: values, qualified values and links
+    assert execute(api, "count", {"inputs": {"text": "hello"}, "response": "document"}, expect=200)[1] == {"n": 5}
+    _, d = execute(api, "copy", {"inputs": {"src": b64}, "response": "document"}, expect=200)
+    assert d == {"dst": {"value": b64["value"], "encoding": "base64", "mediaType": "application/octet-stream"}}
+    _, d = execute(api, "two", {**body, "outputs": {"second": {}}, "response": "document"}, expect=200)
+    assert d == {"second": {"value": "<a/>\n", "mediaType": "application/xml"}}
+    _, d = execute(api, "two", {**body, "response": "document"}, expect=200)
+    assert d["first"] == "teststring" and d["second"]["href"].endswith("/files/second")
+    # an input by reference: another job's output
+    assert execute(api, "count", {"inputs": {"text": {"href": href}}}, expect=200)[1] == b"1"
+    # a service: a domain of one rank; its result, a JSON value
+    assert execute(api, "array_sum", {"inputs": {"n": 4}, "response": "document"}, expect=200)[1] == {"result": 6.0}
+    assert execute(api, "array_sum", {"inputs": {"n": {"value": 5}}}, expect=200)[1] == b"10.0"
+    assert execute(api, "recv_many", {"inputs": {"count": 0}}, expect=200)[1] == []
+    assert api.headers["content-type"] == "application/json"
+    # a job that failed (its input could not be staged; a service that raised) has no results
+    e = execute(api, "count", {"inputs": {"text": {"href": "http://127.0.0.1:1/x"}}}, expect=500)[1]
+    assert e["type"] == JOB_FAILED and "stderr" in e["detail"], e
+    e = execute(api, "fail", {}, expect=500)[1]
+    assert e["type"] == JOB_FAILED and "this service always fails" in e["detail"], e
+
+
+def test_ogc_execute_refusals(api, server):
+    exception(
+        api, "POST", "/ogcapi/processes/nope/execution", inputs(text="x"), JSON, expect=404, kind="no-such-process"
+    )
+    execute(api, "count", {"inputs": {"text": "x"}}, {"content-type": "text/plain"}, expect=415)
+    for process, bad in (
+        ("count", b"{not json"),
+        ("count", b""),
+        ("count", b"[1]"),
+        ("count", {"inputs": 3}),
+        ("count", {"inputs": {}}),  # the spawn's own check: text is missing
+        ("count", {"inputs": {"text": "x", "z": 1}}),
+        ("count", {"inputs": {"text": [1]}}),
+        ("count", {"inputs": {"text": {"value": "***", "encoding": "base64"}}}),
+        ("count", {"inputs": {"text": {"href": "ftp://example.org/x"}}}),
+        ("count", {"inputs": {"text": {"href": "http://10.0.0.1/x"}}}),  # the fetch rules
+        ("count", {"inputs": {"text": "x"}, "outputs": {"nope": {}}}),
+        ("count", {"inputs": {"text": "x"}, "outputs": {"n": {"transmissionMode": "carrier-pigeon"}}}),
+        ("count", {"inputs": {"text": "x"}, "outputs": [1]}),
+        ("count", {"inputs": {"text": "x"}, "response": "both"}),
+        ("count", {"inputs": {"text": "x"}, "response": 1}),
+        ("count", {"inputs": {"text": "x"}, "mode": "later"}),
+        ("count", {"inputs": {"text": "x"}, "subscriber": {"successUri": "http://127.0.0.1:1/"}}),
+        ("sleep", {"inputs": {"seconds": {"href": "http://127.0.0.1:1/x"}}}),
+        ("sleep", {"inputs": {"seconds": [1, 2]}}),
+        ("sleep", {"inputs": {"seconds": "soon"}}),
+        ("array_sum", {"inputs": {"n": {"href": "http://127.0.0.1:1/x"}}}),
+        ("array_sum", {"inputs": {"n": {"value": "NA==", "encoding": "base64"}}}),
+    ):
+        e = execute(api, process, bad, expect=400)[1]
+        assert e["type"] == "about:blank", e
+    execute(api, "count", b" " * ((1 << 20) + 1), expect=413)  # the limit is 1 MiB
+    execute(api, "count", b'{"inputs"', announce=100, expect=408)  # the body stalls
+    execute(api, "count", {"inputs": {"text": "x"}}, {**JSON, "authorization": "none"}, expect=401)
+    execute(api, "count", {"inputs": {"text": "x"}}, {**JSON, **auth("not-a-key-of-this-endpoint")}, expect=401)
+    execute(api, "count", {"inputs": {"text": "x"}}, {**JSON, **auth(KEY_FILES)}, expect=403)
+    execute(api, "count", {"inputs": {"text": "x"}}, {**JSON, **auth(KEY_RUN)}, expect=403)
+    # a service runs as a domain: the run scope too
+    e = execute(api, "array_sum", {"inputs": {"n": 1}}, {**JSON, **auth(KEY_JOBS)}, expect=403)[1]
+    assert "run scope" in e["detail"]
+    assert execute(api, "count", {"inputs": {"text": "x"}}, {**JSON, **auth(KEY_JOBS)}, expect=200)[1] == b"1"
+    with obstructed(server.workdir / "jobs"):
+        e = execute(api, "count", {"inputs": {"text": "x"}}, expect=500)[1]
+        assert e["type"] == "about:blank" and "directory" in e["detail"], e
+
+
+def test_ogc_jobs_status_results_and_dismissal(api):
+    _, info = execute(api, "sleep", {"inputs": {"seconds": 30}}, ASYNC, expect=201)
+    job = ogc_path(api, api.headers["location"])
+    assert job == f"/ogcapi/jobs/{info['jobID']}" and api.headers["preference-applied"] == "respond-async"
+    assert info["processID"] == "sleep" and info["status"] in ("accepted", "running")
+    _, listed = api.call("GET", "/ogcapi/jobs", expect=200)
+    assert info["jobID"] in [j["jobID"] for j in listed["jobs"]]
+    assert info["jobID"] in [j["id"] for j in api.call("GET", "/jobs", expect=200)[1]], "an ordinary job"
+    _, page = api.call("GET", "/ogcapi/jobs?limit=1", expect=200)
+    assert len(page["jobs"]) == 1 and "next" in [link["rel"] for link in page["links"]]
+    for bad in ("limit=0", "limit=x", "offset=-1"):
+        exception(api, "GET", f"/ogcapi/jobs?{bad}", expect=400)
+    info = ogc_wait(api, job, ("running",))
+    assert [link["rel"] for link in info["links"]] == ["self", "monitor"]
+    exception(api, "GET", f"{job}/results", expect=404, kind="result-not-ready")
+    exception(api, "GET", job, headers=auth(KEY_JOBS), expect=404, kind="no-such-job")  # another key's
+    exception(api, "DELETE", job, headers=auth(KEY_JOBS), expect=404, kind="no-such-job")
+    _, dismissed = api.call("DELETE", job, expect=200)
+    assert (dismissed["status"], dismissed["links"]) == ("dismissed", [])
+    for method, path in (("GET", job), ("DELETE", job), ("GET", f"{job}/results")):
+        exception(api, method, path, expect=404, kind="no-such-job")
+    for path in (f"/ogcapi/jobs/{NO_JOB}", f"/ogcapi/jobs/ogc-{NO_JOB}", "/ogcapi/jobs/x"):
+        exception(api, "GET", path, expect=404, kind="no-such-job")
+        exception(api, "GET", f"{path}/results", expect=404, kind="no-such-job")
+        exception(api, "DELETE", path, expect=404, kind="no-such-job")
+    # "mode": "async" asks the same (no Preference-Applied: no Prefer was sent)
+    _, info = execute(api, "count", {"inputs": {"text": "hello"}, "mode": "async"}, expect=201)
+    assert "preference-applied" not in api.headers
+    job = ogc_path(api, api.headers["location"])
+    info = ogc_wait(api, job)
+    assert info["status"] == "successful" and info["finished"] and info["progress"] == 100
+    results = next(link["href"] for link in info["links"] if link["rel"] == RESULTS_REL)
+    assert api.call("GET", ogc_path(api, results), expect=200)[1] == b"5", "raw (the default), as asked"
+    by_reference = {"inputs": {"src": "x"}, "outputs": {"dst": {"transmissionMode": "reference"}}}
+    execute(api, "copy", by_reference, ASYNC, expect=201)
+    later = ogc_path(api, api.headers["location"])
+    ogc_wait(api, later)
+    api.call("GET", f"{later}/results", expect=204)
+    assert 'rel="dst"' in api.headers["link"], "raw, by reference, as asked: a Link alone"
+    assert api.call("GET", ogc_path(api, results), headers=auth(KEY_JOBS), expect=404)[1]["type"] == OGC + "no-such-job"
+    # a job that failed: its status says so, and it has no results
+    _, info = execute(api, "count", {"inputs": {"text": {"href": "http://127.0.0.1:1/x"}}}, ASYNC, expect=201)
+    job = ogc_path(api, api.headers["location"])
+    assert ogc_wait(api, job)["status"] == "failed"
+    exception(api, "GET", f"{job}/results", expect=500, kind=JOB_FAILED)
+    api.call("DELETE", job, expect=200)
+
+
+def test_ogc_service_runs_as_jobs(api):
+    _, info = execute(api, "array_sum", {"inputs": {"n": 3}, "response": "document"}, ASYNC, expect=201)
+    job = ogc_path(api, api.headers["location"])
+    assert re.fullmatch(r"/ogcapi/jobs/ogc-[0-9a-f]{32}", job) and "created" not in info, "a run has no times"
+    assert ogc_wait(api, job)["status"] == "successful"
+    assert api.call("GET", f"{job}/results", expect=200)[1] == {"result": 3.0}
+    assert info["jobID"] in [j["jobID"] for j in api.call("GET", "/ogcapi/jobs", expect=200)[1]["jobs"]]
+    _, ended = api.call("DELETE", job, expect=200)  # it ended: stays as it ended
+    assert ended["status"] == "successful"
+    _, info = execute(api, "block", {}, ASYNC, expect=201)
+    job = ogc_path(api, api.headers["location"])
+    ogc_wait(api, job, ("running",))
+    exception(api, "GET", f"{job}/results", expect=404, kind="result-not-ready")
+    exception(api, "DELETE", job, headers=auth(KEY_JOBS), expect=404, kind="no-such-job")  # another key's
+    assert api.call("DELETE", job, expect=200)[1]["status"] == "dismissed"
+    assert ogc_wait(api, job)["status"] == "dismissed"
+    exception(api, "GET", f"{job}/results", expect=500, kind=JOB_FAILED)  # cancelled: no result
+
+
+def test_ogc_keyed_operations_refuse_callers_without_the_key(api):
+    """Every keyed operation of the face: no key or an unknown one 401, a key without the scope 403,
+    in the standard's exception documents."""
+    calls = [
+        ("GET", "/ogcapi/processes"),
+        ("GET", "/ogcapi/processes/count"),
+        ("POST", "/ogcapi/processes/count/execution"),
+        ("GET", "/ogcapi/jobs"),
+        ("GET", f"/ogcapi/jobs/{NO_JOB}"),
+        ("DELETE", f"/ogcapi/jobs/{NO_JOB}"),
+        ("GET", f"/ogcapi/jobs/{NO_JOB}/results"),
+    ]
+    for method, path in calls:
+        body = inputs(text="x") if method == "POST" else None
+        for who, status in (("none", 401), (auth("x" * 40), 401), (auth(KEY_FILES), 403), (auth(KEY_RUN), 403)):
+            h = {**JSON, **(who if isinstance(who, dict) else {"authorization": who})}
+            exception(api, method, path, body, h, expect=status)
+
+
 def test_full_job_table_and_disk(spec, api, tmp_path):
     """A second endpoint with small limits, and two keys: a key's share of
     the job table (429, Retry-After), the whole table (503, Retry-After),
@@ -801,9 +1114,12 @@ def test_full_job_table_and_disk(spec, api, tmp_path):
         a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)
         a.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=429)  # the key's share
         a.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=429)
+        execute(a, "sleep", {"inputs": {"seconds": 30}}, ASYNC, expect=429)  # the OGC face's jobs are the same jobs
+        assert "retry-after" in a.headers
         b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=201)  # another key's is its own
         b.call("POST", "/programs/sleep/jobs", inputs(seconds=30), JSON, expect=503)  # the whole table
         b.call("POST", "/programs/sleep/call", inputs(seconds=30), JSON, expect=503)
+        execute(b, "sleep", {"inputs": {"seconds": 30}}, expect=503)
         a.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=507)  # refused on the header
         a.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=507)  # chunked, past the quota
         b.call("POST", "/files", b"1", RAW, expect=201)
@@ -838,6 +1154,18 @@ def test_undocumented_requests_are_refused(api):
     api.undocumented("PUT", "/jobs/x/files/n", 405)
     api.undocumented("GET", "/files", 405)
     api.undocumented("POST", "/files/x", 405)
+    # the OGC face's: its exception documents
+    api.undocumented("GET", "/ogcapi/nothing", 404)
+    api.undocumented("GET", "/ogcapi/processes/count/jobs", 404)
+    api.undocumented("GET", "/ogcapi/jobs/x/results/y", 404)
+    api.undocumented("POST", "/ogcapi", 405)
+    api.undocumented("PUT", "/ogcapi/conformance", 405)
+    api.undocumented("POST", "/ogcapi/processes", 405)
+    api.undocumented("DELETE", "/ogcapi/processes/count", 405)
+    api.undocumented("GET", "/ogcapi/processes/count/execution", 405)
+    api.undocumented("POST", "/ogcapi/jobs", 405)
+    api.undocumented("PUT", "/ogcapi/jobs/x", 405)
+    api.undocumented("DELETE", "/ogcapi/jobs/x/results", 405)
 
 
 def test_every_documented_answer_was_seen(spec, api):

@@ -14,7 +14,8 @@
 //! ```text
 //!  service  the HTTP face: one route table (routes), the server, guard and
 //!           keys, the endpoint's state, every operation (run, status,
-//!           store, stream, ...), jobs' HTTP operations, sandbox, relay
+//!           store, stream, ...), jobs' HTTP operations, the OGC API -
+//!           Processes face (ogcapi), sandbox, relay
 //!     │                           mpi  the program face: Comm, collective/
 //!     │                                (schedules), datatype/, window/
 //!     ▼                            │

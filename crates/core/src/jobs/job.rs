@@ -112,6 +112,9 @@ pub struct Job {
     collecting: OnceLock<Collecting>,
     /// A CWL job's output object, once it has ended well.
     pub outputs: OnceLock<Map<String, Value>>,
+    /// How the client that started it asked for its results, as the face
+    /// it came through keeps it (opaque here; not kept across a restart).
+    pub results_asked: OnceLock<Value>,
     /// Its process while it runs, for the ledger.
     process: Mutex<Option<Process>>,
     /// Where its changes of state are written, and its owner's fingerprint
@@ -186,6 +189,7 @@ impl Job {
             claimed: AtomicU64::new(0),
             collecting: OnceLock::new(),
             outputs: OnceLock::new(),
+            results_asked: OnceLock::new(),
             process: Mutex::new(None),
             kept,
         })

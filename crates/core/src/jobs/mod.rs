@@ -38,6 +38,7 @@ pub mod disk;
 pub mod expiry;
 pub mod fetch;
 pub mod forks;
+pub mod interface;
 pub mod job;
 pub mod ledger;
 pub mod process;

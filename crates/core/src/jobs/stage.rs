@@ -28,7 +28,7 @@ pub enum Source {
 }
 
 pub struct Input {
-    /// What the client calls it (for errors).
+    /// What the client calls it, as errors say it (`input 'x'`).
     pub name: String,
     /// Where it goes in the job's directory: plain names, `a/b/c`; its
     /// directories are made first (the job's directory is new, nothing runs in it yet).
@@ -51,7 +51,7 @@ pub async fn stage(
     claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
 ) -> Result<()> {
     for input in inputs {
-        let fail = |why: String| Error::new(ErrorClass::Other, format!("input '{}': {why}", input.name));
+        let fail = |why: String| Error::new(ErrorClass::Other, format!("{}: {why}", input.name));
         let to = under(dir, &input.rel).ok_or_else(|| fail("not a plain file name".into()))?;
         if let Some(parent) = to.parent().filter(|p| *p != dir) {
             tokio::fs::create_dir_all(parent).await.map_err(|e| fail(e.to_string()))?;

@@ -80,6 +80,13 @@ impl Hosted {
         }
     }
 
+    fn found(&self) -> Found {
+        match &self.held {
+            Held::Live { instance, .. } => Found::Live(instance.clone()),
+            Held::Ended(e) => Found::Ended(e.clone()),
+        }
+    }
+
     fn token(&self) -> &str {
         match &self.held {
             Held::Live { instance, .. } => &instance.binding.token,
@@ -379,10 +386,12 @@ impl Endpoint {
 
     /// `domain` rank `rank` here, whole or as what was kept of it once it ended.
     pub fn find(&self, domain: &str, rank: u32) -> Option<Found> {
-        self.instances.lock().get(&(domain.to_string(), rank)).map(|h| match &h.held {
-            Held::Live { instance, .. } => Found::Live(instance.clone()),
-            Held::Ended(e) => Found::Ended(e.clone()),
-        })
+        self.instances.lock().get(&(domain.to_string(), rank)).map(Hosted::found)
+    }
+
+    /// The instances here whose domain and owner `pick` takes, whole or summarized.
+    pub fn hosted_where(&self, pick: impl Fn(&str, Option<KeyId>) -> bool) -> Vec<Found> {
+        self.instances.lock().values().filter(|h| pick(h.domain(), h.owner)).map(Hosted::found).collect()
     }
 
     /// The child process running `domain` rank `rank`'s code, if it runs in one.

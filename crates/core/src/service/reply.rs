@@ -39,6 +39,18 @@ impl HttpError {
     pub fn retry_later(status: StatusCode, class: ErrorClass, message: impl Into<String>, after: Duration) -> Self {
         HttpError { retry_after: Some(after), ..HttpError::new(status, class, message) }
     }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
 }
 
 impl From<HttpError> for Reply {
@@ -71,6 +83,15 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Reply {
         .expect("valid response")
 }
 
+/// An XML document (a WSDL) answered 200.
+pub fn xml(text: String) -> Reply {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "text/xml; charset=utf-8")
+        .body(Chunks::new([bytes::Bytes::from(text)]))
+        .expect("valid response")
+}
+
 pub fn error(status: StatusCode, class: ErrorClass, message: impl Into<String>) -> Reply {
     let message = message.into();
     json(status, &json!({"error": {"class": class.code(), "name": class.name(), "message": message}}))
@@ -82,7 +103,8 @@ pub fn from_error(e: &Error) -> Reply {
 }
 
 /// A JSON request's whole body, at most `limit` bytes within `timeout`;
-/// else 413 or 408, saying what could not be read.
+/// else 413 (over the limit), 400 (cut short) or 408, saying what could
+/// not be read.
 pub async fn read_body(ep: &Endpoint, body: Incoming, limit: usize, what: &str) -> Result<Body, HttpError> {
     let timeout = ep.config.body_timeout;
     let mut claim = ep.buffered.start();
@@ -90,8 +112,11 @@ pub async fn read_body(ep: &Endpoint, body: Incoming, limit: usize, what: &str) 
         let mut body = Limited::new(body, limit);
         let mut whole = BytesMut::new();
         while let Some(frame) = body.frame().await {
-            let frame =
-                frame.map_err(|e| HttpError::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Arg, format!("cannot read {what}: {e}")))?;
+            let frame = frame.map_err(|e| {
+                let status =
+                    if e.is::<http_body_util::LengthLimitError>() { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST };
+                HttpError::new(status, ErrorClass::Arg, format!("cannot read {what}: {e}"))
+            })?;
             if let Ok(data) = frame.into_data() {
                 claim.grow(data.len() as u64).map_err(|max| {
                     let message =
@@ -126,6 +151,11 @@ pub const MAX_WAIT: Duration = Duration::from_secs(300);
 /// The value of `key` in the request's query string, if given.
 pub fn query<'a, B>(req: &'a Request<B>, key: &str) -> Option<&'a str> {
     req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// Whether the query has `flag` alone (`?wsdl`) or with any value.
+pub fn has_flag<B>(req: &Request<B>, flag: &str) -> bool {
+    req.uri().query().is_some_and(|q| q.split('&').any(|kv| kv == flag || kv.strip_prefix(flag).is_some_and(|v| v.starts_with('='))))
 }
 
 /// A long poll's `?wait=SECONDS` (at most five minutes); None without one.

@@ -59,7 +59,7 @@ impl ViaRelay {
     pub fn new(url: &str, key: &str) -> Result<ViaRelay> {
         let url = url.trim_end_matches('/').to_string();
         let pin = parse(&url)?.pin;
-        let url = url.split_once('#').map_or(url.as_str(), |(before, _)| before).to_string();
+        let url = crate::wire::url::without_pin(&url).to_string();
         Ok(ViaRelay { url, pin, key: key.to_string() })
     }
 

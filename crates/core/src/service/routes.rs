@@ -65,6 +65,16 @@ pub enum Op {
     Upload,
     GetUpload,
     RemoveUpload,
+    OgcLanding,
+    OgcConformance,
+    OgcApi,
+    OgcProcesses,
+    OgcProcess,
+    OgcExecute,
+    OgcJobs,
+    OgcJob,
+    OgcDismiss,
+    OgcResults,
 }
 
 pub struct Route {
@@ -123,7 +133,23 @@ pub const ROUTES: &[Route] = &[
     route(Method::POST, "/files", Need::Key(Scope::Files), Op::Upload),
     route(Method::GET, "/files/{id}", Need::Capability, Op::GetUpload),
     route(Method::DELETE, "/files/{id}", Need::KeyOrAdmin(Scope::Files), Op::RemoveUpload),
+    // OGC API - Processes over the same programs and jobs (`service::ogcapi`); what it is needs no key.
+    route(Method::GET, "/ogcapi", Need::Nothing, Op::OgcLanding),
+    route(Method::GET, "/ogcapi/conformance", Need::Nothing, Op::OgcConformance),
+    route(Method::GET, "/ogcapi/api", Need::Nothing, Op::OgcApi),
+    route(Method::GET, "/ogcapi/processes", Need::Key(Scope::Jobs), Op::OgcProcesses),
+    route(Method::GET, "/ogcapi/processes/{id}", Need::Key(Scope::Jobs), Op::OgcProcess),
+    route(Method::POST, "/ogcapi/processes/{id}/execution", Need::Key(Scope::Jobs), Op::OgcExecute),
+    route(Method::GET, "/ogcapi/jobs", Need::KeyOrAdmin(Scope::Jobs), Op::OgcJobs),
+    route(Method::GET, "/ogcapi/jobs/{id}", Need::KeyOrAdmin(Scope::Jobs), Op::OgcJob),
+    route(Method::DELETE, "/ogcapi/jobs/{id}", Need::KeyOrAdmin(Scope::Jobs), Op::OgcDismiss),
+    route(Method::GET, "/ogcapi/jobs/{id}/results", Need::KeyOrAdmin(Scope::Jobs), Op::OgcResults),
 ];
+
+/// Whether a path is the OGC face's: its refusals are the standard's exception documents.
+pub fn is_ogc(parts: &[&str]) -> bool {
+    parts.first() == Some(&"ogcapi")
+}
 
 /// A request's route and the path's parameters, in order (a `{name..}`
 /// parameter's segments joined by `/`, still percent-encoded).
@@ -222,6 +248,14 @@ mod tests {
         assert_eq!(need(Method::GET, "/files/x"), Some(Need::Capability));
         assert_eq!(need(Method::POST, "/relay/lab"), Some(Need::Key(Scope::Relay)));
         assert_eq!(need(Method::GET, "/relay/lab/domains/d/ranks/0"), Some(Need::Nothing));
+        assert_eq!(need(Method::GET, "/ogcapi/"), Some(Need::Nothing));
+        assert_eq!(need(Method::GET, "/ogcapi/conformance"), Some(Need::Nothing));
+        assert_eq!(need(Method::GET, "/ogcapi/processes"), Some(Need::Key(Scope::Jobs)));
+        assert_eq!(need(Method::POST, "/ogcapi/processes/p/execution"), Some(Need::Key(Scope::Jobs)));
+        assert_eq!(need(Method::GET, "/ogcapi/jobs"), Some(Need::KeyOrAdmin(Scope::Jobs)));
+        assert_eq!(need(Method::DELETE, "/ogcapi/jobs/j"), Some(Need::KeyOrAdmin(Scope::Jobs)));
+        assert_eq!(need(Method::GET, "/ogcapi/jobs/j/results"), Some(Need::KeyOrAdmin(Scope::Jobs)));
+        assert_eq!(need(Method::PUT, "/ogcapi/jobs/j"), Some(Need::KeyOrAdmin(Scope::Jobs)), "a wrong method: the credential first");
     }
 
     #[test]
@@ -238,8 +272,25 @@ mod tests {
     /// The server gives these operations the caller's key: their routes ask for one.
     #[test]
     fn operations_on_behalf_of_a_key_are_behind_one() {
-        let keyed =
-            [Op::Run, Op::RelayRegister, Op::Spawn, Op::Call, Op::Jobs, Op::Job, Op::Kill, Op::Results, Op::Upload, Op::RemoveUpload];
+        let keyed = [
+            Op::Run,
+            Op::RelayRegister,
+            Op::Spawn,
+            Op::Call,
+            Op::Jobs,
+            Op::Job,
+            Op::Kill,
+            Op::Results,
+            Op::Upload,
+            Op::RemoveUpload,
+            Op::OgcProcesses,
+            Op::OgcProcess,
+            Op::OgcExecute,
+            Op::OgcJobs,
+            Op::OgcJob,
+            Op::OgcDismiss,
+            Op::OgcResults,
+        ];
         for r in ROUTES.iter().filter(|r| keyed.contains(&r.op)) {
             assert!(matches!(r.need, Need::Key(_) | Need::KeyOrAdmin(_)), "{} {:?}", r.path, r.need);
         }

@@ -23,9 +23,12 @@ use crate::net::socket::keep_alive;
 use crate::service::conns::{Admit, ConnId, Conns};
 use crate::service::guard;
 use crate::service::idle::Idle;
+use crate::service::reply::HttpError;
 use crate::service::reply::{self, Reply};
 use crate::service::routes::{self, Lookup, Need, Op};
-use crate::service::{cancel, describe, jobs, matched, relay, rendezvous, run, sandbox, status, store, stream, tunnel, withdraw, Endpoint};
+use crate::service::{
+    cancel, describe, jobs, matched, ogcapi, relay, rendezvous, run, sandbox, status, store, stream, tunnel, withdraw, Endpoint,
+};
 
 /// Largest request head (request line and headers) read from a connection.
 const MAX_HEAD: usize = 64 << 10;
@@ -225,12 +228,12 @@ async fn refuse_cleartext(ep: &Endpoint, stream: tokio::net::TcpStream) {
 /// The request's answer, and whether its route asked for a credential
 /// (an answer below 400 then means the caller showed one).
 async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> (Reply, bool) {
-    if let Err(e) = guard::origin(&ep, &req) {
-        return (e.into(), false);
-    }
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let no_operation = || reply::error(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}"));
+    if let Err(e) = guard::origin(&ep, &req) {
+        return (refusal(&parts, e), false);
+    }
+    let no_operation = || refusal(&parts, HttpError::new(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")));
     let (found, need) = match routes::find(req.method(), &parts) {
         Lookup::Found(found) => {
             let need = found.route.need;
@@ -260,11 +263,12 @@ async fn operate(
     };
     let key = match key {
         Ok(key) => key,
-        Err(e) => return e.into(),
+        Err(e) => return refusal(parts, e),
     };
     let Some(found) = found else {
         let Lookup::WrongMethod { allow, .. } = routes::find(req.method(), parts) else { unreachable!("found before") };
-        let mut r = reply::error(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{} is not allowed on {path}", req.method()));
+        let refused = HttpError::new(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{} is not allowed on {path}", req.method()));
+        let mut r = refusal(parts, refused);
         let allow: Vec<&str> = allow.iter().map(Method::as_str).collect();
         r.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_str(&allow.join(", ")).expect("method names"));
         return r;
@@ -289,7 +293,7 @@ async fn operate(
         Op::RelayForward => relay::forward(&ep, p[0], req).await,
         Op::Tunnel => tunnel::accept(ep.clone(), req).await,
         Op::Programs => jobs::describe::list(&ep),
-        Op::Program => jobs::describe::describe(&ep, p[0]),
+        Op::Program => jobs::describe::describe(&ep, p[0], &req),
         Op::Spawn | Op::Call => jobs::spawn::spawn(&ep, key.expect("a key route"), p[0], req, found.route.op == Op::Call).await,
         Op::Jobs => jobs::list::list(&ep, key.expect("a key route")),
         Op::Job => jobs::status::status(&ep, key.expect("a key route"), p[0], req).await,
@@ -300,5 +304,24 @@ async fn operate(
         Op::Upload => jobs::files::upload(&ep, key.expect("a key route"), req).await,
         Op::GetUpload => jobs::files::get_upload(&ep, p[0]).await,
         Op::RemoveUpload => jobs::files::remove_upload(&ep, key.expect("a key route"), p[0]).await,
+        Op::OgcLanding => ogcapi::landing::landing(&ep),
+        Op::OgcConformance => ogcapi::landing::conformance(),
+        Op::OgcApi => ogcapi::landing::api(&ep),
+        Op::OgcProcesses => ogcapi::processes::list(&ep, &req),
+        Op::OgcProcess => ogcapi::processes::describe(&ep, p[0]),
+        Op::OgcExecute => ogcapi::execute::execute(&ep, key.expect("a key route"), p[0], req).await,
+        Op::OgcJobs => ogcapi::jobs::list(&ep, key.expect("a key route"), &req),
+        Op::OgcJob => ogcapi::jobs::status(&ep, key.expect("a key route"), p[0]),
+        Op::OgcDismiss => ogcapi::dismiss::dismiss(&ep, key.expect("a key route"), p[0]).await,
+        Op::OgcResults => ogcapi::results::results(&ep, key.expect("a key route"), p[0]).await,
+    }
+}
+
+/// A refusal as the path's face answers it: the OGC face's as its exception documents.
+fn refusal(parts: &[&str], e: HttpError) -> Reply {
+    if routes::is_ogc(parts) {
+        ogcapi::from_http(e)
+    } else {
+        e.into()
     }
 }

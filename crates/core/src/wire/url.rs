@@ -138,6 +138,12 @@ pub fn join(base: &str, suffix: &str) -> String {
     }
 }
 
+/// A URL without its pin (`#sha256=...`): the address alone, where a
+/// document names where to send requests (the pin is the client's to check).
+pub fn without_pin(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(before, _)| before)
+}
+
 /// An http:// or https:// URL (see the module's rules).
 pub fn parse(text: &str) -> Result<Url, String> {
     if text.len() > MAX_URL {

@@ -26,7 +26,7 @@ use crate::service::Endpoint;
 use crate::wire::url;
 
 /// Larger files are given by reference even when asked by value.
-const INLINE_MAX: u64 = 16 << 20;
+pub(crate) const INLINE_MAX: u64 = 16 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
@@ -100,7 +100,7 @@ async fn entry(url: &str, path: &Path, param: Option<&Param>, by: By) -> Value {
 
 /// A job file's bytes, read as a regular file (never through a symlink),
 /// if it is at most INLINE_MAX.
-async fn read_inline(path: &Path) -> Option<Vec<u8>> {
+pub(crate) async fn read_inline(path: &Path) -> Option<Vec<u8>> {
     use tokio::io::AsyncReadExt;
     let (file, meta) = open_regular(path).await.ok()?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(INLINE_MAX)).ok()?);

@@ -18,6 +18,7 @@
 //! [`fetch`]: crate::jobs::fetch
 //! [`cwl::inputs`]: crate::jobs::cwl::inputs
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -27,7 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ErrorClass;
 use crate::jobs::cwl;
-use crate::jobs::job::Plan;
+use crate::jobs::job::{Job, Plan};
 use crate::jobs::safe_file::{make_private_dir, open_beneath};
 use crate::jobs::stage::{Input, Source};
 use crate::jobs::template::{Placement, Template};
@@ -36,7 +37,7 @@ use crate::keys::Key;
 use crate::service::guard;
 use crate::service::jobs::refused;
 use crate::service::jobs::results::{by_param, results, By};
-use crate::service::reply::{error, json, read_body, Reply};
+use crate::service::reply::{error, json, read_body, HttpError, Reply};
 use crate::service::Endpoint;
 use crate::wire::url::decode_path;
 
@@ -69,42 +70,45 @@ pub async fn spawn(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incomin
         Ok(_) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "the body is {\"inputs\": {...}}"),
         Err(e) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("malformed JSON: {e}")),
     };
-    let checked = match &program.runs {
-        Runs::Template { template, .. } => check_inputs(ep, &program, template, inputs),
-        Runs::Cwl(tool) => check_cwl(ep, cwl::inputs::check(tool, inputs)),
-        Runs::CwlRunner { .. } => check_cwl(ep, cwl::delegate::check_job(inputs, ep.config.jobs.cwl_client_requirements)),
-    };
-    let (plan, files) = match checked {
-        Ok(x) => x,
-        Err(message) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, message),
-    };
-    for input in &files {
-        if let Source::Url(url) = &input.source {
-            if let Err(why) = ep.jobs.fetcher.check(url).await {
-                return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("input '{}': {why}", input.name));
-            }
-        }
-    }
-    let no_dir =
-        |why: String| error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {why}"));
-    let job = match ep.jobs.new_job(program, caller) {
+    let job = match start(ep, caller, program, inputs).await {
         Ok(job) => job,
-        Err(e) => return no_dir(e.message),
+        Err(e) => return e.into(),
     };
-    if let Err(e) = ep.jobs.admit(job.clone()).map_err(refused) {
-        return e.into();
-    }
-    if let Err(e) = make_private_dir(&job.dir) {
-        ep.jobs.forget(&job.id); // it never started: nothing to end
-        return no_dir(e.to_string());
-    }
-    let forks = matches!(job.program.runs, Runs::CwlRunner { .. }).then(|| ep.jobs.cwl_forks()).flatten();
-    tokio::spawn(job.clone().run(plan, files, ep.jobs.fetcher.clone(), job.url(&ep.url()), forks));
     if call {
         job.wait(Duration::MAX).await;
         return results(ep, &job, by).await;
     }
     json(StatusCode::CREATED, &job.describe(&ep.url()))
+}
+
+/// Start a job of `program` with `inputs` (each checked as its template
+/// or CWL tool asks, URL inputs against the fetch rules), owned by
+/// `caller`'s key; the job runs on in the background.
+pub async fn start(ep: &Endpoint, caller: &Key, program: Arc<Program>, inputs: Map<String, Value>) -> Result<Arc<Job>, HttpError> {
+    let bad = |message: String| HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Arg, message);
+    let (plan, files) = match &program.runs {
+        Runs::Template { template, .. } => check_inputs(ep, &program, template, inputs),
+        Runs::Cwl(tool) => check_cwl(ep, cwl::inputs::check(tool, inputs)),
+        Runs::CwlRunner { .. } => check_cwl(ep, cwl::delegate::check_job(inputs, ep.config.jobs.cwl_client_requirements)),
+    }
+    .map_err(bad)?;
+    for input in &files {
+        if let Source::Url(url) = &input.source {
+            ep.jobs.fetcher.check(url).await.map_err(|why| bad(format!("{}: {why}", input.name)))?;
+        }
+    }
+    let no_dir = |why: String| {
+        HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot make the job's directory: {why}"))
+    };
+    let job = ep.jobs.new_job(program, caller).map_err(|e| no_dir(e.message))?;
+    ep.jobs.admit(job.clone()).map_err(refused)?;
+    if let Err(e) = make_private_dir(&job.dir) {
+        ep.jobs.forget(&job.id); // it never started: nothing to end
+        return Err(no_dir(e.to_string()));
+    }
+    let forks = matches!(job.program.runs, Runs::CwlRunner { .. }).then(|| ep.jobs.cwl_forks()).flatten();
+    tokio::spawn(job.clone().run(plan, files, ep.jobs.fetcher.clone(), job.url(&ep.url()), forks));
+    Ok(job)
 }
 
 /// Every input the template asks for, each checked; nothing else.
@@ -140,7 +144,7 @@ fn check_inputs(
             },
             _ => return Err(not_a_file()),
         };
-        files.push(Input { name: p.name.clone(), rel: p.name.clone(), source });
+        files.push(Input { name: format!("input '{}'", p.name), rel: p.name.clone(), source });
     }
     if let Some(extra) = inputs.keys().next() {
         return Err(format!("no input '{extra}' ({})", usage(program, template)));

@@ -1,10 +1,15 @@
-"""WSDL generated from what an endpoint deploys (`GET /programs/{name}?wsdl`,
-`GET /?wsdl`): it validates against the WSDL 1.1 and SOAP 1.2 binding
-schemas (xmllint, offline: tests/soap_schemas), its embedded XML Schema
-compiles and takes the documents it describes (libxml2, through lxml), and
-zeep, a real SOAP client, loads it and sees the operations it names."""
+"""SOAP 1.2 with WSDL. The WSDL generated from what an endpoint deploys
+(`GET /programs/{name}?wsdl`, `GET /?wsdl`) validates against the WSDL 1.1
+and SOAP 1.2 binding schemas (xmllint, offline: tests/soap_schemas), its
+embedded XML Schema compiles and takes the documents it describes (libxml2,
+through lxml), and zeep, a real SOAP client, unmodified, loads it and calls
+a program's operations through it (`POST /programs/{name}`); MTOM packages
+and faults over plain HTTP."""
 
+import base64
+import hashlib
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -39,6 +44,7 @@ def host():
     programs = [
         f"add={ROOT / 'examples' / 'add.sh'} [in:val:x:int] [in:file:y:int] [out:file:result:int]",
         "copy=cp [in:file:src:binary] [out:file:dst:binary]",
+        "sleep=sleep [in:val:seconds:float]",
     ]
     s = Server(
         {"array_sum": services.array_sum, "block": services.block}, programs=programs, cwl_programs=[("cat", CAT_CWL)]
@@ -142,3 +148,115 @@ def test_zeep_loads_every_wsdl_and_sees_its_operations(host):
 def test_a_programs_wsdl_is_behind_the_jobs_key(host):
     assert get(f"{host.url}/programs/add?wsdl", None)[0] == 401
     assert get(f"{host.url}/programs/nope?wsdl", host.key)[0] == 404
+
+
+SOAP12 = "http://www.w3.org/2003/05/soap-envelope"
+
+
+def client(host, program):
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {host.key}"
+    return zeep.Client(f"{host.url}/programs/{program}?wsdl", transport=Transport(session=session))
+
+
+def test_zeep_calls_a_program_through_its_wsdl(host):
+    add = client(host, "add")
+    r = add.service.call(x=1, y={"value": 41})
+    assert (r.state, r.exitCode, r.outputs.result.value, r.stdout.value) == ("done", 0, 42, "adding 1 and 41\n")
+    job = add.service.spawn(x=2, y={"value": 40})
+    assert job.url == f"{host.url}/jobs/{job.jobId}"
+    t = time.monotonic() + 30
+    while add.service.running(jobId=job.jobId).running and time.monotonic() < t:
+        time.sleep(0.05)
+    assert add.service.results(jobId=job.jobId).outputs.result.value == 42
+    url = add.service.results(jobId=job.jobId, byReference=True).outputs.result.url
+    assert get(url, None)[2] == b"42\n", "by reference: the job file's URL, a capability"
+    # by reference in: another job's output, pulled from this endpoint's own disk
+    assert add.service.call(x=0, y={"url": url}).outputs.result.value == 42
+    # bytes both ways (base64Binary), and kill
+    blob = bytes(range(256)) * 100
+    assert client(host, "copy").service.call(src={"value": blob}).outputs.dst.value == blob
+    sleep = client(host, "sleep")
+    job = sleep.service.spawn(seconds=60)
+    killed = sleep.service.kill(jobId=job.jobId)
+    assert (killed.state, killed.running) == ("killed", False)
+
+
+def test_refusals_are_soap_faults_with_the_json_routes_status(host):
+    add = client(host, "add")
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        add.service.running(jobId="0" * 32)
+    assert e.value.code == "soap:Sender" and "no job" in e.value.message
+    assert e.value.detail.find(".//{urn:mpiws:fault}status").text == "404"
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        add.service.call(x="one", y={"value": 1})  # zeep sends what it is given
+    assert "not an integer" in e.value.message
+    sleep = client(host, "sleep")
+    job = sleep.service.spawn(seconds=60)
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        sleep.service.results(jobId=job.jobId)
+    assert e.value.detail.find(".//{urn:mpiws:fault}status").text == "409"
+    sleep.service.kill(jobId=job.jobId)
+
+
+def post(host, program, body, content_type="application/soap+xml; charset=utf-8", key=True):
+    h = {"content-type": content_type, **({"authorization": f"Bearer {host.key}"} if key else {})}
+    return requests.post(f"{host.url}/programs/{program}", data=body, headers=h, timeout=60)
+
+
+def envelope(body):
+    return f'<s:Envelope xmlns:s="{SOAP12}"><s:Body>{body}</s:Body></s:Envelope>'.encode()
+
+
+def fault_of(r):
+    doc = etree.fromstring(r.content)
+    f = doc.find(f"{{{SOAP12}}}Body/{{{SOAP12}}}Fault")
+    assert f is not None, r.content
+    code = f.find(f"{{{SOAP12}}}Code/{{{SOAP12}}}Value").text
+    return code, f.find(f"{{{SOAP12}}}Reason/{{{SOAP12}}}Text").text
+
+
+def test_faults_for_what_is_no_soap_12_request_and_for_no_key(host):
+    call = '<call xmlns="urn:mpiws:program:add"><x>1</x><y><value>1</value></y></call>'
+    r = post(host, "add", envelope(call), key=False)
+    assert r.status_code == 401 and r.headers["content-type"].startswith("application/soap+xml")
+    assert fault_of(r)[0] == "soap:Sender"
+    v11 = b'<e:Envelope xmlns:e="http://schemas.xmlsoap.org/soap/envelope/"><e:Body/></e:Envelope>'
+    assert (post(host, "add", v11).status_code, fault_of(post(host, "add", v11))[0]) == (500, "soap:VersionMismatch")
+    billion = b'<!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>' + envelope("<call>&b;</call>")
+    r = post(host, "add", billion)
+    assert r.status_code == 400 and "DTD" in fault_of(r)[1]
+    header = '<s:Header><h:x xmlns:h="urn:h" s:mustUnderstand="true"/></s:Header>'
+    r = post(host, "add", f'<s:Envelope xmlns:s="{SOAP12}">{header}<s:Body>{call}</s:Body></s:Envelope>'.encode())
+    assert fault_of(r)[0] == "soap:MustUnderstand"
+    r = post(host, "add", envelope('<call xmlns="urn:other"/>'))
+    assert r.status_code == 400 and "namespace" in fault_of(r)[1]
+
+
+def mtom(root, parts, boundary="MIMEBoundary_mpiws_test"):
+    """An MTOM package as CXF or Axis2 send it: the envelope first (application/xop+xml), then each binary part."""
+    body = [f'--{boundary}\r\nContent-Type: application/xop+xml; charset=UTF-8; type="application/soap+xml"\r\n']
+    body.append("Content-Transfer-Encoding: binary\r\nContent-ID: <root.message@cxf.apache.org>\r\n\r\n")
+    data = "".join(body).encode() + root + b"\r\n"
+    for cid, content in parts.items():
+        data += (
+            f"--{boundary}\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: binary\r\n".encode()
+        )
+        data += f"Content-ID: <{cid}>\r\n\r\n".encode() + content + b"\r\n"
+    data += f"--{boundary}--\r\n".encode()
+    ctype = f'multipart/related; type="application/xop+xml"; boundary="{boundary}"; start="<root.message@cxf.apache.org>"; start-info="application/soap+xml"'
+    return data, ctype
+
+
+def test_an_mtom_attachment_is_a_files_value(host):
+    blob = bytes(range(256)) * 4096 + b"\r\n--MIMEBoundary_mpiws_tes"  # 1 MiB, and what looks like a boundary
+    include = '<xop:Include xmlns:xop="http://www.w3.org/2004/08/xop/include" href="cid:blob%401"/>'
+    root = envelope(f'<call xmlns="urn:mpiws:program:copy"><src><value>{include}</value></src></call>')
+    body, ctype = mtom(root, {"blob@1": blob})
+    r = post(host, "copy", body, ctype)
+    assert r.status_code == 200, r.content[:500]
+    value = etree.fromstring(r.content).find(".//{urn:mpiws:program:copy}dst/{urn:mpiws:program:copy}value").text
+    assert hashlib.sha256(base64.b64decode(value)).digest() == hashlib.sha256(blob).digest()
+    body, ctype = mtom(root, {"other@1": blob})
+    r = post(host, "copy", body, ctype)
+    assert r.status_code == 400 and "no part has Content-ID <blob@1>" in fault_of(r)[1]

@@ -44,6 +44,10 @@ impl HttpError {
         self.status
     }
 
+    pub fn class(&self) -> ErrorClass {
+        self.class
+    }
+
     pub fn message(&self) -> &str {
         &self.message
     }

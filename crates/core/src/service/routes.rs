@@ -65,6 +65,7 @@ pub enum Op {
     Upload,
     GetUpload,
     RemoveUpload,
+    Soap,
     OgcLanding,
     OgcConformance,
     OgcApi,
@@ -121,6 +122,8 @@ pub const ROUTES: &[Route] = &[
     route(Method::GET, "/tunnel", Need::Nothing, Op::Tunnel),
     route(Method::GET, "/programs", Need::Key(Scope::Jobs), Op::Programs),
     route(Method::GET, "/programs/{name}", Need::Key(Scope::Jobs), Op::Program),
+    // SOAP 1.2: a program's operations, as its WSDL (`GET /programs/{name}?wsdl`) describes them (`service::soap`).
+    route(Method::POST, "/programs/{name}", Need::Key(Scope::Jobs), Op::Soap),
     route(Method::POST, "/programs/{name}/jobs", Need::Key(Scope::Jobs), Op::Spawn),
     route(Method::POST, "/programs/{name}/call", Need::Key(Scope::Jobs), Op::Call),
     route(Method::GET, "/jobs", Need::KeyOrAdmin(Scope::Jobs), Op::Jobs),
@@ -146,9 +149,23 @@ pub const ROUTES: &[Route] = &[
     route(Method::GET, "/ogcapi/jobs/{id}/results", Need::KeyOrAdmin(Scope::Jobs), Op::OgcResults),
 ];
 
-/// Whether a path is the OGC face's: its refusals are the standard's exception documents.
-pub fn is_ogc(parts: &[&str]) -> bool {
-    parts.first() == Some(&"ogcapi")
+/// Which face a request speaks: its refusals are that face's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Face {
+    /// The endpoint's own (JSON errors).
+    Own,
+    /// OGC API - Processes (its exception documents).
+    Ogc,
+    /// SOAP (faults).
+    Soap,
+}
+
+pub fn face(method: &Method, parts: &[&str]) -> Face {
+    match parts {
+        ["ogcapi", ..] => Face::Ogc,
+        ["programs", _] if method == Method::POST => Face::Soap,
+        _ => Face::Own,
+    }
 }
 
 /// A request's route and the path's parameters, in order (a `{name..}`
@@ -277,6 +294,7 @@ mod tests {
             Op::RelayRegister,
             Op::Spawn,
             Op::Call,
+            Op::Soap,
             Op::Jobs,
             Op::Job,
             Op::Kill,

@@ -25,9 +25,9 @@ use crate::service::guard;
 use crate::service::idle::Idle;
 use crate::service::reply::HttpError;
 use crate::service::reply::{self, Reply};
-use crate::service::routes::{self, Lookup, Need, Op};
+use crate::service::routes::{self, Face, Lookup, Need, Op};
 use crate::service::{
-    cancel, describe, jobs, matched, ogcapi, relay, rendezvous, run, sandbox, status, store, stream, tunnel, withdraw, Endpoint,
+    cancel, describe, jobs, matched, ogcapi, relay, rendezvous, run, sandbox, soap, status, store, stream, tunnel, withdraw, Endpoint,
 };
 
 /// Largest request head (request line and headers) read from a connection.
@@ -230,10 +230,11 @@ async fn refuse_cleartext(ep: &Endpoint, stream: tokio::net::TcpStream) {
 async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> (Reply, bool) {
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let face = routes::face(req.method(), &parts);
     if let Err(e) = guard::origin(&ep, &req) {
-        return (refusal(&parts, e), false);
+        return (refusal(face, e), false);
     }
-    let no_operation = || refusal(&parts, HttpError::new(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")));
+    let no_operation = || refusal(face, HttpError::new(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")));
     let (found, need) = match routes::find(req.method(), &parts) {
         Lookup::Found(found) => {
             let need = found.route.need;
@@ -263,12 +264,12 @@ async fn operate(
     };
     let key = match key {
         Ok(key) => key,
-        Err(e) => return refusal(parts, e),
+        Err(e) => return refusal(routes::face(req.method(), parts), e),
     };
     let Some(found) = found else {
         let Lookup::WrongMethod { allow, .. } = routes::find(req.method(), parts) else { unreachable!("found before") };
         let refused = HttpError::new(StatusCode::METHOD_NOT_ALLOWED, ErrorClass::Arg, format!("{} is not allowed on {path}", req.method()));
-        let mut r = refusal(parts, refused);
+        let mut r = refusal(routes::face(req.method(), parts), refused);
         let allow: Vec<&str> = allow.iter().map(Method::as_str).collect();
         r.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_str(&allow.join(", ")).expect("method names"));
         return r;
@@ -294,6 +295,7 @@ async fn operate(
         Op::Tunnel => tunnel::accept(ep.clone(), req).await,
         Op::Programs => jobs::describe::list(&ep),
         Op::Program => jobs::describe::describe(&ep, p[0], &req),
+        Op::Soap => soap::program::program(&ep, key.expect("a key route"), p[0], req).await,
         Op::Spawn | Op::Call => jobs::spawn::spawn(&ep, key.expect("a key route"), p[0], req, found.route.op == Op::Call).await,
         Op::Jobs => jobs::list::list(&ep, key.expect("a key route")),
         Op::Job => jobs::status::status(&ep, key.expect("a key route"), p[0], req).await,
@@ -317,11 +319,11 @@ async fn operate(
     }
 }
 
-/// A refusal as the path's face answers it: the OGC face's as its exception documents.
-fn refusal(parts: &[&str], e: HttpError) -> Reply {
-    if routes::is_ogc(parts) {
-        ogcapi::from_http(e)
-    } else {
-        e.into()
+/// A refusal as the request's face answers it: OGC's exception documents, SOAP's faults.
+fn refusal(face: Face, e: HttpError) -> Reply {
+    match face {
+        Face::Own => e.into(),
+        Face::Ogc => ogcapi::from_http(e),
+        Face::Soap => soap::program::Fault::from(e).into(),
     }
 }

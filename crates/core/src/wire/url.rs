@@ -144,6 +144,24 @@ pub fn without_pin(url: &str) -> &str {
     url.split_once('#').map_or(url, |(before, _)| before)
 }
 
+/// `%XX` escapes decoded; None if one is malformed or the result is not UTF-8.
+pub fn percent_decode(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// An http:// or https:// URL (see the module's rules).
 pub fn parse(text: &str) -> Result<Url, String> {
     if text.len() > MAX_URL {
@@ -256,20 +274,7 @@ fn host_and_port(authority: &str) -> Result<(String, Option<u16>), String> {
 pub fn decode_path(segments: &[&str]) -> Option<String> {
     let mut names = Vec::with_capacity(segments.len());
     for seg in segments {
-        let b = seg.as_bytes();
-        let mut out = Vec::with_capacity(b.len());
-        let mut i = 0;
-        while i < b.len() {
-            if b[i] == b'%' {
-                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            } else {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-        let name = String::from_utf8(out).ok()?;
+        let name = percent_decode(seg)?;
         if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
             return None;
         }

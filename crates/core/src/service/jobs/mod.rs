@@ -8,6 +8,7 @@ pub mod describe;
 pub mod files;
 pub mod kill;
 pub mod list;
+pub mod outputs;
 pub mod results;
 pub mod spawn;
 pub mod status;

@@ -26,13 +26,7 @@ use super::description::describe;
 use super::Process;
 use crate::jobs::template::Placement;
 use crate::jobs::Runs;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transmission {
-    Value,
-    Reference,
-}
+pub use crate::service::jobs::outputs::Transmission;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -25,29 +25,16 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use serde_json::{json, Map, Value};
 
-use super::request::{Response as Form, Transmission, Wanted};
+use super::request::{Response as Form, Wanted};
 use super::{exception, service_runs, Exception, JOB_FAILED, NO_SUCH_JOB, RESULT_NOT_READY};
 use crate::body::Chunks;
 use crate::jobs::job::{Job, Phase};
-use crate::jobs::safe_file::size_of;
-use crate::jobs::template::Kind;
 use crate::keys::Key;
 use crate::rank::{InstanceState, Status};
-use crate::service::jobs::results::{read_inline, INLINE_MAX};
+use crate::service::jobs::outputs::{output, output_names, Out, Transmission};
 use crate::service::reply::{json, Reply};
 use crate::service::Endpoint;
 use crate::wire::url;
-
-/// One output, as the job left it.
-#[derive(Debug, PartialEq)]
-pub enum Out {
-    /// A JSON value (a number, a text, a CWL value).
-    Value(Value),
-    /// A file's bytes: their media type, and whether they are text.
-    Bytes { bytes: Vec<u8>, media: &'static str, text: bool },
-    /// Where to fetch it.
-    Link { href: String, media: String },
-}
 
 /// `GET /ogcapi/jobs/{id}/results`: every output, by value, as a document.
 pub async fn results(ep: &Endpoint, caller: &Key, id: &str) -> Reply {
@@ -128,70 +115,6 @@ fn failed(id: &str, how: &str) -> Reply {
 
 pub fn no_such_job(id: &str) -> Exception {
     Exception::new(StatusCode::NOT_FOUND, NO_SUCH_JOB, format!("no job {id:?} here"))
-}
-
-/// The names of a job's outputs, in its program's order.
-fn output_names(job: &Job) -> Vec<String> {
-    match job.program.template() {
-        Some(t) => t.params.iter().filter(|p| p.is_output()).map(|p| p.name.clone()).collect(),
-        None => job.outputs.get().map(|o| o.keys().cloned().collect()).unwrap_or_default(),
-    }
-}
-
-async fn output(ep: &Endpoint, job: &Job, name: &str, how: Transmission) -> Option<Out> {
-    let Some(template) = job.program.template() else {
-        return job.outputs.get().and_then(|o| o.get(name)).map(cwl_out);
-    };
-    let p = template.params.iter().find(|p| p.name == name && p.is_output())?;
-    let path = job.dir.join(&p.name);
-    let size = size_of(&path)?;
-    let media = media_of(p.kind);
-    let link = || Out::Link { href: url::join(&job.url(&ep.url()), &format!("/files/{}", p.name)), media: media.to_string() };
-    if how == Transmission::Reference || size > INLINE_MAX {
-        return Some(link());
-    }
-    let Some(bytes) = read_inline(&path).await else { return Some(link()) };
-    Some(match p.read_value(&bytes) {
-        Ok(Some(v)) if p.kind != Kind::Xml => Out::Value(v),
-        Ok(_) => Out::Bytes { text: p.kind == Kind::Xml, bytes, media },
-        Err(_) => link(), // not what the template says it is: the file as it is
-    })
-}
-
-fn media_of(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Xml => "application/xml",
-        Kind::Binary => "application/octet-stream",
-        Kind::Int | Kind::Float | Kind::String => "text/plain",
-    }
-}
-
-/// A CWL output value: a File is a link to it, the rest as it is.
-fn cwl_out(v: &Value) -> Out {
-    match v {
-        Value::Object(o) if o.get("class") == Some(&json!("File")) => Out::Link {
-            href: o.get("location").and_then(Value::as_str).unwrap_or_default().to_string(),
-            media: o
-                .get("format")
-                .and_then(Value::as_str)
-                .filter(|f| f.contains('/') && !f.contains(':'))
-                .unwrap_or("application/octet-stream")
-                .to_string(),
-        },
-        other => Out::Value(links_for_files(other)),
-    }
-}
-
-/// Files inside a value (a list of them) as links.
-fn links_for_files(v: &Value) -> Value {
-    match v {
-        Value::Array(items) => Value::Array(items.iter().map(links_for_files).collect()),
-        Value::Object(o) if o.get("class") == Some(&json!("File")) => match cwl_out(v) {
-            Out::Link { href, media } => json!({"href": href, "type": media}),
-            _ => unreachable!("a File is a link"),
-        },
-        other => other.clone(),
-    }
 }
 
 /// The results document.
@@ -323,16 +246,5 @@ mod tests {
         let links = raw(vec![("f".into(), Out::Link { href: "http://h/f".into(), media: "text/plain".into() })]);
         assert_eq!(links.status(), StatusCode::NO_CONTENT);
         assert_eq!(links.headers()["link"], "<http://h/f>; rel=\"f\"; type=\"text/plain\"");
-    }
-
-    #[test]
-    fn cwl_files_are_links_inside_values_too() {
-        let f = json!({"class": "File", "location": "http://h/jobs/j/files/out/a.txt", "basename": "a.txt", "size": 3});
-        assert_eq!(cwl_out(&f), Out::Link { href: "http://h/jobs/j/files/out/a.txt".into(), media: "application/octet-stream".into() });
-        assert_eq!(
-            cwl_out(&json!([f])),
-            Out::Value(json!([{"href": "http://h/jobs/j/files/out/a.txt", "type": "application/octet-stream"}]))
-        );
-        assert_eq!(cwl_out(&json!(7)), Out::Value(json!(7)));
     }
 }

@@ -1,5 +1,13 @@
 //! SOAP 1.2 with WSDL: the face the systems mpiws descends from spoke.
 //! [`wsdl`] generates the WSDL of each deployed program (`GET
-//! /programs/{name}?wsdl`) from its interface.
+//! /programs/{name}?wsdl`) and of the service interface (`GET /?wsdl`);
+//! [`program`] answers a program's operations (`POST /programs/{name}`):
+//! [`envelope`] reads the request (SOAP 1.2, plain or MTOM) and writes
+//! answers and faults, [`inputs`] makes the operation's element the
+//! spawn's inputs, [`xml`] is the one XML parser (no DTD, no entities).
 
+pub mod envelope;
+pub mod inputs;
+pub mod program;
 pub mod wsdl;
+pub mod xml;

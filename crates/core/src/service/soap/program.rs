@@ -1,0 +1,202 @@
+//! `POST /programs/{name}`: a program's SOAP operations, as its WSDL
+//! (`?wsdl`) describes them: `call`, `spawn`, `running`, `results`, `kill`.
+//! Each does what the endpoint's JSON route of the same meaning does
+//! (`spawn::start`, the job's state, results, kill), under the same key
+//! (`jobs`), limits and fetch rules; a refusal is a SOAP fault with that
+//! route's HTTP status ([`Fault`]).
+//!
+//! A request is at most `max_spawn_body` bytes, an MTOM package (its files
+//! as binary parts) at most `max_upload`; both count against the
+//! endpoint's `max_buffered`. Answers give files by value (base64, inline)
+//! up to 16 MiB, else by URL; `results` with `byReference` gives URLs.
+
+use std::time::Duration;
+
+use base64::Engine;
+use http::{HeaderValue, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use serde_json::Value;
+
+use super::envelope::{self, Refusal};
+use super::inputs::inputs;
+use super::wsdl::{escape, xml_name};
+use crate::body::Chunks;
+use crate::error::ErrorClass;
+use crate::jobs::interface;
+use crate::jobs::job::Job;
+use crate::keys::Key;
+use crate::service::jobs::outputs::{output, Out, Transmission};
+use crate::service::jobs::refused;
+use crate::service::jobs::results::read_inline;
+use crate::service::jobs::spawn::start;
+use crate::service::reply::{read_body, HttpError, Reply};
+use crate::service::Endpoint;
+use crate::wire::url;
+
+/// A refusal as SOAP says it: its fault code, reason, HTTP status and error class.
+#[derive(Debug)]
+pub struct Fault {
+    status: StatusCode,
+    code: &'static str,
+    reason: String,
+    class: Option<ErrorClass>,
+}
+
+impl From<HttpError> for Fault {
+    fn from(e: HttpError) -> Fault {
+        let code = if e.status().is_server_error() { "Receiver" } else { "Sender" };
+        Fault { status: e.status(), code, reason: e.message().to_string(), class: Some(e.class()) }
+    }
+}
+
+impl From<Refusal> for Fault {
+    fn from(r: Refusal) -> Fault {
+        // SOAP 1.2's HTTP binding: Sender 400; VersionMismatch and MustUnderstand 500.
+        let status = if r.code == "Sender" { StatusCode::BAD_REQUEST } else { StatusCode::INTERNAL_SERVER_ERROR };
+        Fault { status, code: r.code, reason: r.message, class: None }
+    }
+}
+
+impl From<Fault> for Reply {
+    fn from(f: Fault) -> Reply {
+        let class = f.class.map(|c| (c.code(), c.name()));
+        let mut r = soap(envelope::fault(f.code, &f.reason, f.status.as_u16(), class));
+        *r.status_mut() = f.status;
+        r
+    }
+}
+
+fn sender(message: impl Into<String>) -> Fault {
+    Fault { status: StatusCode::BAD_REQUEST, code: "Sender", reason: message.into(), class: Some(ErrorClass::Arg) }
+}
+
+/// An envelope answered 200.
+fn soap(text: String) -> Reply {
+    let mut r = Response::new(Chunks::new([bytes::Bytes::from(text)]));
+    r.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/soap+xml; charset=utf-8"));
+    r
+}
+
+pub async fn program(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>) -> Reply {
+    match operate(ep, caller, name, req).await {
+        Ok(body) => soap(envelope::envelope(&body)),
+        Err(f) => f.into(),
+    }
+}
+
+async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>) -> Result<String, Fault> {
+    let program = ep.jobs.found_program(name).map_err(refused)?;
+    let content_type = req.headers().get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let package = envelope::media_type(&content_type).0 == "multipart/related";
+    let (limit, what) = if package {
+        (ep.config.jobs.max_upload, "the MTOM package (--max-upload)")
+    } else {
+        (ep.config.max_spawn_body, "the SOAP request (--max-spawn-body; or send files as MTOM attachments, or by URL)")
+    };
+    let body = read_body(ep, req.into_body(), usize::try_from(limit).unwrap_or(usize::MAX), what).await?;
+    let request = envelope::read(&content_type, &body)?;
+    let op = &request.operation;
+    let tns = format!("urn:mpiws:program:{}", program.name);
+    if op.ns != tns {
+        return Err(sender(format!("the operation {{{}}}{} is not of this program's namespace, {tns}", op.ns, op.name)));
+    }
+    let job_of = |op: &super::xml::Element| -> Result<std::sync::Arc<Job>, Fault> {
+        let id = op.child("jobId").map(|j| j.text.trim().to_string()).ok_or_else(|| sender(format!("{} takes a jobId", op.name)))?;
+        Ok(ep.jobs.own_job(&id, caller).map_err(refused)?)
+    };
+    let answer = |body: String| format!(r#"<p:{}Response xmlns:p="{tns}">{body}</p:{}Response>"#, op.name, op.name);
+    match op.name.as_str() {
+        "call" | "spawn" => {
+            let given = inputs(&program, op, &request.attachments).map_err(sender)?;
+            let job = start(ep, caller, program, given).await?;
+            if op.name == "spawn" {
+                return Ok(answer(format!("<p:jobId>{}</p:jobId><p:url>{}</p:url>", job.id, escape(&job.url(&ep.url())))));
+            }
+            job.wait(Duration::MAX).await;
+            Ok(answer(results(ep, &job, Transmission::Value).await))
+        }
+        "running" => Ok(answer(state(job_of(op)?.as_ref()))),
+        "results" => {
+            let job = job_of(op)?;
+            if !job.state().state.ended() {
+                let message = format!("job {} has not ended: ask running until it has", job.id);
+                return Err(HttpError::new(StatusCode::CONFLICT, ErrorClass::Arg, message).into());
+            }
+            let by_reference = op.child("byReference").is_some_and(|b| matches!(b.text.trim(), "true" | "1"));
+            let how = if by_reference { Transmission::Reference } else { Transmission::Value };
+            Ok(answer(results(ep, &job, how).await))
+        }
+        "kill" => {
+            let job = job_of(op)?;
+            job.end().await;
+            Ok(answer(state(&job)))
+        }
+        other => Err(sender(format!("{} has no operation {other} (it has call, spawn, running, results, kill)", program.name))),
+    }
+}
+
+/// A job's state, as `running` and `kill` answer it.
+fn state(job: &Job) -> String {
+    let s = job.state();
+    let mut x = format!("<p:jobId>{}</p:jobId><p:state>{}</p:state><p:running>{}</p:running>", job.id, s.state.name(), !s.state.ended());
+    if let Some(code) = s.exit_code {
+        x += &format!("<p:exitCode>{code}</p:exitCode>");
+    }
+    if let Some(e) = &s.error {
+        x += &format!("<p:error>{}</p:error>", escape(e));
+    }
+    x
+}
+
+/// An ended job's results: its state, outputs, stdout and stderr.
+async fn results(ep: &Endpoint, job: &Job, how: Transmission) -> String {
+    let mut x = state(job).replace("<p:running>false</p:running>", "").replace("<p:running>true</p:running>", "");
+    x += "<p:outputs>";
+    let (_, ports) = interface::of(&job.program);
+    for port in &ports {
+        if let Some(out) = output(ep, job, &port.name, how).await {
+            x += &element(&xml_name(&port.name), port.file, out);
+        }
+    }
+    x += "</p:outputs>";
+    let base = job.url(&ep.url());
+    for (name, path) in [("stdout", job.stdout_path()), ("stderr", job.stderr_path())] {
+        let link = || format!("<p:{name}><p:url>{}</p:url></p:{name}>", escape(&url::join(&base, &format!("/{name}"))));
+        if crate::jobs::safe_file::size_of(&path).is_none() {
+            continue;
+        }
+        x += &match (how, read_inline(&path).await) {
+            (Transmission::Value, Some(bytes)) => {
+                format!("<p:{name}><p:value>{}</p:value></p:{name}>", escape(&String::from_utf8_lossy(&bytes)))
+            }
+            _ => link(),
+        };
+    }
+    x
+}
+
+/// One output's element(s): a file's `value` or `url`, or a value's text; a list repeated.
+fn element(name: &str, file: bool, out: Out) -> String {
+    let text = |v: &Value| match v {
+        Value::String(s) => escape(s),
+        other => escape(&other.to_string()),
+    };
+    match out {
+        Out::Link { href, .. } => format!("<p:{name}><p:url>{}</p:url></p:{name}>", escape(&href)),
+        Out::Bytes { bytes, text: true, .. } => {
+            format!("<p:{name}><p:value>{}</p:value></p:{name}>", escape(&String::from_utf8_lossy(&bytes)))
+        }
+        Out::Bytes { bytes, .. } => {
+            format!("<p:{name}><p:value>{}</p:value></p:{name}>", base64::engine::general_purpose::STANDARD.encode(bytes))
+        }
+        Out::Value(Value::Array(items)) => items
+            .into_iter()
+            .map(|item| match item.get("href").and_then(Value::as_str) {
+                Some(href) => element(name, file, Out::Link { href: href.to_string(), media: String::new() }),
+                None => element(name, file, Out::Value(item)),
+            })
+            .collect(),
+        Out::Value(v) if file => format!("<p:{name}><p:value>{}</p:value></p:{name}>", text(&v)),
+        Out::Value(v) => format!("<p:{name}>{}</p:{name}>", text(&v)),
+    }
+}

@@ -8,6 +8,7 @@ and faults over plain HTTP."""
 
 import base64
 import hashlib
+import pickle
 import subprocess
 import time
 import urllib.error
@@ -46,9 +47,13 @@ def host():
         "copy=cp [in:file:src:binary] [out:file:dst:binary]",
         "sleep=sleep [in:val:seconds:float]",
     ]
-    s = Server(
-        {"array_sum": services.array_sum, "block": services.block}, programs=programs, cwl_programs=[("cat", CAT_CWL)]
-    )
+    deployed = {
+        "array_sum": services.array_sum,
+        "block": services.block,
+        "recv_raw": services.recv_raw,
+        "recv_many": services.recv_many,
+    }
+    s = Server(deployed, programs=programs, cwl_programs=[("cat", CAT_CWL)])
     yield s
     s.stop()
 
@@ -121,9 +126,10 @@ def test_the_service_interfaces_wsdl_names_the_services_deployed(host, tmp_path)
     status, _, text = get(f"{host.url}/?wsdl", None)
     assert status == 200, "as GET /: it describes, it needs no key"
     doc = valid_wsdl(tmp_path, text)
-    assert [o.get("name") for o in doc.findall(f"{WSDL}portType/{WSDL}operation")] == ["run", "status", "cancel"]
+    ops = [o.get("name") for o in doc.findall(f"{WSDL}portType/{WSDL}operation")]
+    assert ops == ["run", "status", "cancel", "store", "bStore"]
     names = [e.get("value") for e in doc.iter(f"{XSD}enumeration")]
-    assert names == ["array_sum", "block"]
+    assert names == ["array_sum", "block", "recv_raw", "recv_many"]
     embedded_schema(doc)
 
 
@@ -134,12 +140,14 @@ def test_zeep_loads_every_wsdl_and_sees_its_operations(host):
     for url, ops in [
         (f"{host.url}/programs/add?wsdl", {"call", "spawn", "running", "results", "kill"}),
         (f"{host.url}/programs/copy?wsdl", {"call", "spawn", "running", "results", "kill"}),
-        (f"{host.url}/?wsdl", {"run", "status", "cancel"}),
     ]:
         client = zeep.Client(url, transport=transport)
         (service,) = client.wsdl.services.values()
         (port,) = service.ports.values()
         assert set(port.binding._operations) == ops, url
+    services = zeep.Client(f"{host.url}/?wsdl", transport=transport).wsdl.services
+    ports = {name: set(next(iter(s.ports.values())).binding._operations) for name, s in services.items()}
+    assert ports == {"ServicesService": {"run", "status", "cancel"}, "RankService": {"store", "bStore"}}
     add = zeep.Client(f"{host.url}/programs/add?wsdl", transport=transport)
     call = add.service._binding._operations["call"]
     assert [name for name, _ in call.input.body.type.elements] == ["x", "y"]
@@ -260,3 +268,109 @@ def test_an_mtom_attachment_is_a_files_value(host):
     body, ctype = mtom(root, {"other@1": blob})
     r = post(host, "copy", body, ctype)
     assert r.status_code == 400 and "no part has Content-ID <blob@1>" in fault_of(r)[1]
+
+
+def test_zeep_runs_a_service_through_the_service_interface_wsdl(host, tmp_path):
+    """`GET /?wsdl`: run with the endpoint key; status and cancel with the domain's token, as the JSON routes."""
+    keyed = requests.Session()
+    keyed.headers["Authorization"] = f"Bearer {host.key}"
+    services = zeep.Client(f"{host.url}/?wsdl", transport=Transport(session=keyed))
+    token = "t" * 32
+    r = services.service.run(
+        domain="soap-demo", rank=0, endpoints=[host.url], token=token, service="array_sum", params='{"n": 4}'
+    )
+    assert (r.domain, r.rank, r.service) == ("soap-demo", 0, "array_sum") and r.state in ("starting", "running", "done")
+    tokened = requests.Session()
+    tokened.headers["Authorization"] = f"Bearer {token}"
+    watch = zeep.Client(f"{host.url}/?wsdl", transport=Transport(session=tokened))
+    t = time.monotonic() + 30
+    while (s := watch.service.status(domain="soap-demo", rank=0)).state != "done" and time.monotonic() < t:
+        time.sleep(0.05)
+    assert (s.state, s.result) == ("done", "6.0")
+    # cancel: a blocked rank
+    services.service.run(domain="soap-block", rank=0, endpoints=[host.url], token=token, service="block")
+    assert watch.service.cancel(domain="soap-block", rank=0).state == "cancelled"
+    # each operation its own credential: run needs the key, status the token
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        watch.service.run(domain="x", rank=0, endpoints=[host.url], token=token, service="array_sum")
+    assert e.value.detail.find(".//{urn:mpiws:fault}status").text == "401"
+    other = requests.Session()
+    other.headers["Authorization"] = "Bearer " + "w" * 32
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        zeep.Client(f"{host.url}/?wsdl", transport=Transport(session=other)).service.status(domain="soap-demo", rank=0)
+    assert e.value.detail.find(".//{urn:mpiws:fault}status").text == "403"
+
+
+def rank_client(host, token, domain, rank):
+    """zeep bound to a running rank's URL: the service interface WSDL's Rank port."""
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {token}"
+    c = zeep.Client(f"{host.url}/?wsdl", transport=Transport(session=session))
+    return c, c.create_service("{urn:mpiws:services}RankSoap12Binding", f"{host.url}/domains/{domain}/ranks/{rank}")
+
+
+def run_rank(host, domain, rank, size, service, params, token):
+    r = requests.post(
+        f"{host.url}/run",
+        json={
+            "domain": domain,
+            "rank": rank,
+            "endpoints": [host.url] * size,
+            "token": token,
+            "service": service,
+            "params": params,
+        },
+        headers={"authorization": f"Bearer {host.key}"},
+        timeout=30,
+    )
+    assert r.status_code == 201, r.text
+
+
+def result_of(host, domain, rank, token):
+    r = requests.get(
+        f"{host.url}/domains/{domain}/ranks/{rank}?wait=30", headers={"authorization": f"Bearer {token}"}, timeout=40
+    )
+    return r.json()
+
+
+def test_a_soap_store_is_filed_in_the_ranks_mailbox_in_order(host):
+    """store: a third-party SOAP toolkit messages a running rank; same credentials, order and duplicates as a store."""
+    token = "s" * 32
+    run_rank(host, "soap-store", 0, 3, "recv_many", {"count": 3}, token)
+    _, rank0 = rank_client(host, token, "soap-store", 0)
+    assert rank0.store(source=1, tag=5, seq=0, payload=pickle.dumps("first")) is False, (
+        "zeep gives the one element, duplicate"
+    )
+    assert rank0.store(source=1, tag=5, seq=0, payload=pickle.dumps("again")) is True, (
+        "the same sequence number: a duplicate"
+    )
+    # an MTOM package, as CXF sends it, from another source
+    include = '<xop:Include xmlns:xop="http://www.w3.org/2004/08/xop/include" href="cid:p1"/>'
+    store = f'<store xmlns="urn:mpiws:services"><source>2</source><seq>0</seq><payload>{include}</payload></store>'
+    body, ctype = mtom(envelope(store), {"p1": pickle.dumps(7)})
+    r = requests.post(
+        f"{host.url}/domains/soap-store/ranks/0",
+        data=body,
+        headers={"content-type": ctype, "authorization": f"Bearer {token}"},
+    )
+    assert r.status_code == 200, r.content
+    assert rank0.store(source=1, tag=5, seq=1, payload=pickle.dumps("second")) is False
+    got = result_of(host, "soap-store", 0, token)
+    assert (got["state"], got["result"]) == ("done", ["first", 7, "second"]), got
+
+
+def test_a_soap_store_checks_the_token_first_and_the_envelope(host):
+    token = "u" * 32
+    run_rank(host, "soap-refuse", 0, 2, "block", {}, token)
+    _, wrong = rank_client(host, "w" * 32, "soap-refuse", 0)
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        wrong.store(source=1, payload=b"x")
+    assert e.value.detail.find(".//{urn:mpiws:fault}status").text == "403"
+    _, rank0 = rank_client(host, token, "soap-refuse", 0)
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        rank0.store(source=7, payload=b"x")
+    assert "out of range" in e.value.message
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        rank0.bStore(source=1, payload=b"x")
+    assert "forward" in e.value.message
+    requests.delete(f"{host.url}/domains/soap-refuse/ranks/0", headers={"authorization": f"Bearer {token}"})

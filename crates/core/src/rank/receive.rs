@@ -42,7 +42,10 @@ impl Instance {
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.
         if let Some((env, payload)) = tree {
-            self.forward(env, payload);
+            // Forwarding may open a stream to a peer: a store served here, on
+            // a runtime worker, must not hold that worker while it does (the
+            // connect's own task may be queued behind it).
+            crate::runtime::blocking(|| self.forward(env, payload));
             self.forwarding.fetch_sub(1, Ordering::AcqRel);
         }
         self.arrived.notify_all();

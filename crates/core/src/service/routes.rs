@@ -66,6 +66,8 @@ pub enum Op {
     GetUpload,
     RemoveUpload,
     Soap,
+    SoapServices,
+    SoapStore,
     OgcLanding,
     OgcConformance,
     OgcApi,
@@ -105,12 +107,16 @@ const fn any(path: &'static str, need: Need, op: Op) -> Route {
 /// Every route of an endpoint, the first that fits a request taking it.
 pub const ROUTES: &[Route] = &[
     route(Method::GET, "/", Need::Nothing, Op::Describe),
+    // SOAP 1.2: the service interface's operations (`GET /?wsdl`); each checks its own credential, as `run`, `status` and `cancel` do.
+    route(Method::POST, "/", Need::Nothing, Op::SoapServices),
     route(Method::POST, "/run", Need::Key(Scope::Run), Op::Run),
     route(Method::POST, "/rendezvous", Need::Key(Scope::Run), Op::RendezvousPost),
     route(Method::GET, "/rendezvous", Need::Key(Scope::Run), Op::RendezvousGet),
     route(Method::GET, "/domains/{domain}/ranks/{rank}", Need::TokenOrAdmin, Op::Status),
     route(Method::DELETE, "/domains/{domain}/ranks/{rank}", Need::TokenOrAdmin, Op::Cancel),
     to_instance(Method::POST, "/domains/{domain}/ranks/{rank}/messages", Op::Store),
+    // SOAP 1.2: a rank's store and bStore, filed as a store is (`service::soap::rank`).
+    to_instance(Method::POST, "/domains/{domain}/ranks/{rank}", Op::SoapStore),
     to_instance(Method::POST, "/domains/{domain}/ranks/{rank}/stream", Op::Stream),
     to_instance(Method::GET, "/domains/{domain}/ranks/{rank}/messages/{source}/{seq}/matched", Op::Matched),
     to_instance(Method::DELETE, "/domains/{domain}/ranks/{rank}/messages/{source}/{seq}", Op::Withdraw),
@@ -163,7 +169,7 @@ pub enum Face {
 pub fn face(method: &Method, parts: &[&str]) -> Face {
     match parts {
         ["ogcapi", ..] => Face::Ogc,
-        ["programs", _] if method == Method::POST => Face::Soap,
+        ["programs", _] | [""] | ["domains", _, "ranks", _] if method == Method::POST => Face::Soap,
         _ => Face::Own,
     }
 }
@@ -265,6 +271,8 @@ mod tests {
         assert_eq!(need(Method::GET, "/files/x"), Some(Need::Capability));
         assert_eq!(need(Method::POST, "/relay/lab"), Some(Need::Key(Scope::Relay)));
         assert_eq!(need(Method::GET, "/relay/lab/domains/d/ranks/0"), Some(Need::Nothing));
+        assert_eq!(need(Method::POST, "/"), Some(Need::Nothing), "SOAP: each operation checks its own");
+        assert_eq!(need(Method::POST, "/programs/x"), Some(Need::Key(Scope::Jobs)));
         assert_eq!(need(Method::GET, "/ogcapi/"), Some(Need::Nothing));
         assert_eq!(need(Method::GET, "/ogcapi/conformance"), Some(Need::Nothing));
         assert_eq!(need(Method::GET, "/ogcapi/processes"), Some(Need::Key(Scope::Jobs)));
@@ -318,8 +326,8 @@ mod tests {
     fn a_path_served_with_other_methods_says_which() {
         let Lookup::WrongMethod { allow, .. } = find(&Method::PUT, &parts("/files/x")) else { panic!() };
         assert_eq!(allow, vec![Method::GET, Method::DELETE]);
-        let Lookup::WrongMethod { allow, .. } = find(&Method::POST, &parts("/")) else { panic!() };
-        assert_eq!(allow, vec![Method::GET]);
+        let Lookup::WrongMethod { allow, .. } = find(&Method::PUT, &parts("/")) else { panic!() };
+        assert_eq!(allow, vec![Method::GET, Method::POST]);
         // a relay takes any method under a name
         assert!(matches!(find(&Method::PUT, &parts("/relay/lab/x")), Lookup::Found(_)));
     }

@@ -10,9 +10,10 @@ use hyper::body::Incoming;
 use crate::error::ErrorClass;
 use crate::keys::KeyId;
 use crate::rank::Binding;
+use crate::rank::Instance;
 use crate::service::endpoint::Refused;
 use crate::service::guard;
-use crate::service::reply::{error, from_error, json, read_body, retry_later, Reply};
+use crate::service::reply::{error, json, read_body, HttpError, Reply};
 use crate::service::Endpoint;
 
 pub async fn run(ep: &Endpoint, req: Request<Incoming>, owner: KeyId) -> Reply {
@@ -27,24 +28,33 @@ pub async fn run(ep: &Endpoint, req: Request<Incoming>, owner: KeyId) -> Reply {
         Ok(b) => b,
         Err(e) => return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("malformed binding: {e}")),
     };
+    match create(ep, binding, owner) {
+        Ok(i) => json(StatusCode::CREATED, &i.status()),
+        Err(e) => e.into(),
+    }
+}
+
+/// An instance of `binding`, owned by `owner`: within the endpoint's
+/// bounds, of a service deployed here (the SOAP face's `run` too).
+pub fn create(ep: &Endpoint, binding: Binding, owner: KeyId) -> Result<std::sync::Arc<Instance>, HttpError> {
     if binding.endpoints.len() > ep.config.max_ranks {
         let max = ep.config.max_ranks;
-        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("a domain here has at most {max} ranks (--max-ranks)"));
+        return Err(HttpError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorClass::Arg,
+            format!("a domain here has at most {max} ranks (--max-ranks)"),
+        ));
     }
     if !ep.services().contains(&binding.service) {
-        return error(
-            StatusCode::NOT_FOUND,
-            ErrorClass::Arg,
-            format!("no service {:?} is deployed here (deployed: {:?})", binding.service, ep.services()),
-        );
+        let message = format!("no service {:?} is deployed here (deployed: {:?})", binding.service, ep.services());
+        return Err(HttpError::new(StatusCode::NOT_FOUND, ErrorClass::Arg, message));
     }
-    match ep.create_instance(binding, true, Some(owner)) {
-        Ok(i) => json(StatusCode::CREATED, &i.status()),
-        Err(Refused::Conflict(e)) => error(StatusCode::CONFLICT, e.class, e.message),
-        Err(Refused::Busy { per_key, error: e }) => {
+    ep.create_instance(binding, true, Some(owner)).map_err(|r| match r {
+        Refused::Conflict(e) => HttpError::new(StatusCode::CONFLICT, e.class, e.message),
+        Refused::Busy { per_key, error: e } => {
             let status = if per_key { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::SERVICE_UNAVAILABLE };
-            retry_later(status, e.class, e.message, Duration::from_secs(1))
+            HttpError::retry_later(status, e.class, e.message, Duration::from_secs(1))
         }
-        Err(Refused::Invalid(e)) => from_error(&e),
-    }
+        Refused::Invalid(e) => HttpError::from(&e),
+    })
 }

@@ -275,7 +275,8 @@ async fn operate(
         return r;
     };
     if found.route.to_instance && ep.config.sandbox.is_some() {
-        return sandbox::relay::relay(&ep, found.params[0], found.params[1], req).await;
+        let face = routes::face(req.method(), parts);
+        return sandbox::relay::relay(&ep, found.params[0], found.params[1], req).await.unwrap_or_else(|e| refusal(face, e));
     }
     let p = &found.params;
     match found.route.op {
@@ -296,6 +297,8 @@ async fn operate(
         Op::Programs => jobs::describe::list(&ep),
         Op::Program => jobs::describe::describe(&ep, p[0], &req),
         Op::Soap => soap::program::program(&ep, key.expect("a key route"), p[0], req).await,
+        Op::SoapServices => soap::services::services(&ep, req).await,
+        Op::SoapStore => soap::rank::rank(&ep, p[0], p[1], req).await,
         Op::Spawn | Op::Call => jobs::spawn::spawn(&ep, key.expect("a key route"), p[0], req, found.route.op == Op::Call).await,
         Op::Jobs => jobs::list::list(&ep, key.expect("a key route")),
         Op::Job => jobs::status::status(&ep, key.expect("a key route"), p[0], req).await,

@@ -7,6 +7,7 @@
 //! body within the limit. A message refused after `admit` is final: the
 //! mailbox skips its sequence number so later messages are not held back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, StatusCode};
@@ -17,8 +18,9 @@ use serde_json::json;
 use crate::engine::mailbox::Message;
 use crate::error::ErrorClass;
 use crate::net::reader::Delivered;
+use crate::rank::Instance;
 use crate::service::admit::admit;
-use crate::service::reply::{self, error, from_error, retry_later, Reply};
+use crate::service::reply::{self, error, HttpError, Reply};
 use crate::service::Endpoint;
 use crate::wire::frame::{self, Envelope, Payload};
 
@@ -57,8 +59,7 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
                 break;
             }
         }
-        let message = "the receiver holds too many unreceived messages; try again";
-        return retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, Duration::from_secs(1));
+        return pushback().into();
     }
 
     let mut body = req.into_body();
@@ -84,25 +85,50 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         return refuse(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "mpiws-parts does not add up to the body length"));
     }
 
-    let mut msg = Message::new(env, Payload::from_chunks(chunks));
-    let matched = msg.await_match();
-    // A retry of a synchronous message is answered when the first copy is
-    // matched (at once if it was already: `Mailbox::rejoin`).
-    let delivered = match instance.deliver(msg) {
-        Err(e) => return from_error(&e),
-        Ok(d) => d,
-    };
-    if let Some(rx) = matched {
-        if rx.await.is_err() {
-            return error(StatusCode::GONE, ErrorClass::ProcFailed, "the receiving instance ended before it received the message");
-        }
-    }
-    match delivered {
-        Delivered::Duplicate => reply::json(StatusCode::OK, &json!({"duplicate": true})),
-        Delivered::Filed => reply::no_content(),
+    match file(&instance, env, Payload::from_chunks(chunks)).await {
+        Ok(Delivered::Duplicate) => reply::json(StatusCode::OK, &json!({"duplicate": true})),
+        Ok(Delivered::Filed) => reply::no_content(),
+        Err(e) => e.into(),
     }
 }
 
+/// File a message admitted for `instance` in its mailbox; a synchronous
+/// one is answered once a receive matched it. The one way a store files
+/// (the SOAP face's `store` too). A message the mailbox refuses (a bad
+/// forward list) is refused for good: its sequence number is skipped.
+pub async fn file(instance: &Arc<Instance>, env: Envelope, payload: Payload) -> Result<Delivered, HttpError> {
+    let (source, seq) = (env.source, env.seq);
+    let mut msg = Message::new(env, payload);
+    let matched = msg.await_match();
+    // A retry of a synchronous message is answered when the first copy is
+    // matched (at once if it was already: `Mailbox::rejoin`).
+    let delivered = instance.clone().deliver(msg).map_err(|e| {
+        instance.skip(source, seq);
+        HttpError::from(&e)
+    })?;
+    if let Some(rx) = matched {
+        if rx.await.is_err() {
+            return Err(HttpError::new(
+                StatusCode::GONE,
+                ErrorClass::ProcFailed,
+                "the receiving instance ended before it received the message",
+            ));
+        }
+    }
+    Ok(delivered)
+}
+
 fn too_large(max: u64) -> Reply {
-    error(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Count, format!("message larger than this endpoint's limit of {max} bytes"))
+    too_large_error(max).into()
+}
+
+/// Pushback: the receiver holds too many unreceived messages from this
+/// sender; it tries again later, with the same sequence number.
+pub fn pushback() -> HttpError {
+    let message = "the receiver holds too many unreceived messages; try again";
+    HttpError::retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, Duration::from_secs(1))
+}
+
+pub fn too_large_error(max: u64) -> HttpError {
+    HttpError::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorClass::Count, format!("message larger than this endpoint's limit of {max} bytes"))
 }

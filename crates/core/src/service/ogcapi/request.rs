@@ -22,8 +22,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::description::describe;
 use super::Process;
+use crate::jobs::interface;
 use crate::jobs::template::Placement;
 use crate::jobs::Runs;
 pub use crate::service::jobs::outputs::Transmission;
@@ -80,9 +80,9 @@ pub fn read(process: &Process, body: &Value) -> Result<Execute, String> {
         };
         inputs.insert(name, v);
     }
-    let declared: Vec<String> = match describe(process, "")["outputs"].as_object() {
-        Some(o) => o.keys().cloned().collect(),
-        None => Vec::new(),
+    let declared: Vec<String> = match process {
+        Process::Program(p) => interface::of(p).1.into_iter().map(|port| port.name).collect(),
+        Process::Service(_) => vec!["result".to_string()],
     };
     let outputs = match body.get("outputs") {
         None => declared.iter().map(|n| (n.clone(), Transmission::Value)).collect(),
@@ -121,7 +121,7 @@ pub fn read(process: &Process, body: &Value) -> Result<Execute, String> {
 
 /// Whether a CWL program's input `name` is a File (or list of them).
 fn is_file(program: &crate::jobs::Program, name: &str) -> bool {
-    crate::jobs::interface::of(program).0.iter().any(|p| p.name == name && p.file)
+    interface::of(program).0.iter().any(|p| p.name == name && p.file)
 }
 
 /// A qualified value's parts: the value, and whether it is base64.

@@ -25,7 +25,7 @@ use hyper_util::rt::TokioExecutor;
 use crate::body::Chunks;
 use crate::error::ErrorClass;
 use crate::service::admit::admit_ended;
-use crate::service::reply::{error, from_error, retry_later, stalled, HttpError, Reply};
+use crate::service::reply::{stalled, HttpError, Reply};
 use crate::service::sandbox::{handover, Sandbox};
 use crate::service::upgrade::HOP_BY_HOP;
 use crate::service::Endpoint;
@@ -34,16 +34,15 @@ use crate::wire::frame::Envelope;
 /// Longest a request waits for the instance's child to be ready before it is told "not yet".
 const READY_WAIT: Duration = Duration::from_secs(10);
 
-pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
-    let instance = match admit_ended(ep, domain, rank, req.headers(), 0).await {
-        Ok(i) => i,
-        Err(e) => return e.into(),
-    };
+/// The child's answer; or this endpoint's own refusal, which the server
+/// says as the request's face says refusals (a SOAP store's as a fault).
+pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Result<Reply, HttpError> {
+    let instance = admit_ended(ep, domain, rank, req.headers(), 0).await?;
     let question = req.method() != Method::POST; // `matched`, `withdraw`: about messages sent before
     if let Some(e) = instance.ended() {
         // Nothing more goes to an instance that ended, nor anything to one cancelled (its process is ending).
         if !question || e.class == ErrorClass::Cancelled {
-            return from_error(&e);
+            return Err(HttpError::from(&e));
         }
     }
     let sandbox = ep.sandbox(domain, instance.rank());
@@ -56,16 +55,16 @@ pub async fn relay(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
     };
     let (Some(sandbox), Some(url)) = (sandbox, url) else {
         if let Some(e) = instance.ended() {
-            return from_error(&e);
+            return Err(HttpError::from(&e));
         }
         let message = format!("domain {domain} rank {rank} is starting here; try again");
-        return retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1));
+        return Err(HttpError::retry_later(StatusCode::SERVICE_UNAVAILABLE, ErrorClass::Comm, message, Duration::from_secs(1)));
     };
     if req.method() == Method::POST && req.uri().path().ends_with("/stream") {
-        return crate::service::stream::accept_into(ep, domain, rank, req, false, move |_, source, socket, early| {
+        return Ok(crate::service::stream::accept_into(ep, domain, rank, req, false, move |_, source, socket, early| {
             hand_over(&sandbox, source, socket, &early)
         })
-        .await;
+        .await);
     }
     forward(ep, &url, domain, rank, req).await
 }
@@ -80,7 +79,7 @@ fn hand_over(sandbox: &Sandbox, source: u32, socket: crate::net::socket::Socket,
 /// The request to the child, its body read first (whole, within the
 /// endpoint's limits: a child that answers before reading a body would cut
 /// the connection under it); the child's answer.
-async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
+async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Request<Incoming>) -> Result<Reply, HttpError> {
     static CLIENT: OnceLock<Client<HttpConnector, Chunks>> = OnceLock::new();
     let client = CLIENT.get_or_init(|| {
         let mut http = HttpConnector::new();
@@ -89,7 +88,10 @@ async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Reques
         Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(http)
     });
     let (mut parts, body) = req.into_parts();
-    let body = match read_store_body(ep, &parts, body).await {
+    // A SOAP store's envelope holds the message: base64 grows it, the XML around it is small.
+    let soap = !parts.uri.path().trim_end_matches('/').ends_with("/messages");
+    let limit = if soap { crate::service::soap::rank::body_limit(ep.config.max_message) } else { ep.config.max_message };
+    let body = match read_store_body(ep, &parts, body, limit).await {
         Ok(b) => b,
         Err(Refusal::Final(reply, Some((source, seq)))) => {
             // As the child's store would: a message refused for good is skipped,
@@ -100,13 +102,13 @@ async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Reques
                 req.headers_mut().insert(http::header::AUTHORIZATION, auth.clone());
             }
             let _ = client.request(req).await;
-            return reply.into();
+            return Err(reply);
         }
-        Err(Refusal::Final(reply, None) | Refusal::Retry(reply)) => return reply.into(),
+        Err(Refusal::Final(reply, None) | Refusal::Retry(reply)) => return Err(reply),
     };
     let target = format!("{url}{}", parts.uri.path_and_query().map_or("", |p| p.as_str()));
     let Ok(uri) = target.parse() else {
-        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "request cannot be relayed");
+        return Err(HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Arg, "request cannot be relayed"));
     };
     parts.uri = uri;
     // Not passed on: the connection's own headers, and `Host` (the child's is its own).
@@ -116,23 +118,16 @@ async fn forward(ep: &Endpoint, url: &str, domain: &str, rank: &str, req: Reques
     }
     let cut = |e: &dyn std::fmt::Display| {
         // The child is gone or going: its peer tries again, and learns the instance's end from this record.
-        error(StatusCode::BAD_GATEWAY, ErrorClass::ProcFailed, format!("the instance's process did not answer: {e}"))
+        HttpError::new(StatusCode::BAD_GATEWAY, ErrorClass::ProcFailed, format!("the instance's process did not answer: {e}"))
     };
-    let answer = match client.request(Request::from_parts(parts, Chunks::new([body]))).await {
-        Ok(a) => a,
-        Err(e) => return cut(&e),
-    };
+    let answer = client.request(Request::from_parts(parts, Chunks::new([body]))).await.map_err(|e| cut(&e))?;
     let (parts, body) = answer.into_parts();
-    match body.collect().await {
-        Ok(b) => {
-            let mut r = Response::from_parts(parts, Chunks::new([b.to_bytes()]));
-            for name in HOP_BY_HOP {
-                r.headers_mut().remove(name);
-            }
-            r
-        }
-        Err(e) => cut(&e),
+    let b = body.collect().await.map_err(|e| cut(&e))?;
+    let mut r = Response::from_parts(parts, Chunks::new([b.to_bytes()]));
+    for name in HOP_BY_HOP {
+        r.headers_mut().remove(name);
     }
+    Ok(r)
 }
 
 /// Why a body was not read: a final refusal (with the message's source and
@@ -142,9 +137,10 @@ enum Refusal {
     Retry(HttpError),
 }
 
-/// The request's body, within `--max-message` and `--body-timeout`, refused
-/// as a store refuses it (413 on the announced length before reading).
-async fn read_store_body(ep: &Endpoint, parts: &http::request::Parts, body: Incoming) -> Result<Bytes, Refusal> {
+/// The request's body, within `limit` (a store's: `--max-message`) and
+/// `--body-timeout`, refused as a store refuses it (413 on the announced
+/// length before reading).
+async fn read_store_body(ep: &Endpoint, parts: &http::request::Parts, body: Incoming, limit: u64) -> Result<Bytes, Refusal> {
     let max = ep.config.max_message;
     let length = parts.headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     let message = || Envelope::from_headers(&parts.headers, length).ok().and_then(|e| Some((e.source, e.seq?)));
@@ -155,10 +151,10 @@ async fn read_store_body(ep: &Endpoint, parts: &http::request::Parts, body: Inco
             format!("message larger than this endpoint's limit of {max} bytes"),
         )
     };
-    if length.is_some_and(|l| l > max) {
+    if length.is_some_and(|l| l > limit) {
         return Err(Refusal::Final(too_large(), message()));
     }
-    let limit = usize::try_from(max).unwrap_or(usize::MAX);
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     match tokio::time::timeout(ep.config.body_timeout, Limited::new(body, limit).collect()).await {
         Ok(Ok(b)) => Ok(b.to_bytes()),
         Ok(Err(e)) if e.is::<LengthLimitError>() => Err(Refusal::Final(too_large(), message())),

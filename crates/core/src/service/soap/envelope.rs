@@ -11,8 +11,8 @@
 //! - MTOM/XOP: the root part is the one `start` names, else the first; a
 //!   part is found by its `Content-ID`, named in an `xop:Include` as
 //!   `cid:ID` (percent-encoded); parts are binary (`binary`, `8bit`, `7bit`
-//!   or no `Content-Transfer-Encoding`) or `base64`. At most
-//!   [`MAX_PARTS`] parts.
+//!   or no `Content-Transfer-Encoding`) or `base64`; two parts of one
+//!   Content-ID are refused. At most [`MAX_PARTS`] parts.
 //! - A fault's HTTP status is the one the endpoint's JSON routes answer
 //!   for the same refusal; its code is `Sender` below 500, `Receiver` from
 //!   500, with the status and the error's class in its detail.
@@ -139,7 +139,9 @@ fn package(params: &HashMap<String, String>, body: &[u8]) -> Result<(Vec<u8>, At
     let mut attachments = Attachments::new();
     for (cid, bytes) in parts {
         if let Some(cid) = cid {
-            attachments.insert(cid, bytes);
+            if attachments.insert(cid.clone(), bytes).is_some() {
+                return Err(sender(format!("two parts have the Content-ID <{cid}>")));
+            }
         }
     }
     Ok((root, attachments))
@@ -172,7 +174,7 @@ fn part(content: &[u8]) -> Result<(Option<String>, Vec<u8>), Refusal> {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 /// The bytes an `xop:Include` in `value` names, if it holds one.

@@ -1,7 +1,9 @@
 //! SOAP 1.2 with WSDL: the face the systems mpiws descends from spoke.
 //! [`wsdl`] generates the WSDL of each deployed program (`GET
 //! /programs/{name}?wsdl`) and of the service interface (`GET /?wsdl`);
-//! [`program`] answers a program's operations (`POST /programs/{name}`):
+//! [`program`] answers a program's operations (`POST /programs/{name}`),
+//! [`services`] the service interface's (`POST /`), [`rank`] a running
+//! rank's `store` and `bStore` (`POST /domains/{domain}/ranks/{rank}`):
 //! [`envelope`] reads the request (SOAP 1.2, plain or MTOM) and writes
 //! answers and faults, [`inputs`] makes the operation's element the
 //! spawn's inputs, [`xml`] is the one XML parser (no DTD, no entities).
@@ -9,5 +11,7 @@
 pub mod envelope;
 pub mod inputs;
 pub mod program;
+pub mod rank;
+pub mod services;
 pub mod wsdl;
 pub mod xml;

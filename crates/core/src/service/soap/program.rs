@@ -40,12 +40,14 @@ pub struct Fault {
     code: &'static str,
     reason: String,
     class: Option<ErrorClass>,
+    /// When the caller may try again (`Retry-After`), as the JSON routes say it.
+    retry_after: Option<Duration>,
 }
 
 impl From<HttpError> for Fault {
     fn from(e: HttpError) -> Fault {
         let code = if e.status().is_server_error() { "Receiver" } else { "Sender" };
-        Fault { status: e.status(), code, reason: e.message().to_string(), class: Some(e.class()) }
+        Fault { status: e.status(), code, reason: e.message().to_string(), class: Some(e.class()), retry_after: e.retry_after() }
     }
 }
 
@@ -53,7 +55,7 @@ impl From<Refusal> for Fault {
     fn from(r: Refusal) -> Fault {
         // SOAP 1.2's HTTP binding: Sender 400; VersionMismatch and MustUnderstand 500.
         let status = if r.code == "Sender" { StatusCode::BAD_REQUEST } else { StatusCode::INTERNAL_SERVER_ERROR };
-        Fault { status, code: r.code, reason: r.message, class: None }
+        Fault { status, code: r.code, reason: r.message, class: None, retry_after: None }
     }
 }
 
@@ -62,12 +64,15 @@ impl From<Fault> for Reply {
         let class = f.class.map(|c| (c.code(), c.name()));
         let mut r = soap(envelope::fault(f.code, &f.reason, f.status.as_u16(), class));
         *r.status_mut() = f.status;
+        if let Some(after) = f.retry_after {
+            r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(after.as_secs().max(1)));
+        }
         r
     }
 }
 
-fn sender(message: impl Into<String>) -> Fault {
-    Fault { status: StatusCode::BAD_REQUEST, code: "Sender", reason: message.into(), class: Some(ErrorClass::Arg) }
+pub fn sender(message: impl Into<String>) -> Fault {
+    Fault { status: StatusCode::BAD_REQUEST, code: "Sender", reason: message.into(), class: Some(ErrorClass::Arg), retry_after: None }
 }
 
 /// An envelope answered 200.
@@ -79,9 +84,14 @@ fn soap(text: String) -> Reply {
 
 pub async fn program(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>) -> Reply {
     match operate(ep, caller, name, req).await {
-        Ok(body) => soap(envelope::envelope(&body)),
+        Ok(body) => answer_envelope(&body),
         Err(f) => f.into(),
     }
+}
+
+/// An operation's answer (`body`: its element), in an envelope, 200.
+pub fn answer_envelope(body: &str) -> Reply {
+    soap(envelope::envelope(body))
 }
 
 async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>) -> Result<String, Fault> {
@@ -115,7 +125,7 @@ async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>
             job.wait(Duration::MAX).await;
             Ok(answer(results(ep, &job, Transmission::Value).await))
         }
-        "running" => Ok(answer(state(job_of(op)?.as_ref()))),
+        "running" => Ok(answer(state(job_of(op)?.as_ref(), true))),
         "results" => {
             let job = job_of(op)?;
             if !job.state().state.ended() {
@@ -129,16 +139,20 @@ async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>
         "kill" => {
             let job = job_of(op)?;
             job.end().await;
-            Ok(answer(state(&job)))
+            Ok(answer(state(&job, true)))
         }
         other => Err(sender(format!("{} has no operation {other} (it has call, spawn, running, results, kill)", program.name))),
     }
 }
 
-/// A job's state, as `running` and `kill` answer it.
-fn state(job: &Job) -> String {
+/// A job's state, as `running` and `kill` answer it (`running`: with that
+/// element, which the results have not).
+fn state(job: &Job, running: bool) -> String {
     let s = job.state();
-    let mut x = format!("<p:jobId>{}</p:jobId><p:state>{}</p:state><p:running>{}</p:running>", job.id, s.state.name(), !s.state.ended());
+    let mut x = format!("<p:jobId>{}</p:jobId><p:state>{}</p:state>", job.id, s.state.name());
+    if running {
+        x += &format!("<p:running>{}</p:running>", !s.state.ended());
+    }
     if let Some(code) = s.exit_code {
         x += &format!("<p:exitCode>{code}</p:exitCode>");
     }
@@ -150,7 +164,7 @@ fn state(job: &Job) -> String {
 
 /// An ended job's results: its state, outputs, stdout and stderr.
 async fn results(ep: &Endpoint, job: &Job, how: Transmission) -> String {
-    let mut x = state(job).replace("<p:running>false</p:running>", "").replace("<p:running>true</p:running>", "");
+    let mut x = state(job, false);
     x += "<p:outputs>";
     let (_, ports) = interface::of(&job.program);
     for port in &ports {

@@ -24,8 +24,9 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::jobs::interface::{self, Port};
+use crate::jobs::interface::{self, Port as Param};
 use crate::jobs::Program;
+use crate::wire::url;
 
 const HEAD: &str = r#"<?xml version="1.0" encoding="UTF-8"?>"#;
 const NS: &str = r#"xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/" xmlns:soap12="http://schemas.xmlsoap.org/wsdl/soap12/" xmlns:xsd="http://www.w3.org/2001/XMLSchema""#;
@@ -41,7 +42,14 @@ pub fn xml_name(name: &str) -> String {
     }
 }
 
-/// Text for XML content and attribute values.
+/// Whether XML 1.0 allows the character in a document at all (its `Char`
+/// production: not even a character reference may carry the others).
+pub fn xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// Text for XML content and attribute values; a character XML cannot
+/// carry (a control character a program printed, say) becomes U+FFFD.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -51,6 +59,7 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            c if !xml_char(c) => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -76,7 +85,7 @@ fn xsd_type(schema: &Value) -> (&'static str, bool) {
 }
 
 /// An element for `port`: its value's type, or (a file) the choice of its value or its URL.
-fn element(out: &mut String, port: &Port, required: bool) {
+fn element(out: &mut String, port: &Param, required: bool) {
     let (t, many) = xsd_type(&port.schema);
     let min = if required && !port.optional { "" } else { r#" minOccurs="0""# };
     let max = if many { r#" maxOccurs="unbounded""# } else { "" };
@@ -130,17 +139,22 @@ pub fn program(program: &Program, address: &str) -> String {
          or a URL the job pulls. Every request carries the endpoint key (Authorization: Bearer KEY, scope jobs).",
         program.name
     );
-    document(&tns, &about, &types, &PROGRAM_OPERATIONS, "Program", address)
+    document(&tns, &about, &types, &[("Program", &PROGRAM_OPERATIONS, address)])
 }
 
 /// The service interface's operations.
 pub const SERVICE_OPERATIONS: [&str; 3] = ["run", "status", "cancel"];
+/// A running rank's operations.
+pub const RANK_OPERATIONS: [&str; 2] = ["store", "bStore"];
 
 /// The WSDL of the endpoint's service interface (`GET /?wsdl`), reached
 /// at `address` (the endpoint's URL): `run` (an instance of one of
 /// `services`, as `POST /run`), `status` and `cancel` (as
 /// `GET`/`DELETE /domains/{domain}/ranks/{rank}`). Parameters and results
-/// are JSON texts: a service takes and returns any JSON.
+/// are JSON texts: a service takes and returns any JSON. And a running
+/// rank's `store` and `bStore` (a message, its payload base64Binary: an
+/// MTOM attachment where the client sends one), a port of its own whose
+/// address a client sets to the rank's URL (`.../domains/D/ranks/R`).
 pub fn services(services: &[String], address: &str) -> String {
     let tns = "urn:mpiws:services";
     let mut names = String::new();
@@ -169,6 +183,14 @@ pub fn services(services: &[String], address: &str) -> String {
             r#"<xsd:element name="runResponse" type="tns:Status"/>"#,
             r#"<xsd:element name="status" type="tns:Rank"/><xsd:element name="statusResponse" type="tns:Status"/>"#,
             r#"<xsd:element name="cancel" type="tns:Rank"/><xsd:element name="cancelResponse" type="tns:Status"/>"#,
+            r#"<xsd:complexType name="Message"><xsd:sequence><xsd:element name="source" type="xsd:unsignedInt"/>"#,
+            r#"<xsd:element name="tag" type="xsd:int" minOccurs="0"/><xsd:element name="context" type="xsd:unsignedLong" minOccurs="0"/>"#,
+            r#"<xsd:element name="seq" type="xsd:unsignedLong" minOccurs="0"/><xsd:element name="sync" type="xsd:boolean" minOccurs="0"/>"#,
+            r#"<xsd:element name="forward" type="xsd:unsignedInt" minOccurs="0" maxOccurs="unbounded"/>"#,
+            r#"<xsd:element name="payload" type="xsd:base64Binary"/></xsd:sequence></xsd:complexType>"#,
+            r#"<xsd:complexType name="Stored"><xsd:sequence><xsd:element name="duplicate" type="xsd:boolean"/></xsd:sequence></xsd:complexType>"#,
+            r#"<xsd:element name="store" type="tns:Message"/><xsd:element name="storeResponse" type="tns:Stored"/>"#,
+            r#"<xsd:element name="bStore" type="tns:Message"/><xsd:element name="bStoreResponse" type="tns:Stored"/>"#,
             "</xsd:schema>"
         ),
         service_type = service_type
@@ -177,46 +199,59 @@ pub fn services(services: &[String], address: &str) -> String {
         "The service interface of an mpiws endpoint (services deployed: {}): run starts an instance (a rank of a domain), with the          endpoint key (Authorization: Bearer KEY, scope run); status and cancel act on one, with the domain's token. params and          result are JSON texts.",
         if services.is_empty() { "none".to_string() } else { services.join(", ") }
     );
-    document(tns, &about, &types, &SERVICE_OPERATIONS, "Services", address)
+    let rank = url::join(address, "/domains/DOMAIN/ranks/RANK");
+    document(tns, &about, &types, &[("Services", &SERVICE_OPERATIONS, address), ("Rank", &RANK_OPERATIONS, &rank)])
 }
 
-/// The whole document: `types`, then a message, operation and binding per operation.
-fn document(tns: &str, about: &str, types: &str, operations: &[&str], name: &str, address: &str) -> String {
+/// A port of the document: its name, operations and address.
+type Port<'a> = (&'a str, &'a [&'a str], &'a str);
+
+/// The whole document: `types`, then a message per operation, and for each
+/// port its operations, SOAP 1.2 binding and address.
+fn document(tns: &str, about: &str, types: &str, ports: &[Port]) -> String {
     let mut d = String::new();
     let _ = write!(
         d,
         r#"{HEAD}<wsdl:definitions targetNamespace="{tns}" xmlns:tns="{tns}" {NS}><wsdl:documentation>{}</wsdl:documentation><wsdl:types>{types}</wsdl:types>"#,
         escape(about)
     );
-    for op in operations {
+    for op in ports.iter().flat_map(|(_, ops, _)| ops.iter()) {
         let _ = write!(
             d,
             r#"<wsdl:message name="{op}Request"><wsdl:part name="parameters" element="tns:{op}"/></wsdl:message><wsdl:message name="{op}Response"><wsdl:part name="parameters" element="tns:{op}Response"/></wsdl:message>"#
         );
     }
-    let _ = write!(d, r#"<wsdl:portType name="{name}PortType">"#);
-    for op in operations {
+    for (name, ops, _) in ports {
+        let _ = write!(d, r#"<wsdl:portType name="{name}PortType">"#);
+        for op in ops.iter() {
+            let _ = write!(
+                d,
+                r#"<wsdl:operation name="{op}"><wsdl:input message="tns:{op}Request"/><wsdl:output message="tns:{op}Response"/></wsdl:operation>"#
+            );
+        }
+        d.push_str("</wsdl:portType>");
+    }
+    for (name, ops, _) in ports {
         let _ = write!(
             d,
-            r#"<wsdl:operation name="{op}"><wsdl:input message="tns:{op}Request"/><wsdl:output message="tns:{op}Response"/></wsdl:operation>"#
+            r#"<wsdl:binding name="{name}Soap12Binding" type="tns:{name}PortType"><soap12:binding style="document" transport="http://schemas.xmlsoap.org/soap/http"/>"#
         );
+        for op in ops.iter() {
+            let _ = write!(
+                d,
+                r#"<wsdl:operation name="{op}"><soap12:operation soapAction="{tns}#{op}" style="document"/><wsdl:input><soap12:body use="literal"/></wsdl:input><wsdl:output><soap12:body use="literal"/></wsdl:output></wsdl:operation>"#
+            );
+        }
+        d.push_str("</wsdl:binding>");
     }
-    let _ = write!(
-        d,
-        r#"</wsdl:portType><wsdl:binding name="{name}Soap12Binding" type="tns:{name}PortType"><soap12:binding style="document" transport="http://schemas.xmlsoap.org/soap/http"/>"#
-    );
-    for op in operations {
+    for (name, _, address) in ports {
         let _ = write!(
             d,
-            r#"<wsdl:operation name="{op}"><soap12:operation soapAction="{tns}#{op}" style="document"/><wsdl:input><soap12:body use="literal"/></wsdl:input><wsdl:output><soap12:body use="literal"/></wsdl:output></wsdl:operation>"#
+            r#"<wsdl:service name="{name}Service"><wsdl:port name="{name}Soap12Port" binding="tns:{name}Soap12Binding"><soap12:address location="{}"/></wsdl:port></wsdl:service>"#,
+            escape(address)
         );
     }
-    let _ = write!(
-        d,
-        r#"</wsdl:binding><wsdl:service name="{name}Service"><wsdl:port name="{name}Soap12Port" binding="tns:{name}Soap12Binding"><soap12:address location="{}"/></wsdl:port></wsdl:service></wsdl:definitions>"#,
-        escape(address)
-    );
-    d.push('\n');
+    d.push_str("</wsdl:definitions>\n");
     d
 }
 
@@ -252,9 +287,10 @@ mod tests {
         let w = services(&["sum".into(), "a<b".into()], "http://h:1");
         assert!(w.contains(r#"<xsd:enumeration value="sum"/><xsd:enumeration value="a&lt;b"/>"#));
         assert!(w.contains(r#"<xsd:element name="service" type="tns:ServiceName"/>"#));
-        for op in SERVICE_OPERATIONS {
+        for op in SERVICE_OPERATIONS.iter().chain(&RANK_OPERATIONS) {
             assert!(w.contains(&format!(r#"<wsdl:operation name="{op}"><soap12:operation soapAction="urn:mpiws:services#{op}""#)), "{op}");
         }
+        assert!(w.contains(r#"<soap12:address location="http://h:1/domains/DOMAIN/ranks/RANK"/>"#));
         assert!(services(&[], "http://h:1").contains(r#"<xsd:element name="service" type="xsd:string"/>"#));
     }
 
@@ -265,6 +301,7 @@ mod tests {
             ("x1".into(), "_1x".into(), "_-a".into(), "_b".into())
         );
         assert_eq!(escape(r#"a<b>&"c'"#), "a&lt;b&gt;&amp;&quot;c&apos;");
+        assert_eq!(escape("\u{1b}[31m red\u{1}\tok\u{FFFE}"), "\u{FFFD}[31m red\u{FFFD}\tok\u{FFFD}", "what XML cannot carry");
         let w = program(&add(), "http://h:1/programs/add?x=1&y=2");
         assert!(w.contains(r#"location="http://h:1/programs/add?x=1&amp;y=2""#));
     }

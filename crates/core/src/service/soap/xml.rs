@@ -12,7 +12,11 @@
 //!   themselves are bounded by the request's body limit.
 //! - Text is kept only in elements without child elements (whitespace
 //!   between elements is dropped); CDATA is text.
+//! - A character XML 1.0 does not allow (a control character, U+FFFE,
+//!   U+FFFF), raw or by reference, is refused: what is read here can be
+//!   quoted back in an answer.
 
+use super::wsdl::xml_char;
 use quick_xml::events::Event;
 use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;
@@ -45,7 +49,7 @@ impl Element {
 
 fn namespace(r: ResolveResult) -> Result<String, String> {
     match r {
-        ResolveResult::Bound(ns) => Ok(String::from_utf8_lossy(ns.as_ref()).into_owned()),
+        ResolveResult::Bound(ns) => allowed(&String::from_utf8_lossy(ns.as_ref())).map(str::to_string),
         ResolveResult::Unbound => Ok(String::new()),
         ResolveResult::Unknown(p) => Err(format!("undeclared namespace prefix {:?}", String::from_utf8_lossy(&p))),
     }
@@ -76,7 +80,7 @@ pub fn parse(bytes: &[u8]) -> Result<Element, String> {
                 }
                 let mut el = Element {
                     ns: ns.unwrap_or_default(),
-                    name: String::from_utf8_lossy(e.local_name().as_ref()).into_owned(),
+                    name: allowed(&String::from_utf8_lossy(e.local_name().as_ref()))?.to_string(),
                     ..Element::default()
                 };
                 for a in e.attributes() {
@@ -91,6 +95,7 @@ pub fn parse(bytes: &[u8]) -> Result<Element, String> {
                         other => namespace(other)?,
                     };
                     let value = a.unescape_value().map_err(|e| format!("attribute at byte {at}: {e}"))?;
+                    allowed(&value)?;
                     el.attrs.push((ans, String::from_utf8_lossy(local.as_ref()).into_owned(), value.into_owned()));
                 }
                 if matches!(event, Event::Empty(_)) {
@@ -152,7 +157,16 @@ fn close(stack: &mut [Element], root: &mut Option<Element>, mut el: Element) {
     }
 }
 
+/// `text`, if XML allows every character of it.
+fn allowed(text: &str) -> Result<&str, String> {
+    match text.chars().find(|c| !xml_char(*c)) {
+        Some(c) => Err(format!("the character U+{:04X} is not allowed in XML", c as u32)),
+        None => Ok(text),
+    }
+}
+
 fn push_text(stack: &mut [Element], text: &str) -> Result<(), String> {
+    let text = allowed(text)?;
     match stack.last_mut() {
         Some(el) => {
             el.text.push_str(text);
@@ -188,6 +202,11 @@ mod tests {
         assert!(parse(external).unwrap_err().contains("DTD"));
         assert!(parse(b"<x>&e;</x>").unwrap_err().contains("only the five predefined"));
         assert!(parse(b"<?xml-stylesheet href='x'?><x/>").unwrap_err().contains("processing instructions"));
+        for doc in [&b"<x>&#1;</x>"[..], b"<x>\x02</x>", b"<x a='&#x1F;'/>", b"<x>&#xFFFE;</x>", b"<h:x xmlns:h='urn:\x1b'/>", b"<s\x01t/>"]
+        {
+            assert!(parse(doc).unwrap_err().contains("not allowed in XML"), "{}", String::from_utf8_lossy(doc));
+        }
+        assert_eq!(parse(b"<x>&#9;&#x10000;</x>").unwrap().text, "\t\u{10000}");
     }
 
     #[test]

@@ -175,18 +175,21 @@ async fn results(ep: &Endpoint, job: &Job, how: Transmission) -> String {
     x += "</p:outputs>";
     let base = job.url(&ep.url());
     for (name, path) in [("stdout", job.stdout_path()), ("stderr", job.stderr_path())] {
-        let link = || format!("<p:{name}><p:url>{}</p:url></p:{name}>", escape(&url::join(&base, &format!("/{name}"))));
+        let link = || choice(name, "url", &escape(&url::join(&base, &format!("/{name}"))));
         if crate::jobs::safe_file::size_of(&path).is_none() {
             continue;
         }
         x += &match (how, read_inline(&path).await) {
-            (Transmission::Value, Some(bytes)) => {
-                format!("<p:{name}><p:value>{}</p:value></p:{name}>", escape(&String::from_utf8_lossy(&bytes)))
-            }
+            (Transmission::Value, Some(bytes)) => choice(name, "value", &escape(&String::from_utf8_lossy(&bytes))),
             _ => link(),
         };
     }
     x
+}
+
+/// A file's element: its `value` or its `url` (`which`), `text` already XML.
+fn choice(name: &str, which: &str, text: &str) -> String {
+    format!("<p:{name}><p:{which}>{text}</p:{which}></p:{name}>")
 }
 
 /// One output's element(s): a file's `value` or `url`, or a value's text; a list repeated.
@@ -196,13 +199,9 @@ fn element(name: &str, file: bool, out: Out) -> String {
         other => escape(&other.to_string()),
     };
     match out {
-        Out::Link { href, .. } => format!("<p:{name}><p:url>{}</p:url></p:{name}>", escape(&href)),
-        Out::Bytes { bytes, text: true, .. } => {
-            format!("<p:{name}><p:value>{}</p:value></p:{name}>", escape(&String::from_utf8_lossy(&bytes)))
-        }
-        Out::Bytes { bytes, .. } => {
-            format!("<p:{name}><p:value>{}</p:value></p:{name}>", base64::engine::general_purpose::STANDARD.encode(bytes))
-        }
+        Out::Link { href, .. } => choice(name, "url", &escape(&href)),
+        Out::Bytes { bytes, text: true, .. } => choice(name, "value", &escape(&String::from_utf8_lossy(&bytes))),
+        Out::Bytes { bytes, .. } => choice(name, "value", &base64::engine::general_purpose::STANDARD.encode(bytes)),
         Out::Value(Value::Array(items)) => items
             .into_iter()
             .map(|item| match item.get("href").and_then(Value::as_str) {
@@ -210,7 +209,7 @@ fn element(name: &str, file: bool, out: Out) -> String {
                 None => element(name, file, Out::Value(item)),
             })
             .collect(),
-        Out::Value(v) if file => format!("<p:{name}><p:value>{}</p:value></p:{name}>", text(&v)),
+        Out::Value(v) if file => choice(name, "value", &text(&v)),
         Out::Value(v) => format!("<p:{name}>{}</p:{name}>", text(&v)),
     }
 }

@@ -208,6 +208,22 @@ def launch(impl, prog, nranks, args=(), timeout=600, prefix=RESULT_PREFIX):
     return result
 
 
+def serve(args, env=None, cwd=None):
+    """``mpiws serve ARGS`` started (its output read for its URL, the rest dropped): (the process, its URL)."""
+    p = subprocess.Popen(
+        [str(VENV / "bin" / "mpiws"), "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        text=True,
+    )
+    for line in p.stdout:
+        if "http://" in line:
+            return p, line[line.index("http://") :].split()[0]
+    raise RuntimeError("mpiws serve did not say its URL")
+
+
 def _tail(text, n=15):
     if not text:
         return ""

@@ -12,8 +12,9 @@ relay's too, the OGC face's too) with real and junk segments (ids, ranks,
 huge numbers, `..`, percent-encodings); random headers (envelope headers
 with junk, huge values, duplicates, Content-Length lies, no key, junk keys,
 a domain token, a key with run/jobs/files scopes, `Prefer`); random bodies
-(junk, truncated JSON, bindings, rendezvous registrations and job inputs
-with absurd fields, CWL job objects with wrong types, huge lists, nested
+(junk, truncated JSON, bindings, rendezvous registrations, session
+requests and job inputs with absurd fields, jobs in a session or none
+naming session files by junk names, CWL job objects with wrong types, huge lists, nested
 objects, Files and Directories whose location, path, basename or contents
 are junk, `..`, control characters, absolute paths; OGC API - Processes
 execute requests with plain, qualified and junk-encoded values, links to
@@ -42,14 +43,16 @@ upgrade, any key); and raw-socket junk (truncated request lines,
 malformed framing, bodies that stall and close, a "hidden endpoint" that
 answers the relay with junk). Each endpoint keeps a running rank (made
 again with the admin key at each batch once it ended) for stores to reach
-past the instance's checks.
+past the instance's checks, and a session of the fuzz's key (made again if
+the fuzz deleted it) for the session routes to reach past theirs; after a
+batch that may send keys, the fuzz's key deletes the other sessions it made.
 After every batch both endpoints must still answer `GET /`; no answer may
 be a 5xx the document does not list for that route; an answer of a SOAP
 face must be well-formed XML 1.0 (no character it forbids), a SOAP 1.2
 envelope, a fault (its code and status the HTTP status's) for an error,
 its operation's answer (in its WSDL's namespace) otherwise; neither
 server's stderr may show a panic; a batch sent without an endpoint key
-may create no domain, job, upload or registration (the OGC face's jobs
+may create no domain, job, upload, session or registration (the OGC face's jobs
 are jobs of the same table, its service runs domains `ogc-...`; a SOAP
 `run`, as `POST /run`, makes a domain only with a key: the same snapshot
 sees them); at the end no file the fuzz named may exist outside the
@@ -372,6 +375,7 @@ def snapshot(endpoint):
         "domains": {x["domain"] for x in d.get("domains", [])},
         "jobs": listing("jobs"),
         "files": listing("files"),
+        "sessions": listing("sessions"),
     }
     if endpoint.rendezvous:
         status, r = admin(endpoint.url, "GET", "/rendezvous")
@@ -382,7 +386,7 @@ def snapshot(endpoint):
 
 def assert_nothing_appeared(before, after, where):
     """Requests without an endpoint key (none, junk ones, a domain's token)
-    add no domain, job, upload or rendezvous entry and change nothing deployed."""
+    add no domain, job, upload, session or rendezvous entry and change nothing deployed."""
     for k, was in before.items():
         now = after[k]
         if isinstance(was, set):
@@ -420,7 +424,8 @@ def files_outside(base, works):
 class State:
     """A domain waiting for a message, an upload, a finished job of `add` and
     one of the CWL tool, made with the admin key at ``url`` (an endpoint's
-    own, or the hidden one's at the relay)."""
+    own, or the hidden one's at the relay); and a session of the fuzz's key
+    (only its owner gets past a session's first check) with a file in it."""
 
     def __init__(self, url):
         self.url = url
@@ -465,13 +470,17 @@ class State:
         self.soap_jobs = []
         # A running rank for stores (JSON and SOAP) to reach past the instance's checks: `refresh`.
         self.live, self.born = None, 0.0
+        # The fuzz's key's session, made again if the fuzz deleted it (or it expired): `refresh`.
+        self.session = None
         self.refresh()
 
     def refresh(self):
         """Made again (the last one cancelled) once it is 2 s old or ended: a running rank 0 of a `sum`
         domain of 8 ranks, with the same token, made with the admin key. The other ranks never come: it
         waits for rank 1 (tag 1), and fails once rank 1 has stayed unreachable for the failure timeout
-        (3 s); junk filed as what it waits for ends it too."""
+        (3 s); junk filed as what it waits for ends it too. The session too, if it is gone, and its file
+        `seeded` written again."""
+        self.refresh_session()
         path = urlparse(self.url).path
         if self.live is not None:
             status_path = f"{path}/domains/{self.live}/ranks/0"
@@ -496,6 +505,26 @@ class State:
             time.sleep(0.02)
             status, data = call(self.url, "GET", f"{path}/domains/{self.live}/ranks/0", key=self.token, timeout=30)
             body = json.loads(data)
+
+    def refresh_session(self):
+        path = urlparse(self.url).path
+        if (
+            self.session is None
+            or call(self.url, "GET", f"{path}/sessions/{self.session}", key=KEY_FUZZ, timeout=30)[0] != 200
+        ):
+            status, data = call(self.url, "POST", f"{path}/sessions", b"", key=KEY_FUZZ, timeout=30)
+            assert status == 201, data
+            self.session = json.loads(data)["id"]
+        status, data = call(
+            self.url,
+            "PUT",
+            f"{path}/sessions/{self.session}/files/seeded",
+            b"41",
+            [("content-type", "application/octet-stream")],
+            key=KEY_FUZZ,
+            timeout=30,
+        )
+        assert status in (201, 409), data  # 409: a job of the fuzz's made a directory of that name
 
 
 # ---- random requests ----------------------------------------------------------
@@ -535,15 +564,19 @@ JUNK_SEGMENTS = [
 ]
 
 
-def segment(rng, name, st):
-    """A path parameter: the real one, a near miss, or junk."""
+def segment(rng, name, st, template=""):
+    """A path parameter (of the route ``template``): the real one, a near miss, or junk."""
+    ids = [st.job, st.cwl_job, st.upload.rsplit("/", 1)[-1], st.session]
+    names = ["add", "x", "y", "result", "listing.txt", *CWL_PROGRAMS]
+    if template.startswith("/sessions/"):  # mostly the fuzz's key's session, and the files a session job makes
+        ids, names = [st.session] * 6 + ids, ["seeded"] * 3 + ["y", "result", f"{MARK}.txt", "-rf", ".x"] + names
     real = {
         "domain": rng.choice([st.domain, st.live]),
         "rank": rng.choice(["0", "1"]),
         "source": rng.choice(["0", "1"]),
         "seq": str(rng.randrange(4)),
-        "name": rng.choice(["add", "x", "y", "result", "listing.txt", *CWL_PROGRAMS]),
-        "id": rng.choice([st.job, st.cwl_job, st.upload.rsplit("/", 1)[-1]]),
+        "name": rng.choice(names),
+        "id": rng.choice(ids),
         "processID": rng.choice(OGC_PROCESSES),
         "jobID": rng.choice([st.job, st.cwl_job, f"ogc-{'0' * 32}", *st.ogc_jobs[-10:], *st.ogc_jobs[-3:]]),
     }.get(name, "x")
@@ -597,7 +630,7 @@ def direct_target(rng, st):
     """A path of an endpoint: a documented route with random segments, or a random path."""
     if rng.random() < 0.9:
         template, _, _ = rng.choice(DIRECT)
-        path = re.sub(r"{(\w+)}", lambda m: segment(rng, m.group(1), st), template)
+        path = re.sub(r"{(\w+)}", lambda m: segment(rng, m.group(1), st, template), template)
     else:
         parts = [
             rng.choice(
@@ -612,6 +645,7 @@ def direct_target(rng, st):
                     "stream",
                     "relay",
                     "rendezvous",
+                    "sessions",
                     "..",
                     "",
                     "%2F",
@@ -857,11 +891,39 @@ def inputs_body(rng, st):
         ]
     )
     body = {"inputs": {"x": x, "y": y}}
+    if rng.random() < 0.3:  # in a session (mostly the fuzz's key's own), its files named, junk names among them
+        body["session"] = rng.choice([st.session] * 6 + ["0" * 32, st.job, "", None, 5, ["x"], "../" + st.session])
+        named = rng.choice(["seeded", "seeded", "y", "result", *JUNK_NAMES, 5, None, ""])
+        r = rng.random()
+        if r < 0.4:
+            body["inputs"]["y"] = {"session": named}
+        elif r < 0.6:
+            body["inputs"]["y"] = {rng.choice(["base64", "url"]): rng.choice(["NDE=", st.upload]), "session": named}
+        if rng.random() < 0.5:
+            body["inputs"]["result"] = {"session": rng.choice(["out", "seeded", *JUNK_NAMES])}
+    elif rng.random() < 0.05:  # a session file outside a session
+        body["inputs"]["y"] = {"session": "seeded"}
     if rng.random() < 0.2:
         body["inputs"][rng.choice(["z", "result", ""])] = 1
     if rng.random() < 0.1:
         body = {"inputs": junk_json(rng)}
     return json.dumps(body).encode()
+
+
+def session_body(rng):
+    """What `POST /sessions` is asked: a quota and an idle time, absurd ones among them."""
+    b = {
+        "disk": rng.choice([1, 1000, 1 << 20, 5 << 30, (5 << 30) + 1, 0, -1, 1 << 64, 1.5, "1", None, [1]]),
+        "idle": rng.choice([1, 60, 3600, 3601, 0, -1, 1e-9, float("inf"), float("nan"), "soon", None]),
+    }
+    for k in list(b):
+        if rng.random() < 0.3:
+            del b[k]
+    if rng.random() < 0.1:
+        b[rng.choice(["colour", "", "inputs", "session"])] = 1
+    if rng.random() < 0.05:
+        return json.dumps(rng.choice([[b], junk_json(rng), "x" * 5000])).encode()
+    return json.dumps(b).encode()
 
 
 # ---- CWL job objects -------------------------------------------------------------
@@ -2164,6 +2226,10 @@ def body(rng, st, method, path):
     route = route_of(method, path if inner is None else inner)
     if route == "/rendezvous" and rng.random() < 0.7:
         return registration_body(rng, st)
+    if route == "/sessions" and method == "POST" and rng.random() < 0.7:
+        return session_body(rng)
+    if route == "/sessions/{id}/files/{name}" and method == "PUT" and rng.random() < 0.5:
+        return rng.choice([b"", b"41", b"x" * 1000, rng.randbytes(rng.choice([10, 100000]))])
     if route in ("/programs/{name}/jobs", "/programs/{name}/call") and rng.random() < 0.7:
         program = path.split("?")[0].rstrip("/").split("/")[-2]
         if program in CWL_PROGRAMS and rng.random() < 0.5:
@@ -2222,12 +2288,15 @@ def registration(rng, keyed):
 def focused(rng, st, keyed):
     """A request whose method, path and headers are right, so that its body
     reaches the deepest checks: a job of a program (a CWL tool's, mostly),
-    an OGC execution (of a program or the service), or a rendezvous
-    registration. (method, target, headers, body)."""
+    an OGC execution (of a program or the service), a rendezvous
+    registration, or a session's (mostly on the fuzz's key's session).
+    (method, target, headers, body)."""
     key = rng.choice([KEY_FUZZ] * 6 + [KEY_RUN]) if keyed else rng.choice([st.token, None])
     h = [("Content-Type", "application/json")] + ([("Authorization", f"Bearer {key}")] if key else [])
     if rng.random() < 0.15:
         return "POST", "/rendezvous", h, registration_body(rng, st)
+    if rng.random() < 0.25:
+        return focused_session(rng, st, h)
     if rng.random() < 0.35:
         process = rng.choice(OGC_PROCESSES)
         if rng.random() < 0.4:
@@ -2243,6 +2312,27 @@ def focused(rng, st, keyed):
     return "POST", f"/programs/{program}/{how}", h, b
 
 
+def focused_session(rng, st, h):
+    """A session request with headers ``h``: one made with junk asks, or on the fuzz's key's session (mostly)
+    its file put (junk names, bodies of any size), read or removed, it or its files listed, it deleted."""
+    base = f"/sessions/{rng.choice([st.session] * 8 + ['0' * 32, st.job])}"
+    plain = ["seeded", "y", "result", "out", f"{MARK}.txt", f"{MARK}+1=a,b@c"]
+    name = quote(rng.choice(plain) if rng.random() < 0.5 else rng.choice(JUNK_NAMES), safe="")
+    r = rng.random()
+    if r < 0.2:
+        return "POST", "/sessions", h, session_body(rng)
+    if r < 0.5:
+        data = rng.choice([b"", b"41", b"x" * 1000, rng.randbytes(rng.choice([10, 100000])), b"x" * ((1 << 20) + 1)])
+        return "PUT", f"{base}/files/{name}", h, data
+    if r < 0.75:
+        return "GET", f"{base}/files/{name}", h, None
+    if r < 0.85:
+        return "DELETE", f"{base}/files/{name}", h, None
+    if r < 0.98:
+        return "GET", rng.choice([base, f"{base}/files", "/sessions"]), h, None
+    return "DELETE", base, h, None
+
+
 def remove_ended_jobs(url):
     """The fuzz's key removes its ended jobs (it may keep only so many):
     those the OGC face started too, jobs of the same table. (The service
@@ -2255,6 +2345,17 @@ def remove_ended_jobs(url):
         if job["state"] in ("done", "failed", "killed"):
             answer = call(url, "DELETE", f"{path}/jobs/{job['id']}", key=KEY_FUZZ, timeout=30)
             assert answer and answer[0] in (200, 204, 404), answer
+
+
+def remove_sessions(url, keep):
+    """The fuzz's key deletes the sessions it made (it may keep only so many), all but ``keep``."""
+    path = urlparse(url).path
+    status, data = call(url, "GET", f"{path}/sessions", key=KEY_FUZZ, timeout=30)
+    assert status == 200, data
+    for session in json.loads(data):
+        if session["id"] != keep:
+            answer = call(url, "DELETE", f"{path}/sessions/{session['id']}", key=KEY_FUZZ, timeout=30)
+            assert answer and answer[0] in (204, 404), answer
 
 
 # ---- raw sockets ----------------------------------------------------------------
@@ -2553,8 +2654,9 @@ def test_random_requests_leave_the_endpoints_alive_and_answer_no_undocumented_5x
         if i % BATCH == BATCH - 1 or i == REQUESTS - 1:
             alive([main, hidden], where)
             if keyed:
-                for s in (main, hidden):
+                for s, st in ((main, sts.main), (hidden, sts.hidden)):
                     remove_ended_jobs(s.url)
+                    remove_sessions(s.url, st.session)
             if before is not None:
                 for s, was in zip((main, hidden), before):
                     assert_nothing_appeared(was, snapshot(s), f"in the keyless batch ending {where}")

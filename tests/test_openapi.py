@@ -42,7 +42,7 @@ NOT_PROVOKED = {
 #: The endpoint's keys: every scope, `run` only, `files` only, `relay` only, `jobs` only.
 KEY, KEY_RUN, KEY_FILES, KEY_RELAY, KEY_JOBS = ("k" * 16 + secrets.token_hex(8) for _ in range(5))
 #: Paths that take an endpoint key (the rest take a domain token, or nothing).
-KEYED = ("/run", "/rendezvous", "/programs", "/jobs", "/files", "/ogcapi/processes", "/ogcapi/jobs")
+KEYED = ("/run", "/rendezvous", "/programs", "/jobs", "/files", "/sessions", "/ogcapi/processes", "/ogcapi/jobs")
 
 #: The jobs layer's programs (NAME=TEMPLATE; {dir} is the fixture's directory).
 COUNT = "#!/bin/sh\necho counting\necho 'a note' >&2\nwc -c < \"$1\" | tr -d ' ' > \"$2\"\n"
@@ -341,6 +341,15 @@ class Api:
                     soap_answer(value, status)
                 else:
                     assert value.tag == f"{{{WSDL}}}definitions", value.tag
+            elif essence == "multipart/related" and op["operationId"].startswith("soap"):
+                # an MTOM answer: its root part a SOAP answer, every xop:Include naming one of its parts
+                check(self.spec, content[media]["schema"], data.decode("latin-1"))
+                (_, root), *rest = multipart(hdrs["content-type"], data)
+                value = ET.fromstring(root)
+                soap_answer(value, status)
+                self.parts = {fields["Content-ID"].strip("<>"): body for fields, body in rest}
+                for inc in value.iter("{http://www.w3.org/2004/08/xop/include}Include"):
+                    assert inc.get("href")[4:] in self.parts, (inc.get("href"), list(self.parts))
             else:
                 value = data
         else:
@@ -866,6 +875,7 @@ def test_files(api, server):
     api.call("POST", "/files", None, RAW, announce=(1 << 20) + 1, expect=413)  # refused on the header
     api.call("POST", "/files", iter([bytes(1 << 19)] * 3), RAW, expect=413)  # chunked, past the limit
     api.call("POST", "/files", b"cut", RAW, announce=100, cut=True, expect=400)
+    api.call("POST", "/files", b"stalls", RAW, announce=100, expect=408)  # --body-timeout
     with obstructed(server.workdir / "files"):
         api.call("POST", "/files", b"x", RAW, expect=500)
     assert not [f for f in os.listdir(server.workdir / "files") if f.endswith(".part")]
@@ -884,6 +894,14 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
         ("GET", f"/jobs/{NO_JOB}/results"),
         ("POST", "/files"),
         ("DELETE", f"/files/{NO_JOB}"),
+        ("POST", "/sessions"),
+        ("GET", "/sessions"),
+        ("GET", f"/sessions/{NO_JOB}"),
+        ("DELETE", f"/sessions/{NO_JOB}"),
+        ("GET", f"/sessions/{NO_JOB}/files"),
+        ("GET", f"/sessions/{NO_JOB}/files/n"),
+        ("PUT", f"/sessions/{NO_JOB}/files/n"),
+        ("DELETE", f"/sessions/{NO_JOB}/files/n"),
     ]
     for method, path in calls:
         body = inputs(text="x") if method == "POST" else None
@@ -893,6 +911,192 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
     for how in ("jobs", "call"):
         api.call("POST", f"/programs/count/{how}", inputs(text="x"), {"content-type": "text/plain"}, expect=415)
         api.call("POST", f"/programs/count/{how}", b'{"inputs"', JSON, announce=100, expect=408)  # stalls
+
+
+# ---- sessions: a client's jobs sharing one directory ------------------------
+
+
+def session_dir(server, session):
+    return server.workdir / "sessions" / session["id"] / "files"
+
+
+def test_sessions(api, server):
+    """Made (with what it asks, or the bounds), listed (only to its key), looked at, deleted."""
+    _, s = api.call("POST", "/sessions", json.dumps({"disk": 64, "idle": 600}), JSON, expect=201)
+    path = f"/sessions/{s['id']}"
+    assert api.headers["location"] == s["url"] == api.url + path
+    assert (s["disk"], s["idle"], s["used"], s["jobs"]) == (64, 600, 0, [])
+    assert s["expires"] == s["last_used"] + 600 and s["created"] <= s["last_used"]
+    _, most = api.call("POST", "/sessions", None, expect=201)  # no body: the endpoint's bounds
+    assert (most["disk"], most["idle"]) == (5 << 30, 3600)
+    assert api.call("POST", "/sessions", b" \n", JSON, expect=201)[1]["disk"] == 5 << 30  # blank: the bounds too
+    _, listed = api.call("GET", "/sessions", expect=200)
+    assert [x["id"] for x in listed if x["id"] in (s["id"], most["id"])] == [s["id"], most["id"]], "oldest first"
+    assert s["id"] not in [x["id"] for x in api.call("GET", "/sessions", headers=auth(KEY_JOBS), expect=200)[1]]
+    _, again = api.call("GET", path, expect=200)
+    assert again["id"] == s["id"] and again["last_used"] >= s["last_used"], "looking at it uses it"
+    for method in ("GET", "DELETE"):  # another key's: none
+        api.call(method, path, headers=auth(KEY_JOBS), expect=404)
+        api.call(method, f"/sessions/{NO_JOB}", expect=404)
+    for bad in (
+        b"{",
+        b"[]",
+        b"null",
+        json.dumps({"colour": "red"}),
+        json.dumps({"disk": 0}),
+        json.dumps({"disk": -1}),
+        json.dumps({"disk": 1.5}),
+        json.dumps({"disk": "1"}),
+        json.dumps({"disk": (5 << 30) + 1}),  # over --max-session-disk
+        json.dumps({"idle": 0}),
+        json.dumps({"idle": 3601}),  # over --session-idle
+        json.dumps({"idle": "soon"}),
+    ):
+        api.call("POST", "/sessions", bad, JSON, expect=400)
+    api.call("POST", "/sessions", b" " * 4097, JSON, expect=413)
+    api.call("POST", "/sessions", b'{"idle": 60}', {"content-type": "text/plain"}, expect=415)
+    api.call("POST", "/sessions", b'{"disk"', JSON, announce=100, expect=408)  # the body stalls
+    api.call("POST", "/sessions", b'{"disk"', JSON, announce=100, cut=True, expect=400)  # cut off
+    with obstructed(server.workdir / "sessions"):
+        api.call("POST", "/sessions", None, expect=500)
+    for each in api.call("GET", "/sessions", expect=200)[1]:
+        api.call("DELETE", f"/sessions/{each['id']}", expect=204)
+    api.call("DELETE", path, expect=404)
+    api.call("GET", path, expect=404)
+    assert not (server.workdir / "sessions" / s["id"]).exists()
+
+
+def test_session_files(api, server):
+    _, s = api.call("POST", "/sessions", json.dumps({"disk": 64}), JSON, expect=201)
+    path = f"/sessions/{s['id']}"
+    _, f = api.call("PUT", f"{path}/files/in.txt", b"hello", RAW, expect=201)
+    assert f == {"name": "in.txt", "size": 5, "url": f"{api.url}{path}/files/in.txt"}
+    assert api.call("PUT", f"{path}/files/in.txt", b"hi", RAW, expect=201)[1]["size"] == 2  # replaced
+    assert api.call("GET", f"{path}/files/in.txt", expect=200)[1] == b"hi"
+    assert api.headers["content-type"] == "application/octet-stream"
+    # a file a job made in a subdirectory: listed, and served by its path
+    (session_dir(server, s) / "d").mkdir()
+    (session_dir(server, s) / "d" / "deep").write_bytes(b"deep")
+    _, listed = api.call("GET", f"{path}/files", expect=200)
+    assert listed == {
+        "files": [
+            {"name": "d/deep", "size": 4, "url": f"{api.url}{path}/files/d/deep"},
+            {"name": "in.txt", "size": 2, "url": f"{api.url}{path}/files/in.txt"},
+        ]
+    }
+    assert api.raw("GET", f"{path}/files/d/deep")[::2] == (200, b"deep")
+    assert api.call("GET", path, expect=200)[1]["used"] == 6
+    # refusals
+    for name in ("-rf", ".hidden", "a%2Fb", "a%20b", "%2E%2E"):
+        api.call("PUT", f"{path}/files/{name}", b"x", RAW, expect=400)
+        api.call("DELETE", f"{path}/files/{name}", expect=400)
+    api.call("PUT", f"{path}/files/d", b"x", RAW, expect=409)  # a directory is there
+    api.call("PUT", f"{path}/files/big", b"x" * 65, RAW, expect=507)  # over its disk, 64 bytes
+    api.call("PUT", f"{path}/files/cut", b"cut", RAW, announce=10, cut=True, expect=400)
+    api.call("PUT", f"{path}/files/slow", b"stalls", RAW, announce=10, expect=408)  # --body-timeout
+    api.call("PUT", f"{path}/files/big", None, RAW, announce=65, expect=507)  # over its disk, on the header
+    api.call("PUT", f"{path}/files/big", None, RAW, announce=(1 << 20) + 1, expect=413)  # --max-upload, on the header
+    with obstructed(session_dir(server, s)):
+        api.call("PUT", f"{path}/files/x", b"x", RAW, expect=500)
+    assert [x["name"] for x in api.call("GET", f"{path}/files", expect=200)[1]["files"]] == ["d/deep", "in.txt"]
+    assert api.call("GET", path, expect=200)[1]["used"] == 6, "nothing half-written is kept or counted"
+    _, most = api.call("POST", "/sessions", None, expect=201)
+    api.call("PUT", f"/sessions/{most['id']}/files/big", iter([bytes(1 << 19)] * 3), RAW, expect=413)  # chunked
+    api.call("DELETE", f"/sessions/{most['id']}", expect=204)
+    for where, who in ((path, auth(KEY_JOBS)), (f"/sessions/{NO_JOB}", auth(KEY))):  # another key's, or none: 404
+        api.call("GET", f"{where}/files", headers=who, expect=404)
+        api.call("GET", f"{where}/files/in.txt", headers=who, expect=404)
+        api.call("PUT", f"{where}/files/in.txt", b"x", {**RAW, **who}, expect=404)
+        api.call("DELETE", f"{where}/files/in.txt", headers=who, expect=404)
+    api.call("GET", f"{path}/files/nope", expect=404)
+    api.call("GET", f"{path}/files/d", expect=404)  # a directory
+    api.call("DELETE", f"{path}/files/d", expect=404)
+    api.call("DELETE", f"{path}/files/in.txt", expect=204)
+    api.call("DELETE", f"{path}/files/in.txt", expect=404)
+    api.call("GET", f"{path}/files/in.txt", expect=404)
+    api.call("DELETE", path, expect=204)
+    api.call("GET", f"{path}/files", expect=404)
+
+
+def test_jobs_in_a_session(api):
+    """Spawn and call in a session: files named in it, results by reference with their session name."""
+    _, s = api.call("POST", "/sessions", None, expect=201)
+    path = f"/sessions/{s['id']}"
+    api.call("PUT", f"{path}/files/in.txt", b"hello", RAW, expect=201)
+
+    def job(**values):
+        return json.dumps({"session": s["id"], "inputs": values})
+
+    _, r = api.call(
+        "POST",
+        "/programs/count/call?by=reference",
+        job(text={"session": "in.txt"}, n={"session": "n.out"}),
+        JSON,
+        expect=200,
+    )
+    n = r["outputs"]["n"]
+    assert r["state"] == "done" and n == {"url": f"{api.url}/jobs/{r['id']}/files/n", "size": 2, "session": "n.out"}
+    assert api.call("GET", f"{path}/files/n.out", expect=200)[1] == b"5\n"
+    assert api.call("GET", urlparse(n["url"]).path, expect=200)[1] == b"5\n"  # the job's file is the session's
+    assert api.call("GET", f"/jobs/{r['id']}/results", expect=200)[1]["outputs"]["n"] == 5
+    # inputs by value and by URL, written into the session under the name given beside them (or their own)
+    _, up = api.call("POST", "/files", b"four", RAW, expect=201)
+    _, r = api.call("POST", "/programs/count/call", job(text={"url": up["url"], "session": "up.txt"}), JSON, expect=200)
+    assert r["outputs"]["n"] == 4
+    _, r = api.call("POST", "/programs/copy/call", job(src={"base64": "AP8=", "session": "b"}), JSON, expect=200)
+    assert r["outputs"]["dst"] == {"base64": "AP8="}
+    # an output not of its type: by reference, with its error and its session name
+    _, r = api.call("POST", "/programs/toint/call", job(src="seven", dst={"session": "t"}), JSON, expect=200)
+    assert "not an int" in r["outputs"]["dst"]["error"] and r["outputs"]["dst"]["session"] == "t"
+    names = {x["name"] for x in api.call("GET", f"{path}/files", expect=200)[1]["files"]}
+    assert names == {"in.txt", "n.out", "up.txt", "n", "b", "dst", "src", "t"}, names
+    # a session job's result passed on as it is, outside the session and in it
+    _, r = api.call("POST", "/programs/count/call", inputs(text=n), JSON, expect=200)
+    assert r["outputs"]["n"] == 2
+    _, r = api.call("POST", "/programs/count/call", job(text=n), JSON, expect=200)
+    assert r["outputs"]["n"] == 2
+    # a spawn: listed in the session; deleting the session kills and removes it
+    _, j = api.call("POST", "/programs/sleep/jobs", job(seconds=30), JSON, expect=201)
+    assert j["id"] in api.call("GET", path, expect=200)[1]["jobs"]
+    for how in ("jobs", "call"):
+        for body, status in (
+            (json.dumps({"session": 7, "inputs": {"text": "x"}}), 400),
+            (inputs(text={"session": "in.txt"}), 400),  # a session file outside a session
+            (job(text={"session": "../in.txt"}), 400),
+            (job(text={"session": "-rf"}), 400),
+            (job(text={"session": "nope"}), 400),  # not there
+            (job(text={"session": "in.txt"}, n={"session": "in.txt"}), 400),  # an output over an input
+            (json.dumps({"session": NO_JOB, "inputs": {"text": "x"}}), 404),
+        ):
+            api.call("POST", f"/programs/count/{how}", body, JSON, expect=status)
+        theirs = {**JSON, **auth(KEY_JOBS)}  # another key's session: none
+        api.call("POST", f"/programs/count/{how}", job(text="x"), theirs, expect=404)
+    api.call("DELETE", path, expect=204)
+    api.call("GET", f"/jobs/{j['id']}", expect=404)
+    api.call("POST", "/programs/count/call", job(text="x"), JSON, expect=404)
+
+
+def test_session_limits(spec, api, tmp_path):
+    """A second endpoint with small limits: a key's sessions (429, Retry-After), the request bodies it
+    holds (503, Retry-After); what it answers counts as seen."""
+    from mpiws.service.serve import Server
+
+    one = "s" * 16 + secrets.token_hex(8)
+    (tmp_path / "keys").write_text(f"{one} jobs\n")
+    (tmp_path / "keys").chmod(0o600)
+    small = Server({}, keys=str(tmp_path / "keys"), max_sessions_per_key=1, max_buffered=64, isolation="thread")
+    try:
+        a = Api(spec, small.url, one)
+        _, s = a.call("POST", "/sessions", b"", JSON, expect=201)
+        a.call("POST", "/sessions", b"", JSON, expect=429)  # the key's one session
+        assert int(a.headers["retry-after"]) > 0
+        a.call("POST", "/sessions", b" " * 100, JSON, expect=503)  # more than --max-buffered
+        assert int(a.headers["retry-after"]) > 0
+        a.call("DELETE", f"/sessions/{s['id']}", expect=204)
+        a.call("POST", "/sessions", b"", JSON, expect=201)
+        api.seen |= a.seen
+    finally:
+        small.stop()
 
 
 # ---- SOAP 1.2: the WSDL documents and a program's operations ----------------
@@ -995,15 +1199,23 @@ def test_soap_operations(api):
     _, r = soap(api, "sleep", ask["results"], expect=200)
     assert field(r, "sleep", "state") == "killed"
     api.call("DELETE", f"/jobs/{job}?remove=true", expect=204)
-    # bytes as an MTOM attachment, by value back (base64); by reference: the job file's URL
+    # bytes as an MTOM attachment, by value back as one (an MTOM answer); by reference: the job file's URL
     blob = bytes(range(256)) * 64
     body, headers = mtom(
         envelope(operation("copy", "call", f"<p:src><p:value>{include('blob%401')}</p:value></p:src>")),
         {"blob@1": blob},
     )
     _, r = soap(api, "copy", body, headers, expect=200)
-    assert base64.b64decode(field(r, "copy", "outputs/dst/value")) == blob
+    assert api.headers["content-type"].startswith("multipart/related")
+    back = r.find(
+        ".//{urn:mpiws:program:copy}dst/{urn:mpiws:program:copy}value/{http://www.w3.org/2004/08/xop/include}Include"
+    )
+    assert api.parts[back.get("href")[4:]] == blob
     job = field(r, "copy", "jobId")
+    # a client that sends no MTOM is answered none: the bytes base64 in the envelope
+    plain = operation("copy", "results", f"<p:jobId>{job}</p:jobId>")
+    _, r = soap(api, "copy", envelope(plain), expect=200)
+    assert base64.b64decode(field(r, "copy", "outputs/dst/value")) == blob
     by_ref = operation("copy", "results", f"<p:jobId>{job}</p:jobId><p:byReference>true</p:byReference>")
     _, r = soap(api, "copy", envelope(by_ref), expect=200)
     url = field(r, "copy", "outputs/dst/url")
@@ -1153,8 +1365,10 @@ def test_soap_refusals_are_faults(api, server):
     assert fault_of(r) == ("soap:Sender", f"no job {NO_JOB} here", 12)
     soap(api, "count", good[:50], announce=len(good), expect=408)  # the body stalls
     soap(api, "count", envelope(" " * (1 << 20)), expect=413)  # the limit is 1 MiB (--max-spawn-body)
-    body, headers = mtom(good, {"big": bytes(1 << 20)})
-    soap(api, "count", body, headers, expect=413)  # a package: --max-upload, 1 MiB
+    body, headers = mtom(good, {"big": bytes((1 << 20) + 1)})
+    soap(api, "count", body, headers, expect=413)  # a package's part: --max-upload, 1 MiB
+    body, headers = mtom(envelope(" " * (1 << 20)), {})
+    soap(api, "count", body, headers, expect=413)  # its envelope: --max-spawn-body, 1 MiB
     # 500: no SOAP 1.2 (VersionMismatch), a header to understand (MustUnderstand), no job directory (Receiver)
     for headers, body, code in (
         (SOAP, envelope(operation("count", "call", text), ns=SOAP11), "soap:VersionMismatch"),
@@ -1524,7 +1738,7 @@ def ogc_wait(api, job, states=("successful", "failed", "dismissed")):
 
 def multipart(content_type, data):
     """A multipart/related answer's parts, each (headers, body)."""
-    boundary = content_type.split("boundary=")[1].encode()
+    boundary = content_type.split("boundary=")[1].split(";")[0].strip('"').encode()
     chunks = data.split(b"--" + boundary)
     assert chunks[0] == b"" and chunks[-1] == b"--\r\n", data
     parts = []
@@ -1855,6 +2069,16 @@ def test_undocumented_requests_are_refused(api):
     api.undocumented("PUT", "/jobs/x/files/n", 405)
     api.undocumented("GET", "/files", 405)
     api.undocumented("POST", "/files/x", 405)
+    api.undocumented("PUT", "/sessions", 405)
+    api.undocumented("DELETE", "/sessions", 405)
+    api.undocumented("POST", "/sessions/x", 405)
+    api.undocumented("PUT", "/sessions/x", 405)
+    api.undocumented("POST", "/sessions/x/files", 405)
+    api.undocumented("DELETE", "/sessions/x/files", 405)
+    api.undocumented("POST", "/sessions/x/files/n", 405)
+    api.undocumented("PUT", "/sessions/x/files/d/n", 405)  # GET takes a path; PUT and DELETE one name
+    api.undocumented("DELETE", "/sessions/x/files/d/n", 405)
+    api.undocumented("GET", "/sessions/x/jobs", 404)
     # the OGC face's: its exception documents
     api.undocumented("GET", "/ogcapi/nothing", 404)
     api.undocumented("GET", "/ogcapi/processes/count/jobs", 404)

@@ -6,8 +6,8 @@ through lxml), and zeep, a real SOAP client, unmodified, loads it and calls
 a program's operations through it (`POST /programs/{name}`); MTOM packages
 and faults over plain HTTP."""
 
-import base64
 import hashlib
+import os
 import pickle
 import subprocess
 import time
@@ -256,6 +256,16 @@ def mtom(root, parts, boundary="MIMEBoundary_mpiws_test"):
     return data, ctype
 
 
+def unpack(r):
+    """An MTOM answer: its envelope (parsed) and its parts' bytes by Content-ID."""
+    from requests_toolbelt.multipart.decoder import MultipartDecoder
+
+    assert r.headers["content-type"].startswith("multipart/related"), r.headers["content-type"]
+    found = MultipartDecoder(r.content, r.headers["content-type"]).parts
+    parts = {p.headers[b"Content-ID"].decode().strip("<>"): p.content for p in found}
+    return etree.fromstring(found[0].content), parts
+
+
 def test_an_mtom_attachment_is_a_files_value(host):
     blob = bytes(range(256)) * 4096 + b"\r\n--MIMEBoundary_mpiws_tes"  # 1 MiB, and what looks like a boundary
     include = '<xop:Include xmlns:xop="http://www.w3.org/2004/08/xop/include" href="cid:blob%401"/>'
@@ -263,8 +273,11 @@ def test_an_mtom_attachment_is_a_files_value(host):
     body, ctype = mtom(root, {"blob@1": blob})
     r = post(host, "copy", body, ctype)
     assert r.status_code == 200, r.content[:500]
-    value = etree.fromstring(r.content).find(".//{urn:mpiws:program:copy}dst/{urn:mpiws:program:copy}value").text
-    assert hashlib.sha256(base64.b64decode(value)).digest() == hashlib.sha256(blob).digest()
+    # A client that sends MTOM reads it: the output file is a part of the answer, named by its Include.
+    answer, parts = unpack(r)
+    xop = "{http://www.w3.org/2004/08/xop/include}Include"
+    got = answer.find(f".//{{urn:mpiws:program:copy}}dst/{{urn:mpiws:program:copy}}value/{xop}")
+    assert hashlib.sha256(parts[got.get("href")[4:]]).digest() == hashlib.sha256(blob).digest()
     body, ctype = mtom(root, {"other@1": blob})
     r = post(host, "copy", body, ctype)
     assert r.status_code == 400 and "no part has Content-ID <blob@1>" in fault_of(r)[1]
@@ -374,3 +387,53 @@ def test_a_soap_store_checks_the_token_first_and_the_envelope(host):
         rank0.bStore(source=1, payload=b"x")
     assert "forward" in e.value.message
     requests.delete(f"{host.url}/domains/soap-refuse/ranks/0", headers={"authorization": f"Bearer {token}"})
+
+
+def test_a_64_mib_file_passes_both_ways_as_mtom_parts_in_bounded_memory(tmp_path):
+    """spawn + running + results with 64 MiB in and out as MTOM parts: zeep reads the answer's part; the
+    endpoint (its own process) streams both (its peak memory grows by far less than the file) and keeps no
+    copy of the part once the job has its own."""
+    from conftest import mpiws_serve
+    from mpiws.keys import client_key
+
+    work = tmp_path / "work"
+    server, url = mpiws_serve(
+        ["--program", "copy=cp [in:file:src:binary] [out:file:dst:binary]", "--workdir", str(work)]
+    )
+    try:
+
+        def peak_kib():
+            status = Path(f"/proc/{server.pid}/status").read_text()
+            return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
+
+        before = peak_kib()
+        blob = os.urandom(1 << 20) * 64
+        include = '<xop:Include xmlns:xop="http://www.w3.org/2004/08/xop/include" href="cid:big%401"/>'
+        root = envelope(f'<spawn xmlns="urn:mpiws:program:copy"><src><value>{include}</value></src></spawn>')
+        body, ctype = mtom(root, {"big@1": blob})
+        keyed = requests.Session()
+        keyed.headers.update(
+            {"Authorization": f"Bearer {client_key()}", "Accept": "multipart/related, application/soap+xml"}
+        )
+        r = keyed.post(
+            f"{url}/programs/copy",
+            data=iter([body[i : i + (1 << 20)] for i in range(0, len(body), 1 << 20)]),
+            headers={"Content-Type": ctype},
+        )
+        assert r.status_code == 200, r.content[:300]
+        job_id = etree.fromstring(r.content).find(".//{urn:mpiws:program:copy}jobId").text
+        copy = zeep.Client(f"{url}/programs/copy?wsdl", transport=Transport(session=keyed))
+        deadline = time.monotonic() + 60
+        while copy.service.running(jobId=job_id).running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        got = copy.service.results(jobId=job_id).outputs.dst.value  # zeep reads the MTOM part
+        assert hashlib.sha256(got).digest() == hashlib.sha256(blob).digest()
+        grew_mib = (peak_kib() - before) / 1024
+        assert grew_mib < 32, f"the endpoint's peak memory grew by {grew_mib:.0f} MiB moving 64 MiB each way"
+        deadline = time.monotonic() + 10
+        while list((work / "files").iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list((work / "files").iterdir()) == [], "the part's file is gone once the job has its copy"
+    finally:
+        server.kill()
+        server.wait()

@@ -80,6 +80,9 @@ class Endpoint:
         max_jobs_per_key: int | None = None,
         max_uploads_per_key: int | None = None,
         job_ttl: float | None = None,
+        max_session_disk: int | None = None,
+        session_idle: float | None = None,
+        max_sessions_per_key: int | None = None,
         cwl_runner: list[str] = [],
         cwl_client_requirements: bool | None = None,
         cwl_runner_forks: list[str] = [],
@@ -322,10 +325,10 @@ class JobsClient:
     def __init__(self, key: str | None = None) -> None:
         """``key``: the endpoint key sent with every call (not with downloads: a file's URL is its capability)."""
     def call(self, method: str, url: str, body: str | None = None) -> str: ...
-    def upload(self, url: str, path: str) -> str:
-        """POST the file at ``path`` to ``url`` (streamed); the JSON answer."""
-    def download(self, url: str, path: str) -> int:
-        """GET ``url`` into the file at ``path`` (streamed); its size."""
+    def upload(self, url: str, path: str, put: bool = False) -> str:
+        """POST (``put``: PUT) the file at ``path`` to ``url`` (streamed); the JSON answer."""
+    def download(self, url: str, path: str, keyed: bool = False) -> int:
+        """GET ``url`` into the file at ``path`` (streamed; ``keyed``: with the key); its size."""
 
 def sandbox_begin(endpoint: Endpoint) -> Instance:
     """In an instance's child process: create the instance from the binding

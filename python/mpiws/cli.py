@@ -1,5 +1,5 @@
 """The ``mpiws`` command line: ``serve`` an endpoint, ``run`` a domain, ``bench`` against MPI,
-use deployed programs: ``usage``, ``call``, ``spawn``, ``job``, and run workflows: ``workflow``."""
+use deployed programs: ``usage``, ``call``, ``spawn``, ``job``, ``session``, and run workflows: ``workflow``."""
 
 import argparse
 import json
@@ -32,6 +32,9 @@ LIMITS = [
     ("--max-jobs-per-key", "", "most jobs one key holds at once, running or ended"),
     ("--max-uploads-per-key", "", "uploads one key keeps at once"),
     ("--job-ttl", "seconds", "an ended job or an upload is kept"),
+    ("--max-session-disk", "bytes", "the largest disk quota a session may have (also its default)"),
+    ("--session-idle", "seconds", "the longest a session may stay unused before it is removed (also its default)"),
+    ("--max-sessions-per-key", "", "sessions one key keeps at once"),
     ("--max-spawn-body", "bytes", "largest spawn request body"),
     ("--tls-handshake-timeout", "seconds", "a connection has to complete its TLS handshake"),
     ("--max-instance-memory", "bytes", "address space of one instance's process; 0: unbounded"),
@@ -190,7 +193,7 @@ def _tell_certificate(endpoint):
         )
 
 
-def _program(a):
+def _run_program(a):
     """(form, program, args) as ``python`` takes them: ``prog.py args``,
     ``-m module args`` or ``-c code args`` (each of -m and -c takes the rest
     of the line, as in python); None if none is given."""
@@ -203,8 +206,60 @@ def _program(a):
     return ("path", a.program[0], a.program[1:]) if a.program else None
 
 
+def _module_missing(name):
+    """Why ``python -m name`` in this directory would not find the module
+    (``No module named pkg.nope``), looked for without running any of its
+    packages' code; None if found, or if only an import could tell (a package
+    that extends its ``__path__`` as it is imported is not looked into)."""
+    import importlib.machinery
+    import importlib.util
+
+    parts = name.split(".")
+    sys.path.insert(0, os.getcwd())  # as python -m (and a rank) has it
+    try:
+        spec = importlib.util.find_spec(parts[0])
+        for i in range(1, len(parts)):
+            if spec is None:
+                break
+            if spec.submodule_search_locations is None:
+                return f"{'.'.join(parts[:i])} is not a package"
+            if spec.origin and spec.origin.endswith("__init__.py"):
+                with open(spec.origin, encoding="utf-8", errors="replace") as f:
+                    if "__path__" in f.read():  # pkgutil.extend_path and the like: only an import can tell
+                        return None
+            spec = importlib.machinery.PathFinder.find_spec(
+                ".".join(parts[: i + 1]), list(spec.submodule_search_locations)
+            )
+        else:
+            return None if spec is not None else f"No module named {name}"
+        return f"No module named {'.'.join(parts[:i])}"
+    except Exception:  # noqa: BLE001 - a name python -m would refuse, or a finder that failed: the ranks say why
+        return None
+    finally:
+        sys.path.remove(os.getcwd())
+
+
+def _missing(form, program):
+    """Why ``program`` cannot run, said before any rank starts (as python says
+    it: a missing file, status 2; a missing module, status 1), or None."""
+    if form == "path" and not os.path.exists(program):
+        return f"{program}: no such file", 2
+    missing = _module_missing(program) if form == "module" else None
+    if missing:
+        return f"-m {program}: {missing}", 1
+    return None
+
+
+def _params(text):
+    """``--params``: JSON text, read; ValueError naming the flag and what is wrong."""
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"--params is not JSON ({e}): give one JSON value, e.g. --params '{{\"n\": 100}}'") from None
+
+
 def _run(a):
-    given = _program(a)
+    given = _run_program(a)
     if a.rendezvous or a.slurm:
         if not given:
             raise SystemExit(
@@ -250,7 +305,7 @@ def _run(a):
 
         if not a.service:
             raise SystemExit("mpiws run --endpoints needs --service NAME")
-        params = json.loads(a.params) if a.params else None
+        params = _params(a.params) if a.params else None
         return run_remote([e.strip() for e in a.endpoints.split(",") if e.strip()], a.service, params, key=a.key)
     from .launch.local import run_local
 
@@ -267,13 +322,18 @@ def _run(a):
     if a.tls_cert:
         os.environ.update(MPIWS_TLS_CERT=os.path.abspath(a.tls_cert), MPIWS_TLS_KEY=os.path.abspath(a.tls_key))
     form, program, args = given
+    missing = _missing(form, program)
+    if missing:
+        print(f"mpiws run: {missing[0]}", file=sys.stderr)
+        return missing[1]
     return run_local(a.np, program, args, prefix=a.prefix, host=a.host, keep_going=a.keep_going, form=form)
 
 
 def _inputs(words):
     """``x=1`` a value (or a file's text), ``y:@path`` a local file (uploaded),
-    ``y:@http://...`` a URL the job pulls; ``out:NAME[=PATH]`` saves output NAME."""
-    from .jobs import File
+    ``y:@http://...`` a URL the job pulls, ``y:@session:NAME`` a file of the job's
+    session (an output's too: written there); ``out:NAME[=PATH]`` saves output NAME."""
+    from .jobs import File, SessionFile
 
     inputs, saves = {}, {}
     for w in words:
@@ -282,7 +342,7 @@ def _inputs(words):
             saves[name] = path or name
         elif ":@" in w and ("=" not in w or w.index(":@") < w.index("=")):
             name, _, where = w.partition(":@")
-            inputs[name] = File(where)
+            inputs[name] = SessionFile(where[8:]) if where.startswith("session:") else File(where)
         elif "=" in w:
             name, _, value = w.partition("=")
             inputs[name] = value
@@ -314,12 +374,16 @@ def _usage(a):
     return 0
 
 
-def _call(a):
-    from .jobs import Program
+def _program(a):
+    from .jobs import Program, Session
 
+    session = Session(url=a.session, key=a.key) if a.session else None
+    return Program(a.url, key=a.key, session=session)
+
+
+def _call(a):
     inputs, saves = _inputs(a.inputs)
-    program = Program(a.url, key=a.key)
-    job = program.spawn(**inputs)
+    job = _program(a).spawn(**inputs)
     print(f"mpiws call: job {job.url}", file=sys.stderr, flush=True)
     try:
         status = job.wait()
@@ -334,10 +398,26 @@ def _call(a):
 
 
 def _spawn(a):
-    from .jobs import Program
-
     inputs, _ = _inputs(a.inputs)
-    print(Program(a.url, key=a.key).spawn(**inputs).url)
+    print(_program(a).spawn(**inputs).url)
+    return 0
+
+
+def _session(a):
+    from .jobs import Session
+
+    if a.action == "new":
+        print(Session(a.url, key=a.key, disk=a.disk, idle=a.idle).url)
+        return 0
+    s = Session(url=a.url, key=a.key)
+    if a.action == "show":
+        print(json.dumps({**s.status(), "files": s.files()}, indent=2))
+    elif a.action == "put":  # put SESSION PATH [NAME]: the positionals read the other way round
+        print(json.dumps(s.upload(a.name, a.path)))
+    elif a.action == "get":
+        print(f"mpiws session: {a.name} -> {a.path or a.name} ({s.download(a.name, a.path or a.name)} bytes)")
+    elif a.action == "rm":
+        s.remove(a.name) if a.name else s.delete()
     return 0
 
 
@@ -378,6 +458,70 @@ def _bench(a):
     return run_bench(a.suites, quick=a.quick, ranks=a.ranks, out=a.out, rounds=a.rounds, wan=a.wan)
 
 
+#: What each command's URL arguments look like, for the message that says what is expected.
+URL_ARGS = {
+    "usage": {"url": "http://HOST:PORT/programs/NAME"},
+    "call": {"url": "http://HOST:PORT/programs/NAME", "session": "http://HOST:PORT/sessions/ID"},
+    "spawn": {"url": "http://HOST:PORT/programs/NAME", "session": "http://HOST:PORT/sessions/ID"},
+    "job": {"url": "http://HOST:PORT/jobs/ID"},
+    "session": {"url": "http://HOST:PORT/sessions/ID"},
+    "run": {
+        "endpoints": "http://HOST:PORT",
+        "rendezvous": "http://HOST:PORT",
+        "via_relay": "http://HOST:PORT/relay/NAME",
+    },
+    "serve": {"via_relay": "http://HOST:PORT/relay/NAME"},
+}
+
+
+def check_url(text, example="http://HOST:PORT"):
+    """``text`` if it is an http(s) URL (read by the core's URL parser), else a
+    ValueError saying what is expected: every command that takes a URL checks
+    it here before it calls anything, so that ``127.0.0.1:8001`` is not an
+    ``invalid format`` from deep inside."""
+    from . import _core
+
+    scheme, sep, _ = text.partition("://")
+    if not sep:
+        hint = f" (http://{text}?)" if text and not text.startswith("/") else ""
+        raise ValueError(f"{text!r} is not a URL: give a URL such as {example}{hint}")
+    if scheme.lower() not in ("http", "https"):
+        raise ValueError(f"{text!r}: mpiws speaks http:// and https:// only: give a URL such as {example}")
+    _core.parse_url(text)  # a bad port, a user name, ...: its ValueError names the URL and the fault
+    return text
+
+
+def _check_urls(a):
+    """Every URL argument of command ``a`` (``check_url``), before the command runs."""
+    examples = dict(URL_ARGS.get(a.command, {}))
+    if a.command == "session" and getattr(a, "action", None) == "new":
+        examples["url"] = "http://HOST:PORT"
+    for attr, example in examples.items():
+        value = getattr(a, attr, None)
+        if not value:
+            continue
+        for url in value.split(",") if attr == "endpoints" else [value]:
+            if url.strip():
+                check_url(url.strip(), example)
+
+
+class _Version(argparse.Action):
+    """``mpiws --version``: the installed distribution's version (looked up only when asked)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib import metadata
+
+        try:
+            version = metadata.version("mpiws")
+        except metadata.PackageNotFoundError:  # run from a source tree, not installed
+            from . import __version__ as version
+        print(f"mpiws {version}")
+        parser.exit()
+
+
 def _port(text):
     """A port option: 0 (any free port) or 1 to 65535, by the core's parser."""
     from . import _core
@@ -391,7 +535,16 @@ def _port(text):
 
 
 def main(argv=None):
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before a command began (the parser's imports): said as after
+        print("mpiws: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv):
     p = argparse.ArgumentParser(prog="mpiws", description="MPI-style message passing between web services.")
+    p.add_argument("--version", action=_Version, help="print mpiws's version and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run an endpoint hosting services")
@@ -528,13 +681,40 @@ def main(argv=None):
         help="x=1, y:@file (uploaded), y:@http://... (pulled), out:result[=path] (saved)",
     )
     c.add_argument("--by", choices=("value", "reference"), default="value", help="results inline, or as URLs")
+    session_help = (
+        "run the job in this session (ENDPOINT/sessions/ID: mpiws session new); y:@session:NAME names its files"
+    )
+    c.add_argument("--session", metavar="URL", help=session_help)
     c.add_argument("--key", help=key_help)
     c.set_defaults(func=_call)
     sp = sub.add_parser("spawn", help="start a job of a deployed program; prints its URL")
     sp.add_argument("url", help="ENDPOINT/programs/NAME")
     sp.add_argument("inputs", nargs="*", metavar="ARG", help="as for call")
+    sp.add_argument("--session", metavar="URL", help=session_help)
     sp.add_argument("--key", help=key_help)
     sp.set_defaults(func=_spawn)
+    se = sub.add_parser(
+        "session",
+        help="a session: jobs sharing files on an endpoint (new, show, put, get, rm)",
+        usage="%(prog)s new ENDPOINT [--disk BYTES] [--idle SECONDS]\n"
+        "       %(prog)s show|rm SESSION\n"
+        "       %(prog)s put SESSION PATH [NAME]\n"
+        "       %(prog)s get SESSION NAME [PATH]\n"
+        "       %(prog)s rm SESSION NAME",
+    )
+    se.add_argument("action", choices=("new", "show", "put", "get", "rm"))
+    se.add_argument("url", help="new: ENDPOINT; else the session's URL (ENDPOINT/sessions/ID)")
+    se.add_argument("name", nargs="?", help="put: the local file; get, rm: the session's file")
+    se.add_argument("path", nargs="?", help="put: its name in the session; get: where to save it")
+    se.add_argument("--disk", type=int, metavar="BYTES", help="new: its disk quota (default: the endpoint's bound)")
+    se.add_argument(
+        "--idle",
+        type=float,
+        metavar="SECONDS",
+        help="new: removed after this long unused (default: the endpoint's bound)",
+    )
+    se.add_argument("--key", help=key_help)
+    se.set_defaults(func=_session)
     j = sub.add_parser("job", help="a job's status (or, with --results / --kill, its results / its end)")
     j.add_argument("url", help="ENDPOINT/jobs/ID")
     j.add_argument("--wait", type=float, help="long-poll up to this many seconds for the job to end")
@@ -656,7 +836,11 @@ def main(argv=None):
     if getattr(a, "ca", None):
         os.environ["MPIWS_CA_FILE"] = os.path.abspath(a.ca)  # read when the core's HTTP client is first made
     try:
+        _check_urls(a)
         return a.func(a)
+    except KeyboardInterrupt:  # Ctrl-C: one line, and 130 as a shell gives a command ended by SIGINT
+        print(f"mpiws {a.command}: interrupted", file=sys.stderr)
+        return 130
     except Exception as e:
         if not _told(e):
             raise

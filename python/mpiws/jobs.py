@@ -14,6 +14,16 @@ A file input is its text (``str``), its bytes (``bytes``) or a :class:`File`:
 a local path, uploaded to the program's endpoint first, or a URL the job
 pulls itself (another job's output, say: data then goes from service to
 service, never through the client).
+
+In a :class:`Session`, jobs share a directory on the endpoint: a file
+parameter (input or output) names a session file, and one job's output is
+the next one's input where it lies, with no transfer at all::
+
+    with Session("http://127.0.0.1:8001") as s:                 # deleted at the end
+        s.upload("big.dat", "raw")
+        s.program("filter").call(data=s.file("raw"), result=s.file("filtered"))
+        s.program("stats").call(data=s.file("filtered"), result=s.file("stats"))
+        s.download("stats", "stats.txt")
 """
 
 import base64
@@ -61,13 +71,27 @@ def join(url, suffix):
     return base.rstrip("/") + suffix + sep + pin
 
 
+class SessionFile:
+    """A session's file, named for a job's file parameter (input or output): ``Session.file(name)``;
+    with a ``source`` (text, bytes or a :class:`File`), the input written there under that name first."""
+
+    def __init__(self, name, source=None):
+        self.name = name
+        self.source = source
+
+    def __repr__(self):
+        return f"SessionFile({self.name!r})" if self.source is None else f"SessionFile({self.name!r}, {self.source!r})"
+
+
 class Program:
     """A deployed program, named by its URL ``{endpoint}/programs/{name}``;
-    ``key`` is the endpoint key to use (default: ``mpiws.keys.client_key``)."""
+    ``key`` is the endpoint key to use (default: ``mpiws.keys.client_key``);
+    ``session``: its jobs run in that :class:`Session` (``Session.program``)."""
 
-    def __init__(self, url, key=None):
+    def __init__(self, url, key=None, session=None):
         self.url = join(url, "")
         self.key = key
+        self.session = session
         unpinned, hash_, pin = self.url.partition("#")
         base, sep, self.name = unpinned.rpartition("/programs/")
         if not sep or not self.name:
@@ -83,17 +107,27 @@ class Program:
 
     def spawn(self, **inputs):
         """Start a job; returns at once."""
-        job = _call("POST", join(self.url, "/jobs"), {"inputs": self._encode(inputs)}, key=self.key)
+        job = _call("POST", join(self.url, "/jobs"), self._body(inputs), key=self.key)
         return Job(job["url"], key=self.key)
 
     def call(self, by="value", **inputs):
         """Start a job, wait for it to end, return its results (see :meth:`Job.results`)."""
-        return _call("POST", join(self.url, f"/call?by={by}"), {"inputs": self._encode(inputs)}, key=self.key)
+        return _call("POST", join(self.url, f"/call?by={by}"), self._body(inputs), key=self.key)
 
-    def _encode(self, inputs):
-        return {name: self._encode_one(v) for name, v in inputs.items()}
+    def _body(self, inputs):
+        body = {"inputs": {name: self._encode_one(v) for name, v in inputs.items()}}
+        if self.session is not None:
+            body["session"] = self.session.id
+        return body
 
     def _encode_one(self, v):
+        if isinstance(v, SessionFile):
+            if v.source is None:
+                return {"session": v.name}
+            source = self._encode_one(v.source)
+            if not isinstance(source, dict):  # a file's text
+                source = {"base64": base64.b64encode(str(source).encode()).decode()}
+            return {**source, "session": v.name}
         if isinstance(v, File):
             if v.is_url:
                 return {"url": v.location}
@@ -145,6 +179,69 @@ class Job:
     def download(self, name, path):
         """Save output file ``name`` (or ``stdout``/``stderr``) to ``path``; its size."""
         return download(join(self.url, f"/{name}" if name in ("stdout", "stderr") else f"/files/{name}"), path)
+
+
+class Session:
+    """A session on ``endpoint``: a directory of the caller's there, where its jobs read and write
+    files by name. ``disk`` (bytes) and ``idle`` (seconds) ask for less than the endpoint's bounds;
+    it is removed after ``idle`` seconds unused, or by :meth:`delete` (at the end of a ``with``).
+    ``url``: an existing session's, instead of making one."""
+
+    def __init__(self, endpoint=None, key=None, disk=None, idle=None, url=None):
+        self.key = key
+        if url is None:
+            asked = {k: v for k, v in (("disk", disk), ("idle", idle)) if v is not None}
+            url = _call("POST", join(endpoint, "/sessions"), asked, key=key)["url"]
+        self.url = join(url, "")
+        unpinned, hash_, pin = self.url.partition("#")
+        base, sep, self.id = unpinned.rpartition("/sessions/")
+        if not sep or not self.id:
+            raise ValueError(f"a session's URL is ENDPOINT/sessions/ID, not {url!r}")
+        self.endpoint = base + hash_ + pin
+
+    def __repr__(self):
+        return f"Session({self.url!r})"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.delete()
+
+    def status(self):
+        """``{"id", "url", "disk", "used", "idle", "expires", "jobs", ...}``."""
+        return _call("GET", self.url, key=self.key)
+
+    def program(self, name):
+        """Program ``name`` of the session's endpoint, its jobs run in the session."""
+        return Program(join(self.endpoint, f"/programs/{name}"), key=self.key, session=self)
+
+    @staticmethod
+    def file(name, source=None):
+        """The session's file ``name``, for a job's file parameter (input: read there; output: written there);
+        ``source``: an input's text, bytes or :class:`File`, written there as ``name`` first."""
+        return SessionFile(name, source)
+
+    def files(self):
+        """The session's files: ``[{"name", "size", "url"}]``."""
+        return _call("GET", join(self.url, "/files"), key=self.key)["files"]
+
+    def upload(self, path, name=None):
+        """Put the local file at ``path`` in the session as ``name`` (default: its own name), streamed."""
+        name = name or os.path.basename(os.fspath(path))
+        return json.loads(_client(self.key).upload(join(self.url, f"/files/{name}"), os.fspath(path), put=True))
+
+    def download(self, name, path):
+        """Save the session's file ``name`` to ``path`` (streamed); its size."""
+        return _client(self.key).download(join(self.url, f"/files/{name}"), os.fspath(path), keyed=True)
+
+    def remove(self, name):
+        """Remove the session's file ``name``."""
+        _client(self.key).call("DELETE", join(self.url, f"/files/{name}"), None)
+
+    def delete(self):
+        """Remove the session: its running jobs are killed, its jobs and files removed."""
+        _client(self.key).call("DELETE", self.url, None)
 
 
 def upload(endpoint, path, key=None):

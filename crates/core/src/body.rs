@@ -15,10 +15,25 @@ use tokio::io::{AsyncRead, ReadBuf};
 
 #[derive(Debug, Default)]
 pub struct Chunks {
-    chunks: VecDeque<Bytes>,
+    segments: VecDeque<Segment>,
     remaining: u64,
-    file: Option<tokio::fs::File>,
     relayed: Option<Incoming>,
+}
+
+/// A piece of a body: bytes in memory, or the first bytes of a file, read as they are sent.
+#[derive(Debug)]
+pub enum Segment {
+    Bytes(Bytes),
+    File(tokio::fs::File, u64),
+}
+
+impl Segment {
+    fn len(&self) -> u64 {
+        match self {
+            Segment::Bytes(b) => b.len() as u64,
+            Segment::File(_, n) => *n,
+        }
+    }
 }
 
 /// How much of a file one body frame carries.
@@ -26,14 +41,19 @@ const FILE_FRAME: u64 = 256 << 10;
 
 impl Chunks {
     pub fn new(chunks: impl IntoIterator<Item = Bytes>) -> Self {
-        let chunks: VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
-        let remaining = chunks.iter().map(|c| c.len() as u64).sum();
-        Chunks { chunks, remaining, ..Chunks::default() }
+        Chunks::segments(chunks.into_iter().map(Segment::Bytes))
     }
 
     /// The first `len` bytes of `file`, read as they are sent.
     pub fn file(file: tokio::fs::File, len: u64) -> Self {
-        Chunks { remaining: len, file: (len > 0).then_some(file), ..Chunks::default() }
+        Chunks::segments([Segment::File(file, len)])
+    }
+
+    /// Bytes and files, one after the other (an MTOM package's parts).
+    pub fn segments(segments: impl IntoIterator<Item = Segment>) -> Self {
+        let segments: VecDeque<Segment> = segments.into_iter().filter(|s| s.len() > 0).collect();
+        let remaining = segments.iter().map(Segment::len).sum();
+        Chunks { segments, remaining, relayed: None }
     }
 
     /// Another connection's body, passed on frame by frame; if it breaks,
@@ -59,30 +79,36 @@ impl Body for Chunks {
         if let Some(relayed) = self.relayed.as_mut() {
             return Pin::new(relayed).poll_frame(cx);
         }
-        if let Some(c) = self.chunks.pop_front() {
-            self.remaining -= c.len() as u64;
-            return Poll::Ready(Some(Ok(Frame::data(c))));
-        }
         let this = &mut *self;
-        let Some(file) = this.file.as_mut() else { return Poll::Ready(None) };
-        let mut buf = BytesMut::zeroed(this.remaining.min(FILE_FRAME) as usize);
-        let mut read = ReadBuf::new(&mut buf);
-        match Pin::new(file).poll_read(cx, &mut read) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(())) if !read.filled().is_empty() => {
-                let n = read.filled().len();
-                buf.truncate(n);
-                this.remaining -= n as u64;
-                if this.remaining == 0 {
-                    this.file = None;
-                }
-                Poll::Ready(Some(Ok(Frame::data(buf.freeze()))))
+        match this.segments.front_mut() {
+            None => Poll::Ready(None),
+            Some(Segment::Bytes(_)) => {
+                let Some(Segment::Bytes(c)) = this.segments.pop_front() else { unreachable!("matched above") };
+                this.remaining -= c.len() as u64;
+                Poll::Ready(Some(Ok(Frame::data(c))))
             }
-            // Shorter than announced, or unreadable: end early; the peer sees
-            // a body cut off (its length was announced), never wrong data.
-            Poll::Ready(_) => {
-                this.file = None;
-                Poll::Ready(None)
+            Some(Segment::File(file, left)) => {
+                let mut buf = BytesMut::zeroed((*left).min(FILE_FRAME) as usize);
+                let mut read = ReadBuf::new(&mut buf);
+                match Pin::new(file).poll_read(cx, &mut read) {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                        let n = read.filled().len();
+                        buf.truncate(n);
+                        *left -= n as u64;
+                        this.remaining -= n as u64;
+                        if *left == 0 {
+                            this.segments.pop_front();
+                        }
+                        Poll::Ready(Some(Ok(Frame::data(buf.freeze()))))
+                    }
+                    // Shorter than announced, or unreadable: end early; the peer sees
+                    // a body cut off (its length was announced), never wrong data.
+                    Poll::Ready(_) => {
+                        this.segments.clear();
+                        Poll::Ready(None)
+                    }
+                }
             }
         }
     }
@@ -90,7 +116,7 @@ impl Body for Chunks {
     fn is_end_stream(&self) -> bool {
         match &self.relayed {
             Some(relayed) => relayed.is_end_stream(),
-            None => self.chunks.is_empty() && self.file.is_none(),
+            None => self.segments.is_empty(),
         }
     }
 

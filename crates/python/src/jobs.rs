@@ -38,13 +38,18 @@ impl JobsClient {
             .map(|v| v.to_string())
     }
 
-    /// POST the file at `path` to `url` (an endpoint's `/files`); the JSON answer.
-    fn upload(&self, py: Python<'_>, url: &str, path: &str) -> PyResult<String> {
-        py.detach(|| runtime().block_on(self.http.upload(url, Path::new(path), self.key.as_deref()))).py_err().map(|v| v.to_string())
+    /// POST the file at `path` to `url` (an endpoint's `/files`), or PUT it
+    /// (`put`: a session's file); the JSON answer.
+    #[pyo3(signature = (url, path, put=false))]
+    fn upload(&self, py: Python<'_>, url: &str, path: &str, put: bool) -> PyResult<String> {
+        py.detach(|| runtime().block_on(self.http.upload(url, Path::new(path), self.key.as_deref(), put))).py_err().map(|v| v.to_string())
     }
 
-    /// GET `url` into the file at `path`; its size.
-    fn download(&self, py: Python<'_>, url: &str, path: &str) -> PyResult<u64> {
-        py.detach(|| runtime().block_on(self.http.download(url, Path::new(path)))).py_err()
+    /// GET `url` into the file at `path` (with the key if `keyed`: a
+    /// session's file; other files' URLs are capabilities); its size.
+    #[pyo3(signature = (url, path, keyed=false))]
+    fn download(&self, py: Python<'_>, url: &str, path: &str, keyed: bool) -> PyResult<u64> {
+        let key = if keyed { self.key.as_deref() } else { None };
+        py.detach(|| runtime().block_on(self.http.download(url, Path::new(path), key))).py_err()
     }
 }

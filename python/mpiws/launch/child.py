@@ -12,7 +12,7 @@ import threading
 from .. import _core, binding
 from .spawn import sides
 from .program import from_python_argv
-from .worker import _exit_when_closed, _read_all, run_to_end
+from .worker import _exit_when_closed, _read_all, quiet_interrupt, run_to_end
 
 
 def main():
@@ -41,10 +41,14 @@ def main():
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:  # noqa: BLE001 - reported as python would, then the exit status
+    except KeyboardInterrupt:  # Ctrl-C at mpiws run: its launcher says so, once
+        code = 130
+    except BaseException:  # noqa: BLE001 - reported as python would (the user's frames), then the exit status
         import traceback
 
-        traceback.print_exc()
+        from .domain import user_traceback
+
+        sys.stderr.write(user_traceback(traceback.format_exc()))
         code = 1
     try:
         instance.flush(None)  # what this child sent is delivered before it says it ended
@@ -60,5 +64,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    threading.Event().wait()  # the spawning process decides when this one ends
+    quiet_interrupt(main)  # then the spawning process decides when this one ends

@@ -12,6 +12,7 @@ launcher can start the rank: no other local process can hand it a domain).
 
 import os
 import runpy
+import signal
 import sys
 import threading
 import types
@@ -39,6 +40,10 @@ def _read_all(fd):
 
 
 def main():
+    # mpiws run starts ranks with SIGINT blocked, so that a Ctrl-C while they
+    # import is no traceback; from here on it is a KeyboardInterrupt (one
+    # that came meanwhile is raised now: quiet_interrupt ends the rank).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     form, program, args = from_python_argv(sys.argv[1:])
     url_fd = int(os.environ.pop("MPIWS_URL_FD"))
     hold_fd = int(os.environ.pop("MPIWS_HOLD_FD"))
@@ -129,6 +134,19 @@ def _run_code(code):
         sys.modules["__main__"] = saved
 
 
-if __name__ == "__main__":
-    main()
+def quiet_interrupt(main):
+    """Run ``main``, then wait for the launcher to end this process. Ctrl-C
+    reaches every rank with the launcher (one process group): the launcher
+    says it, once, and ends the ranks; a rank prints no traceback of its own
+    (the program's own KeyboardInterrupt is its failure, reported as any)."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        os._exit(130)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the program has ended: nothing left to interrupt
     threading.Event().wait()  # the launcher decides when this process ends
+
+
+if __name__ == "__main__":
+    quiet_interrupt(main)

@@ -70,6 +70,7 @@ def run_command(a):
                 advertise=a.advertise,
                 progress=not a.quiet,
                 record=a.record,
+                sessions=a.session,
             )
         finally:
             if a.graph:
@@ -147,6 +148,12 @@ def add_parser(sub):
         help="the classic form: the manager invokes each step and relays every result (to compare)",
     )
     r.add_argument("--outdir", default=".", help="where output files are saved (default: here)")
+    r.add_argument(
+        "--session",
+        action="store_true",
+        help="program steps on one endpoint run in one session: a job's output files are the next job's inputs "
+        "where they lie, not even copied (template programs)",
+    )
     r.add_argument("--record", metavar="JSON", help="write the run record: steps, endpoints, times, bytes, outputs")
     r.add_argument("--graph", metavar="PATH", help="draw the workflow after the run: .svg or .png (Graphviz), or .dot")
     r.add_argument(

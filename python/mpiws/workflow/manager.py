@@ -19,12 +19,12 @@ from .values import LocalFile, Ref, bind, nbytes, output_object
 class Run:
     """What both forms share: where each step runs, the jobs, the record, how values cross the manager."""
 
-    def __init__(self, wf, values, mode, key=None, advertise=None, progress=True):
+    def __init__(self, wf, values, mode, key=None, advertise=None, progress=True, sessions=False):
         self.wf, self.values, self.mode = wf, values, mode
         self.key, self.advertise = key, advertise
         self.record = Record(wf, mode, progress)
         self.scratch = tempfile.mkdtemp(prefix="mpiws-wf-")
-        self.jobs = Jobs(key, self.scratch)
+        self.jobs = Jobs(key, self.scratch, sessions)
         self.local = None
         self._count = threading.Lock()
         self._keys_file = None
@@ -113,16 +113,19 @@ class Run:
         return self.fetched(self.wf.steps[src.step], src.name, v)
 
 
-def run(flow, inputs=None, mode="direct", outdir=".", key=None, advertise=None, progress=True, record=None):
+def run(
+    flow, inputs=None, mode="direct", outdir=".", key=None, advertise=None, progress=True, record=None, sessions=False
+):
     """Run a workflow (a file's path, or a ``Workflow``) on ``inputs``
     (name -> value; a file as ``values.LocalFile``): returns (output object, run record).
     ``mode``: ``direct`` or ``mediated``; files among the outputs are saved in
-    ``outdir``; ``record``: a path to write the run record to (JSON)."""
+    ``outdir``; ``record``: a path to write the run record to (JSON); ``sessions``:
+    program steps on one endpoint run in one session, files passed where they lie."""
     if mode not in ("direct", "mediated"):
         raise ValueError(f"mode is direct or mediated, not {mode!r}")
     wf = flow if isinstance(flow, Workflow) else load(flow)
     values = bind(wf, inputs or {})
-    r = Run(wf, values, mode, key=key, advertise=advertise, progress=progress)
+    r = Run(wf, values, mode, key=key, advertise=advertise, progress=progress, sessions=sessions)
     with kept(r.record, record, r.close):
         outputs = (direct if mode == "direct" else mediated).execute(r)
         r.record.outputs = output_object(outputs, outdir)

@@ -26,10 +26,12 @@ class LocalFile:
 
 @dataclass(frozen=True)
 class Ref:
-    """A file on an endpoint, by reference: a job's output (its URL and size)."""
+    """A file on an endpoint, by reference: a job's output (its URL and size; ``session``: the
+    session's URL and the file's name there, if the job ran in one)."""
 
     url: str
     size: int = -1
+    session: tuple = None
 
 
 def nbytes(v):

@@ -1,7 +1,8 @@
 //! Nothing is kept for ever: ended jobs (with their directories) and
 //! uploads are removed once they are older than the endpoint's time to
 //! live (`job_ttl`, `mpiws serve --job-ttl`). A job's age counts from its
-//! end, an upload's from when it was written.
+//! end, an upload's from when it was written. A session is removed once
+//! idle past its time (`session`).
 
 use std::sync::Weak;
 use std::time::{Duration, SystemTime};
@@ -16,14 +17,25 @@ fn period(ttl: Duration) -> Duration {
 /// Remove what has expired, until the register is gone.
 pub async fn expire_forever(jobs: Weak<Jobs>) {
     loop {
-        let Some(period) = jobs.upgrade().map(|jobs| period(jobs.ttl)) else { return };
-        tokio::time::sleep(period).await;
+        let Some((period, sooner)) = jobs
+            .upgrade()
+            .map(|jobs| (period(jobs.shortest_idle().map_or(jobs.ttl, |idle| idle.min(jobs.ttl))), jobs.expiry_sooner.clone()))
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = sooner.notified() => continue, // a new session: look again how often
+        }
         let Some(jobs) = jobs.upgrade() else { return };
         expire(&jobs).await;
     }
 }
 
 pub async fn expire(jobs: &Jobs) {
+    for id in jobs.expired_sessions() {
+        jobs.remove_session(&id).await;
+    }
     for id in jobs.expired_jobs() {
         jobs.remove_job(&id).await;
     }

@@ -32,6 +32,7 @@ use crate::jobs::ledger::{Ledger, Row};
 use crate::jobs::process::Process as ChildProcess;
 use crate::jobs::process_group::{self, Process};
 use crate::jobs::safe_file::{bytes_under, create_new, inside, make_private_dir, open_beneath};
+use crate::jobs::session::{Names, Session};
 use crate::jobs::stage::{stage, Input};
 use crate::jobs::template::{Placement, Word};
 use crate::jobs::{Program, Runs};
@@ -99,7 +100,13 @@ pub struct Job {
     /// The key that spawned it: only that key (or one with `admin`) may
     /// watch it, read its results, kill it or see it listed.
     pub owner: KeyId,
+    /// Its own directory: its record (streams, exit status) and, unless
+    /// it runs in a session, its files.
     pub dir: PathBuf,
+    /// The session it runs in (its files are the session's), and the
+    /// session files its parameters name.
+    pub session: Option<Arc<Session>>,
+    pub names: Names,
     state: watch::Sender<State>,
     kill: Notify,
     killed: AtomicBool,
@@ -120,6 +127,16 @@ pub struct Job {
     /// Where its changes of state are written, and its owner's fingerprint
     /// there: set in a given work directory.
     kept: Option<Kept>,
+}
+
+/// Where a job lives: its directory, the quota its bytes count against,
+/// where it is kept across restarts, and the session it runs in (with the
+/// files its parameters name there).
+pub struct Home {
+    pub dir: PathBuf,
+    pub disk: Arc<Disk>,
+    pub kept: Option<Kept>,
+    pub session: Option<(Arc<Session>, Names)>,
 }
 
 /// Where a job is kept across restarts, and as whose.
@@ -163,25 +180,21 @@ pub(crate) fn now() -> f64 {
 }
 
 impl Job {
-    pub fn new(id: String, program: Arc<Program>, owner: KeyId, dir: PathBuf, disk: Arc<Disk>, kept: Option<Kept>) -> Arc<Job> {
+    pub fn new(id: String, program: Arc<Program>, owner: KeyId, home: Home) -> Arc<Job> {
         let state = State { state: Phase::Staging, exit_code: None, error: None, started: now(), ended: None };
-        Job::with_state(id, program, owner, dir, disk, kept, state)
+        Job::with_state(id, program, owner, home, state)
     }
 
-    fn with_state(
-        id: String,
-        program: Arc<Program>,
-        owner: KeyId,
-        dir: PathBuf,
-        disk: Arc<Disk>,
-        kept: Option<Kept>,
-        state: State,
-    ) -> Arc<Job> {
+    fn with_state(id: String, program: Arc<Program>, owner: KeyId, home: Home, state: State) -> Arc<Job> {
+        let Home { dir, disk, kept, session } = home;
+        let (session, names) = session.map_or((None, Names::default()), |(s, n)| (Some(s), n));
         Arc::new(Job {
             id,
             program,
             owner,
             dir,
+            session,
+            names,
             state: watch::channel(state).0,
             kill: Notify::new(),
             killed: AtomicBool::new(false),
@@ -197,7 +210,7 @@ impl Job {
 
     /// The job a ledger row describes (`restore`), as it was written: its
     /// state, outputs and process; None if the row does not make sense.
-    pub fn from_row(row: &Row, program: Arc<Program>, owner: KeyId, dir: PathBuf, disk: Arc<Disk>, kept: Kept) -> Option<Arc<Job>> {
+    pub fn from_row(row: &Row, program: Arc<Program>, owner: KeyId, home: Home) -> Option<Arc<Job>> {
         let state = State {
             state: Phase::parse(&row.state)?,
             exit_code: row.exit_code,
@@ -205,7 +218,7 @@ impl Job {
             started: row.started,
             ended: row.ended,
         };
-        let job = Job::with_state(row.id.clone(), program, owner, dir, disk, Some(kept), state);
+        let job = Job::with_state(row.id.clone(), program, owner, home, state);
         if let Some(c) = &row.collect {
             let _ = job.collecting.set(serde_json::from_str(c).ok()?);
         }
@@ -235,6 +248,8 @@ impl Job {
             pid_start: process.map(|p| p.start),
             collect: self.collecting.get().and_then(|c| serde_json::to_string(c).ok()),
             outputs: self.outputs.get().and_then(|o| serde_json::to_string(o).ok()),
+            session: self.session.as_ref().map(|s| s.id.clone()),
+            names: self.session.as_ref().and_then(|_| serde_json::to_string(&self.names).ok()),
         }
     }
 
@@ -254,6 +269,12 @@ impl Job {
         let mut rx = self.state.subscribe();
         let _ = tokio::time::timeout(wait, rx.wait_for(|s| s.state.ended())).await;
         self.state()
+    }
+
+    /// Once the job is past `phase` (or has ended): a staging job's inputs are its own.
+    pub async fn left(&self, phase: Phase) {
+        let mut rx = self.state.subscribe();
+        let _ = rx.wait_for(|s| s.state != phase).await;
     }
 
     /// The job's URL on the endpoint at `base`.
@@ -285,8 +306,16 @@ impl Job {
         }
     }
 
-    /// Count `n` bytes the job is about to write against the quota.
+    /// Where it runs, and its files are: its session's files, or its own directory.
+    pub fn workdir(&self) -> PathBuf {
+        self.session.as_ref().map_or_else(|| self.dir.clone(), |s| s.files())
+    }
+
+    /// Count `n` bytes the job is about to write against the quota (its session's, if it runs in one).
     pub fn claim(&self, n: u64) -> Result<(), String> {
+        if let Some(s) = &self.session {
+            return s.claim(n);
+        }
         self.disk.claim(Some(self.owner), n)?;
         self.claimed.fetch_add(n, Ordering::SeqCst);
         Ok(())
@@ -295,6 +324,9 @@ impl Job {
     /// Measure the job's directory and count what changed; an error if
     /// it no longer fits the quota (then it is counted all the same).
     fn account_disk(&self) -> Result<(), String> {
+        if let Some(s) = &self.session {
+            return s.account().map_err(|full| format!("{} wrote more than the disk quota allows: {full}", self.program.name));
+        }
         let measured = bytes_under(&self.dir);
         let before = self.claimed.swap(measured, Ordering::SeqCst);
         if measured <= before {
@@ -311,6 +343,9 @@ impl Job {
     /// Count the job's directory, as found, against its owner's quota (a
     /// restart); the bytes counted.
     pub fn recount_disk(&self) -> u64 {
+        if self.session.is_some() {
+            return 0; // counted with its session
+        }
         let n = bytes_under(&self.dir);
         self.disk.force(Some(self.owner), n);
         self.claimed.store(n, Ordering::SeqCst);
@@ -319,6 +354,11 @@ impl Job {
 
     /// The job's files are gone: give their bytes back to the quota.
     pub fn release_disk(&self) {
+        if let Some(s) = &self.session {
+            s.forget_job(&self.id);
+            let _ = s.account(); // its record is gone
+            return;
+        }
         self.disk.release(Some(self.owner), self.claimed.swap(0, Ordering::SeqCst));
     }
 
@@ -337,6 +377,9 @@ impl Job {
                 s.ended = Some(now());
             }
         });
+        if let Some(session) = self.session.as_ref().filter(|_| phase.ended()) {
+            session.job(&self.id, true);
+        }
         self.keep();
     }
 
@@ -352,13 +395,19 @@ impl Job {
         self.keep();
     }
 
-    /// Where the file of parameter `name` is (a `file` parameter's).
+    /// Where the file of parameter `name` is (a `file` parameter's): in
+    /// its session, the session file it names.
     pub fn file_path(&self, name: &str) -> Option<PathBuf> {
         let p = self.program.template()?.param(name)?;
         if p.placement != Placement::File {
             return None;
         }
-        inside(&self.dir, &p.name)
+        inside(&self.workdir(), self.names.of(&p.name))
+    }
+
+    /// Where output `name`'s file is (a `val` output's too: its parameter's name where the job runs).
+    pub fn output_path(&self, name: &str) -> PathBuf {
+        self.file_path(name).unwrap_or_else(|| self.workdir().join(name))
     }
 
     /// The job's file `rel` as (directory, path under it) for
@@ -366,7 +415,7 @@ impl Job {
     /// path in a CWL job's output directory.
     pub fn file_location(&self, rel: &str) -> Option<(PathBuf, String)> {
         match &self.program.runs {
-            Runs::Template { .. } => self.file_path(rel).map(|_| (self.dir.clone(), rel.to_string())),
+            Runs::Template { .. } => self.file_path(rel).map(|_| (self.workdir(), self.names.of(rel).to_string())),
             Runs::Cwl(_) | Runs::CwlRunner { .. } => Some((self.dir.join(cwl::OUT), rel.to_string())),
         }
     }
@@ -394,13 +443,13 @@ impl Job {
                     Word::Param(i) => {
                         let p = &template.params[*i];
                         match p.placement {
-                            Placement::File => p.name.clone(), // relative to the job's directory
+                            Placement::File => self.names.of(&p.name).to_string(), // relative to where it runs
                             Placement::Val => values.iter().find(|(n, _)| *n == p.name).map(|(_, v)| v.clone()).unwrap_or_default(),
                         }
                     }
                 });
                 let argv = std::iter::once(executable.to_string_lossy().into_owned()).chain(args).collect::<Vec<_>>();
-                (argv, None, None, self.dir.clone())
+                (argv, None, None, self.workdir())
             }
             (Runs::Cwl(tool), Plan::Cwl(job)) => {
                 for d in [cwl::OUT, cwl::TMP] {
@@ -481,8 +530,9 @@ impl Job {
     /// job of the CWL runner is forked from, if there is one.
     pub async fn run(self: Arc<Self>, plan: Plan, inputs: Vec<Input>, fetcher: Arc<Fetcher>, url: String, forks: Option<Arc<ForkServer>>) {
         let claim = |n| self.claim(n);
+        let workdir = self.workdir();
         let staged = tokio::select! {
-            r = stage(&self.dir, inputs, &fetcher, &claim) => r,
+            r = stage(&workdir, inputs, &fetcher, &claim, self.session.is_some()) => r,
             _ = self.kill.notified() => return self.set(Phase::Killed, None, None),
         };
         if let Err(e) = staged {

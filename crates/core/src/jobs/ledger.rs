@@ -48,12 +48,24 @@ const SCHEMA: &str = "
         pid INTEGER,
         pid_start INTEGER,
         collect TEXT,
-        outputs TEXT
+        outputs TEXT,
+        session TEXT,
+        names TEXT
     );
     CREATE TABLE IF NOT EXISTS uploads (id TEXT PRIMARY KEY, owner TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        disk INTEGER NOT NULL,
+        idle REAL NOT NULL,
+        created REAL NOT NULL
+    );
     CREATE TABLE IF NOT EXISTS heartbeat (one INTEGER PRIMARY KEY CHECK (one = 1), at REAL NOT NULL);
 ";
-const VERSION: i64 = 1;
+const VERSION: i64 = 2;
+
+/// What makes a file of an earlier schema the current one (schema 1 had no sessions).
+const UPGRADES: &[(i64, &str)] = &[(1, "ALTER TABLE jobs ADD COLUMN session TEXT; ALTER TABLE jobs ADD COLUMN names TEXT;")];
 
 /// One job as the ledger keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +91,21 @@ pub struct Row {
     pub collect: Option<String>,
     /// JSON: a CWL job's output object.
     pub outputs: Option<String>,
+    /// The session it runs in, if it does, and (JSON) the session files its parameters name.
+    pub session: Option<String>,
+    pub names: Option<String>,
+}
+
+/// One session as the ledger keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    pub id: String,
+    /// The owner's key fingerprint.
+    pub owner: String,
+    pub disk: u64,
+    /// Seconds.
+    pub idle: f64,
+    pub created: f64,
 }
 
 pub struct Ledger {
@@ -110,6 +137,11 @@ impl Ledger {
                 format!("jobs ledger {}: written by a newer mpiws (schema {version}; this one knows {VERSION})", path.display()),
             );
         }
+        for (from, upgrade) in UPGRADES {
+            if version == *from {
+                db.execute_batch(upgrade).map_err(fail)?;
+            }
+        }
         db.execute_batch(SCHEMA).map_err(fail)?;
         db.execute_batch(&format!("PRAGMA user_version = {VERSION}")).map_err(fail)?;
         Ok(Ledger { db: Mutex::new(db), path })
@@ -118,7 +150,7 @@ impl Ledger {
     /// Write `row`, replacing the job's earlier one.
     pub fn put_job(&self, row: &Row) {
         self.write(
-            "INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            "INSERT OR REPLACE INTO jobs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 row.id,
                 row.owner,
@@ -133,13 +165,45 @@ impl Ledger {
                 row.pid,
                 row.pid_start.map(|t| t as i64),
                 row.collect,
-                row.outputs
+                row.outputs,
+                row.session,
+                row.names
             ],
         );
     }
 
     pub fn remove_job(&self, id: &str) {
         self.write("DELETE FROM jobs WHERE id = ?1", params![id]);
+    }
+
+    pub fn put_session(&self, s: &SessionRow) {
+        self.write(
+            "INSERT OR REPLACE INTO sessions VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![s.id, s.owner, i64::try_from(s.disk).unwrap_or(i64::MAX), s.idle, s.created],
+        );
+    }
+
+    pub fn remove_session(&self, id: &str) {
+        self.write("DELETE FROM sessions WHERE id = ?1", params![id]);
+    }
+
+    /// Every session row.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>> {
+        let db = self.db.lock();
+        db.prepare("SELECT id, owner, disk, idle, created FROM sessions ORDER BY created, id")
+            .and_then(|mut q| {
+                q.query_map([], |r| {
+                    Ok(SessionRow {
+                        id: r.get(0)?,
+                        owner: r.get(1)?,
+                        disk: r.get::<_, i64>(2)?.max(0) as u64,
+                        idle: r.get(3)?,
+                        created: r.get(4)?,
+                    })
+                })?
+                .collect()
+            })
+            .or_else(|e| err(ErrorClass::Other, format!("jobs ledger {}: {e}", self.path.display())))
     }
 
     pub fn put_upload(&self, id: &str, owner: &str) {
@@ -182,6 +246,8 @@ impl Ledger {
                         pid_start: r.get::<_, Option<i64>>(11)?.map(|t| t as u64),
                         collect: r.get(12)?,
                         outputs: r.get(13)?,
+                        session: r.get(14)?,
+                        names: r.get(15)?,
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<Row>>>()
@@ -226,6 +292,8 @@ mod tests {
             pid_start: Some(u64::from(u32::MAX) + 7),
             collect: None,
             outputs: Some("{\"n\": 1}".into()),
+            session: None,
+            names: None,
         }
     }
 
@@ -254,6 +322,37 @@ mod tests {
         assert_eq!(l.last_beat(), Some(99.0));
         let mode = std::fs::metadata(dir.join(FILE)).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "private: {mode:o}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sessions_and_session_jobs_are_kept_and_a_schema_1_file_is_upgraded() {
+        let dir = std::env::temp_dir().join(format!("mpiws-ledger-{}", crate::jobs::new_id()));
+        std::fs::create_dir(&dir).unwrap();
+        // A file as the first schema wrote it, with a job in it.
+        let v1 = Connection::open(dir.join(FILE)).unwrap();
+        v1.execute_batch(
+            "CREATE TABLE jobs (id TEXT PRIMARY KEY, owner TEXT NOT NULL, program TEXT NOT NULL, kind TEXT NOT NULL, \
+             source TEXT NOT NULL, state TEXT NOT NULL, exit_code INTEGER, error TEXT, started REAL NOT NULL, ended REAL, \
+             pid INTEGER, pid_start INTEGER, collect TEXT, outputs TEXT); \
+             INSERT INTO jobs VALUES ('old', 'f', 'add', 'template', 'add.sh', 'done', 0, NULL, 1.0, 2.0, NULL, NULL, NULL, NULL); \
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        drop(v1);
+        {
+            let l = Ledger::open(&dir).unwrap();
+            assert_eq!(l.jobs().unwrap()[0].session, None, "the old job is read");
+            let s = SessionRow { id: "s1".into(), owner: "o".into(), disk: 1 << 40, idle: 60.0, created: 3.0 };
+            l.put_session(&s);
+            l.put_session(&SessionRow { id: "s2".into(), ..s.clone() });
+            l.remove_session("s2");
+            l.put_job(&Row { session: Some("s1".into()), names: Some("{\"in\":\"a\"}".into()), ..row("j", "running") });
+        }
+        let l = Ledger::open(&dir).unwrap();
+        assert_eq!(l.sessions().unwrap(), vec![SessionRow { id: "s1".into(), owner: "o".into(), disk: 1 << 40, idle: 60.0, created: 3.0 }]);
+        let j = l.jobs().unwrap().into_iter().find(|r| r.id == "j").unwrap();
+        assert_eq!((j.session.as_deref(), j.names.as_deref()), (Some("s1"), Some("{\"in\":\"a\"}")));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -29,9 +29,13 @@
 //! [`forks`] is the fork server's endpoint half (instances' children and
 //! the CWL runner's jobs are forked from a warm interpreter).
 //!
+//! A client may also make a [`session`]: a directory of its own where its
+//! jobs read and write files by name, one job's output the next one's
+//! input with no transfer ([`sessions`]: the register's sessions).
+//!
 //! In a work directory given with `--workdir`, the table is kept in a
 //! [`ledger`] (SQLite): an endpoint started again on it answers for every
-//! job and upload it kept ([`restore`]).
+//! job, upload and session it kept ([`restore`]).
 
 pub mod cwl;
 pub mod disk;
@@ -45,6 +49,8 @@ pub mod process;
 pub mod process_group;
 pub mod restore;
 pub mod safe_file;
+pub mod session;
+pub mod sessions;
 pub mod stage;
 pub mod template;
 pub mod workdir;
@@ -66,8 +72,9 @@ use crate::runtime::runtime;
 use disk::Disk;
 use fetch::Fetcher;
 use forks::ForkServer;
-use job::{Job, Kept};
+use job::{Home, Job, Kept};
 use ledger::Ledger;
+use session::{Names, Session};
 use template::{Template, Word};
 use workdir::WorkDir;
 
@@ -208,6 +215,13 @@ pub struct Limits {
     /// How long an ended job, or an upload, is kept before it is removed.
     #[serde(with = "seconds")]
     pub job_ttl: Duration,
+    /// The largest disk quota a session may have (its default too).
+    pub max_session_disk: u64,
+    /// The longest a session may stay unused before it is removed (its default too).
+    #[serde(with = "seconds")]
+    pub session_idle: Duration,
+    /// Most sessions one key keeps at once.
+    pub max_sessions_per_key: usize,
     /// The command that runs the CWL documents the engine here does not
     /// (`--cwl-runner`; `cwl::delegate`); none if empty.
     pub cwl_runner: Vec<String>,
@@ -240,6 +254,9 @@ impl Default for Limits {
             max_jobs_per_key: 500,
             max_uploads_per_key: 1000,
             job_ttl: Duration::from_secs(24 * 3600),
+            max_session_disk: 5 << 30,
+            session_idle: Duration::from_secs(3600),
+            max_sessions_per_key: 16,
             cwl_runner: Vec::new(),
             cwl_client_requirements: false,
             cwl_runner_forks: Vec::new(),
@@ -281,6 +298,11 @@ pub struct Jobs {
     max_uploads_per_key: usize,
     /// How long ended jobs and uploads are kept.
     pub ttl: Duration,
+    /// Sessions, by id (see `sessions`), and what one may be given.
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pub session_bounds: session::Bounds,
+    /// Told when a session is made: expiry may have to look sooner.
+    expiry_sooner: Arc<tokio::sync::Notify>,
     /// Runs the CWL documents the engine here does not (`Limits::cwl_runner`).
     cwl_runner: Vec<String>,
     /// Where the runner's jobs are forked from (`Limits::cwl_runner_forks`).
@@ -320,6 +342,13 @@ impl Jobs {
             max_jobs_per_key: limits.max_jobs_per_key,
             max_uploads_per_key: limits.max_uploads_per_key,
             ttl: limits.job_ttl,
+            sessions: Mutex::new(HashMap::new()),
+            expiry_sooner: Arc::new(tokio::sync::Notify::new()),
+            session_bounds: session::Bounds {
+                disk: limits.max_session_disk,
+                idle: limits.session_idle,
+                per_key: limits.max_sessions_per_key,
+            },
             cwl_runner: limits.cwl_runner.clone(),
             cwl_forks: Mutex::new(match (limits.cwl_runner_wire, &limits.cwl_runner_forks) {
                 // SAFETY: the descriptor is given to the endpoint to own (`Limits::cwl_runner_wire`).
@@ -378,11 +407,15 @@ impl Jobs {
     }
 
     /// A new job of `program` for `owner` (its id, its directory's path, and
-    /// where it is kept), to be admitted.
-    pub fn new_job(&self, program: Arc<Program>, owner: &Key) -> Result<Arc<Job>> {
+    /// where it is kept), to be admitted; in `session`, with the session
+    /// files its parameters name.
+    pub fn new_job(&self, program: Arc<Program>, owner: &Key, session: Option<(Arc<Session>, Names)>) -> Result<Arc<Job>> {
         let id = new_id();
-        let dir = self.job_dir(&id)?;
-        Ok(Job::new(id, program, owner.id, dir, self.disk.clone(), self.kept(owner.id)))
+        let dir = match &session {
+            Some((s, _)) => s.job_dir(&id),
+            None => self.job_dir(&id)?,
+        };
+        Ok(Job::new(id, program, owner.id, Home { dir, disk: self.disk.clone(), kept: self.kept(owner.id), session }))
     }
 
     /// Where a job or upload of `owner` is kept, if the table is.
@@ -474,13 +507,18 @@ impl Jobs {
             });
         }
         job.keep();
+        if let Some(s) = &job.session {
+            s.job(&job.id, false);
+        }
         jobs.insert(job.id.clone(), job);
         Ok(())
     }
 
     /// Take a job that never started out of the table (its directory could not be made).
     pub fn forget(&self, id: &str) {
-        self.jobs.lock().remove(id);
+        if let Some(s) = self.jobs.lock().remove(id).and_then(|j| j.session.clone()) {
+            s.forget_job(id);
+        }
         if let Some(ledger) = &self.ledger {
             ledger.remove_job(id);
         }
@@ -539,6 +577,7 @@ impl Jobs {
     /// it: the endpoint stops.
     pub async fn close(&self) {
         let all: Vec<Arc<Job>> = self.jobs.lock().drain().map(|(_, j)| j).collect();
+        self.sessions.lock().clear();
         for job in &all {
             job.end().await;
         }
@@ -589,6 +628,7 @@ fn check_name(name: &str) -> Result<()> {
 }
 
 /// A key may act on what `owner` made if it is that key, or has `admin`.
+/// (Also the rule for sessions: `session::may_act`.)
 fn may_act(caller: &Key, owner: KeyId) -> bool {
     caller.id == owner || caller.allows(Scope::Admin)
 }
@@ -631,7 +671,7 @@ mod tests {
 
     /// A job of `owner`, entered in the table (no directory: it never runs).
     fn spawn(jobs: &Jobs, owner: &Key) -> std::result::Result<Arc<Job>, Refusal> {
-        let job = jobs.new_job(jobs.program("sleep").unwrap(), owner).unwrap();
+        let job = jobs.new_job(jobs.program("sleep").unwrap(), owner, None).unwrap();
         jobs.admit(job.clone()).map(|()| job)
     }
 

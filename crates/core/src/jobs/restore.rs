@@ -15,6 +15,9 @@
 //! - What a key no longer in the keys file owned belongs to no key: only
 //!   `admin` may act on it.
 //! - Half-written uploads (`*.part`) are removed: no URL was given for them.
+//! - A session is kept with its files, its idle time counted again from
+//!   when the endpoint was last alive; its jobs are in it again. One whose
+//!   directory is gone is forgotten.
 //! - The disk quota counts what is there again: each job's directory and
 //!   upload against its owner, the rest against no key.
 
@@ -23,7 +26,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::jobs::job::{self, Job, Kept, Phase, EXIT_FILE};
+use crate::jobs::job::{self, Home, Job, Kept, Phase, EXIT_FILE};
 use crate::jobs::ledger::Row;
 use crate::jobs::process_group::Process;
 use crate::jobs::{is_id, safe_file, Jobs, Program};
@@ -63,6 +66,12 @@ pub(super) fn restore(jobs: &Jobs, keys: &Keys) -> Result<()> {
     let owner = |fingerprint: &str| owners.get(fingerprint).copied().unwrap_or(KeyId::GONE);
     let last_seen = ledger.last_beat().unwrap_or_else(job::now);
     let mut counted = 0u64;
+    for row in ledger.sessions()? {
+        match jobs.restore_session(&row, owner(&row.owner), last_seen) {
+            Some(session) => counted = counted.saturating_add(session.used()),
+            None => ledger.remove_session(&row.id),
+        }
+    }
     for row in ledger.jobs()? {
         let Some(job) = rebuilt(jobs, &row, owner(&row.owner), Kept { ledger: ledger.clone(), owner: row.owner.clone() }) else {
             eprintln!("mpiws: jobs ledger: job {} cannot be read back; it is dropped", row.id);
@@ -78,6 +87,9 @@ pub(super) fn restore(jobs: &Jobs, keys: &Keys) -> Result<()> {
                 runtime().spawn(job.clone().adopt());
             }
             Fate::Lose(why) => job.lose(why.to_string(), last_seen.max(job.state().started)),
+        }
+        if let Some(s) = &job.session {
+            s.job(&job.id, job.state().state.ended());
         }
         jobs.jobs.lock().insert(job.id.clone(), job);
     }
@@ -110,7 +122,16 @@ fn rebuilt(jobs: &Jobs, row: &Row, owner: KeyId, kept: Kept) -> Option<Arc<Job>>
         return None; // its directory is named by it
     }
     let program = Program::parse(&row.program, &row.kind, &row.source, &jobs.cwl_runner).ok()?;
-    Job::from_row(row, Arc::new(program), owner, jobs.job_dir(&row.id).ok()?, jobs.disk.clone(), kept)
+    let (dir, session) = match &row.session {
+        // A job of a session that is gone is gone with it.
+        Some(id) => {
+            let session = jobs.session(id)?;
+            let names = serde_json::from_str(row.names.as_deref().unwrap_or("{}")).ok()?;
+            (session.job_dir(&row.id), Some((session, names)))
+        }
+        None => (jobs.job_dir(&row.id).ok()?, None),
+    };
+    Job::from_row(row, Arc::new(program), owner, Home { dir, disk: jobs.disk.clone(), kept: Some(kept), session })
 }
 
 /// Say in the ledger, every few seconds, that the endpoint is alive, until

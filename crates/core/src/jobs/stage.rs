@@ -43,18 +43,32 @@ fn under(dir: &Path, rel: &str) -> Option<PathBuf> {
 }
 
 /// Bring `inputs` into the job directory `dir`, counting their bytes with
-/// `claim` (the job's share of the disk quota) before they are written.
+/// `claim` (the job's share of the disk quota) before they are written;
+/// `replace`: a file already there under an input's name is replaced (a
+/// session's; removed, never written through: it may be a symlink).
 pub async fn stage(
     dir: &Path,
     inputs: Vec<Input>,
     fetcher: &Fetcher,
     claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
+    replace: bool,
 ) -> Result<()> {
     for input in inputs {
         let fail = |why: String| Error::new(ErrorClass::Other, format!("{}: {why}", input.name));
         let to = under(dir, &input.rel).ok_or_else(|| fail("not a plain file name".into()))?;
         if let Some(parent) = to.parent().filter(|p| *p != dir) {
             tokio::fs::create_dir_all(parent).await.map_err(|e| fail(e.to_string()))?;
+        }
+        if replace {
+            if let Source::Local { root, rel } = &input.source {
+                if same_file(&open_beneath(root, rel).map_err(|e| fail(e.to_string()))?, &to) {
+                    continue; // a session's own file, named where it already is
+                }
+            }
+            match tokio::fs::remove_file(&to).await {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(format!("cannot replace it: {e}"))),
+                _ => {}
+            }
         }
         if let Source::Dir = input.source {
             make_private_dir(&to).map_err(|e| fail(e.to_string()))?;
@@ -90,4 +104,13 @@ pub async fn stage(
         }
     }
     Ok(())
+}
+
+/// Whether `open` is the file at `path` (not following a link there).
+fn same_file(open: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (open.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }

@@ -30,8 +30,8 @@ struct Dir {
     made: bool,
 }
 
-/// The subdirectories: one per job under `jobs`, the uploads in `files`.
-pub const SUBDIRS: [&str; 2] = ["jobs", "files"];
+/// The subdirectories: one per job under `jobs`, the uploads in `files`, one per session under `sessions`.
+pub const SUBDIRS: [&str; 3] = ["jobs", "files", "sessions"];
 
 impl WorkDir {
     /// A given directory is checked (and made) now; else one is made on first use.

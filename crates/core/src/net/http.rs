@@ -141,8 +141,12 @@ impl Http {
     }
 
     /// GET `uri` into the file `to`, as it arrives; returns its size.
-    pub async fn download(&self, uri: &str, to: &Path) -> Result<u64> {
-        let req = Request::get(uri).body(Chunks::empty()).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
+    pub async fn download(&self, uri: &str, to: &Path, key: Option<&str>) -> Result<u64> {
+        let mut req = Request::get(uri);
+        if let Some(k) = key {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
+        }
+        let req = req.body(Chunks::empty()).map_err(|e| Error::new(ErrorClass::Arg, format!("bad URL {uri}: {e}")))?;
         let (resp, via) = self.send(req, uri, uri).await?;
         let status = resp.status();
         let mut body = resp.into_body();
@@ -164,12 +168,13 @@ impl Http {
         Ok(size)
     }
 
-    /// POST the file `from` to `uri` with the endpoint `key`, read as it is sent; the JSON answer.
-    pub async fn upload(&self, uri: &str, from: &Path, key: Option<&str>) -> Result<serde_json::Value> {
+    /// POST (or PUT: `put`) the file `from` to `uri` with the endpoint `key`, read as it is sent; the JSON answer.
+    pub async fn upload(&self, uri: &str, from: &Path, key: Option<&str>, put: bool) -> Result<serde_json::Value> {
         let unreadable = |e: std::io::Error| Error::new(ErrorClass::Arg, format!("cannot read {}: {e}", from.display()));
         let file = tokio::fs::File::open(from).await.map_err(unreadable)?;
         let len = file.metadata().await.map_err(unreadable)?.len();
-        let mut req = Request::post(uri).header(http::header::CONTENT_TYPE, "application/octet-stream");
+        let method = if put { http::Method::PUT } else { http::Method::POST };
+        let mut req = Request::builder().method(method).uri(uri).header(http::header::CONTENT_TYPE, "application/octet-stream");
         if let Some(k) = key {
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {k}"));
         }
@@ -261,6 +266,10 @@ impl Answer {
     fn json<T: DeserializeOwned>(&self, uri: &str) -> Result<T> {
         if !self.status.is_success() {
             return Err(self.error(uri));
+        }
+        if self.status == StatusCode::NO_CONTENT {
+            // Nothing to say (a removal): null, to whoever reads it as JSON.
+            return serde_json::from_value(serde_json::Value::Null).map_err(|e| Error::new(ErrorClass::Other, format!("{uri}: {e}")));
         }
         serde_json::from_slice(&self.body).map_err(|e| Error::new(ErrorClass::Other, format!("{uri} answered invalid JSON: {e}")))
     }

@@ -33,6 +33,7 @@ pub mod routes;
 pub mod run;
 pub mod sandbox;
 pub mod server;
+pub mod sessions;
 pub mod shutdown;
 pub mod soap;
 pub mod status;

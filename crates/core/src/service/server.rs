@@ -27,7 +27,8 @@ use crate::service::reply::HttpError;
 use crate::service::reply::{self, Reply};
 use crate::service::routes::{self, Face, Lookup, Need, Op};
 use crate::service::{
-    cancel, describe, jobs, matched, ogcapi, relay, rendezvous, run, sandbox, soap, status, store, stream, tunnel, withdraw, Endpoint,
+    cancel, describe, jobs, matched, ogcapi, relay, rendezvous, run, sandbox, sessions, soap, status, store, stream, tunnel, withdraw,
+    Endpoint,
 };
 
 /// Largest request head (request line and headers) read from a connection.
@@ -309,6 +310,14 @@ async fn operate(
         Op::Upload => jobs::files::upload(&ep, key.expect("a key route"), req).await,
         Op::GetUpload => jobs::files::get_upload(&ep, p[0]).await,
         Op::RemoveUpload => jobs::files::remove_upload(&ep, key.expect("a key route"), p[0]).await,
+        Op::SessionNew => sessions::create::create(&ep, key.expect("a key route"), req).await,
+        Op::Sessions => sessions::list::list(&ep, key.expect("a key route")),
+        Op::Session => sessions::list::describe(&ep, key.expect("a key route"), p[0]),
+        Op::SessionDelete => sessions::delete::delete(&ep, key.expect("a key route"), p[0]).await,
+        Op::SessionFiles => sessions::files::list(&ep, key.expect("a key route"), p[0]),
+        Op::SessionFile => sessions::files::get(&ep, key.expect("a key route"), p[0], &found.rest).await,
+        Op::SessionPut => sessions::files::put(&ep, key.expect("a key route"), p[0], p[1], req).await,
+        Op::SessionRemoveFile => sessions::files::remove(&ep, key.expect("a key route"), p[0], p[1]).await,
         Op::OgcLanding => ogcapi::landing::landing(&ep),
         Op::OgcConformance => ogcapi::landing::conformance(),
         Op::OgcApi => ogcapi::landing::api(&ep),

@@ -144,6 +144,14 @@ pub fn without_pin(url: &str) -> &str {
     url.split_once('#').map_or(url, |(before, _)| before)
 }
 
+/// A path segment as a URL carries it: all but letters, digits and `-._~` escaped.
+pub fn percent_encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
 /// `%XX` escapes decoded; None if one is malformed or the result is not UTF-8.
 pub fn percent_decode(text: &str) -> Option<String> {
     let b = text.as_bytes();

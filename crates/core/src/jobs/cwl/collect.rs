@@ -191,14 +191,6 @@ fn matches(p: &[u8], s: &[u8]) -> bool {
     }
 }
 
-/// A path segment as a URL carries it.
-pub fn encode(segment: &str) -> String {
-    segment
-        .bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
-        .collect()
-}
-
 /// The File or Directory object of `rel` in `outdir`.
 pub(super) fn object(outdir: &Path, rel: &str, files_url: &str, load_contents: bool, budget: &mut usize) -> Result<Value, String> {
     if *budget == 0 {
@@ -207,7 +199,7 @@ pub(super) fn object(outdir: &Path, rel: &str, files_url: &str, load_contents: b
     *budget -= 1;
     let basename = rel.rsplit('/').next().unwrap_or(rel).to_string();
     let (root, ext) = split_ext(&basename);
-    let location = url::join(files_url, &format!("/{}", rel.split('/').map(encode).collect::<Vec<_>>().join("/")));
+    let location = url::join(files_url, &format!("/{}", rel.split('/').map(url::percent_encode).collect::<Vec<_>>().join("/")));
     let meta = std::fs::symlink_metadata(outdir.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
     if meta.is_dir() {
         let mut names: Vec<String> = std::fs::read_dir(outdir.join(rel))
@@ -331,6 +323,6 @@ mod tests {
         .unwrap();
         let e = collect(&missing, &d.0, &ctx, (None, None), "http://h").unwrap_err();
         assert!(e.contains("output 'f': 2 files match"), "{e}");
-        assert_eq!(encode("a b/ü"), "a%20b%2F%C3%BC");
+        assert_eq!(url::percent_encode("a b/ü"), "a%20b%2F%C3%BC");
     }
 }

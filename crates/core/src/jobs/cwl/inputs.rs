@@ -352,7 +352,7 @@ pub fn resolve(v: &Value, dir: &Path) -> Value {
             let (root, ext) = split_ext(&basename);
             o.insert("path".into(), json!(path.to_string_lossy()));
             // A URI: a name with `#` or `%` must not read as a fragment or an escape.
-            let encoded: Vec<String> = path.to_string_lossy().split('/').map(super::collect::encode).collect();
+            let encoded: Vec<String> = path.to_string_lossy().split('/').map(crate::wire::url::percent_encode).collect();
             o.insert("location".into(), json!(format!("file://{}", encoded.join("/"))));
             o.insert("nameroot".into(), json!(root));
             o.insert("nameext".into(), json!(ext));

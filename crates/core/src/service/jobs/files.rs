@@ -26,7 +26,7 @@ use crate::jobs::new_id;
 use crate::jobs::safe_file::{create_new, open_beneath, open_regular};
 use crate::keys::{Key, KeyId};
 use crate::service::jobs::{insufficient_storage, refused};
-use crate::service::reply::{error, json, no_content, HttpError, Reply};
+use crate::service::reply::{error, json, no_content, stalled, HttpError, Reply};
 use crate::service::Endpoint;
 use crate::wire::url;
 use crate::wire::url::decode_path;
@@ -72,7 +72,7 @@ pub async fn upload(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
     json(StatusCode::CREATED, &json!({"url": url::join(&ep.url(), &format!("/files/{id}")), "size": size}))
 }
 
-fn too_large(max: u64) -> HttpError {
+pub(crate) fn too_large(max: u64) -> HttpError {
     HttpError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         ErrorClass::Arg,
@@ -80,29 +80,46 @@ fn too_large(max: u64) -> HttpError {
     )
 }
 
-/// Write the body to `part`, counting it against the quota; what was
-/// counted is given back if the upload fails.
+/// Write the body to `part`, counting it against the owner's quota; what
+/// was counted is given back if the upload fails.
 async fn receive(ep: &Endpoint, owner: KeyId, body: Incoming, part: &Path, max: u64) -> Result<u64, HttpError> {
     let mut claimed = 0u64;
-    let written = write_part(ep, owner, body, part, max, &mut claimed).await;
+    let written = write_body(ep, body, part, max, &|n| ep.jobs.disk.claim(Some(owner), n), &mut claimed).await;
     if written.is_err() {
         ep.jobs.disk.release(Some(owner), claimed);
     }
     written
 }
 
-async fn write_part(ep: &Endpoint, owner: KeyId, mut body: Incoming, part: &Path, max: u64, claimed: &mut u64) -> Result<u64, HttpError> {
+/// Write `body` to the new file `part` as it arrives, at most `max` bytes,
+/// each piece counted with `claim` before it is written (into `claimed`:
+/// the caller gives it back if the write fails); the bytes written. A body
+/// that stalls for `--body-timeout` is refused (408).
+pub(crate) async fn write_body(
+    ep: &Endpoint,
+    mut body: Incoming,
+    part: &Path,
+    max: u64,
+    claim: &(dyn Fn(u64) -> Result<(), String> + Sync),
+    claimed: &mut u64,
+) -> Result<u64, HttpError> {
     let disk =
         |e: std::io::Error| HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, format!("cannot store the upload: {e}"));
     let mut file = create_new(part).await.map_err(disk)?;
-    while let Some(frame) = body.frame().await {
+    let timeout = ep.config.body_timeout;
+    loop {
+        let frame = match tokio::time::timeout(timeout, body.frame()).await {
+            Err(_) => return Err(stalled(timeout)),
+            Ok(None) => break,
+            Ok(Some(frame)) => frame,
+        };
         let frame = frame.map_err(|e| HttpError::new(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("upload cut off: {e}")))?;
         if let Ok(data) = frame.into_data() {
             let n = data.len() as u64;
             if claimed.checked_add(n).is_none_or(|size| size > max) {
                 return Err(too_large(max));
             }
-            ep.jobs.disk.claim(Some(owner), n).map_err(insufficient_storage)?;
+            claim(n).map_err(insufficient_storage)?;
             *claimed += n;
             file.write_all(&data).await.map_err(disk)?;
         }
@@ -156,12 +173,12 @@ pub async fn get_job_file(ep: &Endpoint, id: &str, segments: &[&str]) -> Reply {
     }
 }
 
-async fn send_open(f: tokio::fs::File) -> Option<Reply> {
+pub(crate) async fn send_open(f: tokio::fs::File) -> Option<Reply> {
     let m = f.metadata().await.ok()?;
     Some(file_reply(f, m.len()))
 }
 
-async fn send_file(path: &Path, missing: &str) -> Reply {
+pub(crate) async fn send_file(path: &Path, missing: &str) -> Reply {
     match open_regular(path).await {
         Ok((f, m)) => file_reply(f, m.len()),
         _ => error(StatusCode::NOT_FOUND, ErrorClass::Arg, missing),

@@ -45,7 +45,7 @@ pub async fn output(ep: &Endpoint, job: &Job, name: &str, how: Transmission) -> 
         return job.outputs.get().and_then(|o| o.get(name)).map(cwl_out);
     };
     let p = template.params.iter().find(|p| p.name == name && p.is_output())?;
-    let path = job.dir.join(&p.name);
+    let path = job.output_path(&p.name);
     let size = size_of(&path)?;
     let media = media_of(p.kind);
     let link = || Out::Link { href: url::join(&job.url(&ep.url()), &format!("/files/{}", p.name)), media: media.to_string() };

@@ -64,7 +64,12 @@ pub async fn results(ep: &Endpoint, job: &Job, by: By) -> Reply {
         Some(template) => {
             for p in template.params.iter().filter(|p| p.is_output()) {
                 let url = url::join(&base, &format!("/files/{}", p.name));
-                outputs.insert(p.name.clone(), entry(&url, &job.dir.join(&p.name), Some(p), by).await);
+                let mut entry = entry(&url, &job.output_path(&p.name), Some(p), by).await;
+                if let (Some(o), Some(_)) = (entry.as_object_mut().filter(|o| o.contains_key("url")), &job.session) {
+                    o.insert("session".into(), Value::String(job.names.of(&p.name).to_string()));
+                    // its name there
+                }
+                outputs.insert(p.name.clone(), entry);
             }
         }
         // A CWL job's output object (empty unless it ended well): its files are always by reference.

@@ -28,7 +28,7 @@ use crate::keys::Key;
 use crate::service::guard;
 use crate::service::jobs::spawn::start;
 use crate::service::reply::{json, read_body, Reply};
-use crate::service::Endpoint;
+use crate::service::{sessions, Endpoint};
 
 pub async fn execute(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incoming>) -> Reply {
     if let Err(e) = guard::json_body(req.headers()) {
@@ -38,6 +38,10 @@ pub async fn execute(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incomin
         return exception(StatusCode::NOT_FOUND, NO_SUCH_PROCESS, format!("no process {id:?} is deployed here"));
     };
     let prefers_async = prefers_async(req.headers());
+    let session = match sessions::from_header(ep, caller, req.headers()) {
+        Ok(s) => s,
+        Err(e) => return from_http(e),
+    };
     let limit = format!(
         "the execute request (at most {} bytes: mpiws serve --max-spawn-body raises it; or give large inputs by reference, {{\"href\": URL}})",
         ep.config.max_spawn_body
@@ -67,7 +71,7 @@ pub async fn execute(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incomin
     };
     match process {
         Process::Program(program) => {
-            let job = match start(ep, caller, program, asked.inputs).await {
+            let job = match start(ep, caller, program, asked.inputs, session).await {
                 Ok(job) => job,
                 Err(e) => return from_http(e),
             };
@@ -77,6 +81,9 @@ pub async fn execute(ep: &Endpoint, caller: &Key, id: &str, req: Request<Incomin
             }
             job.wait(Duration::MAX).await;
             monitored(results::answer(ep, &job, &asked.wanted).await, &url_of(ep, &format!("/jobs/{}", job.id)))
+        }
+        Process::Service(_) if session.is_some() => {
+            exception(StatusCode::BAD_REQUEST, "about:blank", format!("{id} is a service: only programs' jobs run in a session"))
         }
         Process::Service(service) => {
             let instance = match service_runs::start(ep, caller, &service, asked.inputs, asked.wanted.response) {

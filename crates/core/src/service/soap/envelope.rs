@@ -8,19 +8,19 @@
 //!   `VersionMismatch` fault; a header block marked `mustUnderstand` is a
 //!   `MustUnderstand` fault (no header block is understood here).
 //! - The body holds exactly one element: the operation.
-//! - MTOM/XOP: the root part is the one `start` names, else the first; a
-//!   part is found by its `Content-ID`, named in an `xop:Include` as
-//!   `cid:ID` (percent-encoded); parts are binary (`binary`, `8bit`, `7bit`
-//!   or no `Content-Transfer-Encoding`) or `base64`; two parts of one
-//!   Content-ID are refused. At most [`MAX_PARTS`] parts.
+//! - MTOM/XOP (`mtom` reads the package): the root part is the one `start`
+//!   names, else the first; a part is found by its `Content-ID`, named in
+//!   an `xop:Include` as `cid:ID` (percent-encoded); parts are binary
+//!   (`binary`, `8bit`, `7bit` or no `Content-Transfer-Encoding`) or
+//!   `base64`; two parts of one Content-ID are refused. A program's request
+//!   is read as it arrives instead (`receive`), by the same rules.
 //! - A fault's HTTP status is the one the endpoint's JSON routes answer
 //!   for the same refusal; its code is `Sender` below 500, `Receiver` from
 //!   500, with the status and the error's class in its detail.
 
 use std::collections::HashMap;
 
-use base64::Engine;
-
+use super::mtom::{self, Event, Head};
 use super::wsdl::escape;
 use super::xml::{self, Element};
 use crate::wire::url::percent_decode;
@@ -29,10 +29,17 @@ pub const SOAP12: &str = "http://www.w3.org/2003/05/soap-envelope";
 const SOAP11: &str = "http://schemas.xmlsoap.org/soap/envelope/";
 pub const XOP: &str = "http://www.w3.org/2004/08/xop/include";
 pub const FAULT_NS: &str = "urn:mpiws:fault";
-pub const MAX_PARTS: usize = 1000;
 
 /// A package's binary parts, by Content-ID (without `<>`).
-pub type Attachments = HashMap<String, Vec<u8>>;
+pub type Attachments = HashMap<String, Attachment>;
+
+/// A binary part: its bytes, or (a program's request, read as it arrived)
+/// the URL of the file it was written to, which a job is given as an upload's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attachment {
+    Bytes(Vec<u8>),
+    Upload(String),
+}
 
 /// What a request is, or why it is refused: a fault code and a message.
 #[derive(Debug, PartialEq)]
@@ -41,7 +48,8 @@ pub struct Refusal {
     pub message: String,
 }
 
-fn sender(message: impl Into<String>) -> Refusal {
+/// A request that is not what SOAP 1.2 (or MTOM) says it is.
+pub fn sender(message: impl Into<String>) -> Refusal {
     Refusal { code: "Sender", message: message.into() }
 }
 
@@ -63,21 +71,35 @@ pub fn media_type(value: &str) -> (String, HashMap<String, String>) {
     (essence, params)
 }
 
-/// Read a request whose Content-Type is `content_type`.
-pub fn read(content_type: &str, body: &[u8]) -> Result<Request, Refusal> {
+/// Whether a request of Content-Type `content_type` is an MTOM package
+/// (its parameters), a plain envelope (None), or no SOAP 1.2 request.
+pub fn kind(content_type: &str) -> Result<Option<HashMap<String, String>>, Refusal> {
     let (essence, params) = media_type(content_type);
-    let (root, attachments) = match essence.as_str() {
-        "application/soap+xml" => (body.to_vec(), Attachments::new()),
-        "multipart/related" => package(&params, body)?,
-        "text/xml" => {
-            return Err(Refusal {
-                code: "VersionMismatch",
-                message: "text/xml is SOAP 1.1: this endpoint speaks SOAP 1.2 (application/soap+xml)".into(),
-            })
+    match essence.as_str() {
+        "application/soap+xml" => Ok(None),
+        "multipart/related" => Ok(Some(params)),
+        "text/xml" => Err(Refusal {
+            code: "VersionMismatch",
+            message: "text/xml is SOAP 1.1: this endpoint speaks SOAP 1.2 (application/soap+xml)".into(),
+        }),
+        _ => Err(sender(format!("a SOAP 1.2 request is application/soap+xml, or multipart/related (MTOM), not {content_type:?}"))),
+    }
+}
+
+/// Read a request whose Content-Type is `content_type`, its body whole.
+pub fn read(content_type: &str, body: &[u8]) -> Result<Request, Refusal> {
+    match kind(content_type)? {
+        None => operation(body, Attachments::new()),
+        Some(params) => {
+            let (root, attachments) = package(&params, body)?;
+            operation(&root, attachments)
         }
-        _ => return Err(sender(format!("a SOAP 1.2 request is application/soap+xml, or multipart/related (MTOM), not {content_type:?}"))),
-    };
-    let envelope = xml::parse(&root).map_err(sender)?;
+    }
+}
+
+/// The operation of the envelope `root`, whose package's other parts are `attachments`.
+pub fn operation(root: &[u8], attachments: Attachments) -> Result<Request, Refusal> {
+    let envelope = xml::parse(root).map_err(sender)?;
     if envelope.name != "Envelope" || envelope.ns != SOAP12 {
         if envelope.ns == SOAP11 {
             return Err(Refusal { code: "VersionMismatch", message: "a SOAP 1.1 envelope: this endpoint speaks SOAP 1.2".into() });
@@ -102,88 +124,91 @@ pub fn read(content_type: &str, body: &[u8]) -> Result<Request, Refusal> {
     }
 }
 
-/// An MTOM package: its root part's bytes, and the other parts by Content-ID.
+/// An MTOM package read whole: its root part's bytes, and the other parts by Content-ID.
 fn package(params: &HashMap<String, String>, body: &[u8]) -> Result<(Vec<u8>, Attachments), Refusal> {
-    let boundary =
-        params.get("boundary").filter(|b| !b.is_empty() && b.len() <= 200).ok_or_else(|| sender("multipart/related without a boundary"))?;
-    let delimiter = format!("--{boundary}");
-    let mut parts = Vec::new();
-    let mut rest = body;
-    let mut first = true;
-    loop {
-        let at = find(rest, delimiter.as_bytes()).ok_or_else(|| sender("the package has no closing boundary"))?;
-        if !first {
-            // the part is what came before "\r\n--boundary"
-            let content = rest[..at].strip_suffix(b"\r\n").ok_or_else(|| sender("a part does not end with CRLF before its boundary"))?;
-            parts.push(part(content)?);
-            if parts.len() > MAX_PARTS {
-                return Err(sender(format!("a package of more than {MAX_PARTS} parts")));
+    let mut reader = mtom::Reader::new(params.get("boundary").map_or("", String::as_str)).map_err(sender)?;
+    let mut events = Vec::new();
+    reader.feed(body, &mut events).map_err(sender)?;
+    reader.finish().map_err(sender)?;
+    let mut parts = Parts::new(params);
+    let mut current: Option<(Head, bool, Vec<u8>)> = None;
+    for event in events {
+        match (event, current.as_mut()) {
+            (Event::Start(head), _) => {
+                let root = parts.is_root(&head);
+                current = Some((head, root, Vec::new()));
             }
-        }
-        first = false;
-        rest = &rest[at + delimiter.len()..];
-        if rest.starts_with(b"--") {
-            break;
-        }
-        rest = rest.strip_prefix(b"\r\n").ok_or_else(|| sender("a boundary line does not end with CRLF"))?;
-    }
-    let start = params.get("start").map(|s| s.trim_matches(|c| c == '<' || c == '>').to_string());
-    let index = match &start {
-        Some(id) => {
-            parts.iter().position(|(cid, _)| cid.as_deref() == Some(id)).ok_or_else(|| sender(format!("no part is the start, <{id}>")))?
-        }
-        None if !parts.is_empty() => 0,
-        None => return Err(sender("an empty package")),
-    };
-    let (_, root) = parts.remove(index);
-    let mut attachments = Attachments::new();
-    for (cid, bytes) in parts {
-        if let Some(cid) = cid {
-            if attachments.insert(cid.clone(), bytes).is_some() {
-                return Err(sender(format!("two parts have the Content-ID <{cid}>")));
+            (Event::Data(d), Some((_, _, bytes))) => bytes.extend_from_slice(&d),
+            (Event::End, Some(_)) => {
+                let (head, root, bytes) = current.take().expect("matched above");
+                let bytes = mtom::decode(&head.encoding, bytes).map_err(sender)?;
+                match root {
+                    true => parts.root(bytes)?,
+                    false => parts.attachment(head.content_id, Attachment::Bytes(bytes))?,
+                }
             }
+            _ => unreachable!("the reader starts a part before its data and its end"),
         }
     }
-    Ok((root, attachments))
+    parts.whole()
 }
 
-/// A part's Content-ID and decoded bytes.
-fn part(content: &[u8]) -> Result<(Option<String>, Vec<u8>), Refusal> {
-    let split = find(content, b"\r\n\r\n").ok_or_else(|| sender("a part without its headers' end"))?;
-    let head = std::str::from_utf8(&content[..split]).map_err(|_| sender("a part's headers are not text"))?;
-    let bytes = &content[split + 4..];
-    let mut cid = None;
-    let mut encoding = String::new();
-    for line in head.split("\r\n").filter(|l| !l.is_empty()) {
-        let (name, value) = line.split_once(':').ok_or_else(|| sender(format!("a malformed part header {line:?}")))?;
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-id" => cid = Some(value.trim().trim_matches(|c| c == '<' || c == '>').to_string()),
-            "content-transfer-encoding" => encoding = value.trim().to_ascii_lowercase(),
-            _ => {}
+/// A package's parts as they come: its root, and the others by Content-ID.
+pub struct Parts {
+    start: Option<String>,
+    seen: usize,
+    root: Option<Vec<u8>>,
+    attachments: Attachments,
+}
+
+impl Parts {
+    pub fn new(params: &HashMap<String, String>) -> Parts {
+        let start = params.get("start").map(|s| s.trim_matches(|c| c == '<' || c == '>').to_string());
+        Parts { start, seen: 0, root: None, attachments: Attachments::new() }
+    }
+
+    /// Whether the part that starts with `head` is the root: the one `start` names, else the first.
+    pub fn is_root(&mut self, head: &Head) -> bool {
+        self.seen += 1;
+        match &self.start {
+            Some(id) => head.content_id.as_deref() == Some(id.as_str()),
+            None => self.seen == 1,
         }
     }
-    let bytes = match encoding.as_str() {
-        "" | "binary" | "8bit" | "7bit" => bytes.to_vec(),
-        "base64" => {
-            let text: Vec<u8> = bytes.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
-            base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| sender(format!("a base64 part: {e}")))?
+
+    pub fn root(&mut self, bytes: Vec<u8>) -> Result<(), Refusal> {
+        match self.root.replace(bytes) {
+            None => Ok(()),
+            Some(_) => Err(sender("two parts are the package's start")),
         }
-        other => return Err(sender(format!("Content-Transfer-Encoding {other:?} is not read here"))),
-    };
-    Ok((cid, bytes))
+    }
+
+    /// Another part (one without a Content-ID cannot be named: it is left out).
+    pub fn attachment(&mut self, content_id: Option<String>, part: Attachment) -> Result<(), Refusal> {
+        let Some(cid) = content_id else { return Ok(()) };
+        match self.attachments.insert(cid.clone(), part) {
+            None => Ok(()),
+            Some(_) => Err(sender(format!("two parts have the Content-ID <{cid}>"))),
+        }
+    }
+
+    /// The root and the attachments, once the package has ended.
+    pub fn whole(self) -> Result<(Vec<u8>, Attachments), Refusal> {
+        let root = self.root.ok_or_else(|| match &self.start {
+            Some(id) => sender(format!("no part is the start, <{id}>")),
+            None => sender("an empty package"),
+        })?;
+        Ok((root, self.attachments))
+    }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(haystack, needle)
-}
-
-/// The bytes an `xop:Include` in `value` names, if it holds one.
-pub fn included<'a>(value: &Element, attachments: &'a Attachments) -> Result<Option<&'a [u8]>, String> {
+/// The part an `xop:Include` in `value` names, if it holds one.
+pub fn included<'a>(value: &Element, attachments: &'a Attachments) -> Result<Option<&'a Attachment>, String> {
     let Some(include) = value.children.iter().find(|c| c.name == "Include" && c.ns == XOP) else { return Ok(None) };
     let href = include.attr("href").ok_or("an xop:Include without href")?;
     let id = href.strip_prefix("cid:").ok_or_else(|| format!("xop:Include href {href:?} is not a cid: URL"))?;
     let id = percent_decode(id).ok_or_else(|| format!("xop:Include href {href:?}: a malformed escape"))?;
-    attachments.get(&id).map(|b| Some(b.as_slice())).ok_or_else(|| format!("no part has Content-ID <{id}>"))
+    attachments.get(&id).map(Some).ok_or_else(|| format!("no part has Content-ID <{id}>"))
 }
 
 /// A SOAP 1.2 envelope around `body` (elements, already XML).
@@ -228,7 +253,7 @@ mod tests {
         );
         let r = read(r#"multipart/related; type="application/xop+xml"; start="<root>"; boundary="B""#, body.as_bytes()).unwrap();
         let value = r.operation.child("f").unwrap().child("value").unwrap();
-        assert_eq!(included(value, &r.attachments).unwrap(), Some(&b"\x00\x01--not-a-boundary"[..]));
+        assert_eq!(included(value, &r.attachments).unwrap(), Some(&Attachment::Bytes(b"\x00\x01--not-a-boundary".to_vec())));
         let missing = Element {
             children: vec![Element {
                 ns: XOP.into(),

@@ -7,17 +7,19 @@
 //!   program has not is refused; a list's elements repeat.
 //! - A value's text is read as its type: integer (`xsd:long`), number
 //!   (`xsd:double`, finite), boolean (`true`, `false`, `1`, `0`), text.
-//! - A file is its `value` or its `url`. A `value` of bytes is base64
+//! - A file is its `value`, its `url`, or (a template's) the name of a
+//!   file of the job's session, `session`. A `value` of bytes is base64
 //!   text, or an `xop:Include` of an MTOM part; of another type, its text.
-//!   A template's file becomes `{"base64"}`, its text, or `{"url"}`; a CWL
-//!   File `{"class": "File", "base64" | "location"}`.
+//!   A template's file becomes `{"base64"}`, its text, or `{"url"}` (also
+//!   an MTOM part written to disk as it came: `receive`); a CWL File
+//!   `{"class": "File", "base64" | "location"}`.
 //! - What is missing or malformed is left to the spawn's own checks where
 //!   they say it as well (a missing input, a value of the wrong type).
 
 use base64::Engine;
 use serde_json::{json, Map, Number, Value};
 
-use super::envelope::{included, Attachments};
+use super::envelope::{included, Attachment, Attachments};
 use super::wsdl::xml_name;
 use super::xml::Element;
 use crate::jobs::interface::{self, is_bytes, Port};
@@ -66,6 +68,9 @@ fn value(port: &Port, schema: &Value, text: &str) -> Result<Value, String> {
 
 fn file(port: &Port, el: &Element, attachments: &Attachments, cwl: bool) -> Result<Value, String> {
     let name = xml_name(&port.name);
+    if let Some(file) = el.child("session").filter(|_| !cwl) {
+        return Ok(json!({"session": file.text.trim()}));
+    }
     if let Some(url) = el.child("url") {
         let url = url.text.trim();
         return Ok(if cwl { json!({"class": "File", "location": url}) } else { json!({"url": url}) });
@@ -78,7 +83,9 @@ fn file(port: &Port, el: &Element, attachments: &Attachments, cwl: bool) -> Resu
         });
     }
     let b64 = match included(value, attachments).map_err(|e| format!("input {name}: {e}"))? {
-        Some(bytes) => base64::engine::general_purpose::STANDARD.encode(bytes),
+        Some(Attachment::Bytes(bytes)) => base64::engine::general_purpose::STANDARD.encode(bytes),
+        // A part written to disk as it came: given by its URL, as an upload is.
+        Some(Attachment::Upload(url)) => return Ok(if cwl { json!({"class": "File", "location": url}) } else { json!({"url": url}) }),
         None => value.text.chars().filter(|c| !c.is_ascii_whitespace()).collect(),
     };
     Ok(if cwl { json!({"class": "File", "base64": b64}) } else { json!({"base64": b64}) })
@@ -98,12 +105,17 @@ mod tests {
     fn a_templates_values_and_files_become_its_inputs() {
         let add = Program::parse("add", "template", "/bin/echo [in:val:x:int] [in:file:y:int] [in:file:blob:binary]", &[]).unwrap();
         let mut parts = Attachments::new();
-        parts.insert("b1".into(), vec![0, 1, 2]);
+        parts.insert("b1".into(), Attachment::Bytes(vec![0, 1, 2]));
+        parts.insert("big".into(), Attachment::Upload("http://e/files/f".into()));
         let i = inputs(&add, &op(r#"<x> 7 </x><y><value>41</value></y><blob><value><xop:Include href="cid:b1"/></value></blob>"#), &parts)
             .unwrap();
         assert_eq!(Value::Object(i), json!({"x": 7, "y": "41", "blob": {"base64": "AAEC"}}));
         let i = inputs(&add, &op("<y><url>http://e/y</url></y><blob><value>AA EC</value></blob>"), &parts).unwrap();
         assert_eq!(Value::Object(i), json!({"y": {"url": "http://e/y"}, "blob": {"base64": "AAEC"}}));
+        let i = inputs(&add, &op(r#"<blob><value><xop:Include href="cid:big"/></value></blob>"#), &parts).unwrap();
+        assert_eq!(Value::Object(i), json!({"blob": {"url": "http://e/files/f"}}), "a part written to disk: by its URL");
+        let i = inputs(&add, &op("<y><session> sum.txt </session></y>"), &parts).unwrap();
+        assert_eq!(Value::Object(i), json!({"y": {"session": "sum.txt"}}));
         for (children, says) in [
             ("<x>one</x>", "not an integer"),
             ("<z>1</z>", "no input z"),

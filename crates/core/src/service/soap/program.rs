@@ -5,32 +5,46 @@
 //! (`jobs`), limits and fetch rules; a refusal is a SOAP fault with that
 //! route's HTTP status ([`Fault`]).
 //!
-//! A request is at most `max_spawn_body` bytes, an MTOM package (its files
-//! as binary parts) at most `max_upload`; both count against the
-//! endpoint's `max_buffered`. Answers give files by value (base64, inline)
-//! up to 16 MiB, else by URL; `results` with `byReference` gives URLs.
+//! A request is read as it arrives ([`receive`]): its envelope at most
+//! `max_spawn_body` bytes (counted against `max_buffered`), each binary
+//! MTOM part written to disk as it comes (at most `max_upload`). Answers
+//! give files by value (base64, inline) up to 16 MiB, else by URL;
+//! `results` with `byReference` gives URLs. To a client that speaks MTOM
+//! (its request was a package, or it accepts `multipart/related`), a
+//! template's binary output files are answered as MTOM parts of any size,
+//! streamed from disk.
+//!
+//! [`receive`]: super::receive
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
+use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::Value;
 
-use super::envelope::{self, Refusal};
+use super::envelope::{self, Refusal, XOP};
 use super::inputs::inputs;
+use super::mtom;
+use super::receive::receive;
 use super::wsdl::{escape, xml_name};
-use crate::body::Chunks;
+use crate::body::{Chunks, Segment};
 use crate::error::ErrorClass;
-use crate::jobs::interface;
+use crate::jobs::interface::{self, is_bytes};
 use crate::jobs::job::Job;
+use crate::jobs::safe_file::{open_regular, size_of};
+use crate::jobs::session::Session;
+use crate::jobs::Program;
 use crate::keys::Key;
 use crate::service::jobs::outputs::{output, Out, Transmission};
 use crate::service::jobs::refused;
 use crate::service::jobs::results::read_inline;
 use crate::service::jobs::spawn::start;
-use crate::service::reply::{read_body, HttpError, Reply};
-use crate::service::Endpoint;
+use crate::service::reply::{HttpError, Reply};
+use crate::service::{sessions, Endpoint};
 use crate::wire::url;
 
 /// A refusal as SOAP says it: its fault code, reason, HTTP status and error class.
@@ -84,33 +98,86 @@ fn soap(text: String) -> Reply {
 
 pub async fn program(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>) -> Reply {
     match operate(ep, caller, name, req).await {
-        Ok(body) => answer_envelope(&body),
+        Ok(Answer { xml, parts }) if parts.is_empty() => answer_envelope(&xml),
+        Ok(Answer { xml, parts }) => package(&xml, parts).await,
         Err(f) => f.into(),
     }
 }
+
+/// An operation's answer: its element, and the files to send as MTOM parts (Content-ID, path).
+struct Answer {
+    xml: String,
+    parts: Vec<(String, PathBuf)>,
+}
+
+impl From<String> for Answer {
+    fn from(xml: String) -> Answer {
+        Answer { xml, parts: Vec::new() }
+    }
+}
+
+/// An answer as an MTOM package: the envelope, then each file streamed from disk.
+async fn package(body: &str, parts: Vec<(String, PathBuf)>) -> Reply {
+    let boundary = mtom::boundary_for(&crate::jobs::new_id());
+    let mut segments = vec![
+        Segment::Bytes(Bytes::from(mtom::part_head(&boundary, XOP_ROOT, "root", true))),
+        Segment::Bytes(Bytes::from(envelope::envelope(body))),
+    ];
+    for (cid, path) in parts {
+        // Opened as any job file is; one that went away since is an empty part (its Include then names nothing).
+        let Ok((file, meta)) = open_regular(&path).await else { continue };
+        segments.push(Segment::Bytes(Bytes::from(mtom::part_head(&boundary, "application/octet-stream", &cid, false))));
+        segments.push(Segment::File(file, meta.len()));
+    }
+    segments.push(Segment::Bytes(Bytes::from(mtom::closing(&boundary))));
+    let media = format!(
+        r#"multipart/related; type="application/xop+xml"; start="<root>"; start-info="application/soap+xml"; boundary="{boundary}""#
+    );
+    let mut r = Response::new(Chunks::segments(segments));
+    r.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_str(&media).expect("a valid header"));
+    r
+}
+
+/// The root part's media type: the envelope, XOP-packaged.
+const XOP_ROOT: &str = r#"application/xop+xml; charset=UTF-8; type="application/soap+xml""#;
 
 /// An operation's answer (`body`: its element), in an envelope, 200.
 pub fn answer_envelope(body: &str) -> Reply {
     soap(envelope::envelope(body))
 }
 
-async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>) -> Result<String, Fault> {
+async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>) -> Result<Answer, Fault> {
     let program = ep.jobs.found_program(name).map_err(refused)?;
-    let content_type = req.headers().get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    let package = envelope::media_type(&content_type).0 == "multipart/related";
-    let (limit, what) = if package {
-        (ep.config.jobs.max_upload, "the MTOM package (--max-upload)")
-    } else {
-        (ep.config.max_spawn_body, "the SOAP request (--max-spawn-body; or send files as MTOM attachments, or by URL)")
-    };
-    let body = read_body(ep, req.into_body(), usize::try_from(limit).unwrap_or(usize::MAX), what).await?;
-    let request = envelope::read(&content_type, &body)?;
+    let session = sessions::from_header(ep, caller, req.headers())?;
+    let header = |h: http::header::HeaderName| req.headers().get(h).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let content_type = header(http::header::CONTENT_TYPE);
+    let mtom = envelope::media_type(&content_type).0 == "multipart/related"
+        || header(http::header::ACCEPT).split(',').any(|m| envelope::media_type(m).0 == "multipart/related");
+    let received = receive(ep, caller.id, &content_type, req.into_body()).await?;
+    let answered = answer(ep, caller, program, &received.request, session, mtom).await;
+    // The parts' files are the job's inputs until it has its own copies.
+    match &answered {
+        Ok((_, Some(job))) => received.discard_after(job.clone()),
+        _ => received.discard().await,
+    }
+    answered.map(|(answer, _)| answer)
+}
+
+/// The operation's answer, and the job it started, if it started one.
+async fn answer(
+    ep: &Endpoint,
+    caller: &Key,
+    program: Arc<Program>,
+    request: &envelope::Request,
+    session: Option<Arc<Session>>,
+    mtom: bool,
+) -> Result<(Answer, Option<Arc<Job>>), Fault> {
     let op = &request.operation;
     let tns = format!("urn:mpiws:program:{}", program.name);
     if op.ns != tns {
         return Err(sender(format!("the operation {{{}}}{} is not of this program's namespace, {tns}", op.ns, op.name)));
     }
-    let job_of = |op: &super::xml::Element| -> Result<std::sync::Arc<Job>, Fault> {
+    let job_of = |op: &super::xml::Element| -> Result<Arc<Job>, Fault> {
         let id = op.child("jobId").map(|j| j.text.trim().to_string()).ok_or_else(|| sender(format!("{} takes a jobId", op.name)))?;
         Ok(ep.jobs.own_job(&id, caller).map_err(refused)?)
     };
@@ -118,14 +185,16 @@ async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>
     match op.name.as_str() {
         "call" | "spawn" => {
             let given = inputs(&program, op, &request.attachments).map_err(sender)?;
-            let job = start(ep, caller, program, given).await?;
+            let job = start(ep, caller, program, given, session).await?;
             if op.name == "spawn" {
-                return Ok(answer(format!("<p:jobId>{}</p:jobId><p:url>{}</p:url>", job.id, escape(&job.url(&ep.url())))));
+                let xml = answer(format!("<p:jobId>{}</p:jobId><p:url>{}</p:url>", job.id, escape(&job.url(&ep.url()))));
+                return Ok((xml.into(), Some(job)));
             }
             job.wait(Duration::MAX).await;
-            Ok(answer(results(ep, &job, Transmission::Value).await))
+            let (xml, parts) = results(ep, &job, Transmission::Value, mtom).await;
+            Ok((Answer { xml: answer(xml), parts }, Some(job)))
         }
-        "running" => Ok(answer(state(job_of(op)?.as_ref(), true))),
+        "running" => Ok((answer(state(job_of(op)?.as_ref(), true)).into(), None)),
         "results" => {
             let job = job_of(op)?;
             if !job.state().state.ended() {
@@ -134,12 +203,13 @@ async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>
             }
             let by_reference = op.child("byReference").is_some_and(|b| matches!(b.text.trim(), "true" | "1"));
             let how = if by_reference { Transmission::Reference } else { Transmission::Value };
-            Ok(answer(results(ep, &job, how).await))
+            let (xml, parts) = results(ep, &job, how, mtom).await;
+            Ok((Answer { xml: answer(xml), parts }, None))
         }
         "kill" => {
             let job = job_of(op)?;
             job.end().await;
-            Ok(answer(state(&job, true)))
+            Ok((answer(state(&job, true)).into(), None))
         }
         other => Err(sender(format!("{} has no operation {other} (it has call, spawn, running, results, kill)", program.name))),
     }
@@ -162,13 +232,22 @@ fn state(job: &Job, running: bool) -> String {
     x
 }
 
-/// An ended job's results: its state, outputs, stdout and stderr.
-async fn results(ep: &Endpoint, job: &Job, how: Transmission) -> String {
+/// An ended job's results: its state, outputs, stdout and stderr; and
+/// (`mtom`: by value, to a client that reads MTOM) the files to send as
+/// parts: a template's binary outputs, of any size.
+async fn results(ep: &Endpoint, job: &Job, how: Transmission, mtom: bool) -> (String, Vec<(String, PathBuf)>) {
     let mut x = state(job, false);
+    let mut parts = Vec::new();
     x += "<p:outputs>";
     let (_, ports) = interface::of(&job.program);
     for port in &ports {
-        if let Some(out) = output(ep, job, &port.name, how).await {
+        let path = job.output_path(&port.name);
+        if mtom && how == Transmission::Value && job.program.template().is_some() && is_bytes(&port.schema) && size_of(&path).is_some() {
+            let cid = format!("{}@{}", url::percent_encode(&port.name), job.id);
+            let include = format!(r#"<xop:Include xmlns:xop="{XOP}" href="cid:{cid}"/>"#);
+            x += &choice(&xml_name(&port.name), "value", &include);
+            parts.push((cid, path));
+        } else if let Some(out) = output(ep, job, &port.name, how).await {
             x += &element(&xml_name(&port.name), port.file, out);
         }
     }
@@ -184,7 +263,7 @@ async fn results(ep: &Endpoint, job: &Job, how: Transmission) -> String {
             _ => link(),
         };
     }
-    x
+    (x, parts)
 }
 
 /// A file's element: its `value` or its `url` (`which`), `text` already XML.

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 
-use super::envelope::{self, included};
+use super::envelope::{self, included, Attachment};
 use super::program::{answer_envelope, sender, Fault};
 use crate::error::ErrorClass;
 use crate::net::reader::Delivered;
@@ -97,7 +97,8 @@ async fn operate(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>
     };
     let payload = op.child("payload").ok_or_else(|| refuse(sender(format!("{} takes a payload", op.name))))?;
     let bytes = match included(payload, &request.attachments).map_err(|e| refuse(sender(e)))? {
-        Some(b) => b.to_vec(),
+        Some(Attachment::Bytes(b)) => b.clone(),
+        Some(Attachment::Upload(_)) => unreachable!("a store's package is read whole (envelope::read)"),
         None => {
             use base64::Engine;
             let text: Vec<u8> = payload.text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();

@@ -9,7 +9,9 @@
 //! `kill`. A value input is an element of its type; a file input a choice
 //! of `value` (its content: bytes as `xsd:base64Binary`, sent as an
 //! MTOM/XOP attachment where the client does so, or of its type) or `url`
-//! (pulled by the job). Each output likewise: its `value` or its `url`.
+//! (pulled by the job), or (a template's, for a job in a session: the HTTP
+//! header `Mpiws-Session`) `session`, the name of a file of the session.
+//! Each output likewise: its `value` or its `url`.
 //!
 //! Rules:
 //! - Namespaces: `urn:mpiws:program:NAME`; element names are the
@@ -84,16 +86,18 @@ fn xsd_type(schema: &Value) -> (&'static str, bool) {
     (t, false)
 }
 
-/// An element for `port`: its value's type, or (a file) the choice of its value or its URL.
-fn element(out: &mut String, port: &Param, required: bool) {
+/// An element for `port`: its value's type, or (a file) the choice of its
+/// value or its URL (`in_session`: or the name of a file of the job's session).
+fn element(out: &mut String, port: &Param, required: bool, in_session: bool) {
     let (t, many) = xsd_type(&port.schema);
     let min = if required && !port.optional { "" } else { r#" minOccurs="0""# };
     let max = if many { r#" maxOccurs="unbounded""# } else { "" };
     let name = xml_name(&port.name);
     if port.file {
+        let session = if in_session { r#"<xsd:element name="session" type="xsd:string"/>"# } else { "" };
         let _ = write!(
             out,
-            r#"<xsd:element name="{name}"{min}{max}><xsd:complexType><xsd:choice><xsd:element name="value" type="{t}"/><xsd:element name="url" type="xsd:anyURI"/></xsd:choice></xsd:complexType></xsd:element>"#
+            r#"<xsd:element name="{name}"{min}{max}><xsd:complexType><xsd:choice><xsd:element name="value" type="{t}"/><xsd:element name="url" type="xsd:anyURI"/>{session}</xsd:choice></xsd:complexType></xsd:element>"#
         );
     } else {
         let _ = write!(out, r#"<xsd:element name="{name}" type="{t}"{min}{max}/>"#);
@@ -107,13 +111,15 @@ pub fn program(program: &Program, address: &str) -> String {
     let mut types = String::new();
     let _ = write!(types, r#"<xsd:schema targetNamespace="{tns}" xmlns:tns="{tns}" elementFormDefault="qualified">"#);
     types.push_str(r#"<xsd:complexType name="Inputs"><xsd:sequence>"#);
+    // Only a template's jobs run in a session (`Mpiws-Session`), where a file may name one of its files.
+    let templated = program.template().is_some();
     for p in &ins {
-        element(&mut types, p, true);
+        element(&mut types, p, true, templated);
     }
     types.push_str("</xsd:sequence></xsd:complexType>");
     types.push_str(r#"<xsd:complexType name="Outputs"><xsd:sequence>"#);
     for p in &outs {
-        element(&mut types, p, false);
+        element(&mut types, p, false, false);
     }
     types.push_str("</xsd:sequence></xsd:complexType>");
     types.push_str(concat!(
@@ -136,7 +142,8 @@ pub fn program(program: &Program, address: &str) -> String {
     let about = format!(
         "The command-line program {} on an mpiws endpoint: call runs it and answers its results; spawn starts a job and answers its id; \
          running, results and kill act on a job. A file is its value (bytes: base64Binary, as an MTOM/XOP attachment where the client sends one) \
-         or a URL the job pulls. Every request carries the endpoint key (Authorization: Bearer KEY, scope jobs).",
+         or a URL the job pulls (or, for a job in a session, the name of a session file: the HTTP header Mpiws-Session names the session). \
+         Every request carries the endpoint key (Authorization: Bearer KEY, scope jobs).",
         program.name
     );
     document(&tns, &about, &types, &[("Program", &PROGRAM_OPERATIONS, address)])

@@ -42,7 +42,17 @@ NOT_PROVOKED = {
 #: The endpoint's keys: every scope, `run` only, `files` only, `relay` only, `jobs` only.
 KEY, KEY_RUN, KEY_FILES, KEY_RELAY, KEY_JOBS = ("k" * 16 + secrets.token_hex(8) for _ in range(5))
 #: Paths that take an endpoint key (the rest take a domain token, or nothing).
-KEYED = ("/run", "/rendezvous", "/programs", "/jobs", "/files", "/sessions", "/ogcapi/processes", "/ogcapi/jobs")
+KEYED = (
+    "/run",
+    "/rendezvous",
+    "/programs",
+    "/jobs",
+    "/files",
+    "/sessions",
+    "/metrics",
+    "/ogcapi/processes",
+    "/ogcapi/jobs",
+)
 
 #: The jobs layer's programs (NAME=TEMPLATE; {dir} is the fixture's directory).
 COUNT = "#!/bin/sh\necho counting\necho 'a note' >&2\nwc -c < \"$1\" | tr -d ' ' > \"$2\"\n"
@@ -473,6 +483,15 @@ def test_describe(api):
     api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 
 
+def test_metrics(api):
+    """The exposition, to a key with `metrics` (here: a key with every scope); counted by route template."""
+    api.call("GET", f"/jobs/{NO_JOB}", expect=404)
+    _, text = api.call("GET", "/metrics", expect=200)
+    assert api.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert b'mpiws_http_requests_total{method="GET",route="/jobs/{id}",code="404"}' in text
+    assert NO_JOB.encode() not in text
+
+
 def test_run(api):
     json_h = {"content-type": "application/json"}
     api.call("POST", "/run", b"{not json", json_h, expect=400)
@@ -568,6 +587,9 @@ def test_status_and_cancel(api):
     assert s["state"] in ("starting", "running")
     api.call("GET", path + "?wait=soon", headers=auth(token), expect=400)
     api.call("GET", path + "?wait=-1", headers=auth(token), expect=400)
+    _, s = api.call("GET", path + "?traffic=true", headers=auth(token), expect=200)  # per peer: none yet
+    assert s["traffic"] == {"sent": [[0, 0]], "received": [[0, 0]]}
+    api.call("GET", path + "?traffic=yes", headers=auth(token), expect=400)
     api.call("GET", f"/domains/{domain}/ranks/x", headers=auth(token), expect=400)
     api.call("GET", path, expect=401)
     api.call("GET", path, headers=auth("wrong"), expect=403)
@@ -902,6 +924,7 @@ def test_keyed_operations_refuse_callers_without_the_key(api):
         ("GET", f"/sessions/{NO_JOB}/files/n"),
         ("PUT", f"/sessions/{NO_JOB}/files/n"),
         ("DELETE", f"/sessions/{NO_JOB}/files/n"),
+        ("GET", "/metrics"),
     ]
     for method, path in calls:
         body = inputs(text="x") if method == "POST" else None

@@ -174,6 +174,9 @@ def _serve(a):
     )
     made = "a new key written to" if server.key_created else "keys from"
     print(f"mpiws: serving {', '.join(names) or 'no services'} at {server.url}", flush=True)
+    from .status import note_endpoint
+
+    note_endpoint(server.url)  # for mpiws status, with no URL
     if a.relay:
         print(f"mpiws: relaying for endpoints that accept no connections, at {server.url}/relay/NAME", flush=True)
     print(f"mpiws: {made} {server.key_file} (clients read it there, or take --key / MPIWS_KEY)", flush=True)
@@ -435,6 +438,14 @@ def _job(a):
     return 0
 
 
+def _status(a):
+    from .status import status
+
+    lines, code = status(a.urls, key=a.key, as_json=a.json)
+    print("\n".join(lines))
+    return code
+
+
 def _key(a):
     from .keys import client_key, key_file
 
@@ -464,6 +475,7 @@ URL_ARGS = {
     "call": {"url": "http://HOST:PORT/programs/NAME", "session": "http://HOST:PORT/sessions/ID"},
     "spawn": {"url": "http://HOST:PORT/programs/NAME", "session": "http://HOST:PORT/sessions/ID"},
     "job": {"url": "http://HOST:PORT/jobs/ID"},
+    "status": {"urls": "http://HOST:PORT"},
     "session": {"url": "http://HOST:PORT/sessions/ID"},
     "run": {
         "endpoints": "http://HOST:PORT",
@@ -500,7 +512,7 @@ def _check_urls(a):
         value = getattr(a, attr, None)
         if not value:
             continue
-        for url in value.split(",") if attr == "endpoints" else [value]:
+        for url in value if isinstance(value, list) else value.split(",") if attr == "endpoints" else [value]:
             if url.strip():
                 check_url(url.strip(), example)
 
@@ -590,7 +602,7 @@ def _main(argv):
         "--keys",
         metavar="FILE",
         help="keys file: one key per line, optionally with scopes run, jobs, files, "
-        "admin, relay (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)",
+        "admin, relay, metrics (default: the user's key file, ~/.config/mpiws/key, created with a new key if missing)",
     )
     sec.add_argument("--insecure", action="store_true", help="allow listening on a non-loopback address without TLS")
     sec.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate chain (with --tls-key)")
@@ -715,6 +727,16 @@ def _main(argv):
     )
     se.add_argument("--key", help=key_help)
     se.set_defaults(func=_session)
+    st = sub.add_parser(
+        "status",
+        help="what endpoints hold and do: services, programs, instances, jobs, sessions, disk, refusals",
+        description="With no URL: this user's endpoints running on this machine (mpiws serve notes them). "
+        "Instances, jobs, sessions, disk and refusals need a key with `metrics` (or `admin`); domains, `admin`.",
+    )
+    st.add_argument("urls", nargs="*", metavar="URL", help="endpoints (default: this user's, here)")
+    st.add_argument("--json", action="store_true", help="as JSON")
+    st.add_argument("--key", help=key_help)
+    st.set_defaults(func=_status)
     j = sub.add_parser("job", help="a job's status (or, with --results / --kill, its results / its end)")
     j.add_argument("url", help="ENDPOINT/jobs/ID")
     j.add_argument("--wait", type=float, help="long-poll up to this many seconds for the job to end")

@@ -1,7 +1,7 @@
 //! Endpoint keys: who may use the service interface, and for what.
 //!
 //! A keys file has one key per line, optionally followed by the scopes it
-//! grants (`run`, `jobs`, `files`, `admin`, `relay`, separated by spaces or
+//! grants (`run`, `jobs`, `files`, `admin`, `relay`, `metrics`, separated by spaces or
 //! commas); a key with no scope has all of them. `relay=NAME` (repeatable)
 //! grants `relay` for that name alone, and makes the name that key's: no
 //! other key may be relayed under it, so no one can take a name before its
@@ -33,10 +33,12 @@ pub enum Scope {
     Admin,
     /// Be reached through this endpoint, a relay (`POST /relay/{name}`).
     Relay,
+    /// Read the endpoint's metrics (`GET /metrics`): what Prometheus scrapes with.
+    Metrics,
 }
 
 impl Scope {
-    const ALL: [Scope; 5] = [Scope::Run, Scope::Jobs, Scope::Files, Scope::Admin, Scope::Relay];
+    const ALL: [Scope; 6] = [Scope::Run, Scope::Jobs, Scope::Files, Scope::Admin, Scope::Relay, Scope::Metrics];
 
     fn bit(self) -> u8 {
         1 << self as u8
@@ -49,6 +51,7 @@ impl Scope {
             Scope::Files => "files",
             Scope::Admin => "admin",
             Scope::Relay => "relay",
+            Scope::Metrics => "metrics",
         }
     }
 
@@ -174,7 +177,7 @@ impl Keys {
                 let Some(s) = Scope::parse(w) else {
                     return err(
                         ErrorClass::Arg,
-                        format!("keys line {}: unknown scope {w:?} (run, jobs, files, admin, relay, relay=NAME)", n + 1),
+                        format!("keys line {}: unknown scope {w:?} (run, jobs, files, admin, relay, relay=NAME, metrics)", n + 1),
                     );
                 };
                 scopes |= s.bit();
@@ -274,7 +277,7 @@ mod tests {
     fn a_key_without_scopes_has_all_and_scopes_limit() {
         let keys = Keys::parse(&format!("# comment\n{A}\n\n{B} run, files  # trailing\n")).unwrap();
         let a = keys.check(Some(A), Scope::Admin).unwrap();
-        assert_eq!((a.id, a.scopes()), (KeyId(2), vec!["run", "jobs", "files", "admin", "relay"]));
+        assert_eq!((a.id, a.scopes()), (KeyId(2), vec!["run", "jobs", "files", "admin", "relay", "metrics"]));
         assert_eq!(keys.check(Some(B), Scope::Files).unwrap().id, KeyId(4));
         assert_eq!(keys.check(Some(B), Scope::Jobs).unwrap_err(), Denied::Scope(Scope::Jobs));
         assert_eq!(keys.check(None, Scope::Run).unwrap_err(), Denied::Missing);

@@ -21,6 +21,7 @@
 //! the proxy then connects on its own, under its own rules.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,6 +49,8 @@ pub struct Fetcher {
     pub max_size: u64,
     /// Longest one pull may take, connecting included.
     pub timeout: Duration,
+    /// Pulls done and failed, and the bytes pulled (the endpoint's metrics).
+    pub pulled: [AtomicU64; 3],
 }
 
 /// One `--fetch-allow` entry.
@@ -62,7 +65,7 @@ enum Allow {
 impl Fetcher {
     pub fn new(allow: &[String], max_size: u64, timeout: Duration) -> Result<Fetcher> {
         let allow = allow.iter().map(|a| parse_allow(a)).collect::<Result<Vec<_>>>()?;
-        Ok(Fetcher { allow, max_size, timeout })
+        Ok(Fetcher { allow, max_size, timeout, pulled: Default::default() })
     }
 
     /// Whether `url` may be pulled at all (an http:// URL whose host
@@ -86,13 +89,23 @@ impl Fetcher {
         file: &mut tokio::fs::File,
         claim: &(dyn Fn(u64) -> std::result::Result<(), String> + Sync),
     ) -> std::result::Result<u64, String> {
-        match tokio::time::timeout(self.timeout, self.fetch_untimed(url, file, claim)).await {
+        let pulled = match tokio::time::timeout(self.timeout, self.fetch_untimed(url, file, claim)).await {
             Ok(done) => done,
             Err(_) => Err(format!(
                 "{url}: not pulled within {} s, the time limit of a URL input (mpiws serve --fetch-timeout raises it)",
                 self.timeout.as_secs_f64()
             )),
+        };
+        match &pulled {
+            Ok(n) => {
+                self.pulled[0].fetch_add(1, Ordering::Relaxed);
+                self.pulled[2].fetch_add(*n, Ordering::Relaxed);
+            }
+            Err(_) => {
+                self.pulled[1].fetch_add(1, Ordering::Relaxed);
+            }
         }
+        pulled
     }
 
     async fn fetch_untimed(

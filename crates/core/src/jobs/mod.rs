@@ -461,6 +461,15 @@ impl Jobs {
         self.jobs.lock().len()
     }
 
+    /// How many jobs the table holds in each state.
+    pub fn states(&self) -> BTreeMap<&'static str, u64> {
+        let mut by = BTreeMap::new();
+        for job in self.jobs.lock().values() {
+            *by.entry(job.state().state.name()).or_default() += 1;
+        }
+        by
+    }
+
     /// Program `name`, or why not.
     pub fn found_program(&self, name: &str) -> std::result::Result<Arc<Program>, Refusal> {
         self.program(name).ok_or_else(|| Refusal::NotFound(format!("no program {name:?} is deployed here")))

@@ -86,6 +86,11 @@ impl Jobs {
         true
     }
 
+    /// How many sessions are kept.
+    pub fn session_count(&self) -> usize {
+        self.sessions.lock().len()
+    }
+
     /// Sessions idle past their time.
     pub fn expired_sessions(&self) -> Vec<String> {
         let t = now();

@@ -4,6 +4,7 @@
 //! state the service interface reports (running, done, failed, ...). Its
 //! receive side is `rank::receive`, its send side `rank::send`.
 
+use super::traffic::Traffic;
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock};
@@ -97,6 +98,8 @@ pub struct Instance {
     /// Notified when a receive is posted (a reader may wait for one, `claim`).
     pub(super) posted: Condvar,
     pub(super) next_recv_id: AtomicU64,
+    /// What went to and came from each peer (`traffic`).
+    pub traffic: Traffic,
     pub(super) send_seq: Vec<AtomicU64>,
     status: watch::Sender<Status>,
     pub(super) in_flight: Arc<InFlight>,
@@ -131,6 +134,7 @@ impl Instance {
         let instance = Arc::new(Instance {
             crowded: local == size as usize && oversubscribed,
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            traffic: Traffic::new(size),
             inbox: Mutex::new(Inbox::new(binding.rank, size)),
             binding,
             arrived: Condvar::new(),

@@ -2,13 +2,15 @@
 //! *run* request carries (domain id, rank, endpoint list, token);
 //! `instance` is the rank's state and lifecycle; `receive` and `send` are
 //! its two sides (the receive state itself is `engine::inbox`, the wires
-//! are `net`); `liveness` finds peers that are gone, so no wait hangs.
+//! are `net`); `liveness` finds peers that are gone, so no wait hangs;
+//! `traffic` counts what went to and came from each peer.
 
 pub mod binding;
 pub mod instance;
 pub mod liveness;
 mod receive;
 mod send;
+pub mod traffic;
 
 pub use binding::Binding;
 pub use instance::{ErrorReport, Instance, InstanceState, Status};

@@ -23,6 +23,7 @@ impl Instance {
     /// File a message that arrived for this instance.
     pub fn deliver(self: &Arc<Self>, msg: Message) -> Result<Delivered> {
         let tree = (!msg.env.forward.is_empty()).then(|| (msg.env.clone(), msg.payload.clone()));
+        let (source, bytes) = (msg.env.source, msg.payload.len() as u64);
         let arrived = {
             let mut inbox = self.inbox.lock();
             let arrived = inbox.arrive(msg)?;
@@ -38,6 +39,7 @@ impl Instance {
             arrived.fires.fire();
             return Ok(Delivered::Duplicate);
         }
+        self.traffic.received(source, bytes);
         self.to_windows(arrived.rma);
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.

@@ -79,6 +79,7 @@ impl Instance {
         }
         let seq = self.send_seq[dest as usize].fetch_add(1, Ordering::Relaxed);
         env.seq = Some(seq);
+        self.traffic.sent(dest, chunks.iter().map(|c| c.len() as u64).sum());
         if let Some(t) = &track {
             let _ = t.sent.set((dest, seq));
         }

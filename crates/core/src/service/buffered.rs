@@ -27,6 +27,11 @@ impl Buffered {
         Arc::new(Buffered { max, used: AtomicU64::new(0) })
     }
 
+    /// Bytes held now, and the bound.
+    pub fn used(&self) -> (u64, u64) {
+        (self.used.load(Ordering::SeqCst), self.max)
+    }
+
     /// An empty claim, to grow as a body arrives.
     pub fn start(self: &Arc<Self>) -> Claim {
         Claim { of: self.clone(), n: 0 }
@@ -72,12 +77,6 @@ impl Deref for Body {
 mod tests {
     use super::*;
 
-    impl Buffered {
-        fn used(&self) -> u64 {
-            self.used.load(Ordering::SeqCst)
-        }
-    }
-
     #[test]
     fn claims_share_one_bound_and_give_back_when_dropped() {
         let b = Buffered::new(100);
@@ -86,12 +85,12 @@ mod tests {
         one.grow(60).unwrap();
         assert_eq!(two.grow(41), Err(100));
         two.grow(40).unwrap();
-        assert_eq!(b.used(), 100);
+        assert_eq!(b.used(), (100, 100));
         drop(one);
-        assert_eq!(b.used(), 40);
+        assert_eq!(b.used(), (40, 100));
         two.grow(60).unwrap();
         drop(two);
-        assert_eq!(b.used(), 0);
+        assert_eq!(b.used(), (0, 100));
         assert!(b.start().grow(u64::MAX).is_err(), "no overflow");
     }
 }

@@ -7,6 +7,7 @@
 //! endpoints list or its message state: an ended instance costs a summary,
 //! however large its binding was.
 
+use crate::rank::traffic::Counts;
 use std::time::Instant;
 
 use crate::error::Error;
@@ -21,6 +22,8 @@ pub struct Ended {
     endpoints: [u8; 32],
     /// When it was summarized: the oldest summaries are the first forgotten.
     pub at: Instant,
+    /// What it sent to and received from each peer.
+    pub traffic: Counts,
 }
 
 fn digest<T: serde::Serialize>(value: &T) -> [u8; 32] {
@@ -29,8 +32,9 @@ fn digest<T: serde::Serialize>(value: &T) -> [u8; 32] {
 }
 
 impl Ended {
-    pub fn new(binding: &Binding, status: Status, why: Error) -> Ended {
+    pub fn new(binding: &Binding, status: Status, why: Error, traffic: Counts) -> Ended {
         Ended {
+            traffic,
             status,
             token: binding.token.clone(),
             why,

@@ -15,11 +15,12 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::keys::{KeyId, Keys};
 use crate::net::stores::Stores;
-use crate::rank::{Binding, Instance, Status};
+use crate::rank::{Binding, Instance, InstanceState, Status};
 use crate::runtime::runtime;
 use crate::service::buffered::Buffered;
 use crate::service::config::Config;
 use crate::service::ended::Ended;
+use crate::service::metrics::Metrics;
 use crate::service::relay::Relay;
 use crate::service::rendezvous::Rendezvous;
 use crate::service::reverse::ViaRelay;
@@ -77,6 +78,14 @@ impl Hosted {
         match &self.held {
             Held::Live { instance, .. } => instance.status(),
             Held::Ended(e) => e.status.clone(),
+        }
+    }
+
+    /// What it sent and received, in all: [messages sent, bytes sent, messages received, bytes received].
+    fn traffic(&self) -> [u64; 4] {
+        match &self.held {
+            Held::Live { instance, .. } => instance.traffic.counts().totals(),
+            Held::Ended(e) => e.traffic.totals(),
         }
     }
 
@@ -146,6 +155,10 @@ pub struct Endpoint {
     pub relay: Arc<Relay>,
     /// Request bodies held in memory now, across all connections.
     pub buffered: Arc<Buffered>,
+    /// What the endpoint counts (`GET /metrics`).
+    pub metrics: Metrics,
+    /// The traffic of the instances whose records are forgotten (`traffic`).
+    retired: Mutex<[u64; 4]>,
     /// Set once the endpoint is closed (`close`): its listener, connections
     /// and relay connections end.
     closed: tokio::sync::watch::Sender<bool>,
@@ -224,6 +237,8 @@ impl Endpoint {
             rendezvous: Rendezvous::default(),
             relay: Arc::default(),
             buffered,
+            metrics: Metrics::default(),
+            retired: Mutex::new([0; 4]),
             closed: tokio::sync::watch::channel(false).0,
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
@@ -373,7 +388,12 @@ impl Endpoint {
                 .collect();
             summaries.sort_unstable();
             for (_, k) in summaries.into_iter().take(held - KEEP_PER_KEY / 2) {
-                map.remove(&k);
+                if let Some(gone) = map.remove(&k) {
+                    let mut retired = self.retired.lock();
+                    for (r, n) in retired.iter_mut().zip(gone.traffic()) {
+                        *r = r.saturating_add(n);
+                    }
+                }
             }
         }
         Ok(())
@@ -423,6 +443,34 @@ impl Endpoint {
 
     /// What `GET /` answers: who this endpoint is and what it deploys; the
     /// domains it hosts only to a caller entitled to see them (`visible`).
+    /// What this endpoint's instances sent and received, in all, ever:
+    /// [messages sent, bytes sent, messages received, bytes received].
+    pub fn traffic(&self) -> [u64; 4] {
+        let mut total = *self.retired.lock();
+        for h in self.instances.lock().values() {
+            for (t, n) in total.iter_mut().zip(h.traffic()) {
+                *t = t.saturating_add(n);
+            }
+        }
+        total
+    }
+
+    /// How many instances are hosted in each state (ended ones as long as they are kept).
+    pub fn instance_states(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut by = std::collections::BTreeMap::new();
+        for h in self.instances.lock().values() {
+            let state = match h.status().state {
+                InstanceState::Starting => "starting",
+                InstanceState::Running => "running",
+                InstanceState::Done => "done",
+                InstanceState::Failed => "failed",
+                InstanceState::Cancelled => "cancelled",
+            };
+            *by.entry(state).or_default() += 1;
+        }
+        by
+    }
+
     pub fn describe(&self, visible: impl Fn(&str) -> bool) -> Value {
         let mut domains: HashMap<String, Vec<Value>> = HashMap::new();
         for h in self.instances.lock().values().filter(|h| visible(h.token())) {
@@ -460,7 +508,7 @@ fn summarize(map: &mut HashMap<(String, u32), Hosted>, linger: Duration) {
         let since = *ended_at.get_or_insert_with(Instant::now);
         if since.elapsed() >= linger {
             let why = instance.ended().unwrap_or_else(|| Error::new(ErrorClass::Comm, "the instance ended"));
-            h.held = Held::Ended(Arc::new(Ended::new(&instance.binding, instance.status(), why)));
+            h.held = Held::Ended(Arc::new(Ended::new(&instance.binding, instance.status(), why, instance.traffic.counts())));
         }
     }
 }

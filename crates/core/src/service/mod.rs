@@ -24,6 +24,7 @@ pub mod guard;
 pub mod idle;
 pub mod jobs;
 pub mod matched;
+pub mod metrics;
 pub mod ogcapi;
 pub mod relay;
 pub mod rendezvous;

@@ -67,6 +67,13 @@ struct Name {
     open: usize,
 }
 
+impl Relay {
+    /// Connections open to this relay, of every name.
+    pub fn connections(&self) -> usize {
+        self.names.lock().values().map(|n| n.open).sum()
+    }
+}
+
 /// `POST /relay/{name}`: turn this connection around (see the module's doc).
 pub async fn register(ep: &Endpoint, key: &Key, name: &str, mut req: Request<Incoming>) -> Reply {
     if !valid_relay_name(name) {

@@ -98,7 +98,9 @@ pub fn xml(text: String) -> Reply {
 
 pub fn error(status: StatusCode, class: ErrorClass, message: impl Into<String>) -> Reply {
     let message = message.into();
-    json(status, &json!({"error": {"class": class.code(), "name": class.name(), "message": message}}))
+    let mut r = json(status, &json!({"error": {"class": class.code(), "name": class.name(), "message": &message}}));
+    crate::service::metrics::mark(&mut r, &message);
+    r
 }
 
 /// The reply to an error of the core's raised while serving.

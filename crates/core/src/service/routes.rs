@@ -73,6 +73,7 @@ pub enum Op {
     SessionFile,
     SessionPut,
     SessionRemoveFile,
+    Metrics,
     Soap,
     SoapServices,
     SoapStore,
@@ -115,6 +116,8 @@ const fn any(path: &'static str, need: Need, op: Op) -> Route {
 /// Every route of an endpoint, the first that fits a request taking it.
 pub const ROUTES: &[Route] = &[
     route(Method::GET, "/", Need::Nothing, Op::Describe),
+    // What the endpoint counts, for Prometheus (`service::metrics`).
+    route(Method::GET, "/metrics", Need::KeyOrAdmin(Scope::Metrics), Op::Metrics),
     // SOAP 1.2: the service interface's operations (`GET /?wsdl`); each checks its own credential, as `run`, `status` and `cancel` do.
     route(Method::POST, "/", Need::Nothing, Op::SoapServices),
     route(Method::POST, "/run", Need::Key(Scope::Run), Op::Run),

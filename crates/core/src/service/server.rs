@@ -27,8 +27,8 @@ use crate::service::reply::HttpError;
 use crate::service::reply::{self, Reply};
 use crate::service::routes::{self, Face, Lookup, Need, Op};
 use crate::service::{
-    cancel, describe, jobs, matched, ogcapi, relay, rendezvous, run, sandbox, sessions, soap, status, store, stream, tunnel, withdraw,
-    Endpoint,
+    cancel, describe, jobs, matched, metrics, ogcapi, relay, rendezvous, run, sandbox, sessions, soap, status, store, stream, tunnel,
+    withdraw, Endpoint,
 };
 
 /// Largest request head (request line and headers) read from a connection.
@@ -131,9 +131,12 @@ async fn accepted(builder: &auto::Builder<TokioExecutor>, ep: Arc<Endpoint>, str
     match &ep.tls {
         None => serve_connection(builder, ep.clone(), stream, idle, None, Some(seen)).await,
         Some(tls) => match tls.handshake(stream, ep.config.tls_handshake_timeout).await {
-            Some(Ok(stream)) => serve_connection(builder, ep.clone(), stream, idle, None, Some(seen)).await,
+            Some(Ok(stream)) => {
+                ep.metrics.tls_handshake(true);
+                serve_connection(builder, ep.clone(), stream, idle, None, Some(seen)).await
+            }
             Some(Err(cleartext)) => refuse_cleartext(&ep, cleartext).await,
-            None => {} // no handshake in time, or a failed one: closed
+            None => ep.metrics.tls_handshake(false), // no handshake in time, or a failed one: closed
         },
     }
 }
@@ -192,7 +195,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             }
             let (ep, busy, seen) = (ep.clone(), idle.busy(), seen.clone());
             async move {
-                let (reply, credential) = route(ep, req).await;
+                let (started, method) = (Instant::now(), metrics::method_name(req.method()));
+                let (reply, credential, template) = route(ep.clone(), req).await;
+                let limit = reply.extensions().get::<metrics::LimitHit>().copied();
+                ep.metrics.request(method, template, reply.status().as_u16(), started.elapsed().as_secs_f64(), limit);
                 if let Some(seen) = seen.filter(|s| credential && reply.status().as_u16() < 400 && !s.proven.swap(true, Ordering::Relaxed))
                 {
                     seen.served.conns.lock().proven(seen.id);
@@ -226,25 +232,26 @@ async fn refuse_cleartext(ep: &Endpoint, stream: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(ep.config.tls_handshake_timeout, builder.serve_connection(TokioIo::new(stream), svc)).await;
 }
 
-/// The request's answer, and whether its route asked for a credential
-/// (an answer below 400 then means the caller showed one).
-async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> (Reply, bool) {
+/// The request's answer, whether its route asked for a credential (an
+/// answer below 400 then means the caller showed one), and the route's
+/// template (what the endpoint's metrics name it by).
+async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> (Reply, bool, &'static str) {
     let path = req.uri().path().to_string();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     let face = routes::face(req.method(), &parts);
     if let Err(e) = guard::origin(&ep, &req) {
-        return (refusal(face, e), false);
+        return (refusal(face, e), false, metrics::UNROUTED);
     }
     let no_operation = || refusal(face, HttpError::new(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")));
-    let (found, need) = match routes::find(req.method(), &parts) {
+    let (found, need, template) = match routes::find(req.method(), &parts) {
         Lookup::Found(found) => {
-            let need = found.route.need;
-            (Some(found), need)
+            let (need, template) = (found.route.need, found.route.path);
+            (Some(found), need, template)
         }
-        Lookup::WrongMethod { need, .. } => (None, need),
-        Lookup::NotFound => return (no_operation(), false),
+        Lookup::WrongMethod { need, .. } => (None, need, metrics::UNROUTED),
+        Lookup::NotFound => return (no_operation(), false, metrics::UNROUTED),
     };
-    (operate(ep, req, &path, &parts, found, need).await, need != Need::Nothing)
+    (operate(ep, req, &path, &parts, found, need).await, need != Need::Nothing, template)
 }
 
 async fn operate(
@@ -310,6 +317,7 @@ async fn operate(
         Op::Upload => jobs::files::upload(&ep, key.expect("a key route"), req).await,
         Op::GetUpload => jobs::files::get_upload(&ep, p[0]).await,
         Op::RemoveUpload => jobs::files::remove_upload(&ep, key.expect("a key route"), p[0]).await,
+        Op::Metrics => metrics::answer(&ep),
         Op::SessionNew => sessions::create::create(&ep, key.expect("a key route"), req).await,
         Op::Sessions => sessions::list::list(&ep, key.expect("a key route")),
         Op::Session => sessions::list::describe(&ep, key.expect("a key route"), p[0]),

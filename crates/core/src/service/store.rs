@@ -122,10 +122,13 @@ fn too_large(max: u64) -> Reply {
     too_large_error(max).into()
 }
 
+/// What a pushback says (the endpoint's metrics know it by it).
+pub const PUSHBACK_MESSAGE: &str = "the receiver holds too many unreceived messages; try again";
+
 /// Pushback: the receiver holds too many unreceived messages from this
 /// sender; it tries again later, with the same sequence number.
 pub fn pushback() -> HttpError {
-    let message = "the receiver holds too many unreceived messages; try again";
+    let message = PUSHBACK_MESSAGE;
     HttpError::retry_later(StatusCode::TOO_MANY_REQUESTS, ErrorClass::Other, message, Duration::from_secs(1))
 }
 

@@ -121,6 +121,7 @@ impl From<Exception> for Reply {
         if let Some(after) = e.retry_after {
             r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(after.as_secs().max(1)));
         }
+        crate::service::metrics::mark(&mut r, &e.detail);
         r
     }
 }

@@ -1,23 +1,32 @@
 //! The child's half (in `python -m mpiws.service.sandbox`): say warm (its
 //! services imported); make the instance from the binding the endpoint
 //! writes on stdin, on the child's own loopback endpoint; take the streams
-//! the endpoint hands over; say ready; at the end report the outcome. When the endpoint goes (the
+//! the endpoint hands over; say ready; report the instance's traffic now
+//! and then (`rank::traffic`: each second it changed, and at the end); at
+//! the end report the outcome. When the endpoint goes (the
 //! hand-over wire ends), the child ends at once: no orphans.
 
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use rustls_pki_types::pem::PemObject;
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::rank::traffic::Counts;
 use crate::rank::{Binding, Instance};
 use crate::service::sandbox::handover::{self, CHILD_FDS};
 use crate::service::Endpoint;
 
-static REPORTS: OnceLock<UnixStream> = OnceLock::new();
+/// The reports wire, once the instance exists: one writer at a time, a line in one write.
+static REPORTS: OnceLock<Mutex<UnixStream>> = OnceLock::new();
+
+/// How often the instance's traffic is reported, if it changed.
+const TRAFFIC_EVERY: Duration = Duration::from_secs(1);
 
 /// Create this child's instance on `ep` and say it is ready.
 pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
@@ -63,15 +72,47 @@ pub fn begin(ep: &Arc<Endpoint>) -> Result<Arc<Instance>> {
         .spawn(move || take_streams(wire, taker, max))
         .map_err(|e| broken("no thread", &e))?;
     writeln!(&reports, "ready {}", ep.url()).or_else(gone_quietly).map_err(|e| broken("cannot report", &e))?;
-    let _ = REPORTS.set(reports);
+    let _ = REPORTS.set(Mutex::new(reports));
+    let counted = instance.clone();
+    std::thread::Builder::new()
+        .name("mpiws-traffic".into())
+        .spawn(move || {
+            let mut told = Counts::default();
+            while !counted.state().is_final() {
+                std::thread::sleep(TRAFFIC_EVERY);
+                let _ = tell_traffic(&counted, &mut told);
+            }
+        })
+        .map_err(|e| broken("no thread", &e))?;
     Ok(instance)
 }
 
-/// Report `instance`'s final status to the endpoint.
+/// Report `instance`'s final status to the endpoint (its traffic first, as it ends).
 pub fn report(instance: &Instance) -> Result<()> {
+    tell_traffic(instance, &mut Counts::default())?;
+    say(&serde_json::to_string(&instance.status()).expect("a status encodes"))
+}
+
+/// Report the instance's traffic, if it changed since `told`.
+fn tell_traffic(instance: &Instance, told: &mut Counts) -> Result<()> {
+    let now = instance.traffic.counts();
+    if now == *told {
+        return Ok(());
+    }
+    say(&format!("traffic {}", serde_json::to_string(&now).expect("counts encode")))?;
+    *told = now;
+    Ok(())
+}
+
+/// One line to the endpoint, whole.
+fn say(line: &str) -> Result<()> {
     let reports = REPORTS.get().ok_or_else(|| Error::new(ErrorClass::Intern, "sandbox: report before begin"))?;
-    let line = serde_json::to_string(&instance.status()).expect("a status encodes");
-    writeln!(&*reports, "{line}").or_else(gone_quietly).map_err(|e| Error::new(ErrorClass::Intern, format!("sandbox: cannot report: {e}")))
+    let whole = format!("{line}\n");
+    reports
+        .lock()
+        .write_all(whole.as_bytes())
+        .or_else(gone_quietly)
+        .map_err(|e| Error::new(ErrorClass::Intern, format!("sandbox: cannot report: {e}")))
 }
 
 /// A report that finds the endpoint gone (it ended, or was killed) has no

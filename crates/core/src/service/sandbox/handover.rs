@@ -6,7 +6,8 @@
 //!   `[kind u8][source u32 LE][early u32 LE]`, then `early` bytes the
 //!   endpoint read past the upgrade (the stream's first bytes).
 //! - *reports* (child to endpoint): lines, `ready <url>` once the child's
-//!   instance exists, then the instance's final status as JSON.
+//!   instance exists, `traffic <json>` (`rank::traffic::Counts`) now and
+//!   then, then the instance's final status as JSON.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;

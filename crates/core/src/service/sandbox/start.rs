@@ -272,14 +272,20 @@ async fn follow(
             line = lines.next_line() => match line {
                 // A child started for this instance (no warm spare was left) says so first.
                 Ok(Some(line)) if line == WARM => {}
-                Ok(Some(line)) => match line.strip_prefix("ready ") {
-                    Some(url) => {
+                Ok(Some(line)) => match (line.strip_prefix("ready "), line.strip_prefix("traffic ")) {
+                    (Some(url), _) => {
                         if let Some(h) = handover.take() {
                             sandbox.set_ready(url.to_string(), h);
                         }
                         instance.set_running();
                     }
-                    None => {
+                    // What the instance sent and received, as its child counts it (an unreadable report is none).
+                    (_, Some(counts)) => {
+                        if let Ok(counts) = serde_json::from_str(counts) {
+                            instance.traffic.take(&counts);
+                        }
+                    }
+                    (None, None) => {
                         apply(instance, &line);
                         break;
                     }

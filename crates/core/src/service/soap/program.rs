@@ -81,6 +81,7 @@ impl From<Fault> for Reply {
         if let Some(after) = f.retry_after {
             r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(after.as_secs().max(1)));
         }
+        crate::service::metrics::mark(&mut r, &f.reason);
         r
     }
 }

@@ -119,6 +119,7 @@ def test_messages_between_ranks_are_counted_where_their_instances_run(endpoints)
     # Each rank's own count, per peer, in its status (asked for): one message to each other rank, none to itself.
     for rank in range(4):
         status, _, body = call(f"{d.endpoints[rank]}/domains/{d.domain}/ranks/{rank}?traffic=true", key=d.token)
+        assert status == 200, body
         traffic = json.loads(body)["traffic"]
         assert [m for m, _ in traffic["sent"]] == [0 if r == rank else 1 for r in range(4)], traffic
         assert [m for m, _ in traffic["received"]] == [0 if r == rank else 1 for r in range(4)], traffic

@@ -24,9 +24,11 @@ def _notes():
 
 
 def note_endpoint(url, **facts):
-    """Note that this process serves ``url`` (``mpiws serve``): a private file named by its pid."""
+    """Note that this process serves ``url`` (``mpiws serve``): a private file named by its pid (the notes
+    of endpoints gone are dropped first, so that they do not pile up)."""
     d = _notes()
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    local_endpoints()
     path = d / f"{os.getpid()}.json"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:

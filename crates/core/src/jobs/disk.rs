@@ -10,6 +10,7 @@
 //! toward the whole quota only.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -77,6 +78,20 @@ impl Disk {
                 }
             }
         }
+    }
+
+    /// A directory of `owner`'s measured again at `measured` bytes, of
+    /// which `counted` (what was counted of it so far) is now set: the
+    /// difference is given back or counted, and an error says if it no
+    /// longer fits (counted all the same: the quota refuses what comes next).
+    pub fn recount(&self, owner: Option<KeyId>, counted: &AtomicU64, measured: u64) -> Result<(), String> {
+        let before = counted.swap(measured, Ordering::SeqCst);
+        if measured <= before {
+            self.release(owner, before - measured);
+            return Ok(());
+        }
+        let more = measured - before;
+        self.claim(owner, more).inspect_err(|_| self.force(owner, more))
     }
 
     /// Bytes counted: in all, and `owner`'s.

@@ -327,17 +327,9 @@ impl Job {
         if let Some(s) = &self.session {
             return s.account().map_err(|full| format!("{} wrote more than the disk quota allows: {full}", self.program.name));
         }
-        let measured = bytes_under(&self.dir);
-        let before = self.claimed.swap(measured, Ordering::SeqCst);
-        if measured <= before {
-            self.disk.release(Some(self.owner), before - measured);
-            return Ok(());
-        }
-        let more = measured - before;
-        self.disk.claim(Some(self.owner), more).map_err(|full| {
-            self.disk.force(Some(self.owner), more);
-            format!("{} wrote more than the disk quota allows: {full}", self.program.name)
-        })
+        self.disk
+            .recount(Some(self.owner), &self.claimed, bytes_under(&self.dir))
+            .map_err(|full| format!("{} wrote more than the disk quota allows: {full}", self.program.name))
     }
 
     /// Count the job's directory, as found, against its owner's quota (a

@@ -221,15 +221,10 @@ impl Session {
     /// its owner's share (counted all the same: what comes next is refused).
     pub fn account(&self) -> Result<(), String> {
         let measured = bytes_under(&self.root);
-        let before = self.claimed.swap(measured, Ordering::SeqCst);
-        if measured <= before {
-            self.quota.release(Some(self.owner), before - measured);
-            return Ok(());
-        }
-        let more = measured - before;
-        let shared = self.quota.claim(Some(self.owner), more).inspect_err(|_| self.quota.force(Some(self.owner), more));
+        let before = self.claimed.load(Ordering::SeqCst);
+        let shared = self.quota.recount(Some(self.owner), &self.claimed, measured);
         if measured > self.disk {
-            return Err(self.full(before, more));
+            return Err(self.full(before, measured.saturating_sub(before)));
         }
         shared
     }

@@ -98,7 +98,8 @@ class Manager:
         ranks = {r for g in self.plan.groups.values() for r in range(g.first, g.first + g.width)}
         while True:
             self.wake.look()
-            for rank, status in list(self.wake.ended.items()):
+            ended = dict(self.wake.ended)  # one view per turn: a rank ending meanwhile is recorded next turn
+            for rank, status in ended.items():
                 step, index = self.plan.step_of(rank)
                 if status.get("state") != "done":
                     run.record.unit(step, index, "failed")
@@ -116,7 +117,7 @@ class Manager:
             self.flow.poll(self.have)
             self._relay_programs()
             self.sent = [r for r in self.sent if not r.test()[0]]
-            if not pending and self.flow.finished and not self.sent and ranks <= set(self.wake.ended):
+            if not pending and self.flow.finished and not self.sent and ranks <= ended.keys():
                 break
             self.wake.sleep(0.5)
         return {

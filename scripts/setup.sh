@@ -25,7 +25,7 @@ echo "setup: installing the build and test tools into .venv (pip) ..."
 # cwltool: the reference runner tests/test_cwl_workflows.py compares with; cwltest: CWL's conformance runner (tests/cwl);
 # OWSLib: an OGC API - Processes client (tests/test_ogcapi.py), jsonschema: the standard's schemas checked there;
 # zeep: a SOAP client (tests/test_soap.py)
-.venv/bin/python -m pip install --progress-bar off "maturin>=1.5,<2" numpy pytest trustme mypy cwltool cwltest owslib jsonschema zeep "ruff>=0.17,<0.18" "$@" 2>&1 | quiet
+.venv/bin/python -m pip install --progress-bar off "maturin>=1.5,<2" numpy pytest trustme mypy cwltool cwltest owslib jsonschema zeep selenium "ruff>=0.17,<0.18" "$@" 2>&1 | quiet
 echo "setup: tools ready ($((SECONDS - started)) s); building mpiws (maturin develop --release: the Rust core, then the package) ..."
 built=$SECONDS
 .venv/bin/maturin develop --release 2>&1 | quiet

@@ -113,9 +113,17 @@ def test_messages_between_ranks_are_counted_where_their_instances_run(endpoints)
     assert failure is None, failure
     for url, was in zip(endpoints, before):
         now = samples(scrape(url)[1])
-        grew = {k: now[k] - was.get(k, 0) for k in now if k.startswith("mpiws_message")}
+        grew = {
+            k: now[k] - was.get(k, 0)
+            for k in now
+            if k.startswith(("mpiws_message", "mpiws_receive", "mpiws_instances_"))
+        }
         assert grew["mpiws_messages_sent_total"] == 6 and grew["mpiws_messages_received_total"] == 6, grew
         assert grew["mpiws_message_bytes_sent_total"] > 0 and grew["mpiws_message_bytes_received_total"] > 0, grew
+        # Each of its two ranks received three messages, each by one receive: six waits timed.
+        assert grew["mpiws_receive_wait_seconds_count"] == 6, grew
+        assert grew['mpiws_receive_wait_seconds_bucket{le="+Inf"}'] == 6, grew
+        assert grew['mpiws_instances_ended_total{state="done"}'] == 2, grew
     # Each rank's own count, per peer, in its status (asked for): one message to each other rank, none to itself.
     for rank in range(4):
         status, _, body = call(f"{d.endpoints[rank]}/domains/{d.domain}/ranks/{rank}?traffic=true", key=d.token)

@@ -37,6 +37,9 @@ NOT_PROVOKED = {
     ("withdraw", "502"),
     ("relayed", "502"),
     ("soapRank", "502"),
+    # an open event stream, and the bound on them: tests/test_dashboard.py
+    ("dashboardEvents", "200"),
+    ("dashboardEvents", "429"),
 }
 
 #: The endpoint's keys: every scope, `run` only, `files` only, `relay` only, `jobs` only.
@@ -50,6 +53,7 @@ KEYED = (
     "/files",
     "/sessions",
     "/metrics",
+    "/dashboard/api",
     "/ogcapi/processes",
     "/ogcapi/jobs",
 )
@@ -490,6 +494,32 @@ def test_metrics(api):
     assert api.headers["content-type"].startswith("text/plain; version=0.0.4")
     assert b'mpiws_http_requests_total{method="GET",route="/jobs/{id}",code="404"}' in text
     assert NO_JOB.encode() not in text
+    # A domain is named while it has a live instance here, and no longer.
+    domain, token = start(api, "block")
+    series = f'mpiws_domain_messages_sent_total{{domain="{domain}"}} 0'.encode()
+    assert series in api.call("GET", "/metrics", expect=200)[1]
+    api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
+    assert series not in api.call("GET", "/metrics", expect=200)[1]
+    assert b'mpiws_instances_ended_total{state="cancelled"}' in api.call("GET", "/metrics", expect=200)[1]
+
+
+def test_dashboard(api):
+    """The page's files to anyone; what it shows (and its stream) to `admin` only."""
+    _, page = api.call("GET", "/dashboard/", expect=200)
+    assert b"app.js" in page and "default-src 'none'" in api.headers["content-security-policy"]
+    api.call("GET", "/dashboard", expect=308)
+    assert api.headers["location"] == "/dashboard/"
+    api.call("GET", "/dashboard/app.js", expect=200)
+    api.call("GET", "/dashboard/secrets.txt", expect=404)
+    domain, token = start(api, "block")
+    _, d = api.call("GET", "/dashboard/api/state", expect=200)
+    assert [r["rank"] for x in d["domains"] if x["domain"] == domain for r in x["ranks"]] == [0]
+    assert any(p["name"] == "count" for p in d["endpoint"]["programs"])
+    api.call("GET", "/dashboard/api/state", headers=auth(KEY_JOBS), expect=403)
+    api.call("GET", "/dashboard/api/state", headers={"authorization": "none"}, expect=401)
+    api.call("GET", "/dashboard/api/events", headers=auth(KEY_RUN), expect=403)
+    api.call("GET", "/dashboard/api/events", headers={"authorization": "none"}, expect=401)
+    api.call("DELETE", f"/domains/{domain}/ranks/0", headers=auth(token), expect=200)
 
 
 def test_run(api):
@@ -589,6 +619,12 @@ def test_status_and_cancel(api):
     api.call("GET", path + "?wait=-1", headers=auth(token), expect=400)
     _, s = api.call("GET", path + "?traffic=true", headers=auth(token), expect=200)  # per peer: none yet
     assert s["traffic"] == {"sent": [[0, 0]], "received": [[0, 0]]}
+    for _ in range(50):  # `block` waits for a message from anyone with tag 99, once it got there
+        if s["awaiting"]:
+            break
+        time.sleep(0.1)
+        _, s = api.call("GET", path + "?traffic=true", headers=auth(token), expect=200)
+    assert s["awaiting"] == [{"source": None, "tag": 99, "collective": None}]
     api.call("GET", path + "?traffic=yes", headers=auth(token), expect=400)
     api.call("GET", f"/domains/{domain}/ranks/x", headers=auth(token), expect=400)
     api.call("GET", path, expect=401)

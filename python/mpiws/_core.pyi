@@ -102,6 +102,7 @@ class Endpoint:
         tls_handshake_timeout: float | None = None,
         relay: bool = False,
         relay_max_connections: int | None = None,
+        max_dashboard_streams: int | None = None,
         via_relay: str | None = None,
         relay_key: str | None = None,
         tunnel_key: str | None = None,
@@ -138,6 +139,10 @@ class Endpoint:
         """An instance created without a *run* request (singleton domains)."""
     def describe(self) -> str:
         """``GET /`` as JSON text."""
+    def publish(self, name: str, kind: str, document: str) -> None:
+        """Show ``document`` (JSON text) on the dashboard as run ``name`` of ``kind``."""
+    def watch_domain(self, domain: str, bearer: str, endpoints: list[str]) -> None:
+        """Show a domain hosted elsewhere on the dashboard (rank i at ``endpoints[i]``)."""
 
 class Instance:
     """One rank of one domain on an endpoint."""

@@ -48,6 +48,7 @@ LIMITS = [
     ("--spare-instances", "", "instance processes kept started ahead of need, so instances start at once"),
     ("--instance-linger", "seconds", "an ended instance is kept whole (then only its status is)"),
     ("--relay-max-connections", "", "with --relay: connections one name keeps open to this relay"),
+    ("--max-dashboard-streams", "", "dashboard pages open at once (each gathers the endpoint's state every second)"),
 ]
 
 
@@ -310,6 +311,7 @@ def _run(a):
             raise SystemExit("mpiws run --endpoints needs --service NAME")
         params = _params(a.params) if a.params else None
         return run_remote([e.strip() for e in a.endpoints.split(",") if e.strip()], a.service, params, key=a.key)
+    from .dashboard import asked_by
     from .launch.local import run_local
 
     if not given:
@@ -329,7 +331,9 @@ def _run(a):
     if missing:
         print(f"mpiws run: {missing[0]}", file=sys.stderr)
         return missing[1]
-    return run_local(a.np, program, args, prefix=a.prefix, host=a.host, keep_going=a.keep_going, form=form)
+    return run_local(
+        a.np, program, args, prefix=a.prefix, host=a.host, keep_going=a.keep_going, form=form, dashboard=asked_by(a)
+    )
 
 
 def _inputs(words):
@@ -532,6 +536,14 @@ class _Version(argparse.Action):
             from . import __version__ as version
         print(f"mpiws {version}")
         parser.exit()
+
+
+def _dashboard_options(parser):
+    """``--dashboard`` and ``--dashboard-port``, for a command that serves its run's own page (``mpiws.dashboard``)."""
+    parser.add_argument(
+        "--dashboard", action="store_true", help="show the run live in a browser: a page on loopback, for your key"
+    )
+    parser.add_argument("--dashboard-port", type=_port, metavar="PORT", help="its port (default: any free one)")
 
 
 def _port(text):
@@ -776,6 +788,7 @@ def _main(argv):
         nargs=argparse.REMAINDER,
         help="CODE [args]: run the program passed as a string, as python -c does (the last option)",
     )
+    _dashboard_options(r)
     r.add_argument("--endpoints", help="comma-separated endpoint URLs, one per rank")
     r.add_argument("--service", help="service to run on the endpoints")
     r.add_argument("--params", help="JSON parameters for the service")
@@ -848,7 +861,7 @@ def _main(argv):
 
     from .workflow.command import add_parser as add_workflow
 
-    add_workflow(sub)
+    _dashboard_options(add_workflow(sub))  # `workflow run`: as `run`, its run's own page
 
     # An endpoint is a client too: of its https peers, and of https job inputs.
     for client in (s, u, c, sp, j, r):

@@ -1,7 +1,8 @@
 //! The HTTP body type used by the server and the client: a queue of byte
 //! chunks sent as they are (payload buffers are never concatenated), a
 //! file read as it is sent (job files of any size, never held in memory),
-//! or another connection's body passed on as it arrives (a relay's).
+//! or another connection's body passed on as it arrives (a relay's), or
+//! chunks made as it goes on, of no length known ahead (an event stream's).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -18,6 +19,17 @@ pub struct Chunks {
     segments: VecDeque<Segment>,
     remaining: u64,
     relayed: Option<Incoming>,
+    live: Option<tokio::sync::mpsc::Receiver<Bytes>>,
+    held: Option<Held>,
+}
+
+/// What a live body keeps until it is dropped (its connection's "busy" mark).
+struct Held(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Held")
+    }
 }
 
 /// A piece of a body: bytes in memory, or the first bytes of a file, read as they are sent.
@@ -53,13 +65,28 @@ impl Chunks {
     pub fn segments(segments: impl IntoIterator<Item = Segment>) -> Self {
         let segments: VecDeque<Segment> = segments.into_iter().filter(|s| s.len() > 0).collect();
         let remaining = segments.iter().map(Segment::len).sum();
-        Chunks { segments, remaining, relayed: None }
+        Chunks { segments, remaining, ..Chunks::default() }
     }
 
     /// Another connection's body, passed on frame by frame; if it breaks,
     /// so does this one (the receiver sees a cut body, never a shorter one).
     pub fn relayed(body: Incoming) -> Self {
         Chunks { relayed: Some(body), ..Chunks::default() }
+    }
+
+    /// The chunks `made` gives, as it gives them, until it is dropped.
+    pub fn live(made: tokio::sync::mpsc::Receiver<Bytes>) -> Self {
+        Chunks { live: Some(made), ..Chunks::default() }
+    }
+
+    /// Whether it is made as it goes on (`live`).
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Keep `value` for as long as the body is sent.
+    pub fn hold(&mut self, value: impl std::any::Any + Send + Sync) {
+        self.held = Some(Held(Box::new(value)));
     }
 
     pub fn empty() -> Self {
@@ -78,6 +105,9 @@ impl Body for Chunks {
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         if let Some(relayed) = self.relayed.as_mut() {
             return Pin::new(relayed).poll_frame(cx);
+        }
+        if let Some(live) = self.live.as_mut() {
+            return live.poll_recv(cx).map(|made| made.map(|b| Ok(Frame::data(b))));
         }
         let this = &mut *self;
         match this.segments.front_mut() {
@@ -116,13 +146,14 @@ impl Body for Chunks {
     fn is_end_stream(&self) -> bool {
         match &self.relayed {
             Some(relayed) => relayed.is_end_stream(),
-            None => self.segments.is_empty(),
+            None => self.live.is_none() && self.segments.is_empty(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.relayed {
             Some(relayed) => relayed.size_hint(),
+            None if self.live.is_some() => SizeHint::default(),
             None => SizeHint::with_exact(self.remaining),
         }
     }

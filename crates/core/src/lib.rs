@@ -85,6 +85,7 @@ pub use net::link::EAGER_BELOW;
 pub use rank::{Binding, ErrorReport, Instance, InstanceState, Status};
 pub use runtime::runtime;
 pub use service::client::DomainClient;
+pub use service::dashboard::board::Watched;
 pub use service::rendezvous::{register as rendezvous_register, Registration};
 pub use service::sandbox::child::{begin as sandbox_begin, report as sandbox_report};
 pub use service::shutdown::exit_on_signals;

@@ -179,6 +179,18 @@ impl Endpoint {
         Ok(Instance { inner })
     }
 
+    /// Show `document` (JSON text) on this endpoint's dashboard as the run
+    /// `name` of `kind` ("workflow", "farm"), replacing its last one.
+    fn publish(&self, name: &str, kind: &str, document: &str) -> PyResult<()> {
+        self.inner.board.publish(name, kind, document).py_err()
+    }
+
+    /// Show domain `domain` on this endpoint's dashboard though it hosts
+    /// none of it: rank i at `endpoints[i]`, asked with `bearer`.
+    fn watch_domain(&self, domain: String, bearer: String, endpoints: Vec<String>) -> PyResult<()> {
+        self.inner.board.watch(mpiws_core::Watched { domain, bearer, endpoints }).py_err()
+    }
+
     /// `GET /` as a JSON string, as a key with `admin` sees it.
     fn describe(&self) -> String {
         self.inner.describe(|_| true).to_string()

@@ -225,6 +225,7 @@ class Pool:
         self.event = threading.Event()
         self.queue = queue = TaskQueue()
         self.exref = weakref.ref(executor, lambda _, q=queue: q.put(None))
+        self.tally = getattr(executor, "_tally", None)  # mpiws: what the farm counts (farm.Tally), before it starts
 
         args = (self, executor._options, *args)
         thread = threading.Thread(target=manager, args=args)

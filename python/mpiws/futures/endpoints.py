@@ -50,11 +50,11 @@ class Link:
                 "(a program, not an instance served by mpiws serve)"
             )
         self.url = url.rstrip("/")
-        domain, token = "futures-" + secrets.token_hex(8), secrets.token_urlsafe(24)
-        urls = [advertise or endpoint.url, self.url]  # rank 0 as the worker reaches it
-        instance = endpoint.create_instance(domain, 0, urls, token)
+        self.domain, self.token = "futures-" + secrets.token_hex(8), secrets.token_urlsafe(24)
+        self.urls = [advertise or endpoint.url, self.url]  # rank 0 as the worker reaches it
+        instance = endpoint.create_instance(self.domain, 0, self.urls, self.token)
         instance.set_running()
-        self.client = _core.DomainClient(domain, token, urls, client_key(key))
+        self.client = _core.DomainClient(self.domain, self.token, self.urls, client_key(key))
         try:
             self.client.start(service, "null", ranks=[1])
         except Exception:

@@ -38,6 +38,32 @@ class WorkerLost(_base.BrokenExecutor):
     """The workers that ran a task were lost before it finished."""
 
 
+class Tally:
+    """What an executor's farm did, for its dashboard (``board``): plain integers, counted whether a board
+    is open or not (an addition each); each is written by one thread, the manager's (``submitted``:
+    ``submit``, under the executor's lock), and only read by the others."""
+
+    def __init__(self):
+        self.submitted = 0  # tasks submitted
+        self.done = 0  # tasks that returned
+        self.failed = 0  # tasks that raised, would not pickle, or were lost with 1 + retries workers
+        self.resubmitted = 0  # tasks sent again, their worker lost
+        self.workers = 0  # workers serving: joined, not lost
+        self.workers_lost = 0
+        self.batches = 0  # batches sent
+        self.batched = 0  # the tasks in them (a task sent again, again)
+        self.last_batch = 0
+        self.max_batch = 0
+
+    def sent(self, n):
+        """A batch of ``n`` tasks went out."""
+        self.batches += 1
+        self.batched += n
+        self.last_batch = n
+        if n > self.max_batch:
+            self.max_batch = n
+
+
 def _setting(options, name, default, environ_get):
     value = options.pop(name, None)
     if value is None:
@@ -79,6 +105,8 @@ def run_manager(links, options, tag, worker_set, task_queue, pool, lost, environ
     joining = getattr(pool, "joining", None)
     if pool is not None:
         pool.dispatcher = d
+    tally = getattr(pool, "tally", None) or Tally()
+    tally.workers += len(links.keys() - lost)
     ser = serialized
     redo = collections.deque()
     sentinels, sends = {}, collections.defaultdict(list)
@@ -117,9 +145,11 @@ def run_manager(links, options, tag, worker_set, task_queue, pool, lost, environ
                 kept.append(item)
             except BaseException:
                 item.future.set_exception(sys.exc_info()[1])
+                tally.failed += 1
         if not kept:
             return
         d.sent(key, kept, time.perf_counter())
+        tally.sent(len(kept))
         comm, rank = links[key]
         try:
             sends[key].append(ser(comm.isend)(payload, rank, tag))
@@ -140,8 +170,10 @@ def run_manager(links, options, tag, worker_set, task_queue, pool, lost, environ
                 result, exception = None, sys.exc_info()[1]
             if exception is None:
                 item.future.set_result(result)
+                tally.done += 1
             else:
                 item.future.set_exception(exception)
+                tally.failed += 1
 
     def unwatch(key):
         sentinel = sentinels.pop(key, None)
@@ -152,7 +184,12 @@ def run_manager(links, options, tag, worker_set, task_queue, pool, lost, environ
                 pass
 
     def lose(key, why):
+        if key not in lost:  # (in a shared pool, counted by the executor that found it gone)
+            tally.workers -= 1
+            tally.workers_lost += 1
         again, failed = d.lose(key, str(why))
+        tally.resubmitted += len(again)
+        tally.failed += len(failed)
         lost.add(key)
         unwatch(key)
         sends.pop(key, None)
@@ -187,6 +224,7 @@ def run_manager(links, options, tag, worker_set, task_queue, pool, lost, environ
         for item in pending:
             if not item.future.done():
                 item.future.set_exception(WorkerLost(message))
+                tally.failed += 1
         if pool is not None:
             pool.broken(message)
 
@@ -196,6 +234,7 @@ def run_manager(links, options, tag, worker_set, task_queue, pool, lost, environ
                 key, comm, rank = joining.popleft()
                 links[key] = (comm, rank)
                 worker_set.add(key)
+                tally.workers += 1
             progressed = poll()
             while queued():
                 key = d.pick(queued(), idle_only=True)

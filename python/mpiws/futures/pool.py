@@ -1,7 +1,8 @@
 # Adapted from mpi4py (https://github.com/mpi4py/mpi4py), src/mpi4py/futures/pool.py
 # at commit 7c8dac2c58203a4d538961c6524e3940b04a42dc (2026-08-22, version 4.2.0.dev0).
 # Changes for mpiws: imports are mpiws's (``from .. import MPI`` is mpiws.MPI; ``..run`` is ._run);
-# map/starmap take ``progress=`` (both through ``_starmap``); endpoint workers; ``worker_stats()``.
+# map/starmap take ``progress=`` (both through ``_starmap``); endpoint workers; ``worker_stats()``;
+# ``dashboard=`` (board.py), with the farm's tally.
 #
 # mpi4py's licence:
 #
@@ -45,7 +46,9 @@ import time
 import weakref
 
 from . import _base, _core
+from . import board as _board  # mpiws: the run's dashboard
 from . import endpoints  # mpiws: workers on endpoints (it gives _core their manager)
+from . import farm  # mpiws: its tally
 from . import progress as _progress
 
 
@@ -89,6 +92,15 @@ class MPIPoolExecutor(_base.Executor):
                 also ``MPIWS_FUTURES_ADVERTISE``.
             prefetch, max_batch, retries, task_timeout: mpiws: the farm's
                 settings (``mpiws.futures.farm``).
+            dashboard: mpiws: show the farm live in a browser
+                (``mpiws.dashboard``): ``True`` or a port (0: any) for a
+                page of its own on loopback, for the user's key, said on
+                stderr and closed at shutdown; or an open
+                ``mpiws.dashboard.Board`` to show it on (left open). Its
+                document: workers serving and lost, tasks submitted,
+                done, failed and resubmitted, tasks per second over the
+                last 5 seconds, batch sizes (``mpiws.futures.board``).
+                Also ``MPIWS_FUTURES_DASHBOARD`` (1, or a port).
 
         """
         if max_workers is not None:
@@ -106,11 +118,16 @@ class MPIPoolExecutor(_base.Executor):
             kwargs["task_timeout"] = float(_core.os_environ_get("TASK_TIMEOUT"))
         if kwargs.get("task_timeout") is not None and not float(kwargs["task_timeout"]) > 0:
             raise ValueError(f"task_timeout must be a positive number of seconds, got {kwargs['task_timeout']!r}")
+        dashboard = kwargs.pop("dashboard", None)  # mpiws: never sent to the workers with the options
+        if dashboard is None:
+            dashboard = _board.asked(_core.os_environ_get("DASHBOARD"))
         self._options = kwargs
         self._shutdown = False
         self._broken = None
         self._lock = threading.Lock()
         self._pool = None
+        self._tally = farm.Tally()  # mpiws: what the farm did (its pool counts into it)
+        self._shown = _board.show(self, dashboard)  # mpiws: None without a dashboard
 
     _make_pool = staticmethod(_core.WorkerPool)
 
@@ -170,6 +187,7 @@ class MPIPoolExecutor(_base.Executor):
             future = self.Future()
             task = (fn, args, kwargs)
             pool.push((future, task))
+            self._tally.submitted += 1  # mpiws
             return future
 
     def map(
@@ -355,6 +373,8 @@ class MPIPoolExecutor(_base.Executor):
                 self._pool = None
         if pool is not None:
             pool.join()
+        if self._shown is not None:  # mpiws: the dashboard's last document; a board of its own closes
+            self._shown.end()
 
 
 def _starmap_helper(

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+from ..dashboard import open_board
 from .domain import Domain, exit_status
 from .pipes import STARTUP_SECONDS, forward, read_url
 from .program import SERVICE, python_argv
@@ -88,12 +89,25 @@ def _end_ranks(procs, holds, grace, at_most=None):
             p.wait()
 
 
-def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, log=None, keep_going=False, form="path"):
+def run_local(
+    n,
+    program,
+    args=(),
+    prefix=False,
+    host="127.0.0.1",
+    grace=5.0,
+    log=None,
+    keep_going=False,
+    form="path",
+    dashboard=None,
+):
     """Run ``program`` (a file, or in ``form`` "module" or "code") on ``n``
     local ranks; returns the exit status (130 after Ctrl-C, which ends every
-    rank and is said in one line)."""
+    rank and is said in one line). ``dashboard``: a port (0: any) for the
+    run's own page (``mpiws.dashboard``); None: none."""
     log = log or (lambda msg: print(f"mpiws run: {msg}", file=sys.stderr, flush=True))
     procs, url_fds, holds, forwarders, stand_ins = [], [], [], [], []
+    board = open_board(dashboard, "mpiws run")
     stdin = has_stdin()  # if closed, rank 0 reads nothing either
     # The launcher ends the ranks (their hold pipes close): a rank that dies
     # after that is not reported to its peers.
@@ -149,6 +163,8 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
         urls = [read_url(fd, p, deadline) for fd, p in zip(url_fds, procs)]
 
         domain = Domain(urls, key=key)
+        if board is not None:
+            board.watch(domain.domain, domain.token, urls)
         try:
             events = domain.start(SERVICE, {"program": program, "args": list(args), "form": form}, keep_going)
         except Exception:
@@ -198,6 +214,8 @@ def run_local(n, program, args=(), prefix=False, host="127.0.0.1", grace=5.0, lo
             t.join(timeout=2.0)
         for e in stand_ins:
             e.close()
+        if board is not None:
+            board.close()
 
 
 def _hold_sigint():

@@ -6,7 +6,8 @@
 - ``direct`` and ``mediated``: the manager's two forms; ``flow``: its dataflow
   of steps it runs itself; ``programs``: program steps as jobs;
   ``domain``: the manager's rank 0 and the step instances; ``local``: the
-  run's own endpoint; ``record``: progress and the run record; ``manager``: one run.
+  run's own endpoint; ``record``: progress and the run record; ``live``: the record on
+  the run's dashboard; ``manager``: one run.
 - ``command``: ``mpiws workflow ...``.
 
 docs/workflows.md is the user's reference.

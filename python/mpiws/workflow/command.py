@@ -3,7 +3,8 @@
 
 The output object (JSON) goes to stdout, as cwltool prints it; progress
 per step to stderr; ``--record`` writes the run record, ``--graph`` the
-picture (after the run, with each step's state, time and bytes).
+picture (after the run, with each step's state, time and bytes);
+``--dashboard`` shows the run live in a browser (``mpiws.dashboard``).
 """
 
 import json
@@ -44,13 +45,23 @@ def inputs_from(wf, job=None, args=()):
 
 
 def run_command(a):
+    from ..dashboard import asked_by, open_board
+
+    board = open_board(asked_by(a), "mpiws workflow")  # open for the whole run, closed at its end
+    try:
+        if a.flow.endswith(".cwl"):  # a CWL document: its own runner
+            from .cwl.run import run_command as run_cwl
+
+            return run_cwl(a, board)
+        return _run_flow(a, board)
+    finally:
+        if board is not None:
+            board.close()
+
+
+def _run_flow(a, board):
     from . import graph
     from .manager import run
-
-    if a.flow.endswith(".cwl"):  # a CWL document: its own runner
-        from .cwl.run import run_command as run_cwl
-
-        return run_cwl(a)
 
     try:
         if a.graph:
@@ -71,6 +82,7 @@ def run_command(a):
                 progress=not a.quiet,
                 record=a.record,
                 sessions=a.session,
+                board=board,
             )
         finally:
             if a.graph:
@@ -135,6 +147,7 @@ def add_steps_option(p):
 
 
 def add_parser(sub):
+    """``mpiws workflow``; returns its ``run`` subcommand's parser (``mpiws.cli`` adds ``--dashboard`` to it)."""
     w = sub.add_parser("workflow", help="run a workflow: steps pass data to each other directly (docs/workflows.md)")
     ws = w.add_subparsers(dest="workflow_command", required=True)
     r = ws.add_parser("run", help="run a workflow file; prints its output object (JSON)")
@@ -170,3 +183,4 @@ def add_parser(sub):
     g.add_argument("-o", "--output", metavar="PATH")
     g.add_argument("--record", metavar="JSON", help="a run record: show each step's state, time and bytes")
     g.set_defaults(func=graph_command)
+    return r

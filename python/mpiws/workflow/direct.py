@@ -26,6 +26,7 @@ def execute(run):
     dom = StepDomain(urls, run.key, run.advertise)
     wake = Wake()
     try:
+        run.show(dom)
         for g in groups:
             run.record.expect(g.step, g.width)
             if g.width:

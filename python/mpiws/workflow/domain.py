@@ -34,11 +34,11 @@ class StepDomain:
             raise RuntimeError(
                 "a workflow's manager serves its own endpoint: run it as a program, not inside a service"
             )
-        domain, token = "wf-" + secrets.token_hex(8), secrets.token_urlsafe(24)
+        self.domain, self.token = "wf-" + secrets.token_hex(8), secrets.token_urlsafe(24)
         self.urls = [advertise or endpoint.url] + [u.rstrip("/") for u in urls]
-        self.instance = endpoint.create_instance(domain, 0, self.urls, token)
+        self.instance = endpoint.create_instance(self.domain, 0, self.urls, self.token)
         self.instance.set_running()
-        self.client = _core.DomainClient(domain, token, self.urls, client_key(key))
+        self.client = _core.DomainClient(self.domain, self.token, self.urls, client_key(key))
         self.started = []
 
     def start(self, service, cfg, ranks):

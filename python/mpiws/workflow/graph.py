@@ -15,7 +15,6 @@ def _q(text):
 def dot(wf, record=None):
     """The DOT text of ``wf`` (with the states of ``record``, a run record, if given)."""
     from .record import human
-    from .spec import Literal
 
     lines = [f"digraph {_q(wf.name)} {{", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=11];']
     for name in wf.inputs:
@@ -42,19 +41,35 @@ def dot(wf, record=None):
         )
     for name in wf.outputs:
         lines.append(f"  {_q('out:' + name)} [label={_q(name)}, shape=ellipse, style=bold];")
+    for tail, head, label in wires(wf):
+        lines.append(f"  {_q(tail)} -> {_q(head)} [label={_q(label)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def wires(wf):
+    """The picture's arrows, (tail, head, label): from a workflow input (``in:NAME``) or a step, to a step
+    or a workflow output (``out:NAME``); one per value a step or an output takes."""
+    from .spec import Literal
+
     for name, s in wf.steps.items():
         for iname, v in s.inputs.items():
             if isinstance(v, Literal):
                 continue
             for src in v if isinstance(v, list) else [v]:
-                tail = _q("in:" + src.name) if src.step is None else _q(src.step)
-                label = iname if src.step is None or src.name == iname else f"{src.name} -> {iname}"
-                lines.append(f"  {tail} -> {_q(name)} [label={_q(label)}];")
+                tail = "in:" + src.name if src.step is None else src.step
+                yield tail, name, iname if src.step is None or src.name == iname else f"{src.name} -> {iname}"
     for name, src in wf.outputs.items():
-        tail = _q("in:" + src.name) if src.step is None else _q(src.step)
-        lines.append(f"  {tail} -> {_q('out:' + name)} [label={_q(src.name)}];")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        yield "in:" + src.name if src.step is None else src.step, "out:" + name, src.name
+
+
+def step_edges(wf):
+    """[from, to] for each step that feeds another (the picture's arrows between steps, each pair once)."""
+    edges = []
+    for tail, head, _ in wires(wf):
+        if tail in wf.steps and head in wf.steps and [tail, head] not in edges:
+            edges.append([tail, head])
+    return edges
 
 
 class CannotDraw(Exception):

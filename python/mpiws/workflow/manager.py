@@ -9,6 +9,8 @@ import tempfile
 import threading
 
 from . import direct, mediated
+from .graph import step_edges
+from .live import shown
 from .local import LocalEndpoint, deployed_name
 from .programs import Jobs
 from .record import Record, kept
@@ -19,10 +21,11 @@ from .values import LocalFile, Ref, bind, nbytes, output_object
 class Run:
     """What both forms share: where each step runs, the jobs, the record, how values cross the manager."""
 
-    def __init__(self, wf, values, mode, key=None, advertise=None, progress=True, sessions=False):
+    def __init__(self, wf, values, mode, key=None, advertise=None, progress=True, sessions=False, board=None):
         self.wf, self.values, self.mode = wf, values, mode
         self.key, self.advertise = key, advertise
-        self.record = Record(wf, mode, progress)
+        self.board = board
+        self.record = Record(wf, mode, progress, edges=step_edges(wf))
         self.scratch = tempfile.mkdtemp(prefix="mpiws-wf-")
         self.jobs = Jobs(key, self.scratch, sessions)
         self.local = None
@@ -41,6 +44,11 @@ class Run:
         if self.local is not None:
             self.local.stop()
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def show(self, domain):
+        """The run's dashboard, if any, shows the ranks of ``domain`` (a ``StepDomain``)."""
+        if self.board is not None:
+            self.board.watch(domain.domain, domain.token, domain.urls)
 
     def url(self, step):
         return step.endpoint or self.local.url
@@ -114,19 +122,30 @@ class Run:
 
 
 def run(
-    flow, inputs=None, mode="direct", outdir=".", key=None, advertise=None, progress=True, record=None, sessions=False
+    flow,
+    inputs=None,
+    mode="direct",
+    outdir=".",
+    key=None,
+    advertise=None,
+    progress=True,
+    record=None,
+    sessions=False,
+    board=None,
 ):
     """Run a workflow (a file's path, or a ``Workflow``) on ``inputs``
     (name -> value; a file as ``values.LocalFile``): returns (output object, run record).
     ``mode``: ``direct`` or ``mediated``; files among the outputs are saved in
     ``outdir``; ``record``: a path to write the run record to (JSON); ``sessions``:
-    program steps on one endpoint run in one session, files passed where they lie."""
+    program steps on one endpoint run in one session, files passed where they lie; ``board``: an open
+    ``mpiws.dashboard.Board`` to show the run on, live (``mpiws workflow run --dashboard``: its caller
+    opens and closes it)."""
     if mode not in ("direct", "mediated"):
         raise ValueError(f"mode is direct or mediated, not {mode!r}")
     wf = flow if isinstance(flow, Workflow) else load(flow)
     values = bind(wf, inputs or {})
-    r = Run(wf, values, mode, key=key, advertise=advertise, progress=progress, sessions=sessions)
-    with kept(r.record, record, r.close):
+    r = Run(wf, values, mode, key=key, advertise=advertise, progress=progress, sessions=sessions, board=board)
+    with shown(board, r.record), kept(r.record, record, r.close):
         outputs = (direct if mode == "direct" else mediated).execute(r)
         r.record.outputs = output_object(outputs, outdir)
         return r.record.outputs, r.record.as_json()

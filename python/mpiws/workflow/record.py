@@ -6,6 +6,7 @@ started and ended, bytes in and out, its units; per run: the mode, the
 bytes that passed through the manager, the outputs (files with checksums).
 """
 
+import copy
 import json
 import sys
 import threading
@@ -23,9 +24,23 @@ def human(n):
     return str(n)
 
 
+def direct_bytes(steps, manager_bytes):
+    """About how many bytes the steps sent each other directly, not through the manager, from what the
+    record holds: each such message is counted twice by the steps (one's ``bytes_out``, another's
+    ``bytes_in``) and never by the manager, and each message between a step and the manager once by
+    each; so it is half of what the steps counted beyond the manager's count. Exact for service steps;
+    program steps report no bytes (their files go job to job by reference), so what the manager moved
+    for them only lowers it, as does a step still running (a unit reports its bytes as it ends): never
+    below 0."""
+    counted = sum(s["bytes_in"] + s["bytes_out"] for s in steps.values())
+    return max(0, (counted - manager_bytes) // 2)
+
+
 class Record:
-    def __init__(self, wf, mode, progress=True, stream=None):
+    def __init__(self, wf, mode, progress=True, stream=None, edges=()):
         self.wf, self.mode = wf, mode
+        self.edges = [list(e) for e in edges]  # [from, to] per step feeding another (the dashboard's graph)
+        self.on_change = None  # called, outside the lock, when a step's state changes (the dashboard's publisher)
         self.started = time.time()
         self._t0 = time.monotonic()
         self.progress = progress
@@ -68,6 +83,8 @@ class Record:
             changed = s["state"] != before
         if changed and self.progress:
             self._print(step)
+        if changed and self.on_change is not None:
+            self.on_change()
 
     def expect(self, step, n):
         """``step`` will have ``n`` units (a scatter over n elements); none: it is done at once."""
@@ -76,6 +93,8 @@ class Record:
             s["width"] = n
             if n == 0:
                 s["state"], s["started"], s["ended"] = "done", round(self.now(), 4), round(self.now(), 4)
+        if n == 0 and self.on_change is not None:
+            self.on_change()
 
     def _roll_up(self, s):
         units = list(s["units"].values())
@@ -129,6 +148,16 @@ class Record:
             "outputs": self.outputs,
         }
 
+    def live(self, ended=False):
+        """The record as the run's dashboard shows it: ``state`` running until the run ``ended``, and also
+        the step graph (``edges``) and the bytes steps sent each other directly (``direct_bytes``)."""
+        with self.lock:  # a copy: the units change under the lock while the document is encoded
+            doc = dict(self.as_json(), steps=copy.deepcopy(self.steps))
+        doc.update(edges=self.edges, direct_bytes=direct_bytes(doc["steps"], doc["manager_bytes"]))
+        if not ended:
+            doc["state"] = "running"
+        return doc
+
     def write(self, path):
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.as_json(), f, indent=2)
@@ -142,7 +171,7 @@ def kept(record, path, close):
     try:
         yield
     except BaseException as e:
-        record.error = str(e)
+        record.error = str(e) or type(e).__name__  # a Ctrl-C says nothing, yet the run failed
         record.cancel_rest()
         raise
     finally:

@@ -45,6 +45,9 @@ use crate::wire::reserved::{fault_of, is_revoke, is_rma, REVOKE_TAG};
 pub struct Waiting {
     pub completion: Arc<Completion>,
     pub buffer: Option<Box<dyn RecvBuffer>>,
+    /// When it was posted, by the rank's clock (kept for the rank: how
+    /// long receives wait for their message, `rank::traffic`).
+    pub posted: Option<std::time::Instant>,
 }
 
 /// A message being read straight into a receive's buffer (`Inbox::claim`).
@@ -72,6 +75,14 @@ enum Fire {
 pub struct Fires(Vec<Fire>);
 
 impl Fires {
+    /// When the receives that take a message in this step were posted.
+    pub fn posted(&self) -> impl Iterator<Item = std::time::Instant> + '_ {
+        self.0.iter().filter_map(|f| match f {
+            Fire::Take(w, _) => w.posted,
+            _ => None,
+        })
+    }
+
     pub fn fire(self) {
         for f in self.0 {
             match f {
@@ -423,6 +434,11 @@ impl Inbox {
         self.closed.clone()
     }
 
+    /// What the posted receives ask for, oldest first.
+    pub fn posted_patterns(&self) -> Vec<Pattern> {
+        self.mailbox.patterns()
+    }
+
     /// The posted receives, with the source each waits for (None: any).
     pub fn posted_receives(&self) -> Vec<(RecvId, Option<u32>)> {
         self.mailbox.awaited()
@@ -501,7 +517,7 @@ mod tests {
     /// A receive without a buffer, and its completion.
     fn receive() -> (Waiting, Arc<Completion>) {
         let c = Completion::new();
-        (Waiting { completion: c.clone(), buffer: None }, c)
+        (Waiting { completion: c.clone(), buffer: None, posted: None }, c)
     }
 
     struct Buffer(Vec<u8>);
@@ -516,7 +532,7 @@ mod tests {
 
     fn with_buffer(len: usize) -> (Waiting, Arc<Completion>) {
         let c = Completion::new();
-        (Waiting { completion: c.clone(), buffer: Some(Box::new(Buffer(vec![0; len]))) }, c)
+        (Waiting { completion: c.clone(), buffer: Some(Box::new(Buffer(vec![0; len]))), posted: None }, c)
     }
 
     /// What a completed receive got: (source, tag, body), or its error's class.

@@ -401,6 +401,11 @@ impl Mailbox {
         out.into_iter().map(|(id, _)| id).collect()
     }
 
+    /// What the posted receives ask for, oldest first.
+    pub fn patterns(&self) -> Vec<Pattern> {
+        self.posted.iter().map(|(_, p)| *p).collect()
+    }
+
     /// The posted receives and the source each waits for (None: any).
     pub fn awaited(&self) -> Vec<(RecvId, Option<u32>)> {
         self.posted.iter().map(|(id, p)| (*id, p.source)).collect()

@@ -332,6 +332,11 @@ impl Job {
             .map_err(|full| format!("{} wrote more than the disk quota allows: {full}", self.program.name))
     }
 
+    /// The bytes of its files counted against the quota (a session job's are its session's).
+    pub fn disk_bytes(&self) -> u64 {
+        self.claimed.load(Ordering::Relaxed)
+    }
+
     /// Count the job's directory, as found, against its owner's quota (a
     /// restart); the bytes counted.
     pub fn recount_disk(&self) -> u64 {

@@ -107,6 +107,8 @@ pub struct Stat {
     pub start: u64,
     /// Its resident memory, in pages.
     pub resident_pages: u64,
+    /// CPU time it used, user and system, in clock ticks.
+    pub cpu_ticks: u64,
 }
 
 impl Stat {
@@ -124,7 +126,17 @@ impl Stat {
             pgrp: rest.get(5 - 3)?.parse().ok()?,
             start: rest.get(22 - 3)?.parse().ok()?,
             resident_pages: rest.get(24 - 3)?.parse().ok()?,
+            cpu_ticks: rest.get(14 - 3)?.parse::<u64>().ok()?.saturating_add(rest.get(15 - 3)?.parse().ok()?),
         })
+    }
+
+    /// What process `pid` used: CPU seconds and resident bytes.
+    pub fn usage(pid: libc::pid_t) -> Option<(f64, u64)> {
+        let stat = Stat::of(pid)?;
+        // SAFETY: sysconf has no preconditions.
+        let (tick, page) = unsafe { (libc::sysconf(libc::_SC_CLK_TCK), libc::sysconf(libc::_SC_PAGESIZE)) };
+        let cpu = stat.cpu_ticks as f64 / tick.max(1) as f64;
+        Some((cpu, stat.resident_pages.saturating_mul(u64::try_from(page).unwrap_or(4096))))
     }
 }
 
@@ -158,7 +170,7 @@ mod tests {
     #[test]
     fn a_stat_line_is_read_past_a_command_name_with_parentheses_and_spaces() {
         let line = "4242 (a) b (c)) S 1 4240 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615";
-        assert_eq!(Stat::parse(line), Some(Stat { state: 'S', pgrp: 4240, start: 987654, resident_pages: 10 }));
+        assert_eq!(Stat::parse(line), Some(Stat { state: 'S', pgrp: 4240, start: 987654, resident_pages: 10, cpu_ticks: 3 }));
         assert_eq!(Stat::parse("4242 (x) Z"), None, "too short");
         assert_eq!(Stat::parse("garbage"), None);
     }

@@ -4,6 +4,7 @@
 //! state the service interface reports (running, done, failed, ...). Its
 //! receive side is `rank::receive`, its send side `rank::send`.
 
+use super::awaiting::Collectives;
 use super::traffic::Traffic;
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
@@ -100,6 +101,8 @@ pub struct Instance {
     pub(super) next_recv_id: AtomicU64,
     /// What went to and came from each peer (`traffic`).
     pub traffic: Traffic,
+    /// The collective calls started lately, to name what it waits for (`awaiting`).
+    pub collectives: Collectives,
     pub(super) send_seq: Vec<AtomicU64>,
     status: watch::Sender<Status>,
     pub(super) in_flight: Arc<InFlight>,
@@ -135,6 +138,7 @@ impl Instance {
             crowded: local == size as usize && oversubscribed,
             send_seq: (0..size).map(|_| AtomicU64::new(0)).collect(),
             traffic: Traffic::new(size),
+            collectives: Collectives::default(),
             inbox: Mutex::new(Inbox::new(binding.rank, size)),
             binding,
             arrived: Condvar::new(),

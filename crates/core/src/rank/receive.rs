@@ -16,6 +16,7 @@ use crate::engine::inbox::Waiting;
 use crate::engine::mailbox::{Message, Pattern, RecvId};
 use crate::error::{Error, Result};
 use crate::net::reader::{Delivered, Receiver, ReplyPlace};
+use crate::rank::awaiting::Awaiting;
 use crate::rank::Instance;
 use crate::wire::frame::{Envelope, Payload};
 
@@ -40,6 +41,7 @@ impl Instance {
             return Ok(Delivered::Duplicate);
         }
         self.traffic.received(source, bytes);
+        self.traffic.waited(arrived.fires.posted());
         self.to_windows(arrived.rma);
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.
@@ -75,6 +77,7 @@ impl Instance {
     pub fn skip(self: &Arc<Self>, source: u32, seq: Option<u64>) {
         let Some(seq) = seq else { return };
         let (fires, rma) = self.inbox.lock().skip(source, seq);
+        self.traffic.waited(fires.posted());
         self.to_windows(rma);
         self.arrived.notify_all();
         fires.fire();
@@ -114,7 +117,9 @@ impl Instance {
     pub fn post_recv(&self, pattern: Pattern, buffer: Option<Box<dyn RecvBuffer>>) -> (RecvId, Arc<Completion>) {
         let id = self.next_recv_id.fetch_add(1, Ordering::Relaxed);
         let c = Completion::new();
-        self.inbox.lock().post(id, pattern, Waiting { completion: c.clone(), buffer }).fire();
+        let fires = self.inbox.lock().post(id, pattern, Waiting { completion: c.clone(), buffer, posted: Some(Instant::now()) });
+        self.traffic.waited(fires.posted()); // a message already here: no wait
+        fires.fire();
         self.posted.notify_all(); // a reader may wait to place a message in it (`claim`)
         self.consumed(); // the message taken, or the one awaited, may free a parked stream
         (id, c)
@@ -130,6 +135,7 @@ impl Instance {
         loop {
             if let Some((w, fires, rma)) = inbox.claim(env, len) {
                 drop(inbox);
+                self.traffic.waited(w.posted.into_iter().chain(fires.posted()));
                 self.to_windows(rma);
                 fires.fire();
                 return Some((w.completion, w.buffer?));
@@ -142,13 +148,15 @@ impl Instance {
 
     /// A claimed message was read in full.
     pub fn placed(&self, source: u32, seq: u64) {
-        self.inbox.lock().placed(source, seq).fire();
+        let fires = self.inbox.lock().placed(source, seq);
+        self.traffic.waited(fires.posted());
+        fires.fire();
     }
 
     /// A claimed message was cut off mid-read: its receive takes the retry
     /// (which may have come already), or fails if none can come.
     pub fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>) {
-        self.inbox.lock().cut(source, seq, Waiting { completion, buffer: Some(buffer) }).fire();
+        self.inbox.lock().cut(source, seq, Waiting { completion, buffer: Some(buffer), posted: None }).fire();
     }
 
     /// Withdraw a posted receive; true if it had not matched yet.
@@ -223,6 +231,13 @@ impl Instance {
     /// Why this instance ended, once it has: everything sent to it now fails so.
     pub fn ended(&self) -> Option<Error> {
         self.inbox.lock().ended()
+    }
+
+    /// What this rank waits for now (`awaiting`): its posted receives, a
+    /// collective's named by its call.
+    pub fn awaiting(&self) -> Vec<Awaiting> {
+        let patterns = self.inbox.lock().posted_patterns();
+        self.collectives.describe(&patterns)
     }
 
     /// The posted receives (with the source each waits for; None: any).

@@ -3,25 +3,67 @@
 //! filed (duplicates not counted). Two relaxed additions per message: the
 //! counting costs a rank nothing it would notice.
 //!
+//! And how long its receives waited for their message, from posted to
+//! matched (0 for a message that was there first): the latency the
+//! program sees, as a histogram ([`Waits`]; a clock read per receive).
+//!
 //! An instance whose code runs in a child process (`service::sandbox`) is
 //! counted there; the child reports its counts to the endpoint now and then
 //! and at its end, and the endpoint's record takes them ([`Traffic::take`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+
+/// The upper bounds (seconds) of the receive-wait histogram's buckets.
+pub const WAIT_BUCKETS: [f64; 12] = [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 10.0];
 
 pub struct Traffic {
     /// Per peer: [messages, bytes].
     sent: Vec<[AtomicU64; 2]>,
     received: Vec<[AtomicU64; 2]>,
+    /// Receives by how long they waited: per bucket (the last: longer than
+    /// all bounds), and the sum in nanoseconds.
+    waits: [AtomicU64; WAIT_BUCKETS.len() + 1],
+    waited_ns: AtomicU64,
 }
 
 /// The counts at one moment: per peer (its rank the index), [messages, bytes].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     pub sent: Vec<[u64; 2]>,
     pub received: Vec<[u64; 2]>,
+    /// How long receives waited (none yet: left out).
+    #[serde(default, skip_serializing_if = "Waits::is_empty")]
+    pub waits: Waits,
+}
+
+/// Receives by how long they waited for their message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Waits {
+    /// Per bucket of [`WAIT_BUCKETS`] (not cumulative), the last for longer waits.
+    pub buckets: Vec<u64>,
+    pub seconds: f64,
+}
+
+impl Waits {
+    pub fn is_empty(&self) -> bool {
+        self.buckets.iter().all(|&n| n == 0)
+    }
+
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().fold(0u64, |t, &n| t.saturating_add(n))
+    }
+
+    /// Add `other`'s to these.
+    pub fn add(&mut self, other: &Waits) {
+        self.buckets.resize(WAIT_BUCKETS.len() + 1, 0);
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine = mine.saturating_add(*theirs);
+        }
+        self.seconds += other.seconds;
+    }
 }
 
 impl Counts {
@@ -50,7 +92,7 @@ fn read(counts: &[[AtomicU64; 2]]) -> Vec<[u64; 2]> {
 impl Traffic {
     /// Nothing yet, with each of `size` peers.
     pub fn new(size: u32) -> Traffic {
-        Traffic { sent: zeros(size), received: zeros(size) }
+        Traffic { sent: zeros(size), received: zeros(size), waits: Default::default(), waited_ns: AtomicU64::new(0) }
     }
 
     pub fn sent(&self, dest: u32, bytes: u64) {
@@ -61,8 +103,23 @@ impl Traffic {
         add(&self.received, source, bytes);
     }
 
+    /// Receives posted at `posted` have their message now.
+    pub fn waited(&self, posted: impl IntoIterator<Item = Instant>) {
+        for at in posted {
+            let waited = at.elapsed();
+            let seconds = waited.as_secs_f64();
+            let i = WAIT_BUCKETS.iter().position(|b| seconds <= *b).unwrap_or(WAIT_BUCKETS.len());
+            self.waits[i].fetch_add(1, Ordering::Relaxed);
+            self.waited_ns.fetch_add(u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        }
+    }
+
     pub fn counts(&self) -> Counts {
-        Counts { sent: read(&self.sent), received: read(&self.received) }
+        let waits = Waits {
+            buckets: self.waits.iter().map(|n| n.load(Ordering::Relaxed)).collect(),
+            seconds: self.waited_ns.load(Ordering::Relaxed) as f64 / 1e9,
+        };
+        Counts { sent: read(&self.sent), received: read(&self.received), waits }
     }
 
     /// Take the counts a child reported for the instance this is the record
@@ -75,6 +132,10 @@ impl Traffic {
                 c[1].fetch_max(r[1], Ordering::Relaxed);
             }
         }
+        for (c, r) in self.waits.iter().zip(&reported.waits.buckets) {
+            c.fetch_max(*r, Ordering::Relaxed);
+        }
+        self.waited_ns.fetch_max((reported.waits.seconds * 1e9) as u64, Ordering::Relaxed);
     }
 }
 
@@ -94,13 +155,30 @@ mod tests {
         assert_eq!(c.sent, vec![[0, 0], [2, 16], [1, 100]]);
         assert_eq!(c.received, vec![[1, 5], [0, 0], [0, 0]]);
         assert_eq!(c.totals(), [3, 116, 1, 5]);
+        assert!(c.waits.is_empty() && serde_json::to_value(&c).unwrap().get("waits").is_none(), "no receive: left out");
+    }
+
+    #[test]
+    fn receive_waits_fall_in_their_buckets() {
+        let t = Traffic::new(1);
+        let now = Instant::now();
+        t.waited([now, now - std::time::Duration::from_millis(30), now - std::time::Duration::from_secs(20)]);
+        let w = t.counts().waits;
+        assert_eq!(w.count(), 3);
+        assert_eq!(w.buckets[WAIT_BUCKETS.iter().position(|&b| b == 0.05).unwrap()], 1, "30 ms: at most 50 ms");
+        assert_eq!(w.buckets[WAIT_BUCKETS.len()], 1, "20 s: beyond every bound");
+        assert!(w.seconds >= 20.03);
+        let mut all = Waits::default();
+        all.add(&w);
+        all.add(&w);
+        assert_eq!((all.count(), all.buckets.len()), (6, WAIT_BUCKETS.len() + 1));
     }
 
     #[test]
     fn a_record_takes_a_childs_reports_and_never_goes_back() {
         let record = Traffic::new(2);
-        record.take(&Counts { sent: vec![[1, 10], [2, 20]], received: vec![[0, 0], [3, 30]] });
-        record.take(&Counts { sent: vec![[0, 0], [1, 5]], received: vec![[9, 9], [3, 30], [4, 4]] }); // late, and too long
+        record.take(&Counts { sent: vec![[1, 10], [2, 20]], received: vec![[0, 0], [3, 30]], ..Counts::default() });
+        record.take(&Counts { sent: vec![[0, 0], [1, 5]], received: vec![[9, 9], [3, 30], [4, 4]], ..Counts::default() }); // late, and too long
         let c = record.counts();
         assert_eq!((c.sent, c.received), (vec![[1, 10], [2, 20]], vec![[9, 9], [3, 30]]));
     }

@@ -96,6 +96,9 @@ pub struct Config {
     pub relay: bool,
     /// Most connections one name keeps open to this relay.
     pub relay_max_connections: usize,
+    /// Dashboard pages open at once (`service::dashboard`: each gathers the
+    /// endpoint's state every second while it is open).
+    pub max_dashboard_streams: usize,
     /// Accept no connections from outside: be reached through the relay at
     /// this URL (`service::reverse`), registering with `relay_key`.
     pub via_relay: Option<String>,
@@ -143,6 +146,7 @@ impl Default for Config {
             spare_instances: 2,
             relay: false,
             relay_max_connections: 256,
+            max_dashboard_streams: 8,
             via_relay: None,
             relay_key: None,
             tunnel_key: None,

@@ -2,7 +2,7 @@
 //! it hosts (kept apart by domain id), and the queue of *run* orders that the
 //! service layer (in Python) picks up to start service code.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -15,10 +15,13 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::keys::{KeyId, Keys};
 use crate::net::stores::Stores;
+use crate::rank::traffic::{Counts, Waits};
 use crate::rank::{Binding, Instance, InstanceState, Status};
 use crate::runtime::runtime;
 use crate::service::buffered::Buffered;
 use crate::service::config::Config;
+use crate::service::dashboard::board::Board;
+use crate::service::dashboard::Watchers;
 use crate::service::ended::Ended;
 use crate::service::metrics::Metrics;
 use crate::service::relay::Relay;
@@ -40,6 +43,8 @@ const KEEP_PER_KEY: usize = 1024;
 struct Hosted {
     owner: Option<KeyId>,
     held: Held,
+    /// When it was created.
+    since: Instant,
 }
 
 enum Held {
@@ -81,11 +86,11 @@ impl Hosted {
         }
     }
 
-    /// What it sent and received, in all: [messages sent, bytes sent, messages received, bytes received].
-    fn traffic(&self) -> [u64; 4] {
+    /// What it sent and received, per peer, and how long its receives waited.
+    fn counts(&self) -> Counts {
         match &self.held {
-            Held::Live { instance, .. } => instance.traffic.counts().totals(),
-            Held::Ended(e) => e.traffic.totals(),
+            Held::Live { instance, .. } => instance.traffic.counts(),
+            Held::Ended(e) => e.traffic.clone(),
         }
     }
 
@@ -108,6 +113,49 @@ impl Hosted {
 pub enum Found {
     Live(Arc<Instance>),
     Ended(Arc<Ended>),
+}
+
+/// What instances did, in all (`GET /metrics`).
+#[derive(Debug, Clone, Default)]
+pub struct Activity {
+    /// [messages sent, bytes sent, messages received, bytes received].
+    pub traffic: [u64; 4],
+    /// How long their receives waited.
+    pub waits: Waits,
+    /// How many ended, by final state (those still running are not counted).
+    pub ended: BTreeMap<&'static str, u64>,
+}
+
+impl Activity {
+    fn add(&mut self, counts: &Counts, state: InstanceState) {
+        for (t, n) in self.traffic.iter_mut().zip(counts.totals()) {
+            *t = t.saturating_add(n);
+        }
+        self.waits.add(&counts.waits);
+        if state.is_final() {
+            *self.ended.entry(state_name(state)).or_default() += 1;
+        }
+    }
+}
+
+/// A state as a label, and as JSON has it.
+pub fn state_name(state: InstanceState) -> &'static str {
+    match state {
+        InstanceState::Starting => "starting",
+        InstanceState::Running => "running",
+        InstanceState::Done => "done",
+        InstanceState::Failed => "failed",
+        InstanceState::Cancelled => "cancelled",
+    }
+}
+
+/// An instance hosted here, as a watcher sees it (`service::dashboard`).
+pub struct Shown {
+    pub found: Found,
+    /// How long ago it was created.
+    pub age: Duration,
+    /// The child process running its code, if one does.
+    pub pid: Option<libc::pid_t>,
 }
 
 /// Why an instance was not created.
@@ -157,8 +205,11 @@ pub struct Endpoint {
     pub buffered: Arc<Buffered>,
     /// What the endpoint counts (`GET /metrics`).
     pub metrics: Metrics,
-    /// The traffic of the instances whose records are forgotten (`traffic`).
-    retired: Mutex<[u64; 4]>,
+    /// What runs show on this endpoint's dashboard, and the pages open on it (`service::dashboard`).
+    pub board: Board,
+    pub watchers: Watchers,
+    /// What the instances whose records are forgotten did (`activity`).
+    retired: Mutex<Activity>,
     /// Set once the endpoint is closed (`close`): its listener, connections
     /// and relay connections end.
     closed: tokio::sync::watch::Sender<bool>,
@@ -238,7 +289,9 @@ impl Endpoint {
             relay: Arc::default(),
             buffered,
             metrics: Metrics::default(),
-            retired: Mutex::new([0; 4]),
+            board: Board::default(),
+            watchers: Watchers::default(),
+            retired: Mutex::new(Activity::default()),
             closed: tokio::sync::watch::channel(false).0,
         });
         runtime().spawn(crate::service::server::serve(ep.clone(), listener));
@@ -354,7 +407,10 @@ impl Endpoint {
                 _ => None,
             };
             let queued = queue && sandbox.is_none();
-            map.insert(key, Hosted { owner, held: Held::Live { instance: instance.clone(), sandbox, ended_at: None } });
+            map.insert(
+                key,
+                Hosted { owner, held: Held::Live { instance: instance.clone(), sandbox, ended_at: None }, since: Instant::now() },
+            );
             if queued {
                 let _ = self.runs_tx.lock().send(instance.clone());
             }
@@ -389,10 +445,7 @@ impl Endpoint {
             summaries.sort_unstable();
             for (_, k) in summaries.into_iter().take(held - KEEP_PER_KEY / 2) {
                 if let Some(gone) = map.remove(&k) {
-                    let mut retired = self.retired.lock();
-                    for (r, n) in retired.iter_mut().zip(gone.traffic()) {
-                        *r = r.saturating_add(n);
-                    }
+                    self.retired.lock().add(&gone.counts(), gone.status().state);
                 }
             }
         }
@@ -412,6 +465,15 @@ impl Endpoint {
     /// The instances here whose domain and owner `pick` takes, whole or summarized.
     pub fn hosted_where(&self, pick: impl Fn(&str, Option<KeyId>) -> bool) -> Vec<Found> {
         self.instances.lock().values().filter(|h| pick(h.domain(), h.owner)).map(Hosted::found).collect()
+    }
+
+    /// Every instance hosted here, whole or summarized.
+    pub fn shown(&self) -> Vec<Shown> {
+        let pid = |h: &Hosted| match &h.held {
+            Held::Live { sandbox, .. } => sandbox.as_ref().and_then(|s| s.pid()),
+            Held::Ended(_) => None,
+        };
+        self.instances.lock().values().map(|h| Shown { found: h.found(), age: h.since.elapsed(), pid: pid(h) }).collect()
     }
 
     /// The child process running `domain` rank `rank`'s code, if it runs in one.
@@ -443,30 +505,30 @@ impl Endpoint {
 
     /// What `GET /` answers: who this endpoint is and what it deploys; the
     /// domains it hosts only to a caller entitled to see them (`visible`).
-    /// What this endpoint's instances sent and received, in all, ever:
-    /// [messages sent, bytes sent, messages received, bytes received].
-    pub fn traffic(&self) -> [u64; 4] {
-        let mut total = *self.retired.lock();
+    /// What this endpoint's instances did, in all, ever.
+    pub fn activity(&self) -> Activity {
+        let mut all = self.retired.lock().clone();
         for h in self.instances.lock().values() {
-            for (t, n) in total.iter_mut().zip(h.traffic()) {
-                *t = t.saturating_add(n);
-            }
+            all.add(&h.counts(), h.status().state);
         }
-        total
+        all
+    }
+
+    /// What the instances of each domain with a live instance here did (the
+    /// domains are as many as live instances at most: bounded).
+    pub fn live_domains(&self) -> BTreeMap<String, Activity> {
+        let mut by = BTreeMap::new();
+        for h in self.instances.lock().values().filter(|h| h.running()) {
+            by.entry(h.domain().to_string()).or_insert_with(Activity::default).add(&h.counts(), h.status().state);
+        }
+        by
     }
 
     /// How many instances are hosted in each state (ended ones as long as they are kept).
     pub fn instance_states(&self) -> std::collections::BTreeMap<&'static str, u64> {
         let mut by = std::collections::BTreeMap::new();
         for h in self.instances.lock().values() {
-            let state = match h.status().state {
-                InstanceState::Starting => "starting",
-                InstanceState::Running => "running",
-                InstanceState::Done => "done",
-                InstanceState::Failed => "failed",
-                InstanceState::Cancelled => "cancelled",
-            };
-            *by.entry(state).or_default() += 1;
+            *by.entry(state_name(h.status().state)).or_default() += 1;
         }
         by
     }

@@ -49,7 +49,14 @@ pub fn origin<B>(ep: &Endpoint, req: &Request<B>) -> Result<(), HttpError> {
     }
     if let Some(origin) = req.headers().get(http::header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        if !ep.config.allow_origins.iter().any(|o| o == "*" || o.eq_ignore_ascii_case(origin)) {
+        // The endpoint's own pages (`/dashboard/`) are of its own origin: the Host checked above, at its scheme.
+        let scheme = if ep.tls.is_some() { "https" } else { "http" };
+        let own = req
+            .headers()
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|h| origin.eq_ignore_ascii_case(&format!("{scheme}://{h}")));
+        if !own && !ep.config.allow_origins.iter().any(|o| o == "*" || o.eq_ignore_ascii_case(origin)) {
             return forbidden(format!("requests from web pages (Origin {origin:?}) are refused (allow one with --allow-origin)"));
         }
     }

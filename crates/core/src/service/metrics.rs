@@ -9,9 +9,12 @@
 //!   route is its template in the route table (`/jobs/{id}`, never the
 //!   path asked for), a method one of the table's, a status code a number,
 //!   a limit one of the endpoint's own settings ([`limit_named`]), a state
-//!   one of a fixed few. No label names a domain, a job or a key.
-//! - Counting costs a request a lock and a few additions; nothing is
-//!   counted per message (a rank's messages never pass here).
+//!   one of a fixed few. No label names a job or a key; a domain is named
+//!   only while it has a live instance here (at most `--max-instances`
+//!   series, gone with the domain).
+//! - Counting costs a request a lock and a few additions. A rank's
+//!   messages never pass here: their counts and receive waits are the
+//!   ranks' own (`rank::traffic`), read at scrape time.
 //!
 //! [`Metrics`] holds the counters the server adds to as it answers;
 //! [`render`] writes them and the gauges read at scrape time.
@@ -25,6 +28,7 @@ use http::Response;
 use parking_lot::Mutex;
 
 use crate::body::Chunks;
+use crate::rank::traffic::WAIT_BUCKETS;
 use crate::service::reply::Reply;
 use crate::service::Endpoint;
 
@@ -145,14 +149,9 @@ impl Metrics {
         let name = "mpiws_http_request_duration_seconds";
         head(&mut out, name, "histogram", "Time to answer an HTTP request (until its answer's head), by route.");
         for (route, h) in self.durations.lock().iter() {
-            let mut cumulative = 0;
-            for (bound, n) in BUCKETS.iter().zip(h.counts) {
-                cumulative += n;
-                let _ = writeln!(out, "{name}_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}");
-            }
-            let _ = writeln!(out, "{name}_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", h.count);
-            let _ = writeln!(out, "{name}_sum{{route=\"{route}\"}} {}", h.sum);
-            let _ = writeln!(out, "{name}_count{{route=\"{route}\"}} {}", h.count);
+            let mut counts = h.counts.to_vec();
+            counts.push(h.count - h.counts.iter().sum::<u64>()); // beyond the last bound
+            write_buckets(&mut out, name, &format!("route=\"{route}\","), &BUCKETS, &counts, h.sum);
         }
         head(
             &mut out,
@@ -224,7 +223,8 @@ pub fn answer(ep: &Endpoint) -> Reply {
     ];
     let fetched = |i: usize| ep.jobs.fetcher.pulled[i].load(std::sync::atomic::Ordering::Relaxed);
     let mut text = ep.metrics.render(&gauges);
-    let [sent, sent_bytes, received, received_bytes] = ep.traffic();
+    let activity = ep.activity();
+    let [sent, sent_bytes, received, received_bytes] = activity.traffic;
     for (name, help, n) in [
         ("mpiws_messages_sent_total", "Messages this endpoint's instances sent (to their peers, wherever they are).", sent),
         ("mpiws_message_bytes_sent_total", "Their payload bytes.", sent_bytes),
@@ -234,6 +234,26 @@ pub fn answer(ep: &Endpoint) -> Reply {
         head(&mut text, name, "counter", help);
         let _ = writeln!(text, "{name} {n}");
     }
+    let name = "mpiws_receive_wait_seconds";
+    head(&mut text, name, "histogram", "How long receives waited for their message, from posted to matched (0: it was there first).");
+    write_buckets(&mut text, name, "", &WAIT_BUCKETS, &activity.waits.buckets, activity.waits.seconds);
+    head(&mut text, "mpiws_instances_ended_total", "counter", "Instances that ended, by final state (failed: failures detected).");
+    for state in ["done", "failed", "cancelled"] {
+        let _ = writeln!(text, "mpiws_instances_ended_total{{state=\"{state}\"}} {}", activity.ended.get(state).copied().unwrap_or(0));
+    }
+    // Per domain: only those with a live instance here (bounded by --max-instances), gone with them.
+    let domains = ep.live_domains();
+    for (name, help, i) in [
+        ("mpiws_domain_messages_sent_total", "Messages this endpoint's live instances of a domain sent.", 0),
+        ("mpiws_domain_message_bytes_sent_total", "Their payload bytes.", 1),
+        ("mpiws_domain_messages_received_total", "Messages this endpoint's live instances of a domain received.", 2),
+        ("mpiws_domain_message_bytes_received_total", "Their payload bytes.", 3),
+    ] {
+        head(&mut text, name, "counter", help);
+        for (domain, a) in &domains {
+            let _ = writeln!(text, "{name}{{domain=\"{domain}\"}} {}", a.traffic[i]);
+        }
+    }
     head(&mut text, "mpiws_fetches_total", "counter", "URL inputs jobs pulled, by result.");
     let _ = writeln!(text, "mpiws_fetches_total{{result=\"ok\"}} {}\nmpiws_fetches_total{{result=\"failed\"}} {}", fetched(0), fetched(1));
     head(&mut text, "mpiws_fetched_bytes_total", "counter", "Bytes of URL inputs jobs pulled.");
@@ -241,6 +261,21 @@ pub fn answer(ep: &Endpoint) -> Reply {
     let mut r = Response::new(Chunks::new([bytes::Bytes::from(text)]));
     r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     r
+}
+
+/// A histogram's series: `counts` per bucket of `bounds` (not cumulative),
+/// then one for beyond the last; `labels` ends with a comma if not empty.
+fn write_buckets(out: &mut String, name: &str, labels: &str, bounds: &[f64], counts: &[u64], sum: f64) {
+    let mut cumulative = 0u64;
+    for (i, bound) in bounds.iter().enumerate() {
+        cumulative = cumulative.saturating_add(counts.get(i).copied().unwrap_or(0));
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{bound}\"}} {cumulative}");
+    }
+    let count = counts.iter().fold(0u64, |t, &n| t.saturating_add(n));
+    let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {count}");
+    let plain = labels.trim_end_matches(',');
+    let braces = if plain.is_empty() { String::new() } else { format!("{{{plain}}}") };
+    let _ = writeln!(out, "{name}_sum{braces} {sum}\n{name}_count{braces} {count}");
 }
 
 fn head(out: &mut String, name: &str, kind: &str, help: &str) {

@@ -17,6 +17,7 @@ pub mod cancel;
 pub mod client;
 pub mod config;
 pub mod conns;
+pub mod dashboard;
 pub mod describe;
 pub mod ended;
 pub mod endpoint;

@@ -74,6 +74,9 @@ pub enum Op {
     SessionPut,
     SessionRemoveFile,
     Metrics,
+    Dashboard,
+    DashboardState,
+    DashboardEvents,
     Soap,
     SoapServices,
     SoapStore,
@@ -118,6 +121,11 @@ pub const ROUTES: &[Route] = &[
     route(Method::GET, "/", Need::Nothing, Op::Describe),
     // What the endpoint counts, for Prometheus (`service::metrics`).
     route(Method::GET, "/metrics", Need::KeyOrAdmin(Scope::Metrics), Op::Metrics),
+    // The dashboard (`service::dashboard`): its page's files hold no data; what it shows is admin's.
+    route(Method::GET, "/dashboard", Need::Nothing, Op::Dashboard),
+    route(Method::GET, "/dashboard/{file}", Need::Nothing, Op::Dashboard),
+    route(Method::GET, "/dashboard/api/state", Need::Key(Scope::Admin), Op::DashboardState),
+    route(Method::GET, "/dashboard/api/events", Need::Key(Scope::Admin), Op::DashboardEvents),
     // SOAP 1.2: the service interface's operations (`GET /?wsdl`); each checks its own credential, as `run`, `status` and `cancel` do.
     route(Method::POST, "/", Need::Nothing, Op::SoapServices),
     route(Method::POST, "/run", Need::Key(Scope::Run), Op::Run),

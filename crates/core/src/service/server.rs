@@ -27,8 +27,8 @@ use crate::service::reply::HttpError;
 use crate::service::reply::{self, Reply};
 use crate::service::routes::{self, Face, Lookup, Need, Op};
 use crate::service::{
-    cancel, describe, jobs, matched, metrics, ogcapi, relay, rendezvous, run, sandbox, sessions, soap, status, store, stream, tunnel,
-    withdraw, Endpoint,
+    cancel, dashboard, describe, jobs, matched, metrics, ogcapi, relay, rendezvous, run, sandbox, sessions, soap, status, store, stream,
+    tunnel, withdraw, Endpoint,
 };
 
 /// Largest request head (request line and headers) read from a connection.
@@ -196,14 +196,18 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             let (ep, busy, seen) = (ep.clone(), idle.busy(), seen.clone());
             async move {
                 let (started, method) = (Instant::now(), metrics::method_name(req.method()));
-                let (reply, credential, template) = route(ep.clone(), req).await;
+                let (mut reply, credential, template) = route(ep.clone(), req).await;
                 let limit = reply.extensions().get::<metrics::LimitHit>().copied();
                 ep.metrics.request(method, template, reply.status().as_u16(), started.elapsed().as_secs_f64(), limit);
                 if let Some(seen) = seen.filter(|s| credential && reply.status().as_u16() < 400 && !s.proven.swap(true, Ordering::Relaxed))
                 {
                     seen.served.conns.lock().proven(seen.id);
                 }
-                drop(busy);
+                if reply.body().is_live() {
+                    reply.body_mut().hold(busy); // a stream in progress: the connection is not idle
+                } else {
+                    drop(busy);
+                }
                 Ok::<_, std::convert::Infallible>(reply)
             }
         })
@@ -318,6 +322,9 @@ async fn operate(
         Op::GetUpload => jobs::files::get_upload(&ep, p[0]).await,
         Op::RemoveUpload => jobs::files::remove_upload(&ep, key.expect("a key route"), p[0]).await,
         Op::Metrics => metrics::answer(&ep),
+        Op::Dashboard => dashboard::page(&req, p.first().copied().unwrap_or("")),
+        Op::DashboardState => dashboard::state(&ep, key.expect("a key route")).await,
+        Op::DashboardEvents => dashboard::events(&ep, key.expect("a key route").clone()),
         Op::SessionNew => sessions::create::create(&ep, key.expect("a key route"), req).await,
         Op::Sessions => sessions::list::list(&ep, key.expect("a key route")),
         Op::Session => sessions::list::describe(&ep, key.expect("a key route"), p[0]),

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ...service import cwl_runner
 from ..programs import Jobs
+from ..live import shown
 from ..record import Record, kept
 from . import steps, warm, whole
 from .job import Wire, final, from_file, job_object, split_input
@@ -44,6 +45,17 @@ def as_workflow(tool):
     return Workflow(
         tool.name, tool.path, inputs, {o: StepIn([(tool.name, o)]) for o in tool.outputs}, {tool.name: step}
     )
+
+
+def step_edges(wf):
+    """[from, to] for each step that feeds another, once (the dashboard's graph)."""
+    edges = []
+    for name, step in wf.steps.items():
+        for conn in step.ins.values():
+            for src, _ in conn.sources:
+                if src is not None and [src, name] not in edges:
+                    edges.append([src, name])
+    return edges
 
 
 def optional(t):
@@ -108,7 +120,7 @@ class Runner:
             path=wf.path,
             steps={n: SimpleNamespace(kind="program", endpoint=p[0] if p else None) for n, p in self.place.items()},
         )
-        self.record = Record(view, "direct", progress)
+        self.record = Record(view, "direct", progress, edges=step_edges(wf))
         self.scratch = tempfile.mkdtemp(prefix="mpiws-cwl-")
         self.jobs = Jobs(key, self.scratch)
         self.wire = Wire(self.jobs.upload)
@@ -252,11 +264,14 @@ class Runner:
             known[(step.name, o)] = v
 
 
-def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, record=None, named=(), steps=False):
+def run(
+    flow, job=None, outdir=".", key=None, endpoints=None, progress=True, record=None, named=(), steps=False, board=None
+):
     """Run the CWL document ``flow`` (a path, a ``Tool`` or a ``Workflow``) on the job object
     ``job`` (input name -> value; Files as ``job.local`` makes them): (output object, run record).
     Output files are downloaded into ``outdir``; ``record``: a path to write the run record to;
-    ``named``: the inputs the command line names, which must exist (others not declared are left out).
+    ``named``: the inputs the command line names, which must exist (others not declared are left out);
+    ``board``: an open ``mpiws.dashboard.Board`` to show the run on, live (the caller opens and closes it).
 
     Where it runs: a document whose steps are placed (``endpoints``: ``--endpoint``; or
     ``mpiws:Endpoint`` hints), or any with ``steps``, by mpiws's step engine, each step a job
@@ -265,10 +280,10 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
     engine does not run is then an error (exit 33) where steps are placed, and runs whole where
     they are not."""
     if isinstance(flow, (Tool, Workflow)):
-        return _run(flow, job, outdir, key, endpoints, progress, record, named)
+        return _run(flow, job, outdir, key, endpoints, progress, record, named, board)
 
     def whole_run():
-        return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named)
+        return _run(whole.as_workflow(flow), job, outdir, key, endpoints, progress, record, named, board)
 
     if whole.JOB_REQUIREMENTS in (job or {}):  # the job's own requirements: cwltool's to apply
         return whole_run()
@@ -283,29 +298,29 @@ def run(flow, job=None, outdir=".", key=None, endpoints=None, progress=True, rec
     if not placed and whole.available():
         return whole_run()
     try:
-        return _run(doc, job, outdir, key, endpoints, progress, record, named)
+        return _run(doc, job, outdir, key, endpoints, progress, record, named, board)
     except CwlUnsupported as e:
         if placed:
             raise
         raise CwlUnsupported(f"{e} (with cwltool, pip install 'mpiws[cwl]', it would run whole)") from None
 
 
-def _run(doc, job, outdir, key, endpoints, progress, record, named):
+def _run(doc, job, outdir, key, endpoints, progress, record, named, board):
     wf = doc if isinstance(doc, Workflow) else as_workflow(doc)
     for s in wf.steps.values():
         if whole.is_packed(s.tool.doc):
             job = whole.with_secondaries(job or {}, s.tool.doc)
     values = bind(wf, job or {}, named)
     r = Runner(wf, key=key, endpoints=endpoints, progress=progress)
-    with kept(r.record, record, r.close):
+    with shown(board, r.record), kept(r.record, record, r.close):
         outputs = r.execute(values)
         taken = {}  # one output's file name is not another's (in name order, as cwltool)
         r.record.outputs = {n: final(outputs[n], outdir, taken) for n in sorted(outputs)}
         return r.record.outputs, r.record.as_json()
 
 
-def run_command(a):
-    """``mpiws workflow run FLOW.cwl [JOB.yml] [NAME=VALUE | NAME:@PATH ...]``."""
+def run_command(a, board=None):
+    """``mpiws workflow run FLOW.cwl [JOB.yml] [NAME=VALUE | NAME:@PATH ...]``; ``board``: its dashboard, or None."""
     prog = getattr(a, "prog", "mpiws workflow")
     for flag, given in (("--mediated", a.mediated), ("--graph", a.graph), ("--advertise", a.advertise)):
         if given:
@@ -326,6 +341,7 @@ def run_command(a):
             record=a.record,
             named=[split_input(x)[0] for x in args],
             steps=getattr(a, "steps", False),
+            board=board,
         )
     except Exception as e:  # noqa: BLE001 - a refused document, a failed step: said in one line
         said = str(e) if isinstance(e, CwlError) or type(e).__name__ == "StepFailed" else f"{type(e).__name__}: {e}"

@@ -258,7 +258,7 @@ impl Comm {
             None => self.check(call)?,
         }
         if self.is_inter() || matches!(call, Call::Neighbor { .. }) {
-            return Ok((Schedule::new(self, timeout), call.name()));
+            return Ok((Schedule::new(self, timeout, call.name()), call.name()));
         }
         let n = self.size();
         let size = call.agreed_size(hint);
@@ -266,7 +266,7 @@ impl Comm {
         // Measured only where it changes the choice (the measuring synchronizes the ranks once).
         let (near, far) = (pick(false)?, pick(true)?);
         let algo = if near != far && self.far_apart(timeout)? { far } else { near };
-        Ok((Schedule::new(self, timeout), algo))
+        Ok((Schedule::new(self, timeout, call.name()), algo))
     }
 
     /// An intracommunicator's arguments: roots among its ranks, a block

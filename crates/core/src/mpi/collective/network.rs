@@ -21,12 +21,12 @@ use crate::net::rtt;
 
 /// Whether `comm`'s ranks are far apart, measured and agreed now.
 pub fn measure(comm: &Comm, timeout: Option<Duration>) -> Result<bool> {
-    let mut s = Schedule::new(comm, timeout);
+    let mut s = Schedule::new(comm, timeout, "barrier");
     let out = barrier::dissemination(&mut s);
     s.finish(()).and(out)?;
     let local = rtt::median().unwrap_or_default().as_micros() as u64;
     let max = Op { kind: OpKind::Max, dtype: Dtype::U64 };
-    let mut s = Schedule::new(comm, timeout);
+    let mut s = Schedule::new(comm, timeout, "allreduce");
     let out = reduce::allreduce_recursive_doubling(&mut s, Bytes::copy_from_slice(&local.to_ne_bytes()), &max);
     let agreed = s.finish(()).and(out)?;
     let micros = u64::from_ne_bytes(agreed.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));

@@ -46,14 +46,17 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Claim the next collective sequence number of `comm`. Must be called
-    /// in the order the application calls collectives (before any thread
-    /// hand-off), as every rank numbers them the same way.
-    pub fn new(comm: &Comm, timeout: Option<Duration>) -> Schedule {
+    /// Claim the next collective sequence number of `comm` for the call
+    /// `name` (which the rank's instance is told: what its receives wait
+    /// for, `rank::awaiting`). Must be called in the order the application
+    /// calls collectives (before any thread hand-off), as every rank
+    /// numbers them the same way.
+    pub fn new(comm: &Comm, timeout: Option<Duration>, name: &'static str) -> Schedule {
         let tag = (comm.next_collective() % REVOKE_TAG as u64) as i64;
         let internal = comm.internal();
         let remote = internal.is_inter().then(|| internal.clone());
         let comm = internal.local_side();
+        comm.instance.collectives.started(comm.context, tag as i32, name);
         Schedule { tag, timeout, rank: comm.rank, size: comm.size(), comm, remote, fault: None, sends: Vec::new() }
     }
 

@@ -63,13 +63,15 @@ const TRUST_ENV: &str = "MPIWS_SANDBOX_TRUST";
 /// The endpoint's handle on a child: set once the child is ready.
 pub struct Sandbox {
     ready: Mutex<Option<Ready>>,
+    /// The child's process id once started (0 before), for who watches its CPU and memory.
+    pid: std::sync::atomic::AtomicI32,
     /// Told when the child is ready (or gone), for requests that came first.
     changed: tokio::sync::watch::Sender<()>,
 }
 
 impl Default for Sandbox {
     fn default() -> Self {
-        Sandbox { ready: Mutex::new(None), changed: tokio::sync::watch::channel(()).0 }
+        Sandbox { ready: Mutex::new(None), pid: Default::default(), changed: tokio::sync::watch::channel(()).0 }
     }
 }
 
@@ -100,6 +102,11 @@ impl Sandbox {
             }
         };
         tokio::time::timeout(timeout, wait).await.ok().flatten()
+    }
+
+    /// The child's process id, once it runs the instance's code.
+    pub fn pid(&self) -> Option<libc::pid_t> {
+        Some(self.pid.load(std::sync::atomic::Ordering::Relaxed)).filter(|&p| p > 1)
     }
 
     fn set_ready(&self, url: String, handover: UnixStream) {

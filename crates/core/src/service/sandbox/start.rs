@@ -253,6 +253,7 @@ async fn follow(
     watched: Option<Watched>,
 ) -> Result<(), Failure> {
     let Spare { mut child, binding, handover, reports } = spare;
+    sandbox.pid.store(child.group().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
 
     let text = serde_json::to_vec(&instance.binding).expect("a binding encodes");
     // A child that cannot read its binding fails by itself; it is followed below.

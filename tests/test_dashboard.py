@@ -342,3 +342,59 @@ def test_a_farms_figures_in_the_browser(browser, tmp_path, shots):
         gate.touch()
         p.wait(timeout=60)
     assert p.returncode == 0, "".join(err.lines)
+
+
+# A ring of 64 ranks: each sends its right neighbour one message of (rank + 1) * 10 bytes, then waits
+# for a second one (tag 2) that comes once the test's go-ahead file exists.
+RING = """
+import os, time
+from mpiws import MPI
+comm = MPI.COMM_WORLD
+r, n = comm.rank, comm.size
+comm.send(b"x" * ((r + 1) * 10), dest=(r + 1) % n, tag=1)
+comm.recv(source=(r - 1) % n, tag=1)
+if r == 0:
+    while not os.path.exists(os.environ["GO_FILE"]):
+        time.sleep(0.05)
+    comm.send(None, dest=1, tag=2)
+    comm.recv(source=n - 1, tag=2)
+else:
+    comm.recv(source=r - 1, tag=2)
+    comm.send(None, dest=(r + 1) % n, tag=2)
+"""
+
+
+def test_the_traffic_of_64_ranks_reads_as_a_matrix(browser, tmp_path, shots):
+    key_file = tmp_path / "config" / "key"
+    go = tmp_path / "go"
+    (tmp_path / "ring.py").write_text(RING)
+    env = dict(os.environ, MPIWS_KEY_FILE=str(key_file), GO_FILE=str(go))
+    run = subprocess.Popen(
+        [str(MPIWS), "run", "-n", "64", "--dashboard", str(tmp_path / "ring.py")],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = run.stderr.readline().split(" at ")[1].split()[0]
+        connect(browser, url, key_file.read_text().strip())
+        tab(browser, "domains")
+        # Every rank sent its one message: 64 cells of the 64 x 64 say 1, the rest 0.
+        sent = lambda: css(browser, ".domain td.cell[data-messages='1']")  # noqa: E731
+        until(lambda: len(sent()) == 64, within=120)
+        assert len(css(browser, ".domain td.cell")) == 64 * 64
+        cell = css(browser, ".domain td.cell[data-from='9'][data-to='10']")[0]
+        assert (cell.get_attribute("data-messages"), cell.get_attribute("data-bytes")) != ("0", "0")
+        assert {(c.get_attribute("data-from"), c.get_attribute("data-to")) for c in sent()} == {
+            (str(r), str((r + 1) % 64)) for r in range(64)
+        }
+        # Each waits for its left neighbour's tag 2 (rank 0 for the go-ahead: for nothing).
+        until(lambda: "10" in css(browser, ".domain .rank-row[data-rank='11'] .waits")[0].text)
+        assert "2" in css(browser, ".domain .rank-row[data-rank='11'] .waits")[0].text
+        browser.execute_script("arguments[0].scrollIntoView()", css(browser, ".domain .matrix")[0])
+        browser.save_screenshot(str(shots / "dashboard-domain-64.png"))
+        no_page_errors(browser)
+    finally:
+        go.touch()
+        run.wait(timeout=120)
+    assert run.returncode == 0

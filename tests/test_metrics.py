@@ -123,6 +123,7 @@ def test_messages_between_ranks_are_counted_where_their_instances_run(endpoints)
         # Each of its two ranks received three messages, each by one receive: six waits timed.
         assert grew["mpiws_receive_wait_seconds_count"] == 6, grew
         assert grew['mpiws_receive_wait_seconds_bucket{le="+Inf"}'] == 6, grew
+        assert grew["mpiws_message_handling_seconds_count"] == 6, grew
         assert grew['mpiws_instances_ended_total{state="done"}'] == 2, grew
     # Each rank's own count, per peer, in its status (asked for): one message to each other rank, none to itself.
     for rank in range(4):

@@ -64,6 +64,8 @@ pub trait Receiver: Send + Sync {
     fn claim(self: Arc<Self>, env: &Envelope, len: usize, wait: Duration) -> Option<(Arc<Completion>, Box<dyn RecvBuffer>)>;
     /// A claimed message was read in full.
     fn placed(&self, source: u32, seq: u64);
+    /// A message whose head was read at `since` is now filed, or read into its receive.
+    fn handled(&self, since: std::time::Instant);
     /// A claimed message was cut off mid-read (the sender sends it again).
     fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>);
     /// Whether to stop reading `source`'s stream for now (flow control).
@@ -177,6 +179,7 @@ impl Reader {
             }
             Ok(Frame::Message(head)) => head,
         };
+        let since = std::time::Instant::now(); // how long it takes to be handled here (`Receiver::handled`)
         let frame::MessageHeader { env, length: len, ack_now, refs, .. } = head;
         let (seq, sync) = (env.seq.unwrap_or(0), env.sync);
         let size = len as usize; // read_frame made sure it fits
@@ -200,6 +203,7 @@ impl Reader {
                 }
                 completion.complete(Ok(Outcome::Placed { env, len: size, buffer }));
                 instance.placed(self.source, seq);
+                instance.handled(since);
                 self.stored(seq, len);
                 let told = if sync { write_ack(&self.writer, ACK_MATCHED, seq, None) } else { self.ack_if_due(ack_now) };
                 return told.is_ok();
@@ -263,6 +267,7 @@ impl Reader {
         let told = match instance.clone().deliver(msg) {
             Err(e) => write_ack(&self.writer, ACK_ERROR, seq, Some(&e)),
             Ok(_) => {
+                instance.handled(since);
                 // Filed, or a retry of one filed before (whose match is told
                 // to this copy too, see `Mailbox::rejoin`): stored either way.
                 self.stored(seq, len);
@@ -740,6 +745,7 @@ mod tests {
             None
         }
         fn placed(&self, _: u32, _: u64) {}
+        fn handled(&self, _: std::time::Instant) {}
         fn cut(&self, _: u32, _: u64, _: Arc<Completion>, _: Box<dyn RecvBuffer>) {}
         fn holds_back(&self, _: u32) -> bool {
             false

@@ -296,6 +296,10 @@ impl Receiver for Instance {
         Instance::placed(self, source, seq)
     }
 
+    fn handled(&self, since: Instant) {
+        self.traffic.handled(since)
+    }
+
     fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>) {
         Instance::cut(self, source, seq, completion, buffer)
     }

@@ -15,7 +15,7 @@ use crate::error::{err, Error, ErrorClass, Result};
 use crate::jobs::Jobs;
 use crate::keys::{KeyId, Keys};
 use crate::net::stores::Stores;
-use crate::rank::traffic::{Counts, Waits};
+use crate::rank::traffic::{Counts, Times};
 use crate::rank::{Binding, Instance, InstanceState, Status};
 use crate::runtime::runtime;
 use crate::service::buffered::Buffered;
@@ -120,8 +120,9 @@ pub enum Found {
 pub struct Activity {
     /// [messages sent, bytes sent, messages received, bytes received].
     pub traffic: [u64; 4],
-    /// How long their receives waited.
-    pub waits: Waits,
+    /// How long their receives waited, and their messages took to be handled.
+    pub waits: Times,
+    pub handling: Times,
     /// How many ended, by final state (those still running are not counted).
     pub ended: BTreeMap<&'static str, u64>,
 }
@@ -132,6 +133,7 @@ impl Activity {
             *t = t.saturating_add(n);
         }
         self.waits.add(&counts.waits);
+        self.handling.add(&counts.handling);
         if state.is_final() {
             *self.ended.entry(state_name(state)).or_default() += 1;
         }

@@ -28,7 +28,7 @@ use http::Response;
 use parking_lot::Mutex;
 
 use crate::body::Chunks;
-use crate::rank::traffic::WAIT_BUCKETS;
+use crate::rank::traffic::TIME_BUCKETS;
 use crate::service::reply::Reply;
 use crate::service::Endpoint;
 
@@ -236,7 +236,15 @@ pub fn answer(ep: &Endpoint) -> Reply {
     }
     let name = "mpiws_receive_wait_seconds";
     head(&mut text, name, "histogram", "How long receives waited for their message, from posted to matched (0: it was there first).");
-    write_buckets(&mut text, name, "", &WAIT_BUCKETS, &activity.waits.buckets, activity.waits.seconds);
+    write_buckets(&mut text, name, "", &TIME_BUCKETS, &activity.waits.buckets, activity.waits.seconds);
+    let name = "mpiws_message_handling_seconds";
+    head(
+        &mut text,
+        name,
+        "histogram",
+        "How long messages took to be handled where they arrived, from head read to filed (stores and streams).",
+    );
+    write_buckets(&mut text, name, "", &TIME_BUCKETS, &activity.handling.buckets, activity.handling.seconds);
     head(&mut text, "mpiws_instances_ended_total", "counter", "Instances that ended, by final state (failed: failures detected).");
     for state in ["done", "failed", "cancelled"] {
         let _ = writeln!(text, "mpiws_instances_ended_total{{state=\"{state}\"}} {}", activity.ended.get(state).copied().unwrap_or(0));

@@ -25,6 +25,7 @@ use crate::service::Endpoint;
 use crate::wire::frame::{self, Envelope, Payload};
 
 pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Reply {
+    let since = std::time::Instant::now();
     let length = req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let env = match Envelope::from_headers(req.headers(), length) {
         Ok(e) => e,
@@ -85,7 +86,7 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
         return refuse(error(StatusCode::BAD_REQUEST, ErrorClass::Arg, "mpiws-parts does not add up to the body length"));
     }
 
-    match file(&instance, env, Payload::from_chunks(chunks)).await {
+    match file(&instance, env, Payload::from_chunks(chunks), since).await {
         Ok(Delivered::Duplicate) => reply::json(StatusCode::OK, &json!({"duplicate": true})),
         Ok(Delivered::Filed) => reply::no_content(),
         Err(e) => e.into(),
@@ -96,7 +97,8 @@ pub async fn store(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incomin
 /// one is answered once a receive matched it. The one way a store files
 /// (the SOAP face's `store` too). A message the mailbox refuses (a bad
 /// forward list) is refused for good: its sequence number is skipped.
-pub async fn file(instance: &Arc<Instance>, env: Envelope, payload: Payload) -> Result<Delivered, HttpError> {
+/// `since`: when its request came (how long handling it took, `rank::traffic`).
+pub async fn file(instance: &Arc<Instance>, env: Envelope, payload: Payload, since: std::time::Instant) -> Result<Delivered, HttpError> {
     let (source, seq) = (env.source, env.seq);
     let mut msg = Message::new(env, payload);
     let matched = msg.await_match();
@@ -106,6 +108,7 @@ pub async fn file(instance: &Arc<Instance>, env: Envelope, payload: Payload) -> 
         instance.skip(source, seq);
         HttpError::from(&e)
     })?;
+    instance.traffic.handled(since);
     if let Some(rx) = matched {
         if rx.await.is_err() {
             return Err(HttpError::new(

@@ -43,6 +43,7 @@ pub async fn rank(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming
 }
 
 async fn operate(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>) -> Result<String, Fault> {
+    let since = std::time::Instant::now();
     let headers = req.headers().clone();
     // The credential first: the token, before a byte of the body is read.
     admit_ended(ep, domain, rank, &headers, 0).await?;
@@ -108,7 +109,7 @@ async fn operate(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>
     if bytes.len() as u64 > max {
         return Err(refuse(too_large_error(max).into()));
     }
-    let delivered = file(&instance, env, Payload::from_chunks(vec![Bytes::from(bytes)])).await?;
+    let delivered = file(&instance, env, Payload::from_chunks(vec![Bytes::from(bytes)]), since).await?;
     let duplicate = matches!(delivered, Delivered::Duplicate);
     Ok(format!(r#"<r:{}Response xmlns:r="{NS}"><r:duplicate>{duplicate}</r:duplicate></r:{}Response>"#, op.name, op.name))
 }

@@ -28,6 +28,11 @@ const ASK_WITHIN: Duration = Duration::from_secs(2);
 /// The ranks of one domain shown, at most (a matrix of more is not read).
 pub const MAX_RANKS_SHOWN: usize = 256;
 
+/// The ranks asked in one gathering, all domains together: an endpoint
+/// hosting many domains asks the first ones' ranks (by domain id) and shows
+/// the rest with none (`shown` says how many of each were asked).
+pub const MAX_RANKS_ASKED: usize = 1024;
+
 /// How a domain is known here.
 enum Known {
     /// Whole: its ranks are asked.
@@ -61,17 +66,18 @@ pub async fn gather(ep: &Endpoint) -> Vec<Value> {
         }
     }
     let here = ep.url();
-    let shown = known.into_iter().map(|(domain, k)| {
+    let sizes: Vec<usize> = known.values().map(|k| if let Known::Asked(w, _) = k { w.endpoints.len() } else { 0 }).collect();
+    let shown = known.into_iter().zip(taken(&sizes)).map(|((domain, k), take)| {
         let here = here.clone();
         async move {
             match k {
-                Known::Asked(w, service) => asked(ep, &domain, &w, &service).await,
+                Known::Asked(w, service) => asked(ep, &domain, &w, &service, take).await,
                 Known::Kept(mut ranks) => {
                     ranks.sort_by_key(|(r, _)| *r);
                     let size = ranks.iter().map(|(_, v)| v["traffic"]["sent"].as_array().map_or(0, Vec::len)).max().unwrap_or(0);
                     let service = ranks.first().and_then(|(_, v)| v["service"].as_str()).unwrap_or("").to_string();
                     let ranks: Vec<Value> = ranks.into_iter().map(|(r, v)| rank_view(r, &here, Ok(v))).collect();
-                    json!({"domain": domain, "size": size, "service": service, "ranks": ranks})
+                    json!({"domain": domain, "size": size, "service": service, "shown": ranks.len(), "ranks": ranks})
                 }
             }
         }
@@ -79,9 +85,23 @@ pub async fn gather(ep: &Endpoint) -> Vec<Value> {
     join_all(shown).await
 }
 
-async fn asked(ep: &Endpoint, domain: &str, w: &Watched, service: &str) -> Value {
+/// How many ranks of each domain (of `sizes` ranks, in order) are asked.
+fn taken(sizes: &[usize]) -> Vec<usize> {
+    let mut left = MAX_RANKS_ASKED;
+    sizes
+        .iter()
+        .map(|&n| {
+            let take = n.min(MAX_RANKS_SHOWN).min(left);
+            left -= take;
+            take
+        })
+        .collect()
+}
+
+/// Domain `domain` with its first `take` ranks asked.
+async fn asked(ep: &Endpoint, domain: &str, w: &Watched, service: &str, take: usize) -> Value {
     let http = ep.stores.http();
-    let ranks = w.endpoints.iter().take(MAX_RANKS_SHOWN).enumerate().map(|(r, base)| async move {
+    let ranks = w.endpoints.iter().take(take).enumerate().map(|(r, base)| async move {
         let asked = url::join(base, &format!("/domains/{domain}/ranks/{r}?traffic=true"));
         let answer = match tokio::time::timeout(ASK_WITHIN, http.call_json::<Value>(Method::GET, &asked, Some(&w.bearer), None)).await {
             Ok(answer) => answer,
@@ -94,7 +114,7 @@ async fn asked(ep: &Endpoint, domain: &str, w: &Watched, service: &str) -> Value
     let ranks: Vec<Value> = join_all(ranks).await;
     let service =
         if service.is_empty() { ranks.iter().find_map(|r| r["service"].as_str()).unwrap_or("").to_string() } else { service.to_string() };
-    json!({"domain": domain, "size": w.endpoints.len(), "service": service, "ranks": ranks})
+    json!({"domain": domain, "size": w.endpoints.len(), "service": service, "shown": take, "ranks": ranks})
 }
 
 /// One rank as the page shows it, from its status (or why there is none).
@@ -132,6 +152,15 @@ mod tests {
         let v = rank_view(2, "http://b", Ok(failed));
         assert_eq!(v["error"], "ZeroDivisionError: division by zero");
         assert_eq!(v["awaiting"], json!([]), "an ended rank waits for nothing");
+    }
+
+    #[test]
+    fn ranks_asked_are_bounded_per_domain_and_in_all() {
+        assert_eq!(taken(&[4, 1000, 0]), vec![4, MAX_RANKS_SHOWN, 0]);
+        let many = vec![200; 8];
+        let got = taken(&many);
+        assert_eq!(got.iter().sum::<usize>(), MAX_RANKS_ASKED);
+        assert_eq!((got[0], got[5], got[6], got[7]), (200, 24, 0, 0), "the first domains first");
     }
 
     #[test]

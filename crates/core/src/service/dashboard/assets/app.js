@@ -551,7 +551,8 @@ function domainPanel(d) {
   return el('section', { class: 'card domain', data: { domain: d.domain, size: d.size, key: d.domain } },
     el('header', { class: 'panel-head' },
       el('h2', {}, 'Domain ', el('span', { class: 'mono', title: d.domain }, short(d.domain))),
-      el('span', { class: 'muted' }, `${d.service ?? ''} · ${d.size ?? ranks.length} ranks`),
+      el('span', { class: 'muted' }, `${d.service ?? ''} · ${d.size ?? ranks.length} ranks`
+        + (isNum(d.shown) && isNum(d.size) && d.shown < d.size ? ` (the first ${d.shown} asked)` : '')),
       el('span', { class: 'state-summary' }, Object.entries(states).map(([s, n]) => el('span', {}, badge(s), ` ${n}`)))),
     failureList(d, ranks),
     el('div', { class: 'domain-body' },

@@ -216,6 +216,7 @@ def test_mpiws_status_says_what_this_users_endpoints_hold(tmp_path):
         assert lines[0].startswith(f"{url} (mpiws ") and f"pid {server.pid}" in lines[0], p.stdout
         for want in ("  programs   echo", "  jobs       1 done", "  sessions   0", "  refused    1 by max_jobs"):
             assert want in lines, (want, p.stdout)
+        assert f"  dashboard  {url}/dashboard/" in lines, p.stdout
         p = subprocess.run([*mpiws, url, "--json"], env=env, capture_output=True, text=True, timeout=60)
         assert json.loads(p.stdout)[0]["described"]["programs"] == ["echo"]
     finally:

@@ -120,6 +120,7 @@ def report(url, described, metrics=None, note=None):
         for r in d["ranks"]:
             states.setdefault(r["state"], []).append(r["rank"])
         rows.append(("domain", f"{d['domain']}: " + "; ".join(f"ranks {_ranks(rs)} {st}" for st, rs in states.items())))
+    rows.append(("dashboard", url.rstrip("/") + "/dashboard/"))
     lines += [f"  {name:<10} {value}" for name, value in rows]
     return lines
 

@@ -14,12 +14,8 @@ docs/workflows.md ("CWL") says what of CWL v1.2 is supported.
 
 from .load import CwlError
 
-
-def run(flow, job=None, **options):
-    """Run a CWL document; returns (output object, run record). See ``mpiws.workflow.cwl.run.run``."""
-    from .run import run as _run
-
-    return _run(flow, job, **options)
-
+# The function, bound over the submodule of the same name (importing the
+# submodule later would otherwise rebind `run` to the module).
+from .run import run  # noqa: E402
 
 __all__ = ["CwlError", "run"]

@@ -198,22 +198,26 @@ def _streams(url):
     return next(x["used"] for x in limits if x["name"] == "max_dashboard_streams")
 
 
-def test_a_runs_domain_live_in_the_browser(browser, tmp_path, shots):
+def run_with_dashboard(tmp_path, program, *options):
+    """``mpiws run OPTIONS --dashboard`` of ``program`` (its text), with a key file of its own and
+    ``GO_FILE`` set to ``tmp_path/go``: the process and the page's URL (its first line says it), and the key."""
     key_file = tmp_path / "config" / "key"
+    (tmp_path / "prog.py").write_text(program)
+    env = dict(os.environ, MPIWS_KEY_FILE=str(key_file), GO_FILE=str(tmp_path / "go"))
+    command = [str(MPIWS), "run", *options, "--dashboard", str(tmp_path / "prog.py")]
+    run = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    line = run.stderr.readline()
+    if not line.startswith("mpiws run: dashboard at http://127.0.0.1:"):
+        run.kill()
+        raise AssertionError(f"no dashboard announced: {line!r}")
+    return run, line.split(" at ")[1].split()[0], key_file.read_text().strip()
+
+
+def test_a_runs_domain_live_in_the_browser(browser, tmp_path, shots):
     go = tmp_path / "go"
-    (tmp_path / "prog.py").write_text(PROGRAM)
-    env = dict(os.environ, MPIWS_KEY_FILE=str(key_file), GO_FILE=str(go))
-    run = subprocess.Popen(
-        [str(MPIWS), "run", "-n", "4", "-k", "--dashboard", str(tmp_path / "prog.py")],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run, url, key = run_with_dashboard(tmp_path, PROGRAM, "-n", "4", "-k")
     try:
-        line = run.stderr.readline()
-        assert line.startswith("mpiws run: dashboard at http://127.0.0.1:"), line
-        url = line.split(" at ")[1].split()[0]
-        connect(browser, url, key_file.read_text().strip())
+        connect(browser, url, key)
         tab(browser, "domains")
         # The failed rank is named with its error, as it happens.
         failure = until(lambda: css(browser, ".domain .failure[data-rank='2']"))[0]
@@ -365,19 +369,10 @@ else:
 
 
 def test_the_traffic_of_64_ranks_reads_as_a_matrix(browser, tmp_path, shots):
-    key_file = tmp_path / "config" / "key"
     go = tmp_path / "go"
-    (tmp_path / "ring.py").write_text(RING)
-    env = dict(os.environ, MPIWS_KEY_FILE=str(key_file), GO_FILE=str(go))
-    run = subprocess.Popen(
-        [str(MPIWS), "run", "-n", "64", "--dashboard", str(tmp_path / "ring.py")],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run, url, key = run_with_dashboard(tmp_path, RING, "-n", "64")
     try:
-        url = run.stderr.readline().split(" at ")[1].split()[0]
-        connect(browser, url, key_file.read_text().strip())
+        connect(browser, url, key)
         tab(browser, "domains")
         # Every rank sent its one message: 64 cells of the 64 x 64 say 1, the rest 0.
         sent = lambda: css(browser, ".domain td.cell[data-messages='1']")  # noqa: E731

@@ -38,6 +38,17 @@ impl InstanceState {
     pub fn is_final(self) -> bool {
         matches!(self, InstanceState::Done | InstanceState::Failed | InstanceState::Cancelled)
     }
+
+    /// Its name, as JSON has it (and a metric's label).
+    pub fn name(self) -> &'static str {
+        match self {
+            InstanceState::Starting => "starting",
+            InstanceState::Running => "running",
+            InstanceState::Done => "done",
+            InstanceState::Failed => "failed",
+            InstanceState::Cancelled => "cancelled",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -267,7 +278,7 @@ impl Instance {
     fn close(&self, why: Error) {
         let fires = self.inbox.lock().close(why);
         self.arrived.notify_all();
-        fires.fire();
+        self.fire(fires);
         for ch in &self.channels {
             if let Some(Channel::Stream(link)) = ch.lock().take() {
                 link.close();
@@ -282,6 +293,14 @@ impl Instance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_states_name_is_its_json() {
+        use InstanceState::*;
+        for s in [Starting, Running, Done, Failed, Cancelled] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        }
+    }
 
     fn instance() -> Arc<Instance> {
         let endpoints = vec!["http://127.0.0.1:1".to_string(), "http://127.0.0.1:2".to_string()];

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::max_unexpected;
 use crate::engine::completion::{Awaited, Completion, RecvBuffer};
-use crate::engine::inbox::Waiting;
+use crate::engine::inbox::{Fires, Waiting};
 use crate::engine::mailbox::{Message, Pattern, RecvId};
 use crate::error::{Error, Result};
 use crate::net::reader::{Delivered, Receiver, ReplyPlace};
@@ -37,11 +37,10 @@ impl Instance {
             arrived
         };
         if arrived.duplicate {
-            arrived.fires.fire();
+            self.fire(arrived.fires);
             return Ok(Delivered::Duplicate);
         }
         self.traffic.received(source, bytes);
-        self.traffic.waited(arrived.fires.posted());
         self.to_windows(arrived.rma);
         // Forward first: once a receive has the message its application may
         // run ahead and end, and the forwards must already be on their way.
@@ -53,8 +52,16 @@ impl Instance {
             self.forwarding.fetch_sub(1, Ordering::AcqRel);
         }
         self.arrived.notify_all();
-        arrived.fires.fire();
+        self.fire(arrived.fires);
         Ok(Delivered::Filed)
+    }
+
+    /// Do what a step of the inbox left to do (`Fires::fire`), counting
+    /// first how long the receives it gives a message waited: the one place
+    /// receive waits are measured (`rank::traffic`).
+    pub(super) fn fire(&self, fires: Fires) {
+        self.traffic.waited(fires.posted());
+        fires.fire();
     }
 
     /// Window traffic taken out of the mailbox, to the windows.
@@ -77,10 +84,9 @@ impl Instance {
     pub fn skip(self: &Arc<Self>, source: u32, seq: Option<u64>) {
         let Some(seq) = seq else { return };
         let (fires, rma) = self.inbox.lock().skip(source, seq);
-        self.traffic.waited(fires.posted());
         self.to_windows(rma);
         self.arrived.notify_all();
-        fires.fire();
+        self.fire(fires);
     }
 
     /// Wait up to `timeout` for a receive's completion; with the world rank
@@ -118,8 +124,7 @@ impl Instance {
         let id = self.next_recv_id.fetch_add(1, Ordering::Relaxed);
         let c = Completion::new();
         let fires = self.inbox.lock().post(id, pattern, Waiting { completion: c.clone(), buffer, posted: Some(Instant::now()) });
-        self.traffic.waited(fires.posted()); // a message already here: no wait
-        fires.fire();
+        self.fire(fires); // a message already here: no wait
         self.posted.notify_all(); // a reader may wait to place a message in it (`claim`)
         self.consumed(); // the message taken, or the one awaited, may free a parked stream
         (id, c)
@@ -135,9 +140,9 @@ impl Instance {
         loop {
             if let Some((w, fires, rma)) = inbox.claim(env, len) {
                 drop(inbox);
-                self.traffic.waited(w.posted.into_iter().chain(fires.posted()));
+                self.traffic.waited(w.posted); // its message is read into it by the caller
                 self.to_windows(rma);
-                fires.fire();
+                self.fire(fires);
                 return Some((w.completion, w.buffer?));
             }
             if inbox.has_receive_for(env) || self.posted.wait_until(&mut inbox, deadline).timed_out() {
@@ -149,20 +154,20 @@ impl Instance {
     /// A claimed message was read in full.
     pub fn placed(&self, source: u32, seq: u64) {
         let fires = self.inbox.lock().placed(source, seq);
-        self.traffic.waited(fires.posted());
-        fires.fire();
+        self.fire(fires);
     }
 
     /// A claimed message was cut off mid-read: its receive takes the retry
     /// (which may have come already), or fails if none can come.
     pub fn cut(&self, source: u32, seq: u64, completion: Arc<Completion>, buffer: Box<dyn RecvBuffer>) {
-        self.inbox.lock().cut(source, seq, Waiting { completion, buffer: Some(buffer), posted: None }).fire();
+        let fires = self.inbox.lock().cut(source, seq, Waiting { completion, buffer: Some(buffer), posted: None });
+        self.fire(fires);
     }
 
     /// Withdraw a posted receive; true if it had not matched yet.
     pub fn cancel_recv(&self, id: RecvId) -> bool {
         let cancelled = self.inbox.lock().cancel(id);
-        cancelled.map(|fires| fires.fire()).is_some()
+        cancelled.map(|fires| self.fire(fires)).is_some()
     }
 
     /// Envelope and size of the message a receive with `pattern` would take,
@@ -197,7 +202,7 @@ impl Instance {
     /// send timed out; `service::withdraw`): true if withdrawn.
     pub fn take_back(&self, source: u32, seq: u64) -> bool {
         let (withdrawn, fires) = self.inbox.lock().take_back(source, seq);
-        fires.fire();
+        self.fire(fires);
         self.consumed();
         withdrawn
     }
@@ -217,7 +222,7 @@ impl Instance {
         let Some(fires) = self.inbox.lock().peer_gone(rank, why) else { return };
         self.any_gone.store(true, Ordering::Release);
         self.arrived.notify_all();
-        fires.fire();
+        self.fire(fires);
     }
 
     /// Why peer `rank` is gone, if it is.

@@ -135,19 +135,8 @@ impl Activity {
         self.waits.add(&counts.waits);
         self.handling.add(&counts.handling);
         if state.is_final() {
-            *self.ended.entry(state_name(state)).or_default() += 1;
+            *self.ended.entry(state.name()).or_default() += 1;
         }
-    }
-}
-
-/// A state as a label, and as JSON has it.
-pub fn state_name(state: InstanceState) -> &'static str {
-    match state {
-        InstanceState::Starting => "starting",
-        InstanceState::Running => "running",
-        InstanceState::Done => "done",
-        InstanceState::Failed => "failed",
-        InstanceState::Cancelled => "cancelled",
     }
 }
 
@@ -530,7 +519,7 @@ impl Endpoint {
     pub fn instance_states(&self) -> std::collections::BTreeMap<&'static str, u64> {
         let mut by = std::collections::BTreeMap::new();
         for h in self.instances.lock().values() {
-            *by.entry(state_name(h.status().state)).or_default() += 1;
+            *by.entry(h.status().state.name()).or_default() += 1;
         }
         by
     }

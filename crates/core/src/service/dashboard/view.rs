@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 
 use crate::jobs::process_group::Stat;
 use crate::keys::Key;
-use crate::rank::InstanceState;
 use crate::service::endpoint::Found;
 use crate::service::Endpoint;
 
@@ -55,10 +54,6 @@ fn limit(name: &str, used: u64, bound: u64, unit: &str) -> Value {
     json!({"name": name, "flag": format!("--{}", name.replace('_', "-")), "used": used, "bound": bound, "unit": unit})
 }
 
-fn state_name(s: InstanceState) -> Value {
-    serde_json::to_value(s).expect("a state encodes")
-}
-
 /// The endpoint's part, as `caller` (a key with `admin`) may see it.
 pub fn endpoint(ep: &Endpoint, caller: &Key, streams: u64) -> Value {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
@@ -78,7 +73,7 @@ pub fn endpoint(ep: &Endpoint, caller: &Key, streams: u64) -> Value {
             }
             let mut v = json!({
                 "domain": status.domain, "rank": status.rank, "size": size, "service": status.service,
-                "state": state_name(status.state), "age_seconds": shown.age.as_secs_f64(), "isolated": shown.pid.is_some(),
+                "state": status.state.name(), "age_seconds": shown.age.as_secs_f64(), "isolated": shown.pid.is_some(),
             });
             // An instance in this process shares its figures: they are the endpoint's own, shown once.
             if let Some(pid) = shown.pid {
@@ -92,17 +87,20 @@ pub fn endpoint(ep: &Endpoint, caller: &Key, streams: u64) -> Value {
         })
         .collect();
     instances.sort_by(|a, b| (a["domain"].as_str(), a["rank"].as_u64()).cmp(&(b["domain"].as_str(), b["rank"].as_u64())));
+    let base = ep.url();
     let jobs: Vec<Value> = ep
         .jobs
         .jobs_of(caller)
         .iter()
         .map(|job| {
-            let s = job.state();
-            json!({
-                "id": job.id, "program": job.program.name, "state": s.state.name(),
-                "runtime_seconds": s.ended.unwrap_or(now) - s.started, "disk_bytes": job.disk_bytes(),
-                "stdout_tail": tail(&job.stdout_path()), "files": files(&job.workdir()),
-            })
+            // What `GET /jobs/{id}` says of it, and what the page adds.
+            let mut v = job.describe(&base);
+            let runtime = v["ended"].as_f64().unwrap_or(now) - v["started"].as_f64().unwrap_or(now);
+            v["runtime_seconds"] = json!(runtime);
+            v["disk_bytes"] = json!(job.disk_bytes());
+            v["stdout_tail"] = json!(tail(&job.stdout_path()));
+            v["files"] = json!(files(&job.workdir()));
+            v
         })
         .collect();
     let c = &ep.config;

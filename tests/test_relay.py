@@ -152,14 +152,35 @@ def test_jobs_and_their_files_by_reference_go_through_the_relay(relay, hidden):
         assert r.read().decode().strip() == "42"
 
 
+def test_soap_reaches_the_service_interface_of_a_hidden_endpoint(relay, hidden):
+    """The WSDL's address of a hidden endpoint's service interface is its relay URL: a POST there that asks
+    for no relay upgrade is passed on as `POST /` (zeep, through the relay, gets the endpoint's own fault)."""
+    import requests
+    import zeep
+    from zeep.transports import Transport
+
+    call("GET", hidden.base + "/", KEY_ALL)  # connected
+    keyed = requests.Session()
+    keyed.trust_env = False
+    keyed.headers["Authorization"] = f"Bearer {KEY_ALL}"
+    client = zeep.Client(f"{hidden.base}/?wsdl", transport=Transport(session=keyed))
+    port = client.wsdl.services["ServicesService"].ports["ServicesSoap12Port"]
+    assert port.binding_options["address"] == hidden.base, port.binding_options
+    with pytest.raises(zeep.exceptions.Fault) as e:
+        client.service.run(domain="d", rank=0, endpoints=[hidden.base], token="t" * 32, service="nothing")
+    assert e.value.detail.find(".//{urn:mpiws:fault}status").text == "404", e.value.message
+    assert "nothing" in e.value.message, e.value.message
+
+
 def test_registering_a_name_needs_a_key_with_the_relay_scope(relay):
     assert register(relay.url, "x")[0] == 401
     status, body = register(relay.url, "x", KEY_RUN)
     assert status == 403 and "'relay'" in body, body
     status, body = register(relay.url, "a%2fb", KEY_ALL)
     assert status in (400, 404), body  # not a name: one plain path segment
+    # without the upgrade it is no registration but a request passed on to the name (none here)
     status, body = register(relay.url, "x", KEY_ALL, upgrade=False)
-    assert status == 400 and "Upgrade: mpiws-relay/1" in body, body
+    assert status == 503 and "no endpoint named" in body, body
 
 
 def test_a_name_belongs_to_the_key_that_holds_it(relay, hidden):

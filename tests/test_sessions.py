@@ -285,10 +285,19 @@ def test_the_command_line(host, tmp_path):
         mpiws("call", "--session", url, f"{host.url}/programs/add", "x=1", "y:@session:five", "result:@session:six")
     )
     assert out["outputs"]["result"] == 6
+    # options after the URL, between the inputs (its output `result` is written in the session)
+    out = json.loads(mpiws("call", f"{host.url}/programs/add", "x=2", "--session", url, "y:@session:five"))
+    assert out["outputs"]["result"] == 7
+    r = subprocess.run(
+        [sys.executable, "-m", "mpiws", "call", f"{host.url}/programs/add", "x=2", "--bogus"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "unrecognized arguments: --bogus" in r.stderr, r.stderr
     mpiws("session", "get", url, "six", str(tmp_path / "six"))
     assert (tmp_path / "six").read_text() == "6\n"
     shown = json.loads(mpiws("session", "show", url))
-    assert {f["name"] for f in shown["files"]} == {"five", "six"} and shown["idle"] == 60
+    assert {f["name"] for f in shown["files"]} == {"five", "six", "result"} and shown["idle"] == 60
     mpiws("session", "rm", url, "five")
     mpiws("session", "rm", url)
     assert request("GET", url)[0] == 404
@@ -338,7 +347,9 @@ def test_standard_clients_place_jobs_in_a_session_with_its_header(host):
     with Session(host.url) as s:
         s.upload(ROOT / "examples" / "add.sh", "script")
         headers = {"Authorization": f"Bearer {client_key()}", "Mpiws-Session": s.id}
-        ogc = Processes(f"{host.url}/ogcapi", headers=headers)
+        ogc = Processes(f"{host.url}/ogcapi")
+        # (OWSLib's headers= updates its module's defaults, for every later client)
+        ogc.headers = {**ogc.headers, **headers}
         assert ogc.execute("add", inputs={"x": 1, "y": "41"}) == {"result": 42}
         assert on_disk(host, s, "result").read_text() == "42\n", "its output written in the session"
         # By the URL of a session file: read where it lies (the same inode), not copied.
@@ -351,6 +362,19 @@ def test_standard_clients_place_jobs_in_a_session_with_its_header(host):
         r = add.service.call(x=1, y={"session": "y"})
         assert r.outputs.result.value == 101 and on_disk(host, s, "result").read_text() == "101\n"
         assert len(s.status()["jobs"]) == 3
+        # Or the envelope's own header block (`session`, as the WSDL declares it), with no HTTP header.
+        keyed = requests.Session()
+        keyed.headers["Authorization"] = headers["Authorization"]
+        soap_only = zeep.Client(f"{host.url}/programs/add?wsdl", transport=Transport(session=keyed))
+        r = soap_only.service.call(x=2, y={"session": "y"}, _soapheaders={"session": s.id})
+        assert r.outputs.result.value == 102 and on_disk(host, s, "result").read_text() == "102\n"
+        assert len(s.status()["jobs"]) == 4
+        with pytest.raises(zeep.exceptions.Fault) as e:  # the two naming two sessions
+            add.service.call(x=1, y={"session": "y"}, _soapheaders={"session": "another"})
+        assert "two sessions" in e.value.message, e.value.message
+        with pytest.raises(zeep.exceptions.Fault) as e:  # a session that is not the caller's
+            soap_only.service.call(x=1, y={"session": "y"}, _soapheaders={"session": "nowhere"})
+        assert e.value.detail.find(".//{urn:mpiws:fault}status").text == "404", e.value.message
     # Another key's session, or none, is refused as the face refuses.
     status, body = request(
         "POST", f"{host.url}/ogcapi/processes/add/execution", {"inputs": {"x": 1, "y": "1"}}, {"Mpiws-Session": s.id}

@@ -867,7 +867,13 @@ def _main(argv):
     for client in (s, u, c, sp, j, r):
         client.add_argument("--ca", metavar="PEM", help="also trust the certificates in this file (sets MPIWS_CA_FILE)")
 
-    a = p.parse_args(argv)
+    a, extra = p.parse_known_args(argv)
+    if extra:
+        # argparse gives `inputs` (nargs="*") nothing once an option comes between them and the URL
+        # (`mpiws call URL --session S x=1`): the arguments left are those inputs
+        if getattr(a, "inputs", None) is None or any(x.startswith("-") for x in extra):
+            p.error(f"unrecognized arguments: {' '.join(extra)}")
+        a.inputs += extra
     if getattr(a, "ca", None):
         os.environ["MPIWS_CA_FILE"] = os.path.abspath(a.ca)  # read when the core's HTTP client is first made
     try:

@@ -74,7 +74,9 @@ impl Relay {
     }
 }
 
-/// `POST /relay/{name}`: turn this connection around (see the module's doc).
+/// `POST /relay/{name}` asking `Upgrade: mpiws-relay/1` (any other request
+/// there is passed on: `routes::find_request`): turn this connection around
+/// (see the module's doc).
 pub async fn register(ep: &Endpoint, key: &Key, name: &str, mut req: Request<Incoming>) -> Reply {
     if !valid_relay_name(name) {
         return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("a relay name is 1-{MAX_RELAY_NAME} characters of [A-Za-z0-9._-]"));
@@ -84,9 +86,6 @@ pub async fn register(ep: &Endpoint, key: &Key, name: &str, mut req: Request<Inc
         return error(StatusCode::FORBIDDEN, ErrorClass::Arg, why);
     }
     let owner = key.id;
-    if !upgrade::asks(&req, PROTOCOL) {
-        return error(StatusCode::BAD_REQUEST, ErrorClass::Arg, format!("expected 'Connection: upgrade' and 'Upgrade: {PROTOCOL}'"));
-    }
     let max = ep.config.relay_max_connections;
     {
         let mut names = ep.relay.names.lock();

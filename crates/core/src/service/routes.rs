@@ -263,6 +263,21 @@ pub fn find<'p>(method: &Method, parts: &[&'p str]) -> Lookup<'p> {
     Lookup::WrongMethod { need, allow }
 }
 
+/// The route of a request: as [`find`], but `POST /relay/{name}` is a
+/// registration only when it asks to turn the connection around
+/// (`relay_upgrade`: `Upgrade: mpiws-relay/1`); any other request there is
+/// passed on as `/`, as any under the name is (a SOAP client posting to the
+/// service interface of an endpoint behind the relay).
+pub fn find_request<'p>(method: &Method, parts: &[&'p str], relay_upgrade: bool) -> Lookup<'p> {
+    match find(method, parts) {
+        Lookup::Found(f) if f.route.op == Op::RelayRegister && !relay_upgrade => {
+            let route = ROUTES.iter().find(|r| r.op == Op::RelayForward).expect("the relay's forward route");
+            Lookup::Found(Found { route, ..f })
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,6 +313,14 @@ mod tests {
         assert_eq!(need(Method::POST, "/files"), Some(Need::Key(Scope::Files)));
         assert_eq!(need(Method::GET, "/files/x"), Some(Need::Capability));
         assert_eq!(need(Method::POST, "/relay/lab"), Some(Need::Key(Scope::Relay)));
+        for upgrade in [true, false] {
+            let Lookup::Found(f) = find_request(&Method::POST, &parts("/relay/lab/"), upgrade) else { panic!("found") };
+            let op = if upgrade { Op::RelayRegister } else { Op::RelayForward };
+            assert_eq!(
+                (f.route.op, f.params, f.route.need),
+                (op, vec!["lab"], if upgrade { Need::Key(Scope::Relay) } else { Need::Nothing })
+            );
+        }
         assert_eq!(need(Method::GET, "/relay/lab/domains/d/ranks/0"), Some(Need::Nothing));
         assert_eq!(need(Method::POST, "/"), Some(Need::Nothing), "SOAP: each operation checks its own");
         assert_eq!(need(Method::POST, "/programs/x"), Some(Need::Key(Scope::Jobs)));

@@ -28,7 +28,7 @@ use crate::service::reply::{self, Reply};
 use crate::service::routes::{self, Face, Lookup, Need, Op};
 use crate::service::{
     cancel, dashboard, describe, jobs, matched, metrics, ogcapi, relay, rendezvous, run, sandbox, sessions, soap, status, store, stream,
-    tunnel, withdraw, Endpoint,
+    tunnel, upgrade, withdraw, Endpoint,
 };
 
 /// Largest request head (request line and headers) read from a connection.
@@ -247,7 +247,7 @@ async fn route(ep: Arc<Endpoint>, req: Request<Incoming>) -> (Reply, bool, &'sta
         return (refusal(face, e), false, metrics::UNROUTED);
     }
     let no_operation = || refusal(face, HttpError::new(StatusCode::NOT_FOUND, ErrorClass::Arg, format!("no operation at {path}")));
-    let (found, need, template) = match routes::find(req.method(), &parts) {
+    let (found, need, template) = match routes::find_request(req.method(), &parts, upgrade::asks(&req, relay::PROTOCOL)) {
         Lookup::Found(found) => {
             let (need, template) = (found.route.need, found.route.path);
             (Some(found), need, template)

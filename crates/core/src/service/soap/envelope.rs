@@ -6,7 +6,12 @@
 //! Rules:
 //! - SOAP 1.2 only: an envelope of SOAP 1.1's namespace is a
 //!   `VersionMismatch` fault; a header block marked `mustUnderstand` is a
-//!   `MustUnderstand` fault (no header block is understood here).
+//!   `MustUnderstand` fault, but the one understood here: `session` of
+//!   `urn:mpiws:session`, the id of the caller's session a program's job runs
+//!   in (as the HTTP header `Mpiws-Session`).
+//! - The document is UTF-8 (its declaration and the Content-Type's
+//!   `charset` may say so, or nothing): another encoding is refused,
+//!   never read as if it were UTF-8.
 //! - The body holds exactly one element: the operation.
 //! - MTOM/XOP (`mtom` reads the package): the root part is the one `start`
 //!   names, else the first; a part is found by its `Content-ID`, named in
@@ -21,7 +26,7 @@
 use std::collections::HashMap;
 
 use super::mtom::{self, Event, Head};
-use super::wsdl::escape;
+use super::wsdl::{escape, SESSION_NS};
 use super::xml::{self, Element};
 use crate::wire::url::percent_decode;
 
@@ -53,11 +58,13 @@ pub fn sender(message: impl Into<String>) -> Refusal {
     Refusal { code: "Sender", message: message.into() }
 }
 
-/// The operation element of a request, and the package's parts.
+/// The operation element of a request, the package's parts, and the
+/// session its `session` header block names.
 #[derive(Debug)]
 pub struct Request {
     pub operation: Element,
     pub attachments: Attachments,
+    pub session: Option<String>,
 }
 
 /// A Content-Type header's media type and parameters (names lower-cased).
@@ -75,6 +82,9 @@ pub fn media_type(value: &str) -> (String, HashMap<String, String>) {
 /// (its parameters), a plain envelope (None), or no SOAP 1.2 request.
 pub fn kind(content_type: &str) -> Result<Option<HashMap<String, String>>, Refusal> {
     let (essence, params) = media_type(content_type);
+    if let Some(charset) = params.get("charset").filter(|c| !c.eq_ignore_ascii_case("utf-8")) {
+        return Err(sender(format!("the request's charset is {charset:?}: this endpoint reads UTF-8 only")));
+    }
     match essence.as_str() {
         "application/soap+xml" => Ok(None),
         "multipart/related" => Ok(Some(params)),
@@ -106,20 +116,31 @@ pub fn operation(root: &[u8], attachments: Attachments) -> Result<Request, Refus
         }
         return Err(sender(format!("the document is no SOAP 1.2 Envelope but {{{}}}{}", envelope.ns, envelope.name)));
     }
+    let mut session = None;
     if let Some(header) = envelope.children.iter().find(|c| c.name == "Header" && c.ns == SOAP12) {
-        let must = |b: &&Element| b.attrs.iter().any(|(ns, n, v)| ns == SOAP12 && n == "mustUnderstand" && (v == "true" || v == "1"));
-        if let Some(block) = header.children.iter().find(must) {
-            return Err(Refusal {
-                code: "MustUnderstand",
-                message: format!("header block {{{}}}{} is not understood here", block.ns, block.name),
-            });
+        for block in &header.children {
+            if block.ns == SESSION_NS && block.name == "session" {
+                let id = block.text.trim();
+                if id.is_empty() || session.is_some() {
+                    return Err(sender("the session header block is one session's id"));
+                }
+                session = Some(id.to_string());
+                continue;
+            }
+            let must = block.attrs.iter().any(|(ns, n, v)| ns == SOAP12 && n == "mustUnderstand" && (v == "true" || v == "1"));
+            if must {
+                return Err(Refusal {
+                    code: "MustUnderstand",
+                    message: format!("header block {{{}}}{} is not understood here", block.ns, block.name),
+                });
+            }
         }
     }
     let body =
         envelope.children.into_iter().find(|c| c.name == "Body" && c.ns == SOAP12).ok_or_else(|| sender("the envelope has no Body"))?;
     let mut ops = body.children.into_iter();
     match (ops.next(), ops.next()) {
-        (Some(operation), None) => Ok(Request { operation, attachments }),
+        (Some(operation), None) => Ok(Request { operation, attachments, session }),
         _ => Err(sender("the Body holds exactly one element: the operation")),
     }
 }
@@ -275,6 +296,20 @@ mod tests {
             r#"<s:Envelope xmlns:s="{SOAP12}"><s:Header><h:session xmlns:h="urn:h" s:mustUnderstand="true">1</h:session></s:Header><s:Body><op/></s:Body></s:Envelope>"#
         );
         assert_eq!(read("application/soap+xml", must.as_bytes()).unwrap_err().code, "MustUnderstand");
+        let session = |blocks: &str| {
+            let doc = format!(
+                r#"<s:Envelope xmlns:s="{SOAP12}" xmlns:m="{SESSION_NS}"><s:Header>{blocks}</s:Header><s:Body><op/></s:Body></s:Envelope>"#
+            );
+            read("application/soap+xml; charset=UTF-8", doc.as_bytes()).map(|r| r.session)
+        };
+        assert_eq!(session(r#"<m:session s:mustUnderstand="true"> s1 </m:session>"#).unwrap(), Some("s1".to_string()));
+        assert_eq!(session("").unwrap(), None);
+        for twice in ["<m:session>a</m:session><m:session>b</m:session>", "<m:session/>"] {
+            assert!(session(twice).unwrap_err().message.contains("one session's id"), "{twice}");
+        }
+        let latin = b"<?xml version='1.0' encoding='ISO-8859-1'?><x>\xe9</x>";
+        assert!(read("application/soap+xml", latin).unwrap_err().message.contains("UTF-8 only"));
+        assert!(read("application/soap+xml; charset=iso-8859-1", soap("<op/>").as_bytes()).unwrap_err().message.contains("UTF-8 only"));
         for (ct, body, says) in [
             ("application/json", soap("<op/>"), "application/soap+xml"),
             ("application/soap+xml", soap("<a/><b/>"), "exactly one"),

@@ -155,13 +155,27 @@ async fn operate(ep: &Endpoint, caller: &Key, name: &str, req: Request<Incoming>
     let mtom = envelope::media_type(&content_type).0 == "multipart/related"
         || header(http::header::ACCEPT).split(',').any(|m| envelope::media_type(m).0 == "multipart/related");
     let received = receive(ep, caller.id, &content_type, req.into_body()).await?;
-    let answered = answer(ep, caller, program, &received.request, session, mtom).await;
+    let answered = match in_session(ep, caller, session, received.request.session.as_deref()) {
+        Ok(session) => answer(ep, caller, program, &received.request, session, mtom).await,
+        Err(f) => Err(f),
+    };
     // The parts' files are the job's inputs until it has its own copies.
     match &answered {
         Ok((_, Some(job))) => received.discard_after(job.clone()),
         _ => received.discard().await,
     }
     answered.map(|(answer, _)| answer)
+}
+
+/// The session a job runs in: the one the HTTP header `Mpiws-Session`
+/// names (`by_http`) or the envelope's `session` header block, not two.
+fn in_session(ep: &Endpoint, caller: &Key, by_http: Option<Arc<Session>>, by_soap: Option<&str>) -> Result<Option<Arc<Session>>, Fault> {
+    match (by_http, by_soap) {
+        (Some(s), Some(id)) if s.id != id => Err(sender("the Mpiws-Session header and the session header block name two sessions")),
+        (Some(s), _) => Ok(Some(s)),
+        (None, Some(id)) => Ok(Some(sessions::own(ep, caller, id)?)),
+        (None, None) => Ok(None),
+    }
 }
 
 /// The operation's answer, and the job it started, if it started one.

@@ -9,9 +9,11 @@
 //! `kill`. A value input is an element of its type; a file input a choice
 //! of `value` (its content: bytes as `xsd:base64Binary`, sent as an
 //! MTOM/XOP attachment where the client does so, or of its type) or `url`
-//! (pulled by the job), or (a template's, for a job in a session: the HTTP
-//! header `Mpiws-Session`) `session`, the name of a file of the session.
-//! Each output likewise: its `value` or its `url`.
+//! (pulled by the job), or (a template's, for a job in a session) `session`,
+//! the name of a file of the session. A template's `call` and `spawn` take
+//! an optional header block, `session` of `urn:mpiws:session`, the id of
+//! the caller's session the job runs in (or the HTTP header
+//! `Mpiws-Session`). Each output likewise: its `value` or its `url`.
 //!
 //! Rules:
 //! - Namespaces: `urn:mpiws:program:NAME`; element names are the
@@ -30,6 +32,8 @@ use crate::jobs::interface::{self, Port as Param};
 use crate::jobs::Program;
 use crate::wire::url;
 
+/// The namespace of the `session` header block (read by `envelope`).
+pub const SESSION_NS: &str = "urn:mpiws:session";
 const HEAD: &str = r#"<?xml version="1.0" encoding="UTF-8"?>"#;
 const NS: &str = r#"xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/" xmlns:soap12="http://schemas.xmlsoap.org/wsdl/soap12/" xmlns:xsd="http://www.w3.org/2001/XMLSchema""#;
 
@@ -139,14 +143,22 @@ pub fn program(program: &Program, address: &str) -> String {
         r#"<xsd:element name="kill" type="tns:JobId"/><xsd:element name="killResponse" type="tns:State"/>"#,
         "</xsd:schema>"
     ));
+    if templated {
+        let _ = write!(
+            types,
+            r#"<xsd:schema targetNamespace="{SESSION_NS}" elementFormDefault="qualified"><xsd:element name="session" type="xsd:string"/></xsd:schema>"#
+        );
+    }
     let about = format!(
         "The command-line program {} on an mpiws endpoint: call runs it and answers its results; spawn starts a job and answers its id; \
          running, results and kill act on a job. A file is its value (bytes: base64Binary, as an MTOM/XOP attachment where the client sends one) \
-         or a URL the job pulls (or, for a job in a session, the name of a session file: the HTTP header Mpiws-Session names the session). \
+         or a URL the job pulls (or, for a job in a session, the name of a session file: the header block session, or the HTTP header \
+         Mpiws-Session, names the session). \
          Every request carries the endpoint key (Authorization: Bearer KEY, scope jobs).",
         program.name
     );
-    document(&tns, &about, &types, &[("Program", &PROGRAM_OPERATIONS, address)])
+    let headed: &[&str] = if templated { &["call", "spawn"] } else { &[] };
+    document(&tns, &about, &types, &[("Program", &PROGRAM_OPERATIONS, address, headed)])
 }
 
 /// The service interface's operations.
@@ -207,11 +219,12 @@ pub fn services(services: &[String], address: &str) -> String {
         if services.is_empty() { "none".to_string() } else { services.join(", ") }
     );
     let rank = url::join(address, "/domains/DOMAIN/ranks/RANK");
-    document(tns, &about, &types, &[("Services", &SERVICE_OPERATIONS, address), ("Rank", &RANK_OPERATIONS, &rank)])
+    document(tns, &about, &types, &[("Services", &SERVICE_OPERATIONS, address, &[]), ("Rank", &RANK_OPERATIONS, &rank, &[])])
 }
 
-/// A port of the document: its name, operations and address.
-type Port<'a> = (&'a str, &'a [&'a str], &'a str);
+/// A port of the document: its name, operations, address, and the
+/// operations that take the `session` header block.
+type Port<'a> = (&'a str, &'a [&'a str], &'a str, &'a [&'a str]);
 
 /// The whole document: `types`, then a message per operation, and for each
 /// port its operations, SOAP 1.2 binding and address.
@@ -222,13 +235,19 @@ fn document(tns: &str, about: &str, types: &str, ports: &[Port]) -> String {
         r#"{HEAD}<wsdl:definitions targetNamespace="{tns}" xmlns:tns="{tns}" {NS}><wsdl:documentation>{}</wsdl:documentation><wsdl:types>{types}</wsdl:types>"#,
         escape(about)
     );
-    for op in ports.iter().flat_map(|(_, ops, _)| ops.iter()) {
+    if ports.iter().any(|(.., headed)| !headed.is_empty()) {
+        let _ = write!(
+            d,
+            r#"<wsdl:message name="SessionHeader" xmlns:ms="{SESSION_NS}"><wsdl:part name="session" element="ms:session"/></wsdl:message>"#
+        );
+    }
+    for op in ports.iter().flat_map(|(_, ops, ..)| ops.iter()) {
         let _ = write!(
             d,
             r#"<wsdl:message name="{op}Request"><wsdl:part name="parameters" element="tns:{op}"/></wsdl:message><wsdl:message name="{op}Response"><wsdl:part name="parameters" element="tns:{op}Response"/></wsdl:message>"#
         );
     }
-    for (name, ops, _) in ports {
+    for (name, ops, ..) in ports {
         let _ = write!(d, r#"<wsdl:portType name="{name}PortType">"#);
         for op in ops.iter() {
             let _ = write!(
@@ -238,20 +257,22 @@ fn document(tns: &str, about: &str, types: &str, ports: &[Port]) -> String {
         }
         d.push_str("</wsdl:portType>");
     }
-    for (name, ops, _) in ports {
+    for (name, ops, _, headed) in ports {
         let _ = write!(
             d,
             r#"<wsdl:binding name="{name}Soap12Binding" type="tns:{name}PortType"><soap12:binding style="document" transport="http://schemas.xmlsoap.org/soap/http"/>"#
         );
         for op in ops.iter() {
+            let header =
+                if headed.contains(op) { r#"<soap12:header message="tns:SessionHeader" part="session" use="literal"/>"# } else { "" };
             let _ = write!(
                 d,
-                r#"<wsdl:operation name="{op}"><soap12:operation soapAction="{tns}#{op}" style="document"/><wsdl:input><soap12:body use="literal"/></wsdl:input><wsdl:output><soap12:body use="literal"/></wsdl:output></wsdl:operation>"#
+                r#"<wsdl:operation name="{op}"><soap12:operation soapAction="{tns}#{op}" style="document"/><wsdl:input><soap12:body use="literal" parts="parameters"/>{header}</wsdl:input><wsdl:output><soap12:body use="literal"/></wsdl:output></wsdl:operation>"#
             );
         }
         d.push_str("</wsdl:binding>");
     }
-    for (name, _, address) in ports {
+    for (name, _, address, _) in ports {
         let _ = write!(
             d,
             r#"<wsdl:service name="{name}Service"><wsdl:port name="{name}Soap12Port" binding="tns:{name}Soap12Binding"><soap12:address location="{}"/></wsdl:port></wsdl:service>"#,

@@ -7,7 +7,8 @@
 //!   reference to any entity but the five predefined ones and character
 //!   references is refused (no expansion, no external fetch: quick-xml
 //!   reads nothing but the given bytes).
-//! - No processing instruction but the XML declaration.
+//! - No processing instruction but the XML declaration, which may declare
+//!   no encoding but UTF-8 (bytes that are no UTF-8 are refused too).
 //! - At most [`MAX_DEPTH`] levels and [`MAX_ELEMENTS`] elements; the bytes
 //!   themselves are bounded by the request's body limit.
 //! - Text is kept only in elements without child elements (whitespace
@@ -137,7 +138,16 @@ pub fn parse(bytes: &[u8]) -> Result<Element, String> {
             }
             Event::DocType(_) => return Err("a DTD (<!DOCTYPE ...>) is not accepted".into()),
             Event::PI(_) => return Err("processing instructions are not accepted".into()),
-            Event::Decl(_) | Event::Comment(_) => {}
+            Event::Decl(d) => {
+                if let Some(encoding) = d.encoding() {
+                    let encoding = encoding.map_err(|e| format!("XML declaration at byte {at}: {e}"))?;
+                    if !encoding.eq_ignore_ascii_case(b"utf-8") {
+                        let encoding = String::from_utf8_lossy(&encoding);
+                        return Err(format!("the document declares encoding {encoding:?}: this endpoint reads UTF-8 only"));
+                    }
+                }
+            }
+            Event::Comment(_) => {}
             Event::Eof => break,
         }
     }
@@ -207,6 +217,9 @@ mod tests {
             assert!(parse(doc).unwrap_err().contains("not allowed in XML"), "{}", String::from_utf8_lossy(doc));
         }
         assert_eq!(parse(b"<x>&#9;&#x10000;</x>").unwrap().text, "\t\u{10000}");
+        assert_eq!(parse("<?xml version='1.0' encoding='utf-8'?><x>\u{e9}</x>".as_bytes()).unwrap().text, "\u{e9}");
+        assert!(parse(b"<?xml version='1.0' encoding='windows-1252'?><x/>").unwrap_err().contains("UTF-8 only"));
+        assert!(parse(b"<x>\xe9</x>").is_err(), "no UTF-8");
     }
 
     #[test]

@@ -352,6 +352,20 @@ def test_standard_clients_place_jobs_in_a_session_with_its_header(host):
         ogc.headers = {**ogc.headers, **headers}
         assert ogc.execute("add", inputs={"x": 1, "y": "41"}) == {"result": 42}
         assert on_disk(host, s, "result").read_text() == "42\n", "its output written in the session"
+        # An output by reference is the session's file, referenced there.
+        status, body = request(
+            "POST",
+            f"{host.url}/ogcapi/processes/add/execution",
+            {
+                "inputs": {"x": 2, "y": "40"},
+                "outputs": {"result": {"transmissionMode": "reference"}},
+                "response": "document",
+            },
+            {"Mpiws-Session": s.id},
+        )
+        href = json.loads(body)["result"]["href"]
+        assert status == 200 and href == f"{s.url}/files/result", body
+        assert request("GET", href) == (200, b"42\n")
         # By the URL of a session file: read where it lies (the same inode), not copied.
         ino = ogc.execute("inodeof", inputs={"f": {"href": f"{s.url}/files/script"}})
         assert ino == {"ino": on_disk(host, s, "script").stat().st_ino}
@@ -361,14 +375,14 @@ def test_standard_clients_place_jobs_in_a_session_with_its_header(host):
         on_disk(host, s, "y").write_text("100\n")  # the OGC job's input, by its parameter's name
         r = add.service.call(x=1, y={"session": "y"})
         assert r.outputs.result.value == 101 and on_disk(host, s, "result").read_text() == "101\n"
-        assert len(s.status()["jobs"]) == 3
+        assert len(s.status()["jobs"]) == 4
         # Or the envelope's own header block (`session`, as the WSDL declares it), with no HTTP header.
         keyed = requests.Session()
         keyed.headers["Authorization"] = headers["Authorization"]
         soap_only = zeep.Client(f"{host.url}/programs/add?wsdl", transport=Transport(session=keyed))
         r = soap_only.service.call(x=2, y={"session": "y"}, _soapheaders={"session": s.id})
         assert r.outputs.result.value == 102 and on_disk(host, s, "result").read_text() == "102\n"
-        assert len(s.status()["jobs"]) == 4
+        assert len(s.status()["jobs"]) == 5
         with pytest.raises(zeep.exceptions.Fault) as e:  # the two naming two sessions
             add.service.call(x=1, y={"session": "y"}, _soapheaders={"session": "another"})
         assert "two sessions" in e.value.message, e.value.message

@@ -39,6 +39,7 @@ use crate::jobs::disk::Disk;
 use crate::jobs::job::now;
 use crate::jobs::safe_file::bytes_under;
 use crate::keys::{Key, KeyId};
+use crate::wire::url;
 
 /// Where a session's files are, under its directory.
 pub const FILES: &str = "files";
@@ -123,6 +124,17 @@ pub struct Session {
 }
 
 impl Session {
+    /// Its URL under the endpoint's `base`.
+    pub fn url(&self, base: &str) -> String {
+        url::join(base, &format!("/sessions/{}", self.id))
+    }
+
+    /// The URL of its file `name` (a path relative to its files, `/`-separated).
+    pub fn file_url(&self, base: &str, name: &str) -> String {
+        let path: Vec<String> = name.split('/').map(url::percent_encode).collect();
+        format!("{}/files/{}", self.url(base), path.join("/"))
+    }
+
     pub fn new(id: String, owner: KeyId, root: PathBuf, disk: u64, idle: Duration, quota: Arc<Disk>) -> Arc<Session> {
         let t = now();
         Arc::new(Session {

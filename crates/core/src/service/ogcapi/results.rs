@@ -11,7 +11,8 @@
 //!   `string`: text), or a qualified value (`xml`: `{"value", "mediaType"}`,
 //!   `binary`: `{"value": BASE64, "encoding": "base64", ...}`); by
 //!   reference, and by value above 16 MiB (as on the endpoint's own
-//!   routes), a link `{"href", "type"}` to the job's file. An output the
+//!   routes), a link `{"href", "type"}` to the job's file (of a job in a
+//!   session: the session's file, where it outlives the job). An output the
 //!   program did not write is left out.
 //! - A CWL tool's Files are links (their `location`); its other values
 //!   are as the tool gave them.

@@ -13,7 +13,6 @@ use crate::error::ErrorClass;
 use crate::keys::Key;
 use crate::service::jobs::refused;
 use crate::service::reply::{error, json, read_body, Reply};
-use crate::service::sessions::url_of;
 use crate::service::{guard, Endpoint};
 
 /// A request's body is a few numbers.
@@ -68,7 +67,7 @@ pub async fn create(ep: &Endpoint, caller: &Key, req: Request<Incoming>) -> Repl
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, ErrorClass::Other, e.message),
         Err(r) => return refused(r).into(),
     };
-    let url = url_of(ep, &session);
+    let url = session.url(&ep.url());
     let mut reply = json(StatusCode::CREATED, &session.describe(&url));
     if let Ok(location) = http::HeaderValue::from_str(&url) {
         reply.headers_mut().insert(http::header::LOCATION, location);

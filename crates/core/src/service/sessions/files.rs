@@ -25,9 +25,9 @@ use crate::keys::Key;
 use crate::service::jobs::files::{send_open, too_large, write_body};
 use crate::service::jobs::insufficient_storage;
 use crate::service::reply::{error, json, no_content, HttpError, Reply};
-use crate::service::sessions::{own, url_of};
+use crate::service::sessions::own;
 use crate::service::Endpoint;
-use crate::wire::url::{decode_path, percent_encode};
+use crate::wire::url::decode_path;
 
 /// Most files a listing shows.
 const MAX_LISTED: usize = 10_000;
@@ -37,10 +37,10 @@ pub fn list(ep: &Endpoint, caller: &Key, id: &str) -> Reply {
         Ok(s) => s,
         Err(e) => return e.into(),
     };
-    let base = url_of(ep, &session);
+    let base = ep.url();
     let files: Vec<Value> = crate::jobs::session::listing(&session.files(), MAX_LISTED)
         .into_iter()
-        .map(|(name, size)| json!({"url": format!("{base}/files/{}", encode_path(&name)), "name": name, "size": size}))
+        .map(|(name, size)| json!({"url": session.file_url(&base, &name), "name": name, "size": size}))
         .collect();
     json(StatusCode::OK, &json!({"files": files}))
 }
@@ -86,9 +86,7 @@ pub async fn put(ep: &Endpoint, caller: &Key, id: &str, name: &str, req: Request
         Err(e) => Err(e),
     };
     let reply = match kept {
-        Ok(size) => {
-            json(StatusCode::CREATED, &json!({"name": name, "size": size, "url": format!("{}/files/{name}", url_of(ep, &session))}))
-        }
+        Ok(size) => json(StatusCode::CREATED, &json!({"name": name, "size": size, "url": session.file_url(&ep.url(), name)})),
         Err(e) => {
             let _ = tokio::fs::remove_file(&part).await;
             session.release(claimed);
@@ -122,9 +120,4 @@ fn named(ep: &Endpoint, caller: &Key, id: &str, segment: &str) -> Result<(Arc<Se
     plain_name(&name).map_err(bad)?;
     let path = inside(&session.files(), &name).expect("a plain name is one component");
     Ok((session, path))
-}
-
-/// A relative path with each segment percent-encoded where it must be.
-fn encode_path(rel: &str) -> String {
-    rel.split('/').map(percent_encode).collect::<Vec<_>>().join("/")
 }

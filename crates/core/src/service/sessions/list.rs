@@ -8,11 +8,11 @@ use serde_json::Value;
 
 use crate::keys::Key;
 use crate::service::reply::{json, Reply};
-use crate::service::sessions::{own, url_of};
+use crate::service::sessions::own;
 use crate::service::Endpoint;
 
 pub fn list(ep: &Endpoint, caller: &Key) -> Reply {
-    let all: Vec<Value> = ep.jobs.sessions_of(caller).iter().map(|s| s.describe(&url_of(ep, s))).collect();
+    let all: Vec<Value> = ep.jobs.sessions_of(caller).iter().map(|s| s.describe(&s.url(&ep.url()))).collect();
     json(StatusCode::OK, &all)
 }
 
@@ -20,7 +20,7 @@ pub fn describe(ep: &Endpoint, caller: &Key, id: &str) -> Reply {
     match own(ep, caller, id) {
         Ok(s) => {
             let _ = s.account(); // its bytes as they are now
-            json(StatusCode::OK, &s.describe(&url_of(ep, &s)))
+            json(StatusCode::OK, &s.describe(&s.url(&ep.url())))
         }
         Err(e) => e.into(),
     }

@@ -25,7 +25,6 @@ use crate::keys::Key;
 use crate::service::jobs::refused;
 use crate::service::reply::HttpError;
 use crate::service::Endpoint;
-use crate::wire::url;
 
 /// The caller's session `id` (used now), or the 404 of one that does not exist.
 pub fn own(ep: &Endpoint, caller: &Key, id: &str) -> Result<Arc<Session>, HttpError> {
@@ -44,9 +43,4 @@ pub fn from_header(ep: &Endpoint, caller: &Key, headers: &http::HeaderMap) -> Re
         return Err(bad());
     }
     own(ep, caller, id).map(Some)
-}
-
-/// A session's URL on this endpoint.
-pub fn url_of(ep: &Endpoint, session: &Session) -> String {
-    url::join(&ep.url(), &format!("/sessions/{}", session.id))
 }

@@ -205,6 +205,8 @@ class Comm:
         self, source: int, tag: int, buffer: Any, timeout: float | None = None
     ) -> tuple[int, int, int] | None:
         """``recv`` into a buffer given alone, as ``send_plain``: (source, tag, bytes received), or None."""
+    def irecv_plain(self, source: int, tag: int, buffer: Any) -> Request | None:
+        """``irecv`` into a buffer given alone, if the buffer rules take it as given (else None, nothing done)."""
     def irecv(self, source: int, tag: int, buffer: Any | None = None) -> Request:
         """Post a receive; a large message may be read straight into ``buffer``."""
     def sendrecv(

@@ -136,6 +136,13 @@ impl Comm {
         Ok(Some((msg.source, msg.tag, n)))
     }
 
+    /// `irecv` into a buffer given alone, as `recv_plain`: its request, or
+    /// None, having done nothing, when the buffer rules must read it.
+    fn irecv_plain(&self, source: i64, tag: i64, buffer: &Bound<'_, PyAny>) -> PyResult<Option<Request>> {
+        let Some(buf) = plain(buffer, true) else { return Ok(None) };
+        self.post_recv(source, tag, Some(Box::new(Dest::of(buf)))).map(Some)
+    }
+
     /// `Sendrecv` in one call: the receive is posted, then the send is
     /// written once this thread reads the source's stream, so the peer's
     /// message finds it reading (`Request::wait_after`). Returns the

@@ -319,10 +319,18 @@ impl Message {
         if n > dest.len {
             return Err(mpi_err(ErrorClass::Truncate, format!("message of {n} bytes truncated: receive buffer holds {} bytes", dest.len)));
         }
-        py.detach(|| self.payload.copy_to(&mut dest.slice()[..n]));
+        if n < DETACH_FROM {
+            self.payload.copy_to(&mut dest.slice()[..n]);
+        } else {
+            py.detach(|| self.payload.copy_to(&mut dest.slice()[..n]));
+        }
         Ok(n)
     }
 }
+
+/// Copies from this size let other Python threads run meanwhile; a
+/// smaller one is over before the GIL would change hands.
+const DETACH_FROM: usize = 64 * 1024;
 
 /// Received bytes lent read-only through the buffer protocol, not copied.
 #[pyclass(module = "mpiws._core", frozen)]

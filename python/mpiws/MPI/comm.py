@@ -709,10 +709,12 @@ class Comm(Handle, Named, Attributes, Handled, Collectives):
 
         Nonblocking receive.
         """
-        view, _, _ = datatype.parse(buf, writable=True)
         core, limit = self._state().core_and_limit(timeout)
-        req = Request(core.irecv(source, tag, view), _BUFFER, view, deadline=timeout_.deadline(limit))
-        return _posted(req, core, source, tag, schedule)
+        r = core.irecv_plain(source, tag, buf)  # a buffer alone, decided in the core
+        if r is None:
+            buf, _, _ = datatype.parse(buf, writable=True)
+            r = core.irecv(source, tag, buf)
+        return _posted(Request(r, _BUFFER, buf, deadline=timeout_.deadline(limit)), core, source, tag, schedule)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None):
         """Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None, timeout=None)

@@ -89,12 +89,24 @@ class Receipt:
     ``request``, and for message handlers ``value`` (what arrived).
     """
 
-    __slots__ = ("_d",)
+    # Its fields are made when first read (most handlers read few or none):
+    # `_d` is then set from `_made`, (watch, event, (time, error, status)).
+    __slots__ = ("_d", "_made")
 
     def __init__(self, **d):
         object.__setattr__(self, "_d", d)
 
+    @classmethod
+    def _of(cls, watch, event, made):
+        r = object.__new__(cls)
+        object.__setattr__(r, "_made", (watch, event, made))
+        return r
+
     def __getattr__(self, name):
+        if name == "_d":  # not made yet
+            d = self._made[0].receipt_fields(*self._made[1:])
+            object.__setattr__(self, "_d", d)
+            return d
         try:
             return self._d[name]
         except KeyError:
@@ -244,13 +256,17 @@ class Watch:
 
     def receipt(self, event, made):
         """The ``Receipt`` of ``event``, fired as ``made`` (time, error, status)."""
+        return Receipt._of(self, event, made)
+
+    def receipt_fields(self, event, made):
+        """What the ``Receipt`` of ``event``, fired as ``made``, tells."""
         at, error, status = made
         info = self.info or _NOTHING
         if status is not None and self.receive:
             source, tag, size = status.source, status.tag, status.Get_count()
         else:
             source, tag, size = info.get("source"), info.get("tag"), info.get("size")
-        return Receipt(
+        return dict(
             event=event,
             tag=tag,
             size=size,
@@ -270,6 +286,8 @@ class Watch:
         fn()
 
     def wake(self):
+        if not self.waiters:  # (one added once settled is called at once: `on_settled`)
+            return
         with _settling:
             waiters, self.waiters = self.waiters, []
         for fn in waiters:
@@ -359,7 +377,8 @@ class _Dispatcher:
             token = self.events.next(wait, self.reading)
             while self.soon:
                 self.soon.popleft()()
-            self._expire_due()
+            if self.timers:
+                self._expire_due()
             if not token:
                 continue
             with self.lock:

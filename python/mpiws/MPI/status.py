@@ -34,8 +34,11 @@ class Status:
             raise TypeError(f"expected a Status, got {type(status).__name__}")
 
     def _set(self, source, tag, nbytes, cancelled=False, error=SUCCESS):
-        self.source, self.tag, self.error = source, tag, error
-        self._nbytes, self._cancelled = nbytes, cancelled
+        # All five at once (every receive fills one): as the setters below would.
+        m, lo = self._mem, nbytes & 0xFFFFFFFF
+        m[_LO] = lo - (1 << 32) if lo >= 1 << 31 else lo
+        m[_HI] = ((nbytes >> 32) << 1) | bool(cancelled)
+        m[_SOURCE], m[_TAG], m[_ERROR] = source, tag, error
 
     source = property(lambda self: self._mem[_SOURCE], lambda self, v: self._mem.__setitem__(_SOURCE, v))
     tag = property(lambda self: self._mem[_TAG], lambda self, v: self._mem.__setitem__(_TAG, v))

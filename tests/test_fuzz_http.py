@@ -2278,13 +2278,18 @@ def method(rng, path):
 
 
 def registration(rng, keyed):
-    """A relay registration, `POST /relay/NAME` (the fuzz drops a 101's connection at once)."""
-    name = rng.choice(["lab", "lab", f"{MARK}{rng.randrange(3)}", "nobody", "a" * 65, "a%2Fb", "..", "", "é"])
+    """A relay registration, `POST /relay/NAME` (the fuzz drops a 101's connection at once); one
+    that does not ask the upgrade is passed on instead: then to `lab` or to no name an endpoint
+    could hold (answered at once; a free name's would wait 10 s for its endpoint)."""
     h = []
     if rng.random() < 0.8:
         h += [("Connection", rng.choice(["upgrade", "Upgrade", "keep-alive, upgrade", "close"]))]
     if rng.random() < 0.8:
         h += [("Upgrade", rng.choice(["mpiws-relay/1", "MPIWS-RELAY/1", "mpiws-relay/2", "mpiws-stream/1", ""]))]
+    names = ["lab", "lab", "a" * 65, "a%2Fb", "..", "", "é"]
+    if asks_relay_upgrade(h):
+        names += [f"{MARK}{rng.randrange(3)}", "nobody"]
+    name = rng.choice(names)
     keys = [KEY_RELAY, KEY_LAB, KEY_FUZZ, KEY_RUN] if keyed else []
     r = rng.random()
     if r < 0.6 and keys:

@@ -607,6 +607,7 @@ def test_relay(api):
     # a body that breaks off (shorter than announced) while it is passed on: the client's fault (the relay
     # then drops that connection to the endpoint behind)
     api.call("POST", "/relay/lab/files", b"x" * 10, auth(KEY), announce=100, cut=True, expect=400)
+    api.call("GET", "/relay/a..b%20/programs", headers=auth(KEY), expect=404)  # no name: at once
     api.call("GET", "/relay/nobody/programs", headers=auth(KEY), expect=503)  # after 10 s
 
 

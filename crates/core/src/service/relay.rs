@@ -192,6 +192,11 @@ impl Relay {
 
 /// `/relay/{name}/{path}`: pass the request on to `name` as `/{path}`, and its answer back.
 pub async fn forward(ep: &Endpoint, name: &str, mut req: Request<Incoming>) -> Reply {
+    // A name no endpoint can register is answered at once, not after the wait for one to connect.
+    if !valid_relay_name(name) {
+        let message = format!("no endpoint can be named {name:?} here: a relay name is 1-{MAX_RELAY_NAME} characters of [A-Za-z0-9._-]");
+        return error(StatusCode::NOT_FOUND, ErrorClass::Arg, message);
+    }
     let relay = &ep.relay;
     let prefix = format!("/relay/{name}");
     let path = req.uri().path_and_query().map_or("", |p| p.as_str()).strip_prefix(&prefix).unwrap_or("");

@@ -8,7 +8,8 @@
 //!   `VersionMismatch` fault; a header block marked `mustUnderstand` is a
 //!   `MustUnderstand` fault, but the one understood here: `session` of
 //!   `urn:mpiws:session`, the id of the caller's session a program's job runs
-//!   in (as the HTTP header `Mpiws-Session`).
+//!   in (as the HTTP header `Mpiws-Session`); an operation that runs in no
+//!   session (the service interface's, a rank's) refuses it.
 //! - The document is UTF-8 (its declaration and the Content-Type's
 //!   `charset` may say so, or nothing): another encoding is refused,
 //!   never read as if it were UTF-8.
@@ -104,6 +105,16 @@ pub fn read(content_type: &str, body: &[u8]) -> Result<Request, Refusal> {
             let (root, attachments) = package(&params, body)?;
             operation(&root, attachments)
         }
+    }
+}
+
+/// As [`read`], for an operation that runs in no session (the service
+/// interface's, a rank's): one whose envelope names a session is refused.
+pub fn read_sessionless(content_type: &str, body: &[u8]) -> Result<Request, Refusal> {
+    let request = read(content_type, body)?;
+    match request.session {
+        Some(_) => Err(sender("the session header block places a program's job: this operation runs in no session")),
+        None => Ok(request),
     }
 }
 
@@ -304,6 +315,10 @@ mod tests {
         };
         assert_eq!(session(r#"<m:session s:mustUnderstand="true"> s1 </m:session>"#).unwrap(), Some("s1".to_string()));
         assert_eq!(session("").unwrap(), None);
+        let placed = format!(
+            r#"<s:Envelope xmlns:s="{SOAP12}"><s:Header><m:session xmlns:m="{SESSION_NS}">s1</m:session></s:Header><s:Body><op/></s:Body></s:Envelope>"#
+        );
+        assert!(read_sessionless("application/soap+xml", placed.as_bytes()).unwrap_err().message.contains("no session"));
         for twice in ["<m:session>a</m:session><m:session>b</m:session>", "<m:session/>"] {
             assert!(session(twice).unwrap_err().message.contains("one session's id"), "{twice}");
         }

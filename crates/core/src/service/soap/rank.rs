@@ -51,7 +51,7 @@ async fn operate(ep: &Endpoint, domain: &str, rank: &str, req: Request<Incoming>
     let max = ep.config.max_message;
     let limit = body_limit(max);
     let body = read_body(ep, req.into_body(), usize::try_from(limit).unwrap_or(usize::MAX), "the SOAP store (--max-message)").await?;
-    let request = envelope::read(&content_type, &body)?;
+    let request = envelope::read_sessionless(&content_type, &body)?;
     let op = &request.operation;
     if op.ns != NS || !matches!(op.name.as_str(), "store" | "bStore") {
         return Err(sender(format!("a rank takes store and bStore of {NS}, not {{{}}}{}", op.ns, op.name)));

@@ -32,7 +32,7 @@ async fn operate(ep: &Endpoint, req: Request<Incoming>) -> Result<String, Fault>
     let headers = req.headers().clone();
     let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
     let body = read_body(ep, req.into_body(), ep.config.max_binding, "the SOAP request (--max-binding)").await?;
-    let request = envelope::read(&content_type, &body)?;
+    let request = envelope::read_sessionless(&content_type, &body)?;
     let op = &request.operation;
     if op.ns != NS {
         return Err(sender(format!("the operation {{{}}}{} is not of the service interface's namespace, {NS}", op.ns, op.name)));

@@ -129,8 +129,7 @@ impl Comm {
         buffer: &Bound<'_, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<Option<(i64, i64, usize)>> {
-        let Some(buf) = plain(buffer, true) else { return Ok(None) };
-        let r = self.post_recv(source, tag, Some(Box::new(Dest::of(buf))))?;
+        let Some(r) = self.irecv_plain(source, tag, buffer)? else { return Ok(None) };
         let msg = r.finish(py, "receive", timeout)?.expect("a receive yields a message");
         let n = msg.copy_into(py, buffer, None)?;
         Ok(Some((msg.source, msg.tag, n)))

@@ -14,6 +14,12 @@ _LO, _HI, _SOURCE, _TAG, _ERROR = range(5)
 F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = _SOURCE, _TAG, _ERROR, 5
 
 
+def _count_words(nbytes, cancelled):
+    """The count's low and high C ints (the high one's bit 0: cancelled), as MPICH lays them out."""
+    lo = nbytes & 0xFFFFFFFF
+    return (lo - (1 << 32) if lo >= 1 << 31 else lo), ((nbytes >> 32) << 1) | bool(cancelled)
+
+
 class Status:
     """
     Status object.
@@ -34,10 +40,9 @@ class Status:
             raise TypeError(f"expected a Status, got {type(status).__name__}")
 
     def _set(self, source, tag, nbytes, cancelled=False, error=SUCCESS):
-        # All five at once (every receive fills one): as the setters below would.
-        m, lo = self._mem, nbytes & 0xFFFFFFFF
-        m[_LO] = lo - (1 << 32) if lo >= 1 << 31 else lo
-        m[_HI] = ((nbytes >> 32) << 1) | bool(cancelled)
+        # All five at once (every receive fills one), not through the setters below.
+        m = self._mem
+        m[_LO], m[_HI] = _count_words(nbytes, cancelled)
         m[_SOURCE], m[_TAG], m[_ERROR] = source, tag, error
 
     source = property(lambda self: self._mem[_SOURCE], lambda self, v: self._mem.__setitem__(_SOURCE, v))
@@ -50,9 +55,7 @@ class Status:
 
     @_nbytes.setter
     def _nbytes(self, n):
-        lo = n & 0xFFFFFFFF
-        self._mem[_LO] = lo - (1 << 32) if lo >= 1 << 31 else lo
-        self._mem[_HI] = ((n >> 32) << 1) | (self._mem[_HI] & 1)
+        self._mem[_LO], self._mem[_HI] = _count_words(n, self._mem[_HI] & 1)
 
     @property
     def _cancelled(self):

@@ -48,12 +48,14 @@ pub async fn output(ep: &Endpoint, job: &Job, name: &str, how: Transmission) -> 
     let path = job.output_path(&p.name);
     let size = size_of(&path)?;
     let media = media_of(p.kind);
-    // A job's output in a session is a file of the session, referenced there (where it outlives the job).
-    let href = match &job.session {
-        Some(session) => session.file_url(&ep.url(), job.names.of(&p.name)),
-        None => url::join(&job.url(&ep.url()), &format!("/files/{}", p.name)),
+    let link = || Out::Link {
+        // A job's output in a session is a file of the session, referenced there (where it outlives the job).
+        href: match &job.session {
+            Some(session) => session.file_url(&ep.url(), job.names.of(&p.name)),
+            None => url::join(&job.url(&ep.url()), &format!("/files/{}", p.name)),
+        },
+        media: media.to_string(),
     };
-    let link = || Out::Link { href: href.clone(), media: media.to_string() };
     if how == Transmission::Reference || size > INLINE_MAX {
         return Some(link());
     }
